@@ -1,0 +1,95 @@
+"""A set of capability manifests: the map the planner reads and the sandbox enforces."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from structq.errors import ManifestError
+
+from .loader import Positions, closest, load_manifest, manifest_files
+from .model import Manifest
+from .validate import check_examples, check_manifest
+
+__all__ = ["CapabilitySet"]
+
+
+class CapabilitySet:
+    """Manifests by source name, checked together (unique names, examples that resolve)."""
+
+    def __init__(self, manifests: list[Manifest], positions: list[Positions] | None = None) -> None:
+        positions = positions or [Positions(str(m.path or m.source)) for m in manifests]
+        self._sources: dict[str, Manifest] = {}
+        for manifest, pos in zip(manifests, positions):
+            if manifest.source in self._sources:
+                first = self._sources[manifest.source].path or "another manifest"
+                raise pos.error(("source",), f"duplicate source {manifest.source!r} (also declared in {first})",
+                                hint="source names are unique across the manifest folder")
+            check_manifest(manifest, pos)
+            self._sources[manifest.source] = manifest
+        for manifest, pos in zip(manifests, positions):
+            check_examples(manifest, pos, self._sources)
+
+    @classmethod
+    def from_path(cls, path: str | Path, *, env: Mapping[str, str] | None = None) -> "CapabilitySet":
+        """Load a manifest file or every manifest in a folder."""
+        loaded = [load_manifest(p, env=env) for p in manifest_files(path)]
+        return cls([m for m, _ in loaded], [p for _, p in loaded])
+
+    # --- lookup -----------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Manifest]:
+        return iter(self._sources.values())
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._sources
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._sources)
+
+    def get(self, name: str) -> Manifest | None:
+        return self._sources.get(name)
+
+    def __getitem__(self, name: str) -> Manifest:
+        try:
+            return self._sources[name]
+        except KeyError:
+            suggestion = closest(name, self._sources)
+            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(self._sources)}"
+            raise KeyError(f"unknown source {name!r} ({hint})") from None
+
+    def examples(self) -> Iterator[tuple[Manifest, "object"]]:
+        """Every verified example with the manifest that declares it."""
+        for manifest in self:
+            for example in manifest.examples:
+                yield manifest, example
+
+    # --- identity ---------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        """A hash that changes whenever any manifest's content changes (caches key on it)."""
+        digest = hashlib.sha256()
+        for name in sorted(self._sources):
+            dumped = self._sources[name].model_dump(mode="json", by_alias=True)
+            digest.update(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode())
+        return digest.hexdigest()[:16]
+
+    def render(self) -> str:
+        """The manifests as compact text for a planning prompt."""
+        from .render import render_capabilities
+
+        return render_capabilities(self)
+
+
+def require_source(capabilities: CapabilitySet, name: str) -> Manifest:
+    """The manifest for ``name`` or a ``ManifestError`` with did-you-mean."""
+    try:
+        return capabilities[name]
+    except KeyError as exc:
+        raise ManifestError(str(exc.args[0])) from None

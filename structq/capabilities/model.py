@@ -1,0 +1,319 @@
+"""The capability manifest model: what each source holds and what may be read from it.
+
+Pydantic at the edge (manifests are user input), strict: unknown keys are errors so a typo
+never silently drops a policy. The loader (``loader.py``) turns validation errors into
+``ManifestError`` with file, line and column; this module only describes the shape and the
+rules that need no file positions.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+__all__ = [
+    "SQL_COLUMN_TYPES",
+    "SEARCH_FIELD_TYPES",
+    "Column",
+    "Table",
+    "SearchField",
+    "Index",
+    "RowFilter",
+    "Policies",
+    "Limits",
+    "ExampleStep",
+    "Example",
+    "SyncSettings",
+    "Manifest",
+    "dialect_from_url",
+]
+
+SQL_COLUMN_TYPES = ("text", "integer", "real", "numeric", "boolean", "date", "datetime", "json", "binary")
+SEARCH_FIELD_TYPES = (
+    "keyword",
+    "text",
+    "date",
+    "long",
+    "integer",
+    "short",
+    "byte",
+    "double",
+    "float",
+    "scaled_float",
+    "boolean",
+    "nested",
+    "object",
+    "ip",
+)
+
+SqlColumnType = Literal["text", "integer", "real", "numeric", "boolean", "date", "datetime", "json", "binary"]
+SearchFieldType = Literal[
+    "keyword",
+    "text",
+    "date",
+    "long",
+    "integer",
+    "short",
+    "byte",
+    "double",
+    "float",
+    "scaled_float",
+    "boolean",
+    "nested",
+    "object",
+    "ip",
+]
+
+_NAME = r"^[A-Za-z_][A-Za-z0-9_$]*$"
+_OUTPUT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors; models are immutable once loaded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _enum_keys(values: dict[Any, str] | None) -> dict[str, str] | None:
+    """YAML reads ``{1: 男}`` with an int key; enums compare as text, so keys become strings."""
+    if values is None:
+        return None
+    return {str(k).lower() if isinstance(k, bool) else str(k): str(v) for k, v in values.items()}
+
+
+class Column(_Strict):
+    """One column of a table. ``access: deny`` columns may appear nowhere in a query."""
+
+    name: str = Field(pattern=_NAME)
+    type: SqlColumnType
+    description: str = ""
+    values: dict[str, str] | None = None
+    references: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w$]*\.[A-Za-z_][\w$]*$")
+    access: Literal["allow", "deny"] = "allow"
+    synonyms: list[str] = Field(default_factory=list)
+    primary_key: bool = False
+    nullable: bool | None = None
+    #: Added by ``structq sync`` and not yet described by a person.
+    draft: bool = False
+
+    _values = field_validator("values", mode="before")(_enum_keys)
+
+    @property
+    def denied(self) -> bool:
+        return self.access == "deny"
+
+
+class Table(_Strict):
+    """A table or view the planner may read."""
+
+    name: str = Field(pattern=_NAME)
+    description: str = ""
+    synonyms: list[str] = Field(default_factory=list)
+    columns: list[Column] = Field(min_length=1)
+    draft: bool = False
+
+    def column(self, name: str) -> Column | None:
+        """The column called ``name`` (case-insensitive), or None."""
+        lowered = name.lower()
+        return next((c for c in self.columns if c.name.lower() == lowered), None)
+
+    @property
+    def allowed_columns(self) -> list[Column]:
+        return [c for c in self.columns if not c.denied]
+
+
+class SearchField(_Strict):
+    """One field of a search index; dotted names address object sub-fields."""
+
+    name: str = Field(pattern=r"^[A-Za-z_@][\w.@-]*$")
+    type: SearchFieldType
+    description: str = ""
+    values: dict[str, str] | None = None
+    access: Literal["allow", "deny"] = "allow"
+    synonyms: list[str] = Field(default_factory=list)
+    #: Sub-fields of a ``nested`` or ``object`` field.
+    fields: list[SearchField] = Field(default_factory=list)
+    draft: bool = False
+
+    _values = field_validator("values", mode="before")(_enum_keys)
+
+    @property
+    def denied(self) -> bool:
+        return self.access == "deny"
+
+
+class Index(_Strict):
+    """A search index (never a pattern, alias list or remote cluster)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    description: str = ""
+    synonyms: list[str] = Field(default_factory=list)
+    fields: list[SearchField] = Field(min_length=1)
+    #: JSON-lines documents the embedded engine loads at start (relative to the manifest).
+    documents: str | None = None
+    draft: bool = False
+
+    def flat_fields(self) -> dict[str, SearchField]:
+        """Every field by its full dotted path, sub-fields included."""
+        out: dict[str, SearchField] = {}
+
+        def walk(fields: list[SearchField], prefix: str) -> None:
+            for f in fields:
+                path = f"{prefix}{f.name}"
+                out[path] = f
+                walk(f.fields, path + ".")
+
+        walk(self.fields, "")
+        return out
+
+
+class RowFilter(_Strict):
+    """A predicate added to every read of a table or index, in every scope.
+
+    SQL sources give ``table`` and ``where`` (SQL over that table's columns, with ``:var``
+    placeholders filled from the caller's variables). Search sources give ``index`` and
+    ``term`` (field → ``:var`` or a literal), applied as ``bool.filter`` terms.
+    A variable the caller does not supply is an error, never a silent no-filter.
+    """
+
+    table: str | None = None
+    where: str | None = None
+    index: str | None = None
+    term: dict[str, Any] | None = None
+
+    @property
+    def variables(self) -> list[str]:
+        """Names of the caller variables this filter needs."""
+        if self.where is not None:
+            return sorted(set(re.findall(r"(?<![:\w]):([A-Za-z_]\w*)", self.where)))
+        found = []
+        for value in (self.term or {}).values():
+            if isinstance(value, str) and re.fullmatch(r":[A-Za-z_]\w*", value):
+                found.append(value[1:])
+        return sorted(set(found))
+
+
+class Policies(_Strict):
+    row_filters: list[RowFilter] = Field(default_factory=list)
+
+
+class Limits(_Strict):
+    """Per-source caps: rows returned to the answer, and seconds a query may run."""
+
+    max_rows: int = Field(default=1000, ge=1, le=1_000_000)
+    timeout_s: float = Field(default=5.0, gt=0, le=3600)
+    #: Rows a step may pass on to later steps through references.
+    max_intermediate_rows: int = Field(default=100_000, ge=1, le=10_000_000)
+
+
+class ExampleStep(_Strict):
+    output_key: str
+    source: str
+    index: str | None = None
+    purpose: str = ""
+    query: str | dict[str, Any]
+
+    @field_validator("output_key")
+    @classmethod
+    def _key_shape(cls, value: str) -> str:
+        if not _OUTPUT_KEY.match(value):
+            raise ValueError("output_key must be an identifier (letters, digits, underscore)")
+        return value
+
+
+class Example(_Strict):
+    """A verified plan: a question whose normalised text matches skips the LLM."""
+
+    question: str = Field(min_length=1)
+    reasoning: str = ""
+    steps: list[ExampleStep] = Field(min_length=1)
+    answer_with: str = ""
+
+
+class SyncSettings(_Strict):
+    """What ``structq sync`` introspects: one schema, include/exclude glob patterns."""
+
+    schema_: str | None = Field(default=None, alias="schema")
+    include: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+
+
+def dialect_from_url(url: str) -> str | None:
+    """The sqlglot dialect of a SQLAlchemy URL (``postgresql+psycopg://`` → ``postgres``)."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    return {
+        "sqlite": "sqlite",
+        "postgresql": "postgres",
+        "postgres": "postgres",
+        "mysql": "mysql",
+        "mariadb": "mysql",
+        "duckdb": "duckdb",
+        "mssql": "tsql",
+        "oracle": "oracle",
+        "snowflake": "snowflake",
+        "bigquery": "bigquery",
+        "trino": "trino",
+        "clickhouse": "clickhouse",
+    }.get(scheme)
+
+
+class Manifest(_Strict):
+    """One source: a SQL database or a search cluster, and what of it may be read."""
+
+    source: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    kind: Literal["sql", "elasticsearch", "opensearch"]
+    url: str
+    dialect: str | None = None
+    description: str = ""
+    limits: Limits = Field(default_factory=Limits)
+    policies: Policies = Field(default_factory=Policies)
+    tables: list[Table] = Field(default_factory=list)
+    indices: list[Index] = Field(default_factory=list)
+    functions: list[str] = Field(default_factory=list)
+    examples: list[Example] = Field(default_factory=list)
+    sync: SyncSettings | None = None
+
+    _path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def path(self) -> Path | None:
+        """The file this manifest was loaded from (None when built in code)."""
+        return self._path
+
+    @property
+    def is_search(self) -> bool:
+        return self.kind in ("elasticsearch", "opensearch")
+
+    @property
+    def sql_dialect(self) -> str:
+        """The sqlglot dialect queries to this source are written in."""
+        if self.dialect:
+            return self.dialect
+        return dialect_from_url(self.url) or "sqlite"
+
+    def table(self, name: str) -> Table | None:
+        """The table called ``name`` (case-insensitive), or None."""
+        lowered = name.lower()
+        return next((t for t in self.tables if t.name.lower() == lowered), None)
+
+    def index(self, name: str) -> Index | None:
+        return next((i for i in self.indices if i.name == name), None)
+
+    def row_filters_for(self, name: str) -> list[RowFilter]:
+        """The row filters that apply to table or index ``name``."""
+        lowered = name.lower()
+        return [
+            f
+            for f in self.policies.row_filters
+            if (f.table or f.index or "").lower() == lowered
+        ]
+
+    def resolve_path(self, value: str) -> Path:
+        """A path written in the manifest, relative to the manifest's folder."""
+        p = Path(value).expanduser()
+        if not p.is_absolute() and self._path is not None:
+            p = self._path.parent / p
+        return p

@@ -1,0 +1,42 @@
+"""The ``structq`` command line. Each command lives in its own module; heavy libraries
+(LangChain, database drivers, search clients) are imported inside the commands, never here,
+so ``structq --help`` stays instant."""
+
+from __future__ import annotations
+
+import typer
+
+from .check import check
+
+app = typer.Typer(
+    name="structq",
+    help="Answer questions about your company's data with checked, read-only query plans.\n\n"
+    "Start with:  structq demo",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
+) -> None:
+    """Answer questions about your company's data with checked, read-only query plans."""
+    if version:
+        from structq import __version__
+
+        typer.echo(f"structq {__version__}")
+        raise typer.Exit()
+
+
+app.command()(check)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,60 @@
+"""``structq check``: validate manifests (and, with ``--connect``, compare them with the sources)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import DEFAULT_MANIFESTS, EXIT_FAILED, JsonOpt, ManifestsOpt, VerboseOpt, console, errors_to_exit, load_capabilities, print_json
+
+
+def _summary(manifest) -> dict:
+    objects = manifest.indices if manifest.is_search else manifest.tables
+    fields = sum(len(o.fields if manifest.is_search else o.columns) for o in objects)
+    return {
+        "source": manifest.source,
+        "kind": manifest.kind,
+        "dialect": None if manifest.is_search else manifest.sql_dialect,
+        "file": str(manifest.path) if manifest.path else None,
+        "objects": len(objects),
+        "fields": fields,
+        "examples": len(manifest.examples),
+        "row_filters": len(manifest.policies.row_filters),
+    }
+
+
+def check(
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    connect: Annotated[bool, typer.Option("--connect", help="Also connect to each source and report declared objects it lacks.")] = False,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Validate capability manifests and print one line per source.
+
+    Every error names file:line:column and suggests the closest valid key or name.
+
+    Example:  structq check -m capabilities --connect
+    """
+    with errors_to_exit(verbose):
+        caps = load_capabilities(manifests)
+        summaries = [_summary(m) for m in caps]
+        problems: list[dict] = []
+        if connect:
+            from structq.sync.verify import missing_objects
+
+            for manifest in caps:
+                problems += missing_objects(manifest)
+        if json_out:
+            print_json({"ok": not problems, "fingerprint": caps.fingerprint(), "sources": summaries, "problems": problems})
+        else:
+            out = console()
+            for s in summaries:
+                what = "indices" if s["kind"] != "sql" else "tables"
+                dialect = f", {s['dialect']}" if s["dialect"] else ""
+                out.print(f"[green]ok[/] {s['source']} ({s['kind']}{dialect}): {s['objects']} {what}, "
+                          f"{s['fields']} fields, {s['examples']} examples, {s['row_filters']} row filters")
+            for p in problems:
+                out.print(f"[red]missing[/] {p['source']}: {p['message']}")
+        if problems:
+            raise typer.Exit(EXIT_FAILED)

@@ -1,0 +1,130 @@
+"""What every command shares: option types, loading manifests, error → exit code, output.
+
+Exit codes (documented in README): 0 ok, 1 the answer/check failed, 2 usage,
+3 configuration (manifests, model, URLs), 4 a source unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from structq.capabilities import CapabilitySet
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+
+ManifestsOpt = Annotated[
+    Path,
+    typer.Option("-m", "--manifests", help="Manifest file or folder of manifests.", envvar="STRUCTQ_MANIFESTS"),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable schema, see README).")]
+VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Show tracebacks and debug detail.")]
+VarOpt = Annotated[
+    list[str] | None,
+    typer.Option("--var", help="A caller variable for row filters, as name=value (repeatable).", metavar="NAME=VALUE"),
+]
+LlmOpt = Annotated[
+    str | None,
+    typer.Option("--llm", help="Model as provider:model (default: $STRUCTQ_LLM, or OpenAI when OPENAI_API_KEY is set)."),
+]
+
+DEFAULT_MANIFESTS = Path("capabilities")
+
+
+def bundled_manifests() -> Path:
+    """The demo company's manifests shipped inside the package (or the repo's, in a checkout)."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_bundled" / "capabilities", here.parent / "capabilities"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("the bundled demo manifests are missing from this installation")
+
+
+def resolve_manifests(path: Path) -> Path:
+    """``./capabilities`` when it exists, else the bundled demo manifests (so the demo works anywhere)."""
+    if path == DEFAULT_MANIFESTS and not path.exists():
+        return bundled_manifests()
+    return path
+
+
+def load_capabilities(path: Path) -> "CapabilitySet":
+    from structq.capabilities import CapabilitySet
+
+    return CapabilitySet.from_path(resolve_manifests(path))
+
+
+def parse_vars(pairs: list[str] | None) -> dict[str, Any]:
+    """``["tenant_id=7"]`` → ``{"tenant_id": 7}`` (integers and numbers become numbers)."""
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--var")
+        out[name.strip()] = _number_or_text(value)
+    return out
+
+
+def _number_or_text(value: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def console(stderr: bool = False) -> "Console":
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=not sys.stdout.isatty() and not stderr)
+
+
+def print_json(document: Any) -> None:
+    """Machine output: one JSON document on stdout, UTF-8, no colour."""
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def exit_code_for(exc: BaseException) -> int:
+    from structq import errors
+
+    if isinstance(exc, errors.SourceUnavailable):
+        return EXIT_UNAVAILABLE
+    if isinstance(exc, (errors.ConfigError, errors.ManifestError, errors.ModelError)):
+        return EXIT_CONFIG
+    return EXIT_FAILED
+
+
+def fail(message: str, *, hint: str | None = None, code: int = EXIT_FAILED) -> NoReturn:
+    """One clear line on stderr, then exit."""
+    text = f"structq: error: {message}"
+    if hint:
+        text += f"\n  hint: {hint}"
+    sys.stderr.write(text + "\n")
+    raise typer.Exit(code)
+
+
+@contextmanager
+def errors_to_exit(verbose: bool = False) -> Iterator[None]:
+    """Turn structq errors into one line and an exit code; a traceback only with ``-v``."""
+    from structq.errors import ManifestError, StructqError
+
+    try:
+        yield
+    except StructqError as exc:
+        if verbose or os.environ.get("STRUCTQ_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        message = str(exc) if isinstance(exc, ManifestError) else exc.message
+        hint = None if isinstance(exc, ManifestError) else exc.hint
+        fail(message, hint=hint, code=exit_code_for(exc))

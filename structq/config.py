@@ -1,0 +1,62 @@
+"""Settings: command-line flags > environment (``STRUCTQ_*``) > defaults.
+
+Kept free of heavy imports: the CLI reads it before deciding what else to load.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Settings", "default_demo_dir", "user_cache_dir", "user_state_dir"]
+
+APP = "structq"
+
+
+def _platform_dir(kind: str) -> Path:
+    import platformdirs
+
+    return Path(getattr(platformdirs, f"user_{kind}_dir")(APP))
+
+
+def user_cache_dir() -> Path:
+    """Where the plan cache lives (``STRUCTQ_CACHE_DIR`` overrides)."""
+    return Path(os.environ.get("STRUCTQ_CACHE_DIR") or _platform_dir("cache"))
+
+
+def user_state_dir() -> Path:
+    """Where the audit log lives (``STRUCTQ_STATE_DIR`` overrides)."""
+    return Path(os.environ.get("STRUCTQ_STATE_DIR") or _platform_dir("state"))
+
+
+def default_demo_dir() -> Path:
+    """Where ``structq demo`` builds the demo company unless ``--dir``/``STRUCTQ_DEMO_DIR`` says."""
+    return Path(os.environ.get("STRUCTQ_DEMO_DIR") or (_platform_dir("data") / "demo"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run needs to know besides the manifests; built by the CLI or the caller."""
+
+    llm: str | None = None
+    max_repairs: int = 2
+    timezone: str = "Asia/Shanghai"
+    audit_path: Path | None = None
+    audit_enabled: bool = True
+    cache_enabled: bool = True
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> "Settings":
+        """Defaults, then ``STRUCTQ_*`` variables, then the explicit ``overrides`` (flags)."""
+        env = os.environ
+        values: dict[str, object] = {
+            "llm": env.get("STRUCTQ_LLM") or None,
+            "max_repairs": int(env.get("STRUCTQ_MAX_REPAIRS", "2")),
+            "timezone": env.get("STRUCTQ_TIMEZONE", "Asia/Shanghai"),
+            "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
+            "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),
+            "cache_enabled": env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false"),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)  # type: ignore[arg-type]

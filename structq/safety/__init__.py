@@ -1,0 +1,9 @@
+"""The sandbox: pure functions from (manifest, query) to a ``SafeQuery`` or a ``SandboxViolation``.
+
+No I/O and no executor imports here: what the sandbox accepts is decided by the query and
+the manifest alone.
+"""
+
+from .query import SafeQuery
+
+__all__ = ["SafeQuery"]

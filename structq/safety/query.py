@@ -1,0 +1,50 @@
+"""What the sandbox hands to an executor: a query it has checked and rewritten.
+
+Executors run only ``SafeQuery`` objects; nothing else reaches a database. The SQL text is
+regenerated from the checked tree (never the caller's text) and written with SQLAlchemy
+``text()`` placeholders (``:name``) whatever the dialect; values travel in ``params``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["SafeQuery"]
+
+
+@dataclass(frozen=True)
+class SafeQuery:
+    """A checked query, ready to run.
+
+    - ``text``: SQL for ``sqlalchemy.text()`` with ``:name`` placeholders (SQL sources).
+    - ``body``: the search request body with references already substituted (search sources).
+    - ``params``: bound values: row-filter variables and step references. A name listed in
+      ``expanding`` is a list bound with ``bindparam(name, expanding=True)``; other values are
+      bound as they are (on PostgreSQL a list is an array for ``= ANY(:name)``, on SQLite a JSON
+      text for ``json_each(:name)``: the sandbox picked the form from the dialect).
+    - ``tables`` / ``columns``: what the query reads (``table`` and ``table.column``), for
+      audit and tests; for search, the index and its fields.
+    - ``limit``: the most rows the executor fetches (``max_rows + 1``), so that one row more
+      than ``max_rows`` tells that the result was truncated.
+    """
+
+    source: str
+    kind: Literal["sql", "search"]
+    limit: int
+    max_rows: int
+    text: str | None = None
+    body: dict[str, Any] | None = None
+    index: str | None = None
+    dialect: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    expanding: frozenset[str] = frozenset()
+    tables: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "sql":
+            return self.text or ""
+        import json
+
+        return f"{self.index} {json.dumps(self.body, ensure_ascii=False)}"
