@@ -24,15 +24,21 @@ from .errors import (
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Agent": "structq.agent",
+    "Answer": "structq.agent",
+    "Plan": "structq.agent",
     "CapabilitySet": "structq.capabilities",
 }
 
 __all__ = [
+    "Agent",
+    "Answer",
     "CapabilitySet",
     "ConfigError",
     "ExecutionError",
     "ManifestError",
     "ModelError",
+    "Plan",
     "PlanError",
     "QueryTimeout",
     "SandboxViolation",

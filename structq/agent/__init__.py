@@ -1,0 +1,7 @@
+"""Planning, running and answering: the agent and its parts."""
+
+from .agent import Agent, Answer, RepairsExhausted
+from .engine import Engine, RunResult, StepResult
+from .plan import Plan, Step
+
+__all__ = ["Agent", "Answer", "Engine", "Plan", "RepairsExhausted", "RunResult", "Step", "StepResult"]

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import typer
 
+from .ask import ask, plan
+from .cache import cache_app
+from .chat import chat
 from .check import check
+from .run import run
 
 app = typer.Typer(
     name="structq",
@@ -31,7 +35,12 @@ def _root(
         raise typer.Exit()
 
 
+app.command()(ask)
+app.command()(plan)
+app.command()(run)
+app.command()(chat)
 app.command()(check)
+app.add_typer(cache_app, name="cache")
 
 
 def main() -> None:

@@ -128,3 +128,31 @@ def errors_to_exit(verbose: bool = False) -> Iterator[None]:
         message = str(exc) if isinstance(exc, ManifestError) else exc.message
         hint = None if isinstance(exc, ManifestError) else exc.hint
         fail(message, hint=hint, code=exit_code_for(exc))
+
+
+TodayOpt = Annotated[
+    str | None,
+    typer.Option("--today", help="Resolve relative dates (去年, last quarter) against this date, YYYY-MM-DD.", metavar="YYYY-MM-DD"),
+]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the plan cache.")]
+
+
+def parse_today(value: str | None):
+    """``--today`` as a date, or None for the real today."""
+    if value is None:
+        return None
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a date like 2026-11-30", param_hint="--today") from None
+
+
+def make_agent(manifests: Path, llm: str | None, *, no_cache: bool = False):
+    """An ``Agent`` for the CLI: manifests, model spec (resolved lazily), settings from the environment."""
+    from structq.agent import Agent
+    from structq.config import Settings
+
+    settings = Settings.from_env(llm=llm, cache_enabled=False if no_cache else None)
+    return Agent(load_capabilities(manifests), settings=settings)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The test command: bash scripts/test.sh [pytest arguments...]
+#
+# On a fresh Debian machine, as root, it installs what the suite needs (PostgreSQL and MariaDB
+# server binaries; the tests start their own servers on free loopback ports), creates .venv,
+# installs the package with its dev extras, and runs pytest with any arguments given.
+# Without root, missing servers are not installed and their tests are skipped.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV=.venv
+STAMP="$VENV/.structq-install-stamp"
+
+say() { printf '==> %s\n' "$*"; }
+warn() { printf '==> warning: %s\n' "$*" >&2; }
+
+have_postgres() { compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; }
+have_mariadb() { PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null; }
+have_venv_module() { "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; }
+
+install_system_packages() {
+    local packages=()
+    have_postgres || packages+=(postgresql)
+    have_mariadb || packages+=(mariadb-server)
+    [[ -d $VENV ]] || have_venv_module || packages+=(python3-venv)
+    ((${#packages[@]})) || return 0
+
+    if [[ $EUID -ne 0 ]] || ! command -v apt-get >/dev/null; then
+        warn "cannot install ${packages[*]} (needs root and apt-get); install them yourself"
+        warn "until then the tests that need PostgreSQL or MariaDB are skipped"
+        return 0
+    fi
+    say "installing system packages: ${packages[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+}
+
+install_python_packages() {
+    if [[ ! -x $VENV/bin/python ]]; then
+        say "creating $VENV"
+        "$PYTHON" -m venv "$VENV"
+    fi
+    local wanted
+    wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+    if [[ -f $STAMP && "$(cat "$STAMP")" == "$wanted" ]]; then
+        say "python packages up to date"
+        return 0
+    fi
+    say "installing structq and its dev dependencies into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+    printf '%s\n' "$wanted" >"$STAMP"
+}
+
+run_tests() {
+    if have_postgres && have_mariadb; then
+        # The servers are installed: a fixture that cannot start one is a failure, not a skip.
+        export STRUCTQ_REQUIRE_SERVERS="${STRUCTQ_REQUIRE_SERVERS:-1}"
+    fi
+    say "running pytest${*:+ $*}"
+    local status=0
+    "$VENV/bin/python" -m pytest "$@" || status=$?
+    if ((status == 5)); then
+        printf '==> error: pytest collected no tests; a run without tests is not a pass\n' >&2
+        return 1
+    fi
+    return "$status"
+}
+
+install_system_packages
+install_python_packages
+run_tests "$@"

@@ -1,0 +1,101 @@
+"""The audit log: one JSON line per question.
+
+Time, question, the names (not values) of the caller's variables, the plan, each step's final
+query, parameters, row counts, truncation and timings, the model calls with token usage, the
+answer and any error. Row contents and parameter values are left out unless asked for
+(``include_data=True``): the log must be safe to ship to a log store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .engine import RunResult
+
+__all__ = ["AuditLog", "default_audit_path"]
+
+
+def default_audit_path() -> Path:
+    from structq.config import user_state_dir
+
+    return user_state_dir() / "audit.jsonl"
+
+
+class AuditLog:
+    """Appends one JSON line per question to ``path`` (thread-safe; each line written whole)."""
+
+    def __init__(self, path: Path | None = None, *, include_data: bool = False) -> None:
+        self.path = Path(path) if path else default_audit_path()
+        self.include_data = include_data
+        self._lock = threading.Lock()
+
+    def record(
+        self,
+        *,
+        question: str,
+        vars: dict[str, Any],
+        plan: dict[str, Any] | None,
+        plan_source: str | None,
+        run: "RunResult | None",
+        model_calls: list[dict[str, Any]],
+        answer: str | None,
+        error: BaseException | None,
+        attempts: int,
+    ) -> dict[str, Any]:
+        entry = {
+            "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            "question": question,
+            "vars": sorted(vars),
+            "plan_source": plan_source,
+            "plan": plan,
+            "attempts": attempts,
+            "steps": [self._step(s) for s in run.steps.values()] if run else [],
+            "notes": run.notes if run else [],
+            "model_calls": model_calls,
+            "answer": answer,
+            "error": {"type": type(error).__name__, "message": str(error)} if error else None,
+        }
+        if self.include_data:
+            entry["vars"] = {k: vars[k] for k in sorted(vars)}
+        line = json.dumps(entry, ensure_ascii=False, default=str)
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, (line + "\n").encode("utf-8"))
+            finally:
+                os.close(fd)
+        return entry
+
+    def _step(self, step: Any) -> dict[str, Any]:
+        out = {
+            "output_key": step.output_key,
+            "source": step.source,
+            "index": step.index,
+            "query": step.query,
+            "params": {k: _describe(v) for k, v in step.params.items()},
+            "row_count": step.row_count,
+            "truncated": step.truncated,
+            "elapsed_ms": round(step.elapsed_ms, 3),
+            "skipped": step.skipped,
+        }
+        if self.include_data:
+            out["params"] = step.params
+            out["columns"] = list(step.columns)
+            out["rows"] = [list(r) for r in step.rows]
+        return out
+
+
+def _describe(value: Any) -> str:
+    """A parameter's shape without its content (values can be personal data)."""
+    if isinstance(value, (list, tuple)):
+        return f"list[{len(value)}]"
+    if isinstance(value, str) and value.startswith("["):
+        return "json-list"
+    return type(value).__name__

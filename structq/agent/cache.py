@@ -1,0 +1,90 @@
+"""Verified plans and the plan cache: questions answered without a planning call.
+
+A question that matches a manifest example after normalisation (case, full/half width,
+punctuation, whitespace) uses the example's verified plan. Other plans that ran successfully
+are cached in a SQLite file, keyed by the normalised question, the manifests' fingerprint,
+the model, today's date (relative dates change meaning daily) and the conversation context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import unicodedata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .plan import Plan
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet
+
+__all__ = ["normalise_question", "VerifiedPlans", "PlanCache"]
+
+
+def normalise_question(question: str) -> str:
+    """Fold width and case, drop punctuation and symbols, collapse whitespace.
+
+    ``“‘星火’项目组里…？”`` and ``'星火'项目组里…?`` normalise to the same text.
+    """
+    folded = unicodedata.normalize("NFKC", question).casefold()
+    kept = "".join(" " if unicodedata.category(ch)[0] in "PSZ" else ch for ch in folded)
+    return " ".join(kept.split())
+
+
+class VerifiedPlans:
+    """The manifests' examples by normalised question."""
+
+    def __init__(self, capabilities: "CapabilitySet") -> None:
+        self._plans = {normalise_question(ex.question): Plan.from_example(ex) for _, ex in capabilities.examples()}
+
+    def get(self, question: str) -> Plan | None:
+        return self._plans.get(normalise_question(question))
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
+class PlanCache:
+    """Plans that ran successfully, in a small SQLite file (safe across threads and processes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, question TEXT, plan TEXT, created REAL)")
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=5)
+
+    @staticmethod
+    def key(question: str, *, fingerprint: str, model: str, today: str, context: str) -> str:
+        parts = [normalise_question(question), fingerprint, model, today, context]
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+    def get(self, key: str) -> Plan | None:
+        with self._lock, self._connect() as db:
+            row = db.execute("SELECT plan FROM plans WHERE key = ?", (key,)).fetchone()
+        return Plan.parse(json.loads(row[0])) if row else None
+
+    def put(self, key: str, question: str, plan: Plan) -> None:
+        with self._lock, self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO plans (key, question, plan, created) VALUES (?, ?, ?, ?)",
+                (key, question, json.dumps(plan.to_dict(), ensure_ascii=False), time.time()),
+            )
+
+    def clear(self) -> int:
+        """Forget every cached plan; returns how many there were."""
+        with self._lock, self._connect() as db:
+            count = db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]
+            db.execute("DELETE FROM plans")
+        return int(count)
+
+    def __len__(self) -> int:
+        with self._lock, self._connect() as db:
+            return int(db.execute("SELECT COUNT(*) FROM plans").fetchone()[0])

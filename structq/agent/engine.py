@@ -1,0 +1,314 @@
+"""Run a plan: each step through the sandbox and its executor, in dependency order.
+
+Independent steps run concurrently (executors are synchronous; each runs in a worker thread).
+References are resolved from earlier results and handed to the sandbox as parameter values.
+A step whose input is empty is not run (its dependents neither): the note names the empty step
+and its purpose. Truncation anywhere is recorded in the notes, never silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from structq.errors import ExecutionError, PlanError, StructqError
+
+from .plan import LOCAL_SOURCE, Plan, Reference, Step
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet, Manifest
+    from structq.executors.base import Executor, ResultSet
+    from structq.safety.query import SafeQuery
+
+__all__ = ["Engine", "StepResult", "RunResult", "ExecutorPool"]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step returned (or why it did not run)."""
+
+    output_key: str
+    source: str
+    purpose: str = ""
+    index: str | None = None
+    query: Any = None
+    params: dict[str, Any] = field(default_factory=dict)
+    columns: tuple[str, ...] = ()
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    truncated: bool = False
+    elapsed_ms: float = 0.0
+    skipped: str | None = None
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+    def column_values(self, column: str | None) -> list[Any]:
+        """The values of one column: the named one, or the only one."""
+        if column is None:
+            if len(self.columns) != 1:
+                raise PlanError(
+                    f"<{self.output_key}> needs a single-column result, but the step returns "
+                    f"{len(self.columns)} columns ({', '.join(self.columns)})",
+                    hint=f"name the column: <{self.output_key}.{self.columns[0] if self.columns else 'column'}>",
+                )
+            return [row[0] for row in self.rows]
+        try:
+            i = self.columns.index(column)
+        except ValueError:
+            raise PlanError(
+                f"<{self.output_key}.{column}>: step {self.output_key!r} has no column {column!r}",
+                hint=f"its columns: {', '.join(self.columns)}",
+            ) from None
+        return [row[i] for row in self.rows]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON shape of ``structq run --json`` (rows as lists in column order)."""
+        return {
+            "output_key": self.output_key,
+            "source": self.source,
+            "index": self.index,
+            "purpose": self.purpose,
+            "query": self.query,
+            "params": self.params,
+            "columns": list(self.columns),
+            "rows": [list(r) for r in self.rows],
+            "row_count": self.row_count,
+            "truncated": self.truncated,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "skipped": self.skipped,
+        }
+
+
+@dataclass
+class RunResult:
+    """Every step's result by output key (in plan order), and the notes for the answer."""
+
+    plan: Plan
+    steps: dict[str, StepResult]
+    notes: list[str]
+    elapsed_ms: float
+
+    @property
+    def final(self) -> StepResult:
+        """The last step's result: what the question asked for."""
+        return self.steps[self.plan.steps[-1].output_key]
+
+    @property
+    def truncated(self) -> bool:
+        return any(s.truncated for s in self.steps.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"steps": [s.to_dict() for s in self.steps.values()], "notes": list(self.notes)}
+
+
+class ExecutorPool:
+    """One executor per source, created on first use and reused (connection pools live there)."""
+
+    def __init__(self, capabilities: "CapabilitySet") -> None:
+        self._capabilities = capabilities
+        self._executors: dict[str, Executor] = {}
+        self._lock = threading.Lock()
+
+    def get(self, manifest: "Manifest") -> "Executor":
+        with self._lock:
+            executor = self._executors.get(manifest.source)
+            if executor is None:
+                from structq.executors.base import create_executor
+
+                executor = create_executor(manifest)
+                self._executors[manifest.source] = executor
+            return executor
+
+    def close(self) -> None:
+        with self._lock:
+            executors, self._executors = list(self._executors.values()), {}
+        for executor in executors:
+            executor.close()
+
+
+class Engine:
+    """Runs plans against the sources of a capability set."""
+
+    def __init__(self, capabilities: "CapabilitySet", *, executors: ExecutorPool | None = None) -> None:
+        self.capabilities = capabilities
+        self.executors = executors or ExecutorPool(capabilities)
+
+    def close(self) -> None:
+        self.executors.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- public -----------------------------------------------------------------------
+
+    def run(self, plan: Plan, *, vars: Mapping[str, Any] | None = None) -> RunResult:
+        """Synchronous wrapper of ``arun`` (for the CLI and scripts)."""
+        return asyncio.run(self.arun(plan, vars=vars))
+
+    async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None) -> RunResult:
+        """Validate ``plan`` and run its steps, independent ones concurrently."""
+        plan.validate_against(self.capabilities)
+        started = time.perf_counter()
+        run = _Run(self, plan, dict(vars or {}))
+        await run.execute()
+        ordered = {s.output_key: run.results[s.output_key] for s in plan.steps}
+        return RunResult(plan, ordered, run.notes, (time.perf_counter() - started) * 1000)
+
+    # --- one step ---------------------------------------------------------------------
+
+    def prepare(
+        self,
+        step: Step,
+        results: Mapping[str, StepResult],
+        *,
+        vars: Mapping[str, Any],
+        max_rows: int | None,
+    ) -> "SafeQuery":
+        """Resolve the step's references and pass it through the sandbox."""
+        params = {ref.text: results[ref.key].column_values(ref.column) for ref in step.references()}
+        if step.source == LOCAL_SOURCE:
+            from structq.executors.local import local_manifest
+            from structq.safety import check_sql
+
+            inputs = {k: _as_resultset(results[k]) for k in step.local_inputs(list(results))}
+            return check_sql(step.query, local_manifest(inputs), params=params, vars=vars, max_rows=max_rows)
+        manifest = self.capabilities[step.source]
+        if manifest.is_search:
+            from structq.safety import check_dsl
+
+            return check_dsl(step.query, manifest, step.index, params=params, vars=vars, max_rows=max_rows)
+        from structq.safety import check_sql
+
+        return check_sql(step.query, manifest, params=params, vars=vars, max_rows=max_rows)
+
+    def execute(self, step: Step, safe: "SafeQuery", results: Mapping[str, StepResult]) -> "ResultSet":
+        """Run a checked query on the step's executor."""
+        if step.source == LOCAL_SOURCE:
+            from structq.executors.local import LocalExecutor
+
+            inputs = {k: _as_resultset(results[k]) for k in step.local_inputs(list(results))}
+            executor = LocalExecutor(inputs)
+            try:
+                return executor.run(safe)
+            finally:
+                executor.close()
+        return self.executors.get(self.capabilities[step.source]).run(safe)
+
+    def intermediate_cap(self, step: Step) -> int:
+        """Row cap for a step whose results feed later steps."""
+        if step.source == LOCAL_SOURCE:
+            from structq.capabilities.model import Limits
+
+            return Limits().max_intermediate_rows
+        return self.capabilities[step.source].limits.max_intermediate_rows
+
+
+def _as_resultset(result: StepResult) -> "ResultSet":
+    from structq.executors.base import ResultSet
+
+    return ResultSet(columns=result.columns, rows=result.rows, truncated=result.truncated)
+
+
+class _Run:
+    """The state of one plan run: results so far, notes, and the scheduling of steps."""
+
+    def __init__(self, engine: Engine, plan: Plan, vars: dict[str, Any]) -> None:
+        self.engine = engine
+        self.plan = plan
+        self.vars = vars
+        self.deps = plan.dependencies()
+        self.consumed = plan.consumed()
+        self.results: dict[str, StepResult] = {}
+        self.notes: list[str] = []
+
+    async def execute(self) -> None:
+        pending = {s.output_key: s for s in self.plan.steps}
+        running: dict[asyncio.Task[StepResult], str] = {}
+        try:
+            while pending or running:
+                for key in [k for k in pending if all(d in self.results for d in self.deps[k])]:
+                    step = pending.pop(key)
+                    skipped = self._skip_reason(step)
+                    if skipped is not None:
+                        self._record(_skipped(step, skipped))
+                        continue
+                    running[asyncio.ensure_future(self._run_step(step))] = key
+                if not running:
+                    continue
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    running.pop(task)
+                    self._record(task.result())
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+
+    def _skip_reason(self, step: Step) -> str | None:
+        """Why ``step`` should not run: an input that is empty (or was itself skipped)."""
+        for key in self.deps[step.output_key]:
+            earlier = self.results[key]
+            if earlier.skipped is not None:
+                return f"not run: its input step {key!r} did not run"
+            if earlier.row_count == 0:
+                purpose = f" ({earlier.purpose})" if earlier.purpose else ""
+                return f"not run: step {key!r}{purpose} returned no rows"
+        return None
+
+    def _record(self, result: StepResult) -> None:
+        self.results[result.output_key] = result
+        if result.skipped:
+            self.notes.append(f"step {result.output_key!r} {result.skipped}")
+        elif result.truncated:
+            cap = "the intermediate row cap" if result.output_key in self.consumed else "the row limit"
+            self.notes.append(
+                f"step {result.output_key!r} was truncated at {result.row_count} rows ({cap}); "
+                "results and answers that depend on it are incomplete"
+            )
+
+    async def _run_step(self, step: Step) -> StepResult:
+        engine = self.engine
+        cap = engine.intermediate_cap(step) if step.output_key in self.consumed else None
+        try:
+            safe = engine.prepare(step, self.results, vars=self.vars, max_rows=cap)
+            result = await asyncio.to_thread(engine.execute, step, safe, self.results)
+        except StructqError as exc:
+            _attach_step(exc, step.output_key)
+            raise
+        except Exception as exc:  # an executor bug must still say which step failed
+            raise ExecutionError(f"step {step.output_key!r} failed: {exc}", source=step.source) from exc
+        return StepResult(
+            output_key=step.output_key,
+            source=step.source,
+            purpose=step.purpose,
+            index=step.index,
+            query=result.query if result.query is not None else (safe.text if safe.kind == "sql" else safe.body),
+            params=dict(safe.params),
+            columns=tuple(result.columns),
+            rows=list(result.rows),
+            truncated=result.truncated,
+            elapsed_ms=result.elapsed_ms,
+        )
+
+
+def _skipped(step: Step, reason: str) -> StepResult:
+    return StepResult(output_key=step.output_key, source=step.source, purpose=step.purpose,
+                      index=step.index, skipped=reason)
+
+
+def _attach_step(exc: StructqError, key: str) -> None:
+    if getattr(exc, "step", None) is None:
+        try:
+            exc.step = key  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+

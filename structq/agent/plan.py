@@ -1,0 +1,254 @@
+"""Query plans: ordered steps, each a query against one source, passing results on by reference.
+
+A ``Plan`` is what the planner (or a person, or a verified example) writes and what the engine
+runs. References ``<key>`` / ``<key.column>`` name an earlier step's result; they are bound as
+parameters by the sandbox, never spliced into query text. ``Plan.validate`` checks everything
+that can be known before running: sources and indices exist, output keys are unique
+identifiers, references point backwards.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from structq.capabilities.loader import closest
+from structq.capabilities.validate import LOCAL_SOURCE, REFERENCE
+from structq.errors import PlanError
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet, Example
+
+__all__ = ["Plan", "Step", "Reference", "LOCAL_SOURCE"]
+
+_OUTPUT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """``<key>`` (the step's single column) or ``<key.column>``."""
+
+    key: str
+    column: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The name the sandbox binds it under: ``key`` or ``key.column``."""
+        return f"{self.key}.{self.column}" if self.column else self.key
+
+    def __str__(self) -> str:
+        return f"<{self.text}>"
+
+
+class Step(BaseModel):
+    """One query: SQL text for SQL and ``local`` sources, a DSL body for search sources."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    output_key: str
+    source: str
+    index: str | None = None
+    purpose: str = ""
+    query: str | dict[str, Any]
+
+    @field_validator("output_key")
+    @classmethod
+    def _identifier(cls, value: str) -> str:
+        if not _OUTPUT_KEY.match(value):
+            raise ValueError(f"output_key {value!r} must be an identifier (letters, digits, underscore)")
+        return value
+
+    @property
+    def query_text(self) -> str:
+        """The query as text (a DSL body as compact JSON), for display and reference scanning."""
+        if isinstance(self.query, str):
+            return self.query
+        return json.dumps(self.query, ensure_ascii=False)
+
+    def references(self) -> list[Reference]:
+        """The references in this step's query, in order of first appearance, without repeats."""
+        seen: dict[str, Reference] = {}
+        for match in REFERENCE.finditer(self.query_text):
+            ref = Reference(match.group(1), match.group(2))
+            seen.setdefault(ref.text, ref)
+        return list(seen.values())
+
+    def local_inputs(self, earlier: list[str]) -> list[str]:
+        """For a ``local`` step: the earlier output keys its SQL reads as tables."""
+        text = self.query_text
+        return [key for key in earlier if re.search(rf"(?<![\w.]){re.escape(key)}(?!\w)", text)]
+
+
+class Plan(BaseModel):
+    """Reasoning, steps in order, and how the answer should be written."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reasoning: str = ""
+    steps: list[Step] = Field(min_length=1)
+    answer_with: str = ""
+
+    # --- construction -----------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, data: Any) -> "Plan":
+        """A plan from a mapping (LLM output, YAML, JSON). Raises ``PlanError`` on a bad shape."""
+        if isinstance(data, Plan):
+            return data
+        if not isinstance(data, dict):
+            raise PlanError("a plan is a mapping with 'steps' (and optional 'reasoning', 'answer_with')")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+            raise PlanError(f"malformed plan at {where}: {err['msg']}",
+                            hint="each step has output_key, source, query (and index for search sources)") from None
+
+    @classmethod
+    def from_text(cls, text: str) -> "Plan":
+        """A plan from YAML or JSON text."""
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise PlanError(f"the plan is not valid YAML/JSON: {exc}") from None
+        return cls.parse(data)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Plan":
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PlanError(f"cannot read plan file {path}: {exc.strerror}") from None
+        return cls.from_text(text)
+
+    @classmethod
+    def from_example(cls, example: "Example") -> "Plan":
+        """The plan of a verified manifest example."""
+        return cls.parse(
+            {
+                "reasoning": example.reasoning,
+                "answer_with": example.answer_with,
+                "steps": [s.model_dump(exclude_none=True) for s in example.steps],
+            }
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_defaults=False, exclude_none=True)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), allow_unicode=True, sort_keys=False, width=100)
+
+    # --- structure --------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Step]:  # type: ignore[override]
+        return iter(self.steps)
+
+    def step(self, key: str) -> Step:
+        for step in self.steps:
+            if step.output_key == key:
+                return step
+        raise KeyError(key)
+
+    def dependencies(self) -> dict[str, list[str]]:
+        """Each step's output key → the earlier keys it needs (references, or tables of a local step)."""
+        deps: dict[str, list[str]] = {}
+        earlier: list[str] = []
+        for step in self.steps:
+            needed = [r.key for r in step.references()]
+            if step.source == LOCAL_SOURCE:
+                needed += step.local_inputs(earlier)
+            deps[step.output_key] = list(dict.fromkeys(needed))
+            earlier.append(step.output_key)
+        return deps
+
+    def consumed(self) -> set[str]:
+        """Output keys whose results feed later steps (they get the intermediate row cap)."""
+        return {key for needed in self.dependencies().values() for key in needed}
+
+    # --- validation -------------------------------------------------------------------
+
+    def validate_against(self, capabilities: "CapabilitySet") -> "Plan":
+        """Check sources, indices, keys and reference order; raise ``PlanError`` naming the step."""
+        earlier: list[str] = []
+        for step in self.steps:
+            key = step.output_key
+            if key in earlier:
+                raise PlanError(f"duplicate output_key {key!r}", step=key, hint="every step needs its own output_key")
+            if key == LOCAL_SOURCE:
+                raise PlanError("'local' cannot be an output_key", step=key)
+            for ref in step.references():
+                if ref.key not in earlier:
+                    later = ref.key in [s.output_key for s in self.steps]
+                    reason = "a later step" if later else "an unknown step"
+                    raise PlanError(
+                        f"reference {ref} points to {reason}",
+                        step=key,
+                        hint=f"references may name earlier steps only: {', '.join(earlier) or '(none yet)'}",
+                    )
+            self._check_source(step, capabilities, earlier)
+            earlier.append(key)
+        return self
+
+    @staticmethod
+    def _check_source(step: Step, capabilities: "CapabilitySet", earlier: list[str]) -> None:
+        key = step.output_key
+        if step.source == LOCAL_SOURCE:
+            if not isinstance(step.query, str):
+                raise PlanError("a local step's query is SQL text", step=key)
+            if not earlier:
+                raise PlanError("a local step needs earlier steps to read", step=key)
+            return
+        manifest = capabilities.get(step.source)
+        if manifest is None:
+            suggestion = closest(step.source, [*capabilities.names, LOCAL_SOURCE])
+            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(capabilities.names)}, local"
+            raise PlanError(f"unknown source {step.source!r}", step=key, hint=hint)
+        if manifest.is_search:
+            names = [i.name for i in manifest.indices]
+            if not step.index:
+                raise PlanError(f"a step on search source {step.source!r} must name its index", step=key,
+                                hint=f"index: one of {', '.join(names)}")
+            if manifest.index(step.index) is None:
+                suggestion = closest(step.index, names)
+                raise PlanError(f"unknown index {step.index!r} in source {step.source!r}", step=key,
+                                hint=f"did you mean {suggestion!r}?" if suggestion else f"indices: {', '.join(names)}")
+            if not isinstance(step.query, dict):
+                raise PlanError("a search step's query is a JSON object (the DSL body)", step=key)
+        else:
+            if step.index:
+                raise PlanError(f"source {step.source!r} is SQL; 'index' is only for search sources", step=key)
+            if not isinstance(step.query, str):
+                raise PlanError(f"a step on SQL source {step.source!r} has SQL text as its query", step=key)
+
+    # --- display ----------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        lines = [f"Plan: {self.reasoning}" if self.reasoning else "Plan:"]
+        for i, step in enumerate(self.steps, 1):
+            where = f"{step.source}/{step.index}" if step.index else step.source
+            purpose = f" — {step.purpose}" if step.purpose else ""
+            lines.append(f"  {i}. {step.output_key} @ {where}{purpose}")
+            lines.append(f"     {step.query_text}")
+        if self.answer_with:
+            lines.append(f"  answer: {self.answer_with}")
+        return "\n".join(lines)
+
+
+def coerce_search_queries(data: dict[str, Any]) -> dict[str, Any]:
+    """LLMs sometimes send a DSL body as a JSON string; decode it so validation sees an object."""
+    for step in data.get("steps") or []:
+        query = step.get("query") if isinstance(step, dict) else None
+        if isinstance(query, str) and query.lstrip().startswith("{"):
+            try:
+                step["query"] = json.loads(query)
+            except json.JSONDecodeError as exc:
+                raise PlanError(f"step {step.get('output_key')!r}: the DSL body is not valid JSON: {exc}") from None
+    return data

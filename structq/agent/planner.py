@@ -1,0 +1,175 @@
+"""The planning prompt and turning the model's reply into a ``Plan``.
+
+The prompt is built from template files (``prompts/*.md``): the rendered manifests, the
+verified examples as few-shot plans, the rules, today's date, and the conversation so far.
+The reply is read through tool calling when the model supports it (``bind_tools``), and from
+JSON text otherwise; both paths end in ``Plan.parse``. A malformed reply is a ``PlanError``,
+which the caller's repair loop sends back to the model like any other retryable error.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from string import Template
+from typing import TYPE_CHECKING, Any
+
+from structq.errors import PlanError, SandboxViolation, StructqError
+
+from .llm import CallLog, invoke, reply_text
+from .plan import Plan, coerce_search_queries
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    from structq.capabilities import CapabilitySet
+
+__all__ = ["Planner", "Attempt", "template", "extract_json"]
+
+PLAN_TOOL = "submit_plan"
+_WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+@cache
+def template(name: str) -> Template:
+    """A prompt template from ``structq/agent/prompts`` (``$name`` placeholders)."""
+    text = resources.files("structq.agent").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
+    return Template(text)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A plan (or the raw reply that did not parse) and the error it ran into."""
+
+    error: StructqError
+    plan: Plan | None = None
+    raw: str | None = None
+
+    def describe(self) -> str:
+        what = str(self.plan) if self.plan is not None else f"(unparsable reply) {self.raw or ''}"[:2000]
+        return f"{what}\n  → {type(self.error).__name__}: {self.error}"
+
+
+def extract_json(text: str) -> Any:
+    """The JSON object in a model's text reply (bare, or inside a ```json fence)."""
+    fenced = re.search(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", text, re.S)
+    candidate = fenced.group(1) if fenced else text[text.find("{") : text.rfind("}") + 1]
+    if not candidate:
+        raise PlanError("the reply contains no JSON object", hint="return the plan as one JSON object")
+    try:
+        return json.loads(candidate)
+    except json.JSONDecodeError as exc:
+        raise PlanError(f"the reply is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                        hint="return the plan as one valid JSON object") from None
+
+
+def render_examples(capabilities: "CapabilitySet") -> str:
+    """The verified examples as question → plan JSON pairs."""
+    blocks = []
+    for _, example in capabilities.examples():
+        plan = Plan.from_example(example).to_dict()
+        blocks.append(f"Question: {example.question}\nPlan: {json.dumps(plan, ensure_ascii=False)}")
+    return "\n\n".join(blocks) or "(none)"
+
+
+def _plan_tool_schema() -> dict[str, Any]:
+    """The OpenAI-style tool the model calls to submit a plan."""
+    return {
+        "type": "function",
+        "function": {
+            "name": PLAN_TOOL,
+            "description": "Submit the query plan that answers the question.",
+            "parameters": Plan.model_json_schema(),
+        },
+    }
+
+
+class Planner:
+    """Writes plans with a chat model for the sources of a capability set."""
+
+    def __init__(self, model: Any, capabilities: "CapabilitySet", *, timezone: str = "local") -> None:
+        self.model = model
+        self.capabilities = capabilities
+        self.timezone = timezone
+        self._tool_model = self._bind_plan_tool(model)
+        self._system_cache: dict[dt.date, str] = {}
+
+    @staticmethod
+    def _bind_plan_tool(model: Any) -> Any | None:
+        """The model with the plan tool bound, or None when it cannot call tools."""
+        try:
+            return model.bind_tools([_plan_tool_schema()], tool_choice=PLAN_TOOL)
+        except (NotImplementedError, AttributeError, TypeError, ValueError):
+            try:
+                return model.bind_tools([_plan_tool_schema()])
+            except (NotImplementedError, AttributeError, TypeError, ValueError):
+                return None
+
+    # --- prompt -----------------------------------------------------------------------
+
+    def system_prompt(self, today: dt.date) -> str:
+        if today not in self._system_cache:
+            self._system_cache[today] = template("plan_system").substitute(
+                today=today.isoformat(),
+                weekday=_WEEKDAYS[today.weekday()],
+                timezone=self.timezone,
+                last_year=today.year - 1,
+                capabilities=self.capabilities.render(),
+                examples=render_examples(self.capabilities),
+            )
+        return self._system_cache[today]
+
+    def messages(self, question: str, *, today: dt.date, context: str = "",
+                 attempts: list[Attempt] = ()) -> "list[BaseMessage]":
+        """System prompt, the question (with the conversation so far), then each failed attempt."""
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+        conversation = f"Conversation so far:\n{context}\n" if context else ""
+        out: list[BaseMessage] = [
+            SystemMessage(self.system_prompt(today)),
+            HumanMessage(template("plan_user").substitute(conversation=conversation, question=question)),
+        ]
+        for attempt in attempts:
+            previous = json.dumps(attempt.plan.to_dict(), ensure_ascii=False) if attempt.plan else (attempt.raw or "")
+            out.append(AIMessage(previous))
+            out.append(HumanMessage(repair_message(attempt.error)))
+        return out
+
+    # --- calling ----------------------------------------------------------------------
+
+    def plan(self, question: str, *, today: dt.date, log: CallLog, context: str = "",
+             attempts: list[Attempt] = ()) -> Plan:
+        """Ask the model for a plan; raise ``PlanError`` (with ``.raw``) when the reply is unusable."""
+        messages = self.messages(question, today=today, context=context, attempts=list(attempts))
+        purpose = "repair" if attempts else "plan"
+        reply = invoke(self._tool_model or self.model, messages, purpose=purpose, log=log)
+        return self.parse_reply(reply)
+
+    def parse_reply(self, reply: Any) -> Plan:
+        """A plan from a tool call or, failing that, from JSON in the text."""
+        calls = getattr(reply, "tool_calls", None) or []
+        raw = reply_text(reply)
+        try:
+            if calls:
+                data = calls[0].get("args") or {}
+            else:
+                data = extract_json(raw)
+            if isinstance(data, dict):
+                data = coerce_search_queries(data)
+            return Plan.parse(data)
+        except PlanError as exc:
+            exc.raw = json.dumps(calls[0].get("args"), ensure_ascii=False) if calls else raw  # type: ignore[attr-defined]
+            raise
+
+
+def repair_message(error: StructqError) -> str:
+    """What the model is told about the error its plan ran into."""
+    code = error.code if isinstance(error, SandboxViolation) else type(error).__name__
+    step = getattr(error, "step", None) or "(the plan as a whole)"
+    hint = f"Hint: {error.hint}\n" if error.hint else ""
+    return template("repair").substitute(step=step, code=code, message=error.message, hint=hint)
+

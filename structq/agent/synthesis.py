@@ -1,0 +1,206 @@
+"""Writing the answer from the results, with citations, and never with invented numbers.
+
+With a model: the answer prompt holds the question, each step's result (capped) and the notes;
+the reply is checked for figures that appear nowhere in the results, the question or the plan
+(a wrong number is worse than no answer: such a reply is replaced by the deterministic rendering,
+with a note). Without a model: a deterministic rendering, per-step tables and a one-line summary,
+in the question's language.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from structq.errors import ModelError, SynthesisError
+
+from .llm import CallLog, invoke, reply_text
+from .planner import template
+
+if TYPE_CHECKING:
+    from .engine import RunResult, StepResult
+
+__all__ = ["synthesize", "render_deterministic", "unsupported_numbers", "citations", "is_chinese"]
+
+#: Rows of each step shown to the answering model, and in the deterministic rendering.
+PROMPT_ROWS = 50
+TEXT_ROWS = 20
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
+
+
+def is_chinese(text: str) -> bool:
+    return re.search(r"[\u4e00-\u9fff]", text) is not None
+
+
+def citations(run: "RunResult") -> list[dict[str, Any]]:
+    """One citation per step that ran: the step, its source, and the query that ran."""
+    return [
+        {"step": r.output_key, "source": r.source, "index": r.index, "purpose": r.purpose,
+         "query": r.query, "row_count": r.row_count, "truncated": r.truncated}
+        for r in run.steps.values()
+        if r.skipped is None
+    ]
+
+
+# --- the number check --------------------------------------------------------------------
+
+
+def _numbers_in(value: Any) -> set[Decimal]:
+    if isinstance(value, bool) or value is None:
+        return set()
+    if isinstance(value, (int, float, Decimal)):
+        return {Decimal(str(value))}
+    if isinstance(value, (list, tuple)):
+        return {n for v in value for n in _numbers_in(v)}
+    if isinstance(value, dict):
+        return {n for v in value.values() for n in _numbers_in(v)}
+    found = set()
+    for match in _NUMBER.finditer(str(value)):
+        try:
+            found.add(Decimal(match.group().replace(",", "")))
+        except InvalidOperation:
+            pass
+    return found
+
+
+def _variants(x: Decimal) -> set[Decimal]:
+    """Ways an answer may legitimately write a result figure: rounded, in 万/亿, as a percent."""
+    out = set()
+    for scaled in (x, x / 10_000, x / 100_000_000, x * 100, x / 1000, x / 1_000_000):
+        out.add(scaled.normalize())
+        for digits in range(0, 5):
+            out.add(scaled.quantize(Decimal(1).scaleb(-digits)).normalize())
+    return out
+
+
+def unsupported_numbers(text: str, run: "RunResult", *, question: str = "") -> list[str]:
+    """Figures in ``text`` that appear nowhere in the results, the question or the plan."""
+    known: set[Decimal] = set()
+    for result in run.steps.values():
+        known.add(Decimal(result.row_count))
+        for row in result.rows:
+            for value in row:
+                for number in _numbers_in(value):
+                    known |= _variants(number)
+    known |= _numbers_in(question) | _numbers_in(run.plan.to_dict())
+    known |= {Decimal(n) for n in range(0, 11)}  # small counts and ordinals ("前3名", "第1周")
+    missing = []
+    for match in _NUMBER.finditer(_strip_citations(text)):
+        try:
+            value = Decimal(match.group().replace(",", "")).normalize()
+        except InvalidOperation:
+            continue
+        if value not in known:
+            missing.append(match.group())
+    return missing
+
+
+def _strip_citations(text: str) -> str:
+    return re.sub(r"\[[A-Za-z_]\w*\]", "", text)
+
+
+# --- with a model ------------------------------------------------------------------------
+
+
+def _result_block(result: "StepResult") -> str:
+    head = f"[{result.output_key}] source {result.source}" + (f", purpose: {result.purpose}" if result.purpose else "")
+    if result.skipped:
+        return f"{head}\n  (not run: {result.skipped})"
+    shown = result.rows[:PROMPT_ROWS]
+    lines = [f"{head}\n  columns: {json.dumps(list(result.columns), ensure_ascii=False)}",
+             f"  {result.row_count} rows{' (truncated: more exist)' if result.truncated else ''}"]
+    lines += ["  " + json.dumps(list(row), ensure_ascii=False, default=str) for row in shown]
+    if result.row_count > len(shown):
+        lines.append(f"  … {result.row_count - len(shown)} more rows not shown here")
+    return "\n".join(lines)
+
+
+def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> tuple[str, list[str]]:
+    """The model's answer and notes; falls back to the deterministic rendering when it invents figures."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    language = "Chinese" if is_chinese(question) else "the question's language"
+    notes_text = "Notes:\n" + "\n".join(f"- {n}" for n in run.notes) if run.notes else ""
+    messages = [
+        SystemMessage(template("answer_system").substitute(language=language)),
+        HumanMessage(template("answer_user").substitute(
+            question=question,
+            answer_with=run.plan.answer_with or "a short, direct answer",
+            results="\n\n".join(_result_block(r) for r in run.steps.values()),
+            notes=notes_text,
+        )),
+    ]
+    try:
+        reply = invoke(model, messages, purpose="answer", log=log)
+    except ModelError as exc:
+        raise SynthesisError(f"writing the answer failed: {exc.message}", hint=exc.hint) from exc
+    text = reply_text(reply).strip()
+    if not text:
+        raise SynthesisError("the model returned an empty answer")
+    invented = unsupported_numbers(text, run, question=question)
+    if invented:
+        note = (f"the model's answer mentioned figures not found in the results ({', '.join(invented[:5])}); "
+                "showing the results instead")
+        return render_deterministic(question, run), [note]
+    return text, []
+
+
+# --- without a model ---------------------------------------------------------------------
+
+
+def _table(result: "StepResult") -> list[str]:
+    columns = [str(c) for c in result.columns]
+    rows = [[_cell(v) for v in row] for row in result.rows[:TEXT_ROWS]]
+    widths = [max([_width(c)] + [_width(r[i]) for r in rows]) for i, c in enumerate(columns)]
+    line = lambda cells: "| " + " | ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    out = [line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in rows]
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _width(text: str) -> int:
+    """Display width: CJK characters take two columns."""
+    return sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in text)
+
+
+def render_deterministic(question: str, run: "RunResult") -> str:
+    """Per-step tables and a one-line summary, citing steps, without a model."""
+    zh = is_chinese(question)
+    final = run.final
+    if final.skipped:
+        summary = (f"没有找到结果：步骤 [{final.output_key}] {final.skipped}。" if zh
+                   else f"No result: step [{final.output_key}] {final.skipped}.")
+    elif final.row_count == 0:
+        summary = f"没有符合条件的数据 [{final.output_key}]。" if zh else f"Nothing matched [{final.output_key}]."
+    else:
+        more = ("（结果被截断，列表不完整）" if zh else " (truncated: the list is incomplete)") if final.truncated else ""
+        summary = (f"共 {final.row_count} 行结果 [{final.output_key}]{more}。" if zh
+                   else f"{final.row_count} rows [{final.output_key}]{more}.")
+    lines = [summary, ""]
+    for result in run.steps.values():
+        title = f"[{result.output_key}] {result.purpose or result.source}"
+        if result.skipped:
+            lines += [title, f"  ({result.skipped})", ""]
+            continue
+        count = f"{result.row_count} 行" if zh else f"{result.row_count} rows"
+        lines.append(f"{title} — {count}{' (truncated)' if result.truncated else ''}")
+        if result.columns:
+            lines += _table(result)
+        if result.row_count > TEXT_ROWS:
+            lines.append(f"… {result.row_count - TEXT_ROWS} more")
+        lines.append("")
+    if run.notes:
+        lines += ["注意：" if zh else "Notes:"] + [f"- {n}" for n in run.notes]
+    return "\n".join(lines).rstrip()

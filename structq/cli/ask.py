@@ -1,0 +1,92 @@
+"""``structq ask`` and ``structq plan``: questions in, answers (or plans) out."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import (
+    DEFAULT_MANIFESTS,
+    JsonOpt,
+    LlmOpt,
+    ManifestsOpt,
+    NoCacheOpt,
+    TodayOpt,
+    VarOpt,
+    VerboseOpt,
+    console,
+    errors_to_exit,
+    make_agent,
+    parse_today,
+    parse_vars,
+    print_json,
+)
+
+QuestionArg = Annotated[str, typer.Argument(help="The question, in any language.")]
+
+
+def ask(
+    question: QuestionArg,
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    llm: LlmOpt = None,
+    var: VarOpt = None,
+    today: TodayOpt = None,
+    show_plan: Annotated[bool, typer.Option("--show-plan", help="Print the plan and the queries that ran.")] = False,
+    no_answer: Annotated[bool, typer.Option("--no-answer", help="Return the raw results; no answer-writing model call.")] = False,
+    no_cache: NoCacheOpt = False,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Answer a question: plan it, run the plan through the sandbox, answer with citations.
+
+    Verified example questions need no model. Otherwise configure one with --llm or
+    STRUCTQ_LLM (or OPENAI_API_KEY). --json prints {"answer", "citations", "plan", "steps",
+    "notes", "model_calls"}.
+
+    Example:  structq ask "去年第三季度在华东区销售额最高的产品是什么？" --show-plan
+    """
+    variables = parse_vars(var)
+    day = parse_today(today)
+    with errors_to_exit(verbose):
+        with make_agent(manifests, llm, no_cache=no_cache) as agent:
+            answer = agent.ask(question, vars=variables, today=day, answer=not no_answer, use_cache=not no_cache)
+        if json_out:
+            print_json(answer.to_dict())
+            return
+        from .render import print_answer, print_plan, print_queries, print_results
+
+        out = console()
+        if show_plan:
+            print_plan(out, answer.plan)
+            print_queries(out, answer.results)
+        if no_answer or show_plan:
+            print_results(out, answer.results)
+        if not no_answer:
+            print_answer(out, answer)
+        out.print(f"[dim]plan: {answer.plan_source}; model calls: {answer.model_calls.count()}[/]")
+
+
+def plan(
+    question: QuestionArg,
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    llm: LlmOpt = None,
+    today: TodayOpt = None,
+    no_cache: NoCacheOpt = False,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Write the plan for a question without running it (save it and `structq run` it later).
+
+    Example:  structq plan "华东区有多少员工？" --json > plan.json && structq run plan.json
+    """
+    day = parse_today(today)
+    with errors_to_exit(verbose):
+        with make_agent(manifests, llm, no_cache=no_cache) as agent:
+            result = agent.plan(question, today=day, use_cache=not no_cache)
+        if json_out:
+            print_json(result.to_dict())
+            return
+        from .render import print_plan
+
+        print_plan(console(), result)

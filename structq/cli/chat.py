@@ -1,0 +1,74 @@
+"""``structq chat``: a conversation, where follow-up questions see the earlier ones."""
+
+from __future__ import annotations
+
+from .common import DEFAULT_MANIFESTS, LlmOpt, ManifestsOpt, TodayOpt, VarOpt, VerboseOpt, console, make_agent, parse_today, parse_vars
+
+HELP = """Commands: /plan (the last plan), /sql (the queries that ran), /reset (forget the conversation),
+/help, /quit. Anything else is a question; follow-ups may refer to earlier answers."""
+
+
+def chat(
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    llm: LlmOpt = None,
+    var: VarOpt = None,
+    today: TodayOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Ask questions in a row; follow-ups ("那他上个月的项目呢？") resolve against earlier answers.
+
+    Example:  structq chat --llm openai:gpt-4o-mini
+    """
+    from structq.errors import StructqError
+
+    from .render import print_answer, print_plan, print_queries
+
+    variables = parse_vars(var)
+    day = parse_today(today)
+    out = console()
+    _enable_history()
+    with make_agent(manifests, llm) as agent:
+        conversation = agent.conversation()
+        last = None
+        out.print(HELP)
+        while True:
+            try:
+                line = input("structq> ").strip()
+            except (EOFError, KeyboardInterrupt):
+                out.print()
+                return
+            if not line:
+                continue
+            if line in ("/quit", "/exit"):
+                return
+            if line == "/help":
+                out.print(HELP)
+            elif line == "/reset":
+                conversation.reset()
+                out.print("conversation forgotten")
+            elif line in ("/plan", "/sql"):
+                if last is None:
+                    out.print("no question asked yet")
+                elif line == "/plan":
+                    print_plan(out, last.plan)
+                else:
+                    print_queries(out, last.results)
+            elif line.startswith("/"):
+                out.print(f"unknown command {line}; {HELP}")
+            else:
+                try:
+                    last = conversation.ask(line, vars=variables, today=day)
+                except StructqError as exc:
+                    out.print(f"[red]error:[/] {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""))
+                    if verbose:
+                        out.print_exception()
+                    continue
+                print_answer(out, last)
+
+
+def _enable_history() -> None:
+    """Line editing and history with readline where the platform has it."""
+    try:
+        import readline  # noqa: F401
+    except ImportError:
+        pass

@@ -1,0 +1,97 @@
+"""How results look for people: plans, highlighted queries, result tables, answers."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from structq.agent import Answer, Plan, RunResult, StepResult
+
+#: Rows shown per step in the terminal (all rows are in --json).
+TABLE_ROWS = 20
+
+
+def _query_renderable(query: Any, *, sql: bool) -> Any:
+    from rich.syntax import Syntax
+
+    if sql and isinstance(query, str):
+        return Syntax(query, "sql", word_wrap=True, theme="ansi_dark", background_color="default")
+    text = query if isinstance(query, str) else json.dumps(query, ensure_ascii=False, indent=2)
+    return Syntax(text, "json", word_wrap=True, theme="ansi_dark", background_color="default")
+
+
+def print_plan(out: "Console", plan: "Plan") -> None:
+    """The plan: reasoning, then each step with its highlighted query."""
+    from rich.panel import Panel
+
+    if plan.reasoning:
+        out.print(f"[bold]Plan:[/] {plan.reasoning}")
+    for i, step in enumerate(plan.steps, 1):
+        where = f"{step.source}/{step.index}" if step.index else step.source
+        title = f"{i}. {step.output_key} @ {where}" + (f" — {step.purpose}" if step.purpose else "")
+        out.print(Panel(_query_renderable(step.query, sql=step.index is None), title=title, title_align="left"))
+
+
+def print_step(out: "Console", result: "StepResult") -> None:
+    """One step's result as a table (first rows), with its row count and truncation."""
+    from rich.table import Table
+
+    title = f"[{result.output_key}] {result.purpose or result.source}"
+    if result.skipped:
+        out.print(f"[yellow]{title}: {result.skipped}[/]")
+        return
+    flag = " [red](truncated)[/]" if result.truncated else ""
+    caption = f"{result.row_count} rows, {result.elapsed_ms:.0f} ms{flag}"
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    for column in result.columns:
+        table.add_column(str(column), overflow="fold")
+    for row in result.rows[:TABLE_ROWS]:
+        table.add_row(*(_cell(v) for v in row))
+    if result.row_count > TABLE_ROWS:
+        table.add_row(*(["…"] * len(result.columns)))
+    out.print(table)
+
+
+def print_queries(out: "Console", run: "RunResult") -> None:
+    """The queries exactly as they ran (after the sandbox's rewrite), highlighted."""
+    from rich.panel import Panel
+
+    for result in run.steps.values():
+        if result.skipped:
+            continue
+        out.print(Panel(_query_renderable(result.query, sql=result.index is None),
+                        title=f"ran: {result.output_key}", title_align="left", border_style="dim"))
+
+
+def print_results(out: "Console", run: "RunResult") -> None:
+    for result in run.steps.values():
+        print_step(out, result)
+    for note in run.notes:
+        out.print(f"[yellow]note:[/] {note}")
+
+
+def print_answer(out: "Console", answer: "Answer") -> None:
+    from rich.panel import Panel
+
+    out.print(Panel(answer.text, title="Answer", title_align="left", border_style="green"))
+    for c in answer.citations:
+        where = f"{c['source']}/{c['index']}" if c.get("index") else c["source"]
+        out.print(f"  [dim][{c['step']}] {where}: {c['row_count']} rows[/]")
+    for note in answer.notes:
+        if note not in answer.results.notes:
+            out.print(f"[yellow]note:[/] {note}")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "[dim]∅[/]"
+    if isinstance(value, (list, dict)):
+        text = json.dumps(value, ensure_ascii=False)
+    else:
+        text = str(value)
+    from rich.markup import escape
+
+    return escape(text if len(text) <= 200 else text[:197] + "…")

@@ -1,0 +1,40 @@
+"""``structq run PLAN.yaml``: execute a saved plan with no model (saved reports, cron)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import DEFAULT_MANIFESTS, JsonOpt, ManifestsOpt, VarOpt, VerboseOpt, console, errors_to_exit, load_capabilities, parse_vars, print_json
+
+
+def run(
+    plan_file: Annotated[Path, typer.Argument(help="A plan as YAML or JSON (from `structq plan --json` or written by hand).", metavar="PLAN.yaml")],
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    var: VarOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run a saved plan: every step through the sandbox, no language model involved.
+
+    Output with --json: {"steps": [{"output_key", "source", "query", "params", "columns",
+    "rows", "row_count", "truncated", "elapsed_ms", ...}], "notes": [...]}.
+
+    Example:  structq run reports/weekly.yaml --var tenant_id=7 --json
+    """
+    variables = parse_vars(var)
+    with errors_to_exit(verbose):
+        from structq.agent import Engine, Plan
+
+        caps = load_capabilities(manifests)
+        plan = Plan.from_file(plan_file)
+        with Engine(caps) as engine:
+            result = engine.run(plan, vars=variables)
+        if json_out:
+            print_json(result.to_dict())
+            return
+        from .render import print_results
+
+        print_results(console(), result)

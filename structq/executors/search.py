@@ -1,0 +1,313 @@
+"""Search executors: run checked query-DSL requests on Elasticsearch or OpenSearch.
+
+One implementation, two registrations::
+
+    @register("elasticsearch")  ElasticsearchExecutor   the official elasticsearch client
+    @register("opensearch")     OpenSearchExecutor      opensearch-py
+
+Everything about the DSL — the request actually sent, the two endpoints, errors, hits and
+aggregations → rows (``search_rows.py``) — lives in ``SearchExecutor``; a subclass only names
+its ``ClientFlavour`` (``search_clients.py``), which builds the client and reads its
+exceptions.
+
+Read-only by construction: the executor only ever calls ``search`` and ``count``, from
+``SearchExecutor._call``, the one place that touches the client. No index, update, delete,
+bulk, script or ``_sql`` call exists in this module.
+
+Connection URL: ``url`` in the manifest, e.g. ``https://${ES_USER}:${ES_PASSWORD}@es:9200``;
+credentials belong in environment variables interpolated by the manifest loader, never in the
+file. The URL ``embedded`` starts the in-process engine (``embedded.py``) and loads the
+manifest's documents; it is always spoken to with the OpenSearch client.
+
+Time: each request is bounded twice — the client's request timeout and the body's
+``timeout`` (so the engine stops searching too) — both ``limits.timeout_s``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from structq.capabilities.model import Index, Manifest
+from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
+from structq.executors import embedded
+from structq.executors.base import ResultSet, register
+from structq.executors.search_clients import (
+    ClientFlavour,
+    ElasticsearchFlavour,
+    Failure,
+    OpenSearchFlavour,
+    engine_error,
+)
+from structq.executors.search_rows import Table, aggregation_rows, count_rows, hit_rows
+from structq.safety.query import SafeQuery
+
+__all__ = ["SearchExecutor", "ElasticsearchExecutor", "OpenSearchExecutor", "redact_url"]
+
+Endpoint = Literal["search", "count"]
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password, for messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable url>"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else "***@"
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+def _has_aggregations(body: Mapping[str, Any]) -> bool:
+    return bool(body.get("aggs") or body.get("aggregations"))
+
+
+def _wants_count(body: Mapping[str, Any]) -> bool:
+    """``size: 0`` without aggregations asks how many documents match: the count endpoint
+    answers exactly, where ``hits.total`` may stop at 10,000 (``relation: gte``)."""
+    return body.get("size") == 0 and not _has_aggregations(body)
+
+
+class SearchExecutor:
+    """Runs ``SafeQuery(kind="search")`` objects against one search source.
+
+    Rows: hits give ``_id``, ``_score``, the allowed ``_source`` fields in manifest order
+    (object sub-fields as dotted columns, nested fields as lists of objects, arrays as lists)
+    and ``_highlight`` ({field: joined fragments}) when the request highlights. A body with
+    aggregations answers with the aggregation rows even if it also asks for hits; ``size: 0``
+    without aggregations answers one ``count`` row. ``truncated``: more than ``max_rows`` hits
+    came back (the sandbox asks for ``max_rows + 1``), or an aggregation left buckets out.
+
+    The client is created on first use and shared by threads (both clients are thread-safe);
+    ``close()`` releases it, and the embedded engine when this executor holds it.
+    """
+
+    kind: ClassVar[str]
+    flavour: ClassVar[ClientFlavour]
+
+    def __init__(self, manifest: Manifest, *,
+                 progress: embedded.LoadProgress | None = None) -> None:
+        if not manifest.is_search:
+            raise ConfigError(
+                f"source {manifest.source!r} is of kind {manifest.kind!r}, not a search source",
+                hint="search executors serve kind: elasticsearch or kind: opensearch",
+            )
+        self.manifest = manifest
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._client_flavour: ClientFlavour = self.flavour
+        self._holds_engine = False
+
+    # -- public ---------------------------------------------------------------------------------
+
+    @property
+    def timeout_s(self) -> float:
+        return self.manifest.limits.timeout_s
+
+    def connect(self) -> None:
+        """Create the client now (starting and loading the embedded engine if the source
+        uses it) rather than on the first query — so a CLI can show load progress."""
+        self._connection()
+
+    def run(self, query: SafeQuery) -> ResultSet:
+        """Run ``query``; rows as described on the class."""
+        started = time.perf_counter()
+        index = self._index_of(query)
+        body = self._request_body(query)
+        if _wants_count(body):
+            request = {"query": body["query"]} if "query" in body else {}
+            response = self._call("count", query, request)
+            table = count_rows(response)
+        else:
+            request = body
+            response = self._call("search", query, request)
+            self._check_complete(response, query)
+            table = self._rows(response, request, index, query.max_rows)
+        return ResultSet(
+            columns=table.columns,
+            rows=table.rows,
+            truncated=table.truncated,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+            query=request,
+            params=dict(query.params),
+        )
+
+    def close(self) -> None:
+        """Close the client; give back the embedded engine (stopped when nobody holds it)."""
+        with self._lock:
+            client, self._client = self._client, None
+            holds_engine, self._holds_engine = self._holds_engine, False
+        if client is not None:
+            self._client_flavour.close(client)
+        if holds_engine:
+            embedded.release()
+
+    # -- the request ----------------------------------------------------------------------------
+
+    def _index_of(self, query: SafeQuery) -> Index:
+        """The manifest's index for ``query`` — the sandbox checked it; this is a second lock."""
+        if query.kind != "search" or query.body is None or not query.index:
+            raise ExecutionError(
+                f"source {self.manifest.source!r} is a search source; it runs search queries "
+                f"with an index and a body, not {query.kind!r} queries",
+                source=self.manifest.source, query=str(query),
+            )
+        if query.source != self.manifest.source:
+            raise ExecutionError(
+                f"a query checked for source {query.source!r} was sent to "
+                f"{self.manifest.source!r}",
+                source=self.manifest.source, query=str(query),
+            )
+        index = self.manifest.index(query.index)
+        if index is None:
+            raise ExecutionError(
+                f"index {query.index!r} is not declared for source {self.manifest.source!r}",
+                source=self.manifest.source, query=str(query),
+                hint="declared indices: " + ", ".join(i.name for i in self.manifest.indices),
+            )
+        return index
+
+    def _request_body(self, query: SafeQuery) -> dict[str, Any]:
+        """The body as sent: the sandbox's body, with the engine-side timeout and the row cap.
+
+        The sandbox already caps ``size`` at ``max_rows + 1``; capping again here means a
+        hand-built or buggy query still cannot fetch more, and truncation stays detectable.
+        """
+        body = dict(query.body or {})
+        body["timeout"] = f"{max(1, round(self.timeout_s * 1000))}ms"
+        size = body.get("size")
+        if size is None and not _has_aggregations(body):
+            body["size"] = query.limit
+        elif isinstance(size, int) and size > query.limit:
+            body["size"] = query.limit
+        return body
+
+    def _call(self, endpoint: Endpoint, query: SafeQuery, body: dict[str, Any]) -> dict[str, Any]:
+        """The only place that talks to the engine, and only to ``search`` or ``count``."""
+        client, flavour = self._connection()
+        call = client.count if endpoint == "count" else client.search
+        try:
+            response = call(index=query.index, body=body)
+        except Exception as exc:
+            failure = flavour.failure(exc)
+            if failure is None:
+                raise
+            raise self._error(failure, flavour, query) from exc
+        return flavour.response_body(response)
+
+    def _connection(self) -> tuple[Any, ClientFlavour]:
+        with self._lock:
+            if self._client is None:
+                url, flavour = self._url_and_flavour()
+                try:
+                    self._client = flavour.connect(url, self.timeout_s)
+                except ValueError as exc:
+                    if self._holds_engine:
+                        self._holds_engine = False
+                        embedded.release()
+                    raise ConfigError(
+                        f"source {self.manifest.source!r}: bad url {redact_url(url)!r}: {exc}",
+                        hint="write it as http(s)://[user:password@]host:port, or `embedded`",
+                    ) from None
+                self._client_flavour = flavour
+            return self._client, self._client_flavour
+
+    def _url_and_flavour(self) -> tuple[str, ClientFlavour]:
+        if embedded.is_embedded(self.manifest.url):
+            url = embedded.acquire(self.manifest, progress=self._progress)
+            self._holds_engine = True
+            return url, OpenSearchFlavour()
+        return self.manifest.url, self.flavour
+
+    # -- the response ---------------------------------------------------------------------------
+
+    def _check_complete(self, response: Mapping[str, Any], query: SafeQuery) -> None:
+        """Partial answers are errors: a timed-out search or failed shards would otherwise
+        read as a complete (and wrong) result."""
+        if response.get("timed_out"):
+            raise QueryTimeout(
+                f"the search on {query.index!r} ran past {self.timeout_s:g} s and was stopped",
+                source=self.manifest.source, query=str(query),
+                hint="narrow the query with filters, or aggregate over fewer buckets",
+            )
+        shards = response.get("_shards") or {}
+        if (shards.get("failed") or 0) > 0:
+            failures = shards.get("failures") or [{}]
+            reason = failures[0].get("reason") if isinstance(failures[0], Mapping) else None
+            error_type, text = engine_error({"error": reason}) if reason else (None, None)
+            raise ExecutionError(
+                f"the search on {query.index!r} failed on {shards['failed']} of "
+                f"{shards.get('total', '?')} shards"
+                + (f": {error_type}: {text}" if text else ""),
+                source=self.manifest.source, query=str(query), cause=text,
+            )
+
+    @staticmethod
+    def _rows(response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
+              max_rows: int) -> Table:
+        if _has_aggregations(body):
+            return aggregation_rows(response, body, index, max_rows)
+        return hit_rows(response, body, index, max_rows)
+
+    # -- errors ---------------------------------------------------------------------------------
+
+    def _error(self, failure: Failure, flavour: ClientFlavour, query: SafeQuery) -> ExecutionError:
+        source = self.manifest.source
+        where = f"{flavour.label} source {source!r}"
+        if not embedded.is_embedded(self.manifest.url):
+            where += f" at {redact_url(self.manifest.url)}"
+        common: dict[str, Any] = {"source": source, "query": str(query), "cause": failure.reason}
+        detail = ": ".join(p for p in (failure.type, failure.reason) if p)
+
+        if failure.kind == "unreachable":
+            return SourceUnavailable(
+                f"{where} is unreachable ({detail})", **common,
+                hint="check that the engine is running and that the manifest's url is right",
+            )
+        if failure.kind == "timeout":
+            return QueryTimeout(
+                f"{where} did not answer within {self.timeout_s:g} s", **common,
+                hint="narrow the query with filters, or raise limits.timeout_s",
+            )
+        if failure.kind == "auth":
+            return SourceUnavailable(
+                f"{where} refused the credentials (HTTP {failure.status}: {detail})", **common,
+                hint="put user:password in the url through ${VAR} interpolation",
+            )
+        if failure.kind == "rejected":
+            return ExecutionError(
+                f"{flavour.label} rejected the query on index {query.index!r} "
+                f"(HTTP {failure.status}): {detail}", **common,
+                hint="fix the query: the engine's reason names the clause or field",
+            )
+        if failure.kind == "server":
+            status = f"HTTP {failure.status}" if failure.status else "an unreadable answer"
+            error = ExecutionError(
+                f"{where} failed with {status} ({detail or 'no reason given'})", **common,
+                hint="an engine fault, not the query's: try again later",
+            )
+            error.retryable = False  # rewriting the query would not help
+            return error
+        return ExecutionError(f"{where}: the request failed ({detail})", **common)
+
+
+@register("elasticsearch")
+class ElasticsearchExecutor(SearchExecutor):
+    """Elasticsearch through the official client."""
+
+    flavour = ElasticsearchFlavour()
+
+
+@register("opensearch")
+class OpenSearchExecutor(SearchExecutor):
+    """OpenSearch through opensearch-py; also the executor of ``url: embedded`` sources."""
+
+    flavour = OpenSearchFlavour()

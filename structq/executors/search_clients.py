@@ -1,0 +1,189 @@
+"""Thin adapters over the two search client libraries.
+
+The executor (``search.py``) holds all DSL handling; a flavour only knows how to build its
+library's client and how to read that library's exceptions. Both clients expose the same
+``search(index=…, body=…)`` and ``count(index=…, body=…)`` calls, which the executor makes
+itself, in one place.
+
+Libraries are imported when a client is first built, so importing structq stays fast and a
+missing optional package becomes a ``ConfigError`` with the exact ``pip install``.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, ClassVar, Literal
+
+from structq.errors import ConfigError
+
+__all__ = ["Failure", "ClientFlavour", "ElasticsearchFlavour", "OpenSearchFlavour",
+           "MAX_RETRIES"]
+
+#: One retry of a failed request (a dropped keep-alive connection, a 502 from a proxy); more
+#: would multiply the wait before a dead source is reported.
+MAX_RETRIES = 1
+
+FailureKind = Literal["unreachable", "timeout", "auth", "rejected", "server", "unknown"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A client exception read into library-neutral terms."""
+
+    kind: FailureKind
+    status: int | None = None
+    #: The engine's ``error.type`` (``parsing_exception``…) or the exception class name.
+    type: str | None = None
+    #: The engine's ``error.reason`` (root cause first), or the exception's text.
+    reason: str | None = None
+
+
+def engine_error(body: Any) -> tuple[str | None, str | None]:
+    """(type, reason) from an engine error body, preferring the root cause.
+
+    ``search_phase_execution_exception`` / ``all shards failed`` says little; the root cause
+    (or a shard failure's reason) names the field or clause that is wrong.
+    """
+    if not isinstance(body, dict):
+        return None, (str(body) if body else None)
+    error = body.get("error", body)
+    if isinstance(error, str):
+        return None, error
+    if not isinstance(error, dict):
+        return None, None
+    candidates: list[dict[str, Any]] = []
+    candidates.extend(c for c in error.get("root_cause") or [] if isinstance(c, dict))
+    for failure in error.get("failed_shards") or []:
+        if isinstance(failure, dict) and isinstance(failure.get("reason"), dict):
+            candidates.append(failure["reason"])
+    caused_by = error.get("caused_by")
+    while isinstance(caused_by, dict):
+        candidates.append(caused_by)
+        caused_by = caused_by.get("caused_by")
+    candidates.append(error)
+    for candidate in candidates:
+        reason = candidate.get("reason")
+        if reason and reason != "all shards failed":
+            return candidate.get("type"), str(reason)
+    return error.get("type"), error.get("reason")
+
+
+def _kind_for_status(status: int | None) -> FailureKind:
+    if status in (401, 403):
+        return "auth"
+    if status is not None and 400 <= status < 500:
+        return "rejected"
+    if status is not None and status >= 500:
+        return "server"
+    return "unknown"
+
+
+class ClientFlavour(abc.ABC):
+    """How to build one library's client and read its exceptions."""
+
+    #: For messages: "Elasticsearch".
+    label: ClassVar[str]
+    #: The module to import and the ``pip install`` that provides it.
+    module: ClassVar[str]
+    install: ClassVar[str]
+
+    def import_library(self) -> ModuleType:
+        try:
+            return importlib.import_module(self.module)
+        except ImportError:
+            raise ConfigError(
+                f"the {self.label} client library ({self.module}) is not installed",
+                hint=f"pip install {self.install}",
+            ) from None
+
+    @abc.abstractmethod
+    def connect(self, url: str, timeout_s: float) -> Any:
+        """A client for ``url`` (credentials may sit in the URL), timing out after
+        ``timeout_s`` per request and retrying at most ``MAX_RETRIES`` times."""
+
+    @abc.abstractmethod
+    def failure(self, exc: BaseException) -> Failure | None:
+        """``exc`` in neutral terms, or None when it is not this library's exception."""
+
+    def response_body(self, response: Any) -> dict[str, Any]:
+        """The decoded JSON of a successful response."""
+        return dict(response)
+
+    def close(self, client: Any) -> None:
+        client.close()
+
+
+class ElasticsearchFlavour(ClientFlavour):
+    """The official ``elasticsearch`` client (8.x / 9.x)."""
+
+    label = "Elasticsearch"
+    module = "elasticsearch"
+    install = '"elasticsearch>=8"'
+
+    def connect(self, url: str, timeout_s: float) -> Any:
+        es = self.import_library()
+        return es.Elasticsearch(
+            url,
+            request_timeout=timeout_s,
+            max_retries=MAX_RETRIES,
+            retry_on_timeout=False,
+        )
+
+    def failure(self, exc: BaseException) -> Failure | None:
+        import elastic_transport
+        import elasticsearch
+
+        if isinstance(exc, elasticsearch.UnsupportedProductError):
+            return Failure("unreachable", type="unsupported_product", reason=str(exc))
+        if isinstance(exc, elasticsearch.ApiError):
+            error_type, reason = engine_error(exc.body)
+            status = getattr(exc.meta, "status", None)
+            return Failure(_kind_for_status(status), status, error_type, reason or str(exc))
+        if isinstance(exc, elastic_transport.ConnectionTimeout):
+            return Failure("timeout", type=type(exc).__name__, reason=str(exc))
+        if isinstance(exc, (elastic_transport.ConnectionError, elastic_transport.TlsError)):
+            return Failure("unreachable", type=type(exc).__name__, reason=str(exc))
+        if isinstance(exc, elastic_transport.SerializationError):
+            return Failure("server", type="serialization_error", reason=str(exc))
+        if isinstance(exc, elastic_transport.TransportError):
+            return Failure("unknown", type=type(exc).__name__, reason=str(exc))
+        return None
+
+    def response_body(self, response: Any) -> dict[str, Any]:
+        return dict(response.body)
+
+
+class OpenSearchFlavour(ClientFlavour):
+    """``opensearch-py`` (also what the embedded engine speaks)."""
+
+    label = "OpenSearch"
+    module = "opensearchpy"
+    install = '"structq[opensearch]"'
+
+    def connect(self, url: str, timeout_s: float) -> Any:
+        opensearchpy = self.import_library()
+        return opensearchpy.OpenSearch(
+            hosts=[url],
+            timeout=timeout_s,
+            max_retries=MAX_RETRIES,
+            retry_on_timeout=False,
+        )
+
+    def failure(self, exc: BaseException) -> Failure | None:
+        import opensearchpy
+
+        if isinstance(exc, opensearchpy.ConnectionTimeout):
+            return Failure("timeout", type=type(exc).__name__, reason=str(exc.info or exc))
+        if isinstance(exc, opensearchpy.ConnectionError):  # SSLError included
+            return Failure("unreachable", type=type(exc).__name__, reason=str(exc.info or exc))
+        if isinstance(exc, opensearchpy.TransportError):
+            status = exc.status_code if isinstance(exc.status_code, int) else None
+            error_type, reason = engine_error(exc.info)
+            return Failure(_kind_for_status(status), status, error_type or str(exc.error),
+                           reason or str(exc.error))
+        if isinstance(exc, opensearchpy.SerializationError):
+            return Failure("server", type="serialization_error", reason=str(exc))
+        return None

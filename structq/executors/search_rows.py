@@ -1,0 +1,482 @@
+"""Search responses → rows: the tabular shape every later step (and ``source: local``) reads.
+
+Pure functions over decoded JSON; no client, no I/O. Three shapes of answer:
+
+- **hits** → one row per document: ``_id``, ``_score``, the allowed ``_source`` fields in
+  manifest order, then ``_highlight`` when the request asked for highlighting;
+- **aggregations** → one row per innermost bucket, the keys of the enclosing buckets as
+  columns (see :func:`aggregation_rows`); a body with both hits and aggregations answers with
+  the aggregation rows, because a question that aggregates is about the buckets;
+- **count** → one row, one column ``count`` (a body with ``size: 0`` and no aggregations).
+
+The manifest, not the engine, decides which fields leave this module: a field the manifest
+denies (or does not declare) is dropped even if the engine returned it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from structq.capabilities.model import Index, SearchField
+from structq.executors.values import json_safe_row
+
+__all__ = [
+    "Table",
+    "hit_rows",
+    "aggregation_rows",
+    "count_rows",
+    "HIGHLIGHT_COLUMN",
+    "HIGHLIGHT_SEPARATOR",
+]
+
+HIGHLIGHT_COLUMN = "_highlight"
+#: Joins the fragments highlighted in one field.
+HIGHLIGHT_SEPARATOR = " … "
+
+_BUCKET_META = frozenset({
+    "key", "key_as_string", "doc_count", "from", "from_as_string", "to", "to_as_string",
+    "doc_count_error_upper_bound", "bg_count", "score",
+})
+_AGG_DEF_META = frozenset({"aggs", "aggregations", "meta"})
+_MISSING = object()
+
+
+@dataclass
+class Table:
+    """Columns, rows, and whether the engine held more than the rows show."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Hits
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SourceColumn:
+    """A ``_source`` column: a leaf path, or a nested/undescribed object kept whole."""
+
+    path: str
+    #: Declared sub-fields of a ``nested`` field; its values are pruned to the allowed ones.
+    subfields: tuple[SearchField, ...] = ()
+
+
+def _source_columns(index: Index) -> list[_SourceColumn]:
+    """Allowed ``_source`` columns in manifest order.
+
+    ``object`` fields with declared sub-fields are flattened to dotted columns (each sub-field
+    has its own access rule, and flat columns are what SQL over results wants); ``nested``
+    fields are arrays of objects, so they stay one column holding a list of dicts.
+    """
+    out: list[_SourceColumn] = []
+
+    def walk(fields: list[SearchField], prefix: str) -> None:
+        for f in fields:
+            if f.denied:
+                continue
+            path = prefix + f.name
+            if f.type == "object" and f.fields:
+                walk(f.fields, path + ".")
+            else:
+                out.append(_SourceColumn(path, tuple(f.fields) if f.type == "nested" else ()))
+
+    walk(index.fields, "")
+    return out
+
+
+def _source_filter(spec: Any) -> tuple[list[str] | None, list[str]]:
+    """(includes or None for everything, excludes) from a request's ``_source`` value."""
+    if spec is None or spec is True:
+        return None, []
+    if spec is False:
+        return [], []
+    if isinstance(spec, str):
+        return [spec], []
+    if isinstance(spec, list):
+        return [str(s) for s in spec], []
+    if isinstance(spec, Mapping):
+        includes = spec.get("includes", spec.get("include"))
+        excludes = spec.get("excludes", spec.get("exclude")) or []
+        if isinstance(includes, str):
+            includes = [includes]
+        if isinstance(excludes, str):
+            excludes = [excludes]
+        return (list(includes) if includes else None), list(excludes)
+    return None, []
+
+
+def _covers(pattern: str, path: str) -> bool:
+    """Whether a ``_source`` pattern selects ``path`` itself or one of its ancestors."""
+    parts = path.split(".")
+    return any(fnmatchcase(".".join(parts[:i]), pattern) for i in range(1, len(parts) + 1))
+
+
+def _selected(column: _SourceColumn, includes: list[str] | None, excludes: list[str]) -> bool:
+    path = column.path
+    if any(_covers(p, path) for p in excludes):
+        return False
+    if includes is None:
+        return True
+    # A pattern naming a descendant (``comments.author`` for nested ``comments``) selects the
+    # column too; the engine returns only that part of it.
+    return any(_covers(p, path) or p.startswith(path + ".") for p in includes)
+
+
+def _lookup(value: Any, parts: list[str]) -> Any:
+    """The value at a dotted path; documents may nest objects or use dotted keys, and
+    arrays of objects yield the list of their values (as Elasticsearch flattens them)."""
+    if not parts:
+        return value
+    if isinstance(value, list):
+        found = [_lookup(v, parts) for v in value]
+        flat: list[Any] = []
+        for item in found:
+            if item is _MISSING:
+                continue
+            flat.extend(item if isinstance(item, list) else [item])
+        return flat if flat else _MISSING
+    if isinstance(value, Mapping):
+        for i in range(len(parts), 0, -1):
+            key = ".".join(parts[:i])
+            if key in value:
+                return _lookup(value[key], parts[i:])
+    return _MISSING
+
+
+def _prune(value: Any, fields: tuple[SearchField, ...]) -> Any:
+    """Keep only the declared, allowed sub-fields of a nested value."""
+    if not fields:
+        return value
+    if isinstance(value, list):
+        return [_prune(v, fields) for v in value]
+    if not isinstance(value, Mapping):
+        return value
+    allowed = {f.name: f for f in fields if not f.denied}
+    return {
+        k: _prune(v, tuple(allowed[k].fields)) for k, v in value.items() if k in allowed
+    }
+
+
+def _allowed_paths(index: Index) -> set[str]:
+    """Every field path the manifest allows (itself and its ancestors not denied)."""
+    allowed: set[str] = set()
+
+    def walk(fields: list[SearchField], prefix: str) -> None:
+        for f in fields:
+            if not f.denied:
+                allowed.add(prefix + f.name)
+                walk(f.fields, f"{prefix}{f.name}.")
+
+    walk(index.fields, "")
+    return allowed
+
+
+def _highlight_value(highlight: Any, allowed: set[str]) -> dict[str, str] | None:
+    """Fragments per field, joined; fields the manifest does not allow are dropped."""
+    if not isinstance(highlight, Mapping):
+        return None
+    out = {}
+    for name, fragments in sorted(highlight.items()):
+        parts = str(name).split(".")
+        if not any(".".join(parts[:i]) in allowed for i in range(len(parts), 0, -1)):
+            continue
+        if isinstance(fragments, list):
+            out[str(name)] = HIGHLIGHT_SEPARATOR.join(str(f) for f in fragments)
+        else:
+            out[str(name)] = str(fragments)
+    return out or None
+
+
+def hit_rows(response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
+             max_rows: int) -> Table:
+    """One row per hit; ``truncated`` when more than ``max_rows`` hits came back.
+
+    The sandbox caps ``size`` at ``max_rows + 1``, so one hit too many is the signal.
+    """
+    includes, excludes = _source_filter(body.get("_source"))
+    columns = [c for c in _source_columns(index) if _selected(c, includes, excludes)]
+    with_highlight = "highlight" in body
+    allowed = _allowed_paths(index) if with_highlight else set()
+
+    hits = list(((response.get("hits") or {}).get("hits")) or [])
+    truncated = len(hits) > max_rows
+    rows = []
+    for hit in hits[:max_rows]:
+        source = hit.get("_source") or {}
+        row: list[Any] = [hit.get("_id"), hit.get("_score")]
+        for col in columns:
+            value = _lookup(source, col.path.split("."))
+            row.append(None if value is _MISSING else _prune(value, col.subfields))
+        if with_highlight:
+            row.append(_highlight_value(hit.get("highlight"), allowed))
+        rows.append(json_safe_row(row))
+
+    names = ["_id", "_score", *(c.path for c in columns)]
+    if with_highlight:
+        names.append(HIGHLIGHT_COLUMN)
+    return Table(tuple(names), rows, truncated)
+
+
+def count_rows(response: Mapping[str, Any]) -> Table:
+    """The count endpoint's answer as one row."""
+    return Table(("count",), [json_safe_row([response.get("count")])])
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregations
+# ---------------------------------------------------------------------------------------------
+
+
+def _agg_defs(definition: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Sub-aggregation definitions of an aggregation (or of a request body)."""
+    subs = definition.get("aggs", definition.get("aggregations"))
+    return subs if isinstance(subs, Mapping) else {}
+
+
+def _agg_type(definition: Any) -> tuple[str | None, Mapping[str, Any]]:
+    """(type, parameters) of one aggregation definition: ``{"terms": {...}, "aggs": …}``."""
+    if isinstance(definition, Mapping):
+        for key, params in definition.items():
+            if key not in _AGG_DEF_META:
+                return str(key), params if isinstance(params, Mapping) else {}
+    return None, {}
+
+
+def _percent_key(key: Any) -> str:
+    """``"50.0"`` → ``"50"``, ``"99.9"`` stays: readable column suffixes."""
+    try:
+        number = float(key)
+    except (TypeError, ValueError):
+        return str(key)
+    return str(int(number)) if number.is_integer() else str(number)
+
+
+def _metric_columns(name: str, result: Any) -> dict[str, Any]:
+    """A metric aggregation's value(s): one column, or ``name.part`` columns.
+
+    ``value_as_string`` (dates) is preferred to the raw epoch number; percentiles become
+    ``name.50``, ``name.95``…; stats become ``name.min``, ``name.avg``…
+    """
+    if not isinstance(result, Mapping):
+        return {name: result}
+    if "value" in result:
+        return {name: result.get("value_as_string", result["value"])}
+    if "values" in result:
+        values = result["values"]
+        if isinstance(values, Mapping):
+            return {f"{name}.{_percent_key(k)}": v for k, v in values.items()
+                    if not str(k).endswith("_as_string")}
+        if isinstance(values, list):  # keyed: false
+            return {f"{name}.{_percent_key(v.get('key'))}": v.get("value")
+                    for v in values if isinstance(v, Mapping)}
+    if "hits" in result and isinstance(result["hits"], Mapping):  # top_hits
+        return {name: [h.get("_source") or {} for h in result["hits"].get("hits", [])]}
+    out: dict[str, Any] = {}
+    for key, value in result.items():
+        if str(key).endswith("_as_string") or key == "meta":
+            continue
+        if isinstance(value, Mapping):
+            out.update(_metric_columns(f"{name}.{key}", value))
+        else:
+            out[f"{name}.{key}"] = value
+    return out
+
+
+def _epoch_ms_to_iso(value: Any) -> Any:
+    """Composite ``date_histogram`` keys arrive as epoch milliseconds; show them as dates."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        stamp = _dt.datetime.fromtimestamp(value / 1000, tz=_dt.timezone.utc)
+        return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+    return value
+
+
+@dataclass
+class _AggWalk:
+    """State of one walk over an aggregation response."""
+
+    index: Index
+    key_columns: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    def key(self, name: str) -> None:
+        if name not in self.key_columns:
+            self.key_columns.append(name)
+
+    # -- bucket keys ------------------------------------------------------------------------
+
+    def bucket_keys(self, name: str, agg_type: str | None, params: Mapping[str, Any],
+                    key: Any, bucket: Mapping[str, Any]) -> dict[str, Any]:
+        if agg_type == "composite" and isinstance(bucket.get("key"), Mapping):
+            date_parts = {
+                source_name
+                for source in params.get("sources", []) if isinstance(source, Mapping)
+                for source_name, spec in source.items()
+                if isinstance(spec, Mapping) and "date_histogram" in spec
+            }
+            out = {}
+            for part, value in bucket["key"].items():
+                self.key(str(part))
+                out[str(part)] = _epoch_ms_to_iso(value) if part in date_parts else value
+            return out
+        self.key(name)
+        return {name: bucket.get("key_as_string", key)}
+
+    # -- the walk -----------------------------------------------------------------------------
+
+    def expand(self, defs: Mapping[str, Any], node: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Rows for the aggregations in ``node`` (the response's ``aggregations`` or a bucket).
+
+        Sibling bucket aggregations are independent groupings, so their rows are stacked (a
+        column a grouping lacks is None), never crossed. Metrics at a level are attached to
+        every row below it: they describe the enclosing bucket.
+        """
+        names = list(defs) + sorted(k for k, v in node.items()
+                                    if k not in defs and k not in _BUCKET_META
+                                    and isinstance(v, Mapping) and k != "key")
+        metrics: dict[str, Any] = {}
+        rowsets: list[list[dict[str, Any]]] = []
+        for name in names:
+            if name not in node:
+                continue
+            result = node[name]
+            definition = defs.get(name, {})
+            agg_type, params = _agg_type(definition)
+            subdefs = _agg_defs(definition) if isinstance(definition, Mapping) else {}
+            if isinstance(result, Mapping) and "buckets" in result:
+                rowsets.append(self._buckets(name, agg_type, params, subdefs, result))
+            elif isinstance(result, Mapping) and "doc_count" in result and "value" not in result:
+                # filter / nested / global / missing: one unnamed bucket; its count under its name
+                inner = self.expand(subdefs, result) if self._has_subaggs(subdefs, result) else [{}]
+                rowsets.append([{name: result["doc_count"], **row} for row in inner])
+            elif agg_type == "top_hits" or (isinstance(result, Mapping) and "hits" in result):
+                # documents: only the allowed fields, as for hits
+                docs = _metric_columns(name, result)[name]
+                metrics[name] = [_allowed_document(doc, self.index) for doc in docs]
+            else:
+                metrics.update(_metric_columns(name, result))
+
+        rows = [row for rowset in rowsets for row in rowset]
+        if not rows:
+            return [metrics] if metrics or not rowsets else []
+        for row in rows:
+            for col, value in metrics.items():
+                row.setdefault(col, value)
+        return rows
+
+    @staticmethod
+    def _has_subaggs(subdefs: Mapping[str, Any], result: Mapping[str, Any]) -> bool:
+        return bool(subdefs) or any(
+            isinstance(v, Mapping) for k, v in result.items() if k not in _BUCKET_META
+        )
+
+    def _buckets(self, name: str, agg_type: str | None, params: Mapping[str, Any],
+                 subdefs: Mapping[str, Any], result: Mapping[str, Any]) -> list[dict[str, Any]]:
+        if (result.get("sum_other_doc_count") or 0) > 0:
+            self.truncated = True  # terms: buckets beyond `size` were left out
+        buckets = result["buckets"]
+        if (agg_type == "composite" and result.get("after_key") is not None
+                and len(buckets) >= int(params.get("size", 10))):
+            self.truncated = True  # a full page: later pages may hold more buckets
+        items: Iterator[tuple[Any, Any]]
+        if isinstance(buckets, Mapping):  # keyed buckets (filters, keyed ranges)
+            items = iter(buckets.items())
+        else:
+            items = ((b.get("key") if isinstance(b, Mapping) else None, b) for b in buckets)
+        rows: list[dict[str, Any]] = []
+        for key, bucket in items:
+            if not isinstance(bucket, Mapping):
+                continue
+            keys = self.bucket_keys(name, agg_type, params, key, bucket)
+            if self._has_subaggs(subdefs, bucket):
+                inner = self.expand(subdefs, bucket)
+            else:
+                inner = [{}]
+            for row in inner or [{}]:
+                row.setdefault("doc_count", bucket.get("doc_count"))
+                rows.append({**keys, **row})
+        return rows
+
+
+def _guess_columns(defs: Mapping[str, Any]) -> list[str]:
+    """Columns of an aggregation that returned no rows, read from its definition."""
+    keys: list[str] = []
+    metrics: list[str] = []
+    bucketed = False
+
+    def walk(level: Mapping[str, Any]) -> None:
+        nonlocal bucketed
+        for name, definition in level.items():
+            agg_type, params = _agg_type(definition)
+            if agg_type == "composite":
+                bucketed = True
+                for source in params.get("sources", []):
+                    if isinstance(source, Mapping):
+                        keys.extend(str(k) for k in source)
+            elif agg_type in _SINGLE_BUCKET or agg_type in _METRIC_TYPES:
+                metrics.append(name)
+            else:
+                bucketed = True
+                keys.append(name)
+            if isinstance(definition, Mapping):
+                walk(_agg_defs(definition))
+
+    walk(defs)
+    return [*keys, *(["doc_count"] if bucketed else []), *metrics]
+
+
+_SINGLE_BUCKET = frozenset({"filter", "global", "missing", "nested", "reverse_nested", "sampler"})
+_METRIC_TYPES = frozenset({
+    "avg", "sum", "min", "max", "value_count", "cardinality", "stats", "extended_stats",
+    "percentiles", "percentile_ranks", "median_absolute_deviation", "top_hits",
+    "weighted_avg", "geo_bounds", "geo_centroid", "scripted_metric", "boxplot", "t_test",
+    "string_stats", "top_metrics", "rate", "matrix_stats",
+})
+
+
+def aggregation_rows(response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
+                     max_rows: int) -> Table:
+    """Rows from ``response["aggregations"]``: one per innermost bucket.
+
+    A ``terms`` ``by_dept`` holding a ``date_histogram`` ``by_month`` holding an ``avg``
+    ``avg_score`` gives columns ``(by_dept, by_month, doc_count, avg_score)``: bucket keys
+    outermost first (``key_as_string`` when the engine gives one; the parts of a composite key
+    as their own columns), then the innermost ``doc_count``, then metrics. Metrics alone give
+    one row. ``after_key`` is not followed.
+
+    ``truncated`` is True when buckets were left out — a ``terms`` with
+    ``sum_other_doc_count > 0``, or a composite page filled to its ``size`` — or when there are
+    more than ``max_rows`` rows.
+    """
+    defs = _agg_defs(body)
+    walk = _AggWalk(index)
+    rows = walk.expand(defs, response.get("aggregations") or {})
+
+    seen: list[str] = []
+    for row in rows:
+        seen.extend(c for c in row if c not in seen)
+    if not seen:
+        seen = _guess_columns(defs)
+    keys = [c for c in walk.key_columns if c in seen]
+    middle = ["doc_count"] if "doc_count" in seen else []
+    columns = [*keys, *middle, *(c for c in seen if c not in keys and c not in middle)]
+
+    truncated = walk.truncated or len(rows) > max_rows
+    table_rows = [json_safe_row([row.get(c) for c in columns]) for row in rows[:max_rows]]
+    return Table(tuple(columns), table_rows, truncated)
+
+
+def _allowed_document(doc: Mapping[str, Any], index: Index) -> dict[str, Any]:
+    """A ``_source`` reduced to the allowed fields, keyed by column path."""
+    kept = {}
+    for col in _source_columns(index):
+        found = _lookup(doc, col.path.split("."))
+        if found is not _MISSING:
+            kept[col.path] = _prune(found, col.subfields)
+    return kept

@@ -1,0 +1,135 @@
+"""Database values → JSON-safe values (str, int, float, bool, None, lists, dicts).
+
+Results travel to the answer writer, the audit log, the plan cache and later steps as JSON, so
+every executor normalises what its driver returns here, once, with the same rules:
+
+==========================  ==================================================================
+driver value                becomes
+==========================  ==================================================================
+``Decimal``                 ``int`` when integral; ``float`` when the float prints back as the
+                            same number (``19.99``); otherwise ``str`` (``"0.1000000000000000055"``)
+``float`` NaN / ±infinity   ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no such numbers)
+``datetime``/``date``/      ISO 8601 text (``"2024-03-01"``, ``"2024-03-01T09:30:00+08:00"``)
+``time``
+``timedelta``               seconds (``int`` when whole); MySQL ``TIME`` arrives as a timedelta
+``bytes``/``memoryview``    ``"base64:"`` + base64 text, so binary is never mistaken for text
+``UUID``, IP addresses, …   ``str``
+``Enum``                    its value, normalised
+lists, tuples, sets         lists (sets sorted, so output does not depend on hash order)
+dicts                       dicts with ``str`` keys
+==========================  ==================================================================
+
+Why Decimal is not simply ``float``: ``NUMERIC(38, 18)`` money and ids do not fit a double, and
+a wrong number in an answer is worse than a number shown as text. A float is used only when its
+shortest printed form equals the database's value exactly, which covers ordinary prices and
+ratios; anything else keeps every digit as a string.
+
+Pure Python (no numpy); the common types (str, int, float, None) take a fast path because
+results of 100k rows pass through here.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import enum
+import math
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["BINARY_PREFIX", "json_safe", "json_safe_row", "json_safe_rows"]
+
+#: Marks a binary value rendered as base64 text.
+BINARY_PREFIX = "base64:"
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _decimal(value: Decimal) -> int | float | str:
+    if not value.is_finite():
+        return _non_finite(float(value))
+    if value == value.to_integral_value():
+        return int(value)
+    as_float = float(value)
+    if math.isfinite(as_float) and Decimal(repr(as_float)) == value:
+        return as_float
+    return str(value)
+
+
+def _float(value: float) -> float | str:
+    return value if math.isfinite(value) else _non_finite(value)
+
+
+def _non_finite(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _seconds(value: dt.timedelta) -> int | float:
+    seconds = value.total_seconds()
+    return int(seconds) if seconds.is_integer() else seconds
+
+
+def _binary(value: bytes | bytearray | memoryview) -> str:
+    return BINARY_PREFIX + base64.b64encode(bytes(value)).decode("ascii")
+
+
+def _iso(value: dt.date | dt.time) -> str:
+    return value.isoformat()
+
+
+def _sequence(value: Iterable[Any]) -> list[Any]:
+    return [json_safe(item) for item in value]
+
+
+def _set(value: Iterable[Any]) -> list[Any]:
+    return sorted((json_safe(item) for item in value), key=repr)
+
+
+def _mapping(value: dict[Any, Any]) -> dict[str, Any]:
+    return {str(key): json_safe(item) for key, item in value.items()}
+
+
+# Checked in order with isinstance, after the exact-type fast path; datetime before date
+# (a datetime is a date), bool never reaches here (it is plain).
+_CONVERTERS: tuple[tuple[type | tuple[type, ...], Callable[[Any], Any]], ...] = (
+    (float, _float),
+    (Decimal, _decimal),
+    ((dt.datetime, dt.date, dt.time), _iso),
+    (dt.timedelta, _seconds),
+    ((bytes, bytearray, memoryview), _binary),
+    (enum.Enum, lambda value: json_safe(value.value)),
+    (uuid.UUID, str),
+    ((list, tuple), _sequence),
+    ((set, frozenset), _set),
+    (dict, _mapping),
+)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as a JSON-safe value, by the rules in the module docstring."""
+    if type(value) in _PLAIN:
+        return value
+    if isinstance(value, str) and not isinstance(value, enum.Enum):  # str subclasses
+        return str(value)
+    for types, convert in _CONVERTERS:
+        if isinstance(value, types):
+            return convert(value)
+    if isinstance(value, int):  # int subclasses (IntFlag is handled above as an Enum)
+        return int(value)
+    return str(value)
+
+
+def json_safe_row(row: Sequence[Any]) -> tuple[Any, ...]:
+    """One row with every value JSON-safe."""
+    return tuple(
+        value if type(value) in _PLAIN else json_safe(value) for value in row
+    )
+
+
+def json_safe_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
+    """Rows as tuples of JSON-safe values."""
+    return [json_safe_row(row) for row in rows]

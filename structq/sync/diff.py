@@ -1,0 +1,387 @@
+"""Compare a manifest with a snapshot of its source: what was added, dropped or changed.
+
+The diff is a plain description (frozen dataclasses); ``merge.py`` applies it to the YAML and
+the CLI prints it. Tables and indices, columns and fields go through the same code: the
+snapshot's neutral shape makes engines indistinguishable here.
+
+Rules that protect what people wrote:
+
+* A declared type that is a narrower *reading* of the stored type is kept (dates stored as
+  text in SQLite, booleans stored as integers): only a real contradiction is a change.
+* ``nullable`` and ``primary_key`` are compared only where the manifest states them.
+* A rename cannot be told from a drop plus an add; when a dropped and an added column of one
+  table share a type it is reported as a *probable rename*, and nothing is carried over.
+* A dropped table or index that a row filter or a verified example still needs is **held**:
+  removing it would make the manifest fail to load (and silently drop a row filter, which is a
+  security policy). It stays, drift stays reported, and a warning says what to fix by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .snapshot import DbObject, Member, Snapshot
+
+if TYPE_CHECKING:
+    from structq.capabilities import Example, Manifest
+
+__all__ = ["Change", "Proposal", "SourceDiff", "diff_manifest", "REFINEMENTS"]
+
+#: (stored type, declared type) pairs where the declaration is a valid narrower reading.
+REFINEMENTS = frozenset({
+    ("text", "date"), ("text", "datetime"), ("text", "json"), ("text", "numeric"),
+    ("integer", "boolean"), ("numeric", "integer"), ("numeric", "real"), ("real", "numeric"),
+    ("datetime", "date"), ("binary", "text"),
+    ("keyword", "date"), ("text", "keyword"), ("long", "integer"), ("double", "float"),
+})
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference. ``path`` is (object,) or (object, member, sub-member…)."""
+
+    action: Literal["add", "drop", "change"]
+    kind: str  # table | column | index | field
+    path: tuple[str, ...]
+    #: What an add brings in (with its members), as introspected.
+    obj: DbObject | None = None
+    member: Member | None = None
+    #: For a change: which attribute, from what, to what.
+    attribute: str | None = None
+    old: Any = None
+    new: Any = None
+    #: A drop left in place because policies or examples still need it.
+    held: bool = False
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def type(self) -> str | None:
+        if self.member is not None:
+            return self.member.type
+        return None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"object": self.name, "kind": self.kind}
+        if self.action == "add":
+            if self.member is not None:
+                out["type"] = self.member.type
+                out["native_type"] = self.member.native_type
+            if self.obj is not None:
+                out["columns" if self.kind == "table" else "fields"] = [
+                    {"name": m.name, "type": m.type} for m in self.obj.members
+                ]
+        elif self.action == "change":
+            out.update({"attribute": self.attribute, "from": self.old, "to": self.new})
+        else:
+            out["held"] = self.held
+        return out
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """``values`` proposed by ``--profile-values`` for a text column or keyword field."""
+
+    kind: str
+    path: tuple[str, ...]
+    values: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
+class SourceDiff:
+    """Everything that differs between one manifest and its source."""
+
+    source: str
+    file: str | None
+    changes: tuple[Change, ...] = ()
+    proposals: tuple[Proposal, ...] = ()
+    warnings: tuple[str, ...] = ()
+    renames: tuple[str, ...] = ()
+
+    @property
+    def added(self) -> list[Change]:
+        return [c for c in self.changes if c.action == "add"]
+
+    @property
+    def dropped(self) -> list[Change]:
+        return [c for c in self.changes if c.action == "drop"]
+
+    @property
+    def changed(self) -> list[Change]:
+        return [c for c in self.changes if c.action == "change"]
+
+    @property
+    def drift(self) -> bool:
+        return bool(self.changes or self.proposals)
+
+    @property
+    def writable(self) -> bool:
+        """Whether ``--write`` has anything to apply (held drops change nothing)."""
+        return any(not c.held for c in self.changes) or bool(self.proposals)
+
+    def with_proposals(self, proposals: Sequence[Proposal]) -> SourceDiff:
+        return SourceDiff(self.source, self.file, self.changes, tuple(proposals), self.warnings, self.renames)
+
+
+# --- what the manifest declares, in the snapshot's shape ------------------------------------
+
+
+def declared(manifest: "Manifest") -> tuple[DbObject, ...]:
+    """The manifest's tables/indices as ``DbObject``s, so both sides compare alike."""
+    if manifest.is_search:
+        def field_member(f: Any) -> Member:
+            return Member(f.name, f.type, members=tuple(field_member(s) for s in f.fields))
+
+        return tuple(DbObject(i.name, tuple(field_member(f) for f in i.fields)) for i in manifest.indices)
+    return tuple(
+        DbObject(t.name, tuple(
+            Member(c.name, c.type,
+                   nullable=c.nullable if "nullable" in c.model_fields_set else None,
+                   primary_key=c.primary_key if "primary_key" in c.model_fields_set else None,  # type: ignore[arg-type]
+                   references=c.references)
+            for c in t.columns))
+        for t in manifest.tables
+    )
+
+
+# --- who still needs an object ------------------------------------------------------------
+
+
+@dataclass
+class _Users:
+    """Row filters and verified examples, and what each of them reads."""
+
+    tables: dict[str, list[str]] = field(default_factory=dict)  # object → who reads it
+    members: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (object, member) → who
+    policy_objects: set[str] = field(default_factory=set)  # objects a row filter is on
+    policy_members: set[tuple[str, str]] = field(default_factory=set)
+
+    def add(self, who: str, obj: str, members: Iterable[str], *, policy: bool) -> None:
+        self.tables.setdefault(obj.lower(), []).append(who)
+        if policy:
+            self.policy_objects.add(obj.lower())
+        for m in members:
+            self.members.setdefault((obj.lower(), m.lower()), []).append(who)
+            if policy:
+                self.policy_members.add((obj.lower(), m.lower()))
+
+
+def _sql_reads(query: str, dialect: str) -> tuple[set[str], set[str]]:
+    """Tables and column names a SQL text mentions (best effort: unparsable text reads nothing)."""
+    import sqlglot
+    from sqlglot import exp
+
+    from structq.capabilities import REFERENCE
+
+    try:
+        tree = sqlglot.parse_one(REFERENCE.sub("NULL", query), read=dialect)
+    except sqlglot.errors.ParseError:
+        return set(), set()
+    return {t.name for t in tree.find_all(exp.Table)}, {c.name for c in tree.find_all(exp.Column)}
+
+
+def _dsl_strings(body: Any) -> Iterator[str]:
+    """Every key and string value in a DSL body: field names appear as either."""
+    if isinstance(body, dict):
+        for key, value in body.items():
+            yield str(key)
+            yield from _dsl_strings(value)
+    elif isinstance(body, list):
+        for value in body:
+            yield from _dsl_strings(value)
+    elif isinstance(body, str):
+        yield body
+
+
+def _users(manifest: "Manifest", examples: Sequence["Example"]) -> _Users:
+    users = _Users()
+    for i, rf in enumerate(manifest.policies.row_filters):
+        who = f"row filter policies.row_filters[{i}]"
+        if rf.table and rf.where:
+            _, columns = _sql_reads(f"SELECT 1 FROM t WHERE {rf.where}", manifest.sql_dialect)
+            users.add(who, rf.table, columns, policy=True)
+        elif rf.index:
+            users.add(who, rf.index, (rf.term or {}).keys(), policy=True)
+    for example in examples:
+        for step in example.steps:
+            if step.source != manifest.source:
+                continue
+            who = f"verified example {example.question!r}"
+            if manifest.is_search and step.index:
+                users.add(who, step.index, set(_dsl_strings(step.query)), policy=False)
+            elif isinstance(step.query, str):
+                tables, columns = _sql_reads(step.query, manifest.sql_dialect)
+                for table in tables:
+                    users.add(who, table, columns, policy=False)
+    return users
+
+
+# --- the comparison -----------------------------------------------------------------------
+
+
+def _by_name(items: Iterable[Any]) -> dict[str, Any]:
+    return {i.name.lower(): i for i in items}
+
+
+def _compatible(stored: str, declared_type: str) -> bool:
+    return stored == declared_type or (stored, declared_type) in REFINEMENTS
+
+
+class _Differ:
+    """Walks declared and real objects side by side and records each difference once."""
+
+    def __init__(self, manifest: "Manifest", snapshot: Snapshot, users: _Users) -> None:
+        self.search = manifest.is_search
+        self.object_kind, self.member_kind = ("index", "field") if self.search else ("table", "column")
+        self.snapshot = snapshot
+        self.users = users
+        self.changes: list[Change] = []
+        self.warnings: list[str] = list(snapshot.notes)
+        self.renames: list[str] = []
+
+    def run(self, mine: Sequence[DbObject]) -> None:
+        real = _by_name(self.snapshot.objects)
+        known = _by_name(mine)
+        for obj in mine:
+            found = real.get(obj.name.lower())
+            if found is None:
+                self._drop_object(obj)
+            else:
+                self._members((obj.name,), obj.members, found.members)
+        added = [o for o in self.snapshot.objects if o.name.lower() not in known]
+        for obj in added:
+            self.changes.append(Change("add", self.object_kind, (obj.name,), obj=obj))
+        self._object_renames([c for c in self.changes if c.action == "drop" and len(c.path) == 1], added, known)
+
+    def _drop_object(self, obj: DbObject) -> None:
+        key = obj.name.lower()
+        who = self.users.tables.get(key, [])
+        held = key in self.users.policy_objects or any(w.startswith("verified example") for w in who)
+        self.changes.append(Change("drop", self.object_kind, (obj.name,), held=held))
+        if held:
+            self.warnings.append(
+                f"{self.object_kind} {obj.name} no longer exists but is kept in the manifest: "
+                f"{_join(who)} still read{'s' if len(set(who)) == 1 else ''} it — "
+                "fix or remove those by hand (move a row filter to the renamed object), then sync again")
+
+    def _members(self, path: tuple[str, ...], mine: Sequence[Member], real: Sequence[Member]) -> None:
+        found = _by_name(real)
+        dropped: list[Member] = []
+        for m in mine:
+            r = found.get(m.name.lower())
+            here = (*path, m.name)
+            if r is None:
+                dropped.append(m)
+                self._drop_member(here)
+                continue
+            if not _compatible(r.type, m.type):
+                self.changes.append(Change("change", self.member_kind, here, attribute="type", old=m.type, new=r.type,
+                                           member=r))
+            if m.nullable is not None and r.nullable is not None and m.nullable != r.nullable:
+                self.changes.append(Change("change", self.member_kind, here, attribute="nullable", old=m.nullable, new=r.nullable))
+            if m.primary_key is not None and m.primary_key != r.primary_key:
+                self.changes.append(Change("change", self.member_kind, here, attribute="primary_key", old=m.primary_key, new=r.primary_key))
+            if m.members or r.members:
+                self._members(here, m.members, r.members)
+        mine_names = {m.name.lower() for m in mine}
+        added = [r for r in real if r.name.lower() not in mine_names]
+        for r in added:
+            self.changes.append(Change("add", self.member_kind, (*path, r.name), member=r))
+        self._member_renames(path, dropped, added)
+
+    def _drop_member(self, path: tuple[str, ...]) -> None:
+        obj, member = path[0], ".".join(path[1:])
+        key = (obj.lower(), member.lower())
+        who = self.users.members.get(key, [])
+        # A search row filter on an undeclared field fails to load: hold it like a table.
+        held = self.search and key in self.users.policy_members
+        self.changes.append(Change("drop", self.member_kind, path, held=held))
+        if who:
+            kept = " (kept in the manifest until they are fixed)" if held else ""
+            self.warnings.append(f"dropped {self.member_kind} {'.'.join(path)} is still read by {_join(who)}{kept}")
+
+    def _member_renames(self, path: tuple[str, ...], dropped: list[Member], added: list[Member]) -> None:
+        pool = list(added)
+        for d in dropped:
+            match = next((a for a in pool if a.type == d.type or _compatible(a.type, d.type)), None)
+            if match is not None:
+                pool.remove(match)
+                where = ".".join(path)
+                self.renames.append(
+                    f"{where}.{d.name} → {where}.{match.name}: probable rename (same type {match.type}); "
+                    f"shown as a drop and an add — move descriptions and values by hand")
+
+    def _object_renames(self, drops: list[Change], added: list[DbObject], known: dict[str, DbObject]) -> None:
+        pool = list(added)
+        for d in drops:
+            mine = known[d.path[0].lower()]
+            names = {m.name.lower() for m in mine.members}
+            match = next((a for a in pool if {m.name.lower() for m in a.members} == names), None)
+            if match is not None:
+                pool.remove(match)
+                self.renames.append(
+                    f"{d.path[0]} → {match.name}: probable rename (same {self.member_kind}s); "
+                    f"shown as a drop and an add — move descriptions, policies and examples by hand")
+
+
+def _join(who: Iterable[str]) -> str:
+    unique = list(dict.fromkeys(who))
+    return ", ".join(unique[:5]) + (f" and {len(unique) - 5} more" if len(unique) > 5 else "")
+
+
+def _dangling_references(manifest: "Manifest", changes: Sequence[Change]) -> list[Change]:
+    """Hand-written ``references`` that point at a dropped table or column must go (the manifest
+    would not load), and each removal is a change of its own that people see."""
+    if manifest.is_search:
+        return []
+    gone_tables = {c.path[0].lower() for c in changes if c.action == "drop" and len(c.path) == 1 and not c.held}
+    gone_columns = {(c.path[0].lower(), c.path[1].lower()) for c in changes if c.action == "drop" and len(c.path) == 2}
+    out = []
+    for table in manifest.tables:
+        if table.name.lower() in gone_tables:
+            continue
+        for column in table.columns:
+            if not column.references:
+                continue
+            target, target_column = column.references.lower().split(".", 1)
+            if target in gone_tables or (target, target_column) in gone_columns:
+                still_there = (table.name.lower(), column.name.lower()) not in gone_columns
+                if still_there:
+                    out.append(Change("change", "column", (table.name, column.name), attribute="references",
+                                      old=column.references, new=None))
+    return out
+
+
+def diff_manifest(manifest: "Manifest", snapshot: Snapshot, *, examples: Sequence["Example"] | None = None) -> SourceDiff:
+    """What ``--write`` would change to make ``manifest`` true to ``snapshot``.
+
+    ``examples`` are every verified example that may read this source (from all manifests);
+    the manifest's own by default.
+    """
+    users = _users(manifest, manifest.examples if examples is None else examples)
+    differ = _Differ(manifest, snapshot, users)
+    differ.run(declared(manifest))
+    changes = differ.changes
+    unreferenced = _dangling_references(manifest, changes)
+    warnings = differ.warnings + [
+        f"column {c.name} referenced {c.old}, which was dropped; the reference is removed" for c in unreferenced
+    ]
+    return SourceDiff(
+        source=manifest.source,
+        file=str(manifest.path) if manifest.path else None,
+        changes=tuple(changes + unreferenced),
+        warnings=tuple(warnings),
+        renames=tuple(differ.renames),
+    )
+
+
+_IDENT = re.compile(r"^[A-Za-z_][\w$]*$")

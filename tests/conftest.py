@@ -1,0 +1,170 @@
+"""Fixtures shared by the whole test-suite, grouped by concern.
+
+Add a new group under its own banner rather than growing an existing one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from servers import MariaDBServer, ManagedServer, PostgresServer, SearchServer, ServerUnavailable
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# ============================================================================================
+# Network: loopback only. A test that reaches further would depend on the machine it runs on.
+# ============================================================================================
+
+
+class NetworkBlocked(OSError):
+    """Raised instead of a connection to anything but this machine.
+
+    An ``OSError``, so the code under test sees what an offline machine would show it.
+    """
+
+
+def _ip_address(host: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host string spells literally, or None for a name."""
+    text = host.decode() if isinstance(host, bytes) else str(host)
+    try:
+        return ipaddress.ip_address(text.split("%")[0])  # drop an IPv6 zone such as %lo
+    except ValueError:
+        return None
+
+
+def _is_loopback(host: Any) -> bool:
+    if host in (None, "localhost", b"localhost"):
+        return True
+    address = _ip_address(host)
+    return address is not None and address.is_loopback
+
+
+def _check_address(address: Any) -> None:
+    """Inet addresses are tuples ``(host, port, …)``; unix-socket paths pass untouched."""
+    if isinstance(address, tuple) and address and not _is_loopback(address[0]):
+        raise NetworkBlocked(f"tests may only use loopback; blocked a connection to {address!r}")
+
+
+def _check_lookup(host: Any) -> None:
+    """Names other than localhost need DNS; address literals resolve locally."""
+    if not _is_loopback(host) and _ip_address(host) is None:
+        raise NetworkBlocked(f"tests may only use loopback; blocked a lookup of {host!r}")
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python-level sockets only: C drivers (libpq) are not seen, but they get loopback URLs."""
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        _check_address(address)
+        real_connect(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> int:
+        _check_address(address)
+        return real_connect_ex(sock, address)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        _check_lookup(host)
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+# ============================================================================================
+# Real servers on loopback (tests/servers.py). Session-wide ones are shared: give each test its
+# own database and users. Tests that stop or kill a server take a fresh_* one.
+# ============================================================================================
+
+S = TypeVar("S", bound=ManagedServer)
+
+
+def _start_or_skip(start: Callable[[], S]) -> S:
+    """Skip when the server cannot run here, unless the run demands servers (test.sh does)."""
+    try:
+        return start()
+    except ServerUnavailable as exc:
+        reason = str(exc)
+    if os.environ.get("STRUCTQ_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"{reason}\n(STRUCTQ_REQUIRE_SERVERS=1: servers are required)", pytrace=False)
+    pytest.skip(f"{reason} (set STRUCTQ_REQUIRE_SERVERS=1 to make this a failure)")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """PostgreSQL shared by the session: ``admin_url``, ``create_database``,
+    ``create_readonly_user``."""
+    with _start_or_skip(PostgresServer.start) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDBServer]:
+    """MariaDB shared by the session; same API as ``pg_server``."""
+    with _start_or_skip(MariaDBServer.start) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def search_server() -> Iterator[SearchServer]:
+    """osmem-server (OpenSearch-compatible) shared by the session: ``url``."""
+    with _start_or_skip(SearchServer.start) as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_pg_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL of this test's own, for tests that ``stop()`` or ``kill()`` it."""
+    with _start_or_skip(PostgresServer.start) as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_mariadb_server() -> Iterator[MariaDBServer]:
+    """A MariaDB of this test's own, for tests that ``stop()`` or ``kill()`` it."""
+    with _start_or_skip(MariaDBServer.start) as server:
+        yield server
+
+
+# ============================================================================================
+# Third-party corpora, copied beside the repository as ../shared/corpora
+# ============================================================================================
+
+
+@pytest.fixture(scope="session")
+def shared_corpora() -> Path:
+    path = REPO_ROOT.parent / "shared" / "corpora"
+    if not path.is_dir():
+        pytest.skip(f"third-party corpora not found at {path} (expected beside the repository)")
+    return path
+
+
+# ============================================================================================
+# Markers follow fixtures, so `-m "not postgres"` deselects every test that needs PostgreSQL.
+# ============================================================================================
+
+_MARKER_FOR_FIXTURE = {
+    "pg_server": "postgres",
+    "fresh_pg_server": "postgres",
+    "mariadb_server": "mariadb",
+    "fresh_mariadb_server": "mariadb",
+    "search_server": "search",
+    "shared_corpora": "corpus",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in _MARKER_FOR_FIXTURE:
+                item.add_marker(_MARKER_FOR_FIXTURE[fixture])
