@@ -32,6 +32,7 @@ from sqlglot import exp
 from structq.capabilities.model import Column, Limits, Manifest, Table
 from structq.errors import SandboxViolation
 from structq.safety import SafeQuery, check_sql
+from structq.safety.functions import TABLE_FUNCTIONS, function_name, is_allowed
 
 # A schema as the builders produce it: table name → [(column name, manifest column type)].
 Schema = dict[str, list[tuple[str, str]]]
@@ -540,7 +541,7 @@ def hostile_manifest(dialect: str) -> Manifest:
 def _forbidden_node_types() -> tuple[type[exp.Expression], ...]:
     """Write, DDL, session and fallback node types of the installed sqlglot (names vary by release)."""
     names = (
-        "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "TruncateTable",
+        "DML", "DDL", "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "TruncateTable",
         "Command", "Transaction", "Commit", "Rollback", "Set", "Pragma", "Attach", "Detach",
         "Copy", "Into", "Lock", "LoadData", "Use", "Grant", "Revoke", "Analyze", "Describe",
         "Show", "Kill", "Execute", "Summarize", "Comment", "Cache", "Uncache", "Refresh",
@@ -559,32 +560,31 @@ def _cte_and_derived_names(tree: exp.Expression) -> set[str]:
     return names
 
 
-def _outer_limit(tree: exp.Expression) -> int | None:
-    """The row count of the outermost LIMIT (or FETCH FIRST), None when absent or not a literal."""
+def _outer_limit(tree: exp.Expression, params: Mapping[str, object]) -> int | None:
+    """The row count of the outermost LIMIT or FETCH FIRST (a literal or a bound parameter);
+    None when there is none or it is not a plain integer."""
     node = tree
     while isinstance(node, exp.Subquery):
         node = node.this
-    limit = node.args.get("limit")
-    if limit is None:
-        return None
-    count = limit.expression if isinstance(limit, (exp.Limit, exp.Fetch)) else limit
-    if isinstance(limit, exp.Fetch):
-        count = limit.args.get("count")
-    return int(count.name) if isinstance(count, exp.Literal) and count.is_int else None
+    clause = node.args.get("limit")
+    count = clause.args.get("count") if isinstance(clause, exp.Fetch) else getattr(clause, "expression", None)
+    if isinstance(count, exp.Literal) and count.is_int:
+        return int(count.name)
+    if isinstance(count, exp.Placeholder) and isinstance(params.get(count.name), int):
+        return int(params[count.name])  # type: ignore[call-overload]
+    return None
 
 
-def function_name(node: exp.Func) -> str:
-    """A function's name as an allowlist spells it: upper-case, the SQL name for known ones."""
-    if isinstance(node, exp.Anonymous):
-        return node.name.upper()
-    return node.sql_name().upper()
+def _placeholder_violations(tree: exp.Expression, safe: SafeQuery) -> list[str]:
+    """Only the sandbox's own named parameters; no ``?``, ``$1``, ``@var`` or ``@@server_var``."""
+    problems = []
+    for node in tree.find_all(exp.Placeholder, exp.Parameter, exp.SessionParameter):
+        if not (isinstance(node, exp.Placeholder) and node.name and node.name in safe.params):
+            problems.append(f"parameter {node.sql()} is not one the sandbox bound")
+    return problems
 
 
-def accepted_violations(
-    safe: SafeQuery,
-    manifest: Manifest,
-    allowed_functions: Collection[str],
-) -> list[str]:
+def accepted_violations(safe: SafeQuery, manifest: Manifest) -> list[str]:
     """Why an accepted query breaks the sandbox's contract; empty when it keeps it.
 
     Independent of the sandbox's internals: the text that would run is parsed afresh in the
@@ -603,14 +603,11 @@ def accepted_violations(
     if not isinstance(tree, QUERY_ROOTS):
         problems.append(f"root is {type(tree).__name__}, not a query")
     problems += [f"forbidden node {type(n).__name__}: {n.sql(dialect)[:80]}" for n in tree.find_all(*FORBIDDEN_NODES)]
-    if tree.find(exp.Lock) is not None or tree.args.get("locks"):
-        problems.append("locking clause")
     problems += _table_violations(tree, manifest)
     problems += _column_violations(tree, manifest)
-    allowed = {name.upper() for name in allowed_functions} | {f.upper() for f in manifest.functions}
-    problems += sorted({f"function {function_name(f)} not in the allowlist" for f in tree.find_all(exp.Func)
-                        if function_name(f) not in allowed and not isinstance(f, _STRUCTURAL_FUNCS)})
-    limit = _outer_limit(tree)
+    problems += _function_violations(tree, manifest)
+    problems += _placeholder_violations(tree, safe)
+    limit = _outer_limit(tree, safe.params)
     if limit is None or limit > safe.limit or safe.limit != manifest.limits.max_rows + 1:
         problems.append(f"outermost LIMIT {limit} is not within the enforced {manifest.limits.max_rows + 1}")
     return problems
@@ -629,31 +626,24 @@ def _table_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
     return problems
 
 
+def _function_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
+    """Every call on the fresh tree must be on the sandbox's allowlist (imported, not copied:
+    the allowlist defines "allowed"; the calls are found here, independently).
+
+    A table-valued function is allowed only as a table source and only if listed as one.
+    """
+    dialect = manifest.sql_dialect
+    problems = set()
+    for node in tree.find_all(exp.Func):
+        if isinstance(node.parent, exp.Table) and function_name(node) in TABLE_FUNCTIONS.get(dialect, ()):
+            continue
+        if not is_allowed(node, dialect, manifest.functions):
+            problems.add(f"function {function_name(node)} is not on the allowlist")
+    return sorted(problems)
+
+
 def _column_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
     """A denied column's name may appear nowhere: not as a column, not even as an alias."""
     denied = {c.name.lower() for t in manifest.tables for c in t.columns if c.denied}
     names = {ident.name.lower() for ident in tree.find_all(exp.Identifier)}
     return [f"denied column {name} appears" for name in sorted(names & denied)]
-
-
-#: Nodes sqlglot models as functions that are syntax, not calls (CAST, CASE…): the sandbox's
-#: allowlist may omit them, so the checker does not ask for them.
-_STRUCTURAL_FUNCS: tuple[type[exp.Expression], ...] = tuple(
-    getattr(exp, name)
-    for name in ("Cast", "TryCast", "Case", "If", "Coalesce", "Extract", "Interval", "Bracket",
-                 "Paren", "Array", "Struct", "Distinct", "Star", "Exists", "In", "Between")
-    if isinstance(getattr(exp, name, None), type)
-)
-
-
-def function_allowlist(dialect: str) -> frozenset[str]:
-    """The sandbox's own per-dialect function allowlist (upper-case names).
-
-    Imported rather than copied: the property is "only allowed functions", and the sandbox's
-    list is what defines allowed. The checker still finds the functions on its own parse.
-    """
-    from structq import safety
-
-    allowed = safety.ALLOWED_FUNCTIONS
-    names = allowed.get(dialect, ()) if isinstance(allowed, Mapping) else allowed
-    return frozenset(name.upper() for name in names)

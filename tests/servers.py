@@ -9,7 +9,7 @@ and a server should not own files as root.
         admin = pg.create_database("hr")                       # SQLAlchemy URL, superuser
         reader = pg.create_readonly_user("hr", "reader", "s3cret")   # SELECT-only URL
 
-Nothing may outlive the test session: the fixtures stop their servers, an ``atexit`` hook stops
+Nothing may outlive the test session: the fixtures stop their servers, an ``atexit`` hook kills
 whatever is still registered, and a watchdog process kills a database server whose parent
 died without stopping it (a crash or SIGKILL, where ``atexit`` never runs).
 """

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,7 +34,7 @@ def _run(url: str, *queries: str) -> list[Any]:
         engine.dispose()
 
 
-@pytest.fixture(params=["pg_server", "mariadb_server"])
+@pytest.fixture(scope="module", params=["pg_server", "mariadb_server"])
 def db_server(request: pytest.FixtureRequest) -> DatabaseServer:
     """Each SQL engine in turn: the behaviour below must hold on both."""
     return request.getfixturevalue(request.param)
@@ -46,14 +45,15 @@ def fresh_db_server(request: pytest.FixtureRequest) -> DatabaseServer:
     return request.getfixturevalue(request.param)
 
 
-@pytest.fixture
-def populated(db_server: DatabaseServer) -> Iterator[tuple[DatabaseServer, str]]:
-    """A new database with one table holding Chinese text; yields (server, database)."""
+@pytest.fixture(scope="module")
+def populated(db_server: DatabaseServer) -> tuple[DatabaseServer, str]:
+    """A database with one table holding Chinese text, shared by this module's tests (each
+    makes its own users and tables); returns (server, database)."""
     database = _unique("db")
     url = db_server.create_database(database)
     _run(url, "CREATE TABLE projects (id INTEGER PRIMARY KEY, name VARCHAR(20))",
          "INSERT INTO projects VALUES (1, '星火')")
-    yield db_server, database
+    return db_server, database
 
 
 def test_server_listens_on_a_private_loopback_port(db_server: DatabaseServer) -> None:

@@ -10,6 +10,10 @@ from .ask import ask, plan
 from .cache import cache_app
 from .chat import chat
 from .check import check
+from .sandbox import sandbox
+from .sync import sync
+from .demo import demo
+from .eval import eval_
 from .run import run
 
 app = typer.Typer(
@@ -35,11 +39,15 @@ def _root(
         raise typer.Exit()
 
 
+app.command()(demo)
 app.command()(ask)
 app.command()(plan)
 app.command()(run)
 app.command()(chat)
 app.command()(check)
+app.command()(sandbox)
+app.command()(sync)
+app.command("eval")(eval_)
 app.add_typer(cache_app, name="cache")
 
 

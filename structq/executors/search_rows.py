@@ -258,6 +258,14 @@ def _percent_key(key: Any) -> str:
     return str(int(number)) if number.is_integer() else str(number)
 
 
+def _percent_order(key: Any) -> tuple[int, float, str]:
+    """Engines may return percentiles ordered as text ("25.0" before "5.0"); order by number."""
+    try:
+        return (0, float(key), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(key))
+
+
 def _metric_columns(name: str, result: Any) -> dict[str, Any]:
     """A metric aggregation's value(s): one column, or ``name.part`` columns.
 
@@ -271,11 +279,13 @@ def _metric_columns(name: str, result: Any) -> dict[str, Any]:
     if "values" in result:
         values = result["values"]
         if isinstance(values, Mapping):
-            return {f"{name}.{_percent_key(k)}": v for k, v in values.items()
-                    if not str(k).endswith("_as_string")}
-        if isinstance(values, list):  # keyed: false
-            return {f"{name}.{_percent_key(v.get('key'))}": v.get("value")
-                    for v in values if isinstance(v, Mapping)}
+            pairs = [(k, v) for k, v in values.items() if not str(k).endswith("_as_string")]
+        elif isinstance(values, list):  # keyed: false
+            pairs = [(v.get("key"), v.get("value")) for v in values if isinstance(v, Mapping)]
+        else:
+            pairs = []
+        pairs.sort(key=lambda kv: _percent_order(kv[0]))
+        return {f"{name}.{_percent_key(k)}": v for k, v in pairs}
     if "hits" in result and isinstance(result["hits"], Mapping):  # top_hits
         return {name: [h.get("_source") or {} for h in result["hits"].get("hits", [])]}
     out: dict[str, Any] = {}
@@ -461,11 +471,12 @@ def aggregation_rows(response: Mapping[str, Any], body: Mapping[str, Any], index
     seen: list[str] = []
     for row in rows:
         seen.extend(c for c in row if c not in seen)
-    if not seen:
-        seen = _guess_columns(defs)
-    keys = [c for c in walk.key_columns if c in seen]
-    middle = ["doc_count"] if "doc_count" in seen else []
-    columns = [*keys, *middle, *(c for c in seen if c not in keys and c not in middle)]
+    if seen:
+        keys = [c for c in walk.key_columns if c in seen]
+        middle = ["doc_count"] if "doc_count" in seen else []
+        columns = [*keys, *middle, *(c for c in seen if c not in keys and c not in middle)]
+    else:
+        columns = _guess_columns(defs)
 
     truncated = walk.truncated or len(rows) > max_rows
     table_rows = [json_safe_row([row.get(c) for c in columns]) for row in rows[:max_rows]]

@@ -5,5 +5,6 @@ the manifest alone.
 """
 
 from .query import SafeQuery
+from .sql import check_sql
 
-__all__ = ["SafeQuery"]
+__all__ = ["SafeQuery", "check_sql"]

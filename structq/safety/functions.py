@@ -58,7 +58,7 @@ _FAMILIES: dict[str, str] = {
     "string": """Lower Upper Length Substring StrPosition Trim Replace Concat ConcatWs Left
         Right Pad Initcap Reverse Translate SplitPart SubstringIndex RegexpLike RegexpReplace
         RegexpExtract RegexpILike Chr Unicode Hex Format Repeat Ascii Levenshtein StartsWith
-        EndsWith Contains NumberToStr ToChar Lpad Rpad""",
+        EndsWith Contains NumberToStr ToChar""",
     "date/time": """CurrentDate CurrentTimestamp CurrentTime CurrentDatetime UtcTimestamp
         UtcDate Date Time Timestamp Datetime TimeToStr StrToDate StrToTime TsOrDsToDate
         TsOrDsToTimestamp TsOrDsAdd TsOrDsDiff UnixToTime TimeStrToTime TimeStrToDate
@@ -71,7 +71,7 @@ _FAMILIES: dict[str, str] = {
     "math": """Abs Round Floor Ceil Trunc Sign Sqrt Cbrt Exp Ln Log Pow Mod Pi Greatest Least
         WidthBucket SafeDivide Div Rand Cos Sin Tan Acos Asin Atan Atan2 Degrees Radians""",
     "conditional": "Case If Coalesce Nullif Nvl2 Exists Any All",
-    "JSON": """JSONExtract JSONExtractScalar JSONBExtract JSONBExtractScalar JSONArrayLength
+    "JSON": """JSONExtract JSONExtractScalar JSONBExtract JSONBExtractScalar
         JSONBContains JSONFormat JSONArray JSONObject JSONType JSONValueArray ParseJSON""",
     "cast": "Cast TryCast ToNumber Typeof",
     "array": """ArraySize ArrayToString StringToArray Array ArrayContains ArrayContainsAll

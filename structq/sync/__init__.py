@@ -1,0 +1,45 @@
+"""Schema sync: keep capability manifests true to their databases without losing what people wrote.
+
+The pipeline, one module per step::
+
+    introspect.py  source → Snapshot (neutral frozen dataclasses, snapshot.py)
+    diff.py        manifest + Snapshot → SourceDiff (added / dropped / changed / warnings)
+    profile.py     optional: propose ``values`` for low-cardinality text columns
+    merge.py       SourceDiff → edited YAML text (yamledit.py splices text; nothing re-dumped)
+    run.py         the above for one file, with the merged text checked before any write
+    history.py     atomic replace, ``.history/<source>/<UTC timestamp>.yaml``, rollback
+    verify.py      ``structq check --connect``: declared objects the source lacks
+"""
+
+from .diff import Change, Proposal, SourceDiff, diff_manifest
+from .history import HistoryError, Version, atomic_write, list_versions, rollback
+from .introspect import Scope, introspect
+from .merge import merge_text
+from .run import SyncError, SyncPlan, plan_sync, write_sync
+from .snapshot import DbObject, Member, Snapshot
+from .verify import missing_objects
+from .yamledit import YamlEditError
+
+__all__ = [
+    "Change",
+    "DbObject",
+    "HistoryError",
+    "Member",
+    "Proposal",
+    "Scope",
+    "Snapshot",
+    "SourceDiff",
+    "SyncError",
+    "SyncPlan",
+    "Version",
+    "YamlEditError",
+    "atomic_write",
+    "diff_manifest",
+    "introspect",
+    "list_versions",
+    "merge_text",
+    "missing_objects",
+    "plan_sync",
+    "rollback",
+    "write_sync",
+]

@@ -384,4 +384,3 @@ def diff_manifest(manifest: "Manifest", snapshot: Snapshot, *, examples: Sequenc
     )
 
 
-_IDENT = re.compile(r"^[A-Za-z_][\w$]*$")

@@ -114,8 +114,9 @@ class Context:
     source_paths: tuple[str, ...] = field(init=False)
     #: Fields the request reads, in order of first use (a dict keeps the order, without repeats).
     columns: dict[str, None] = field(default_factory=dict)
-    #: Reference values the request used, by reference text (``key`` or ``key.column``).
-    used: dict[str, list[Any]] = field(default_factory=dict)
+    #: Values bound into the request, for audit: references by their text (``key`` or
+    #: ``key.column``), row-filter variables by name.
+    used: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.fields = self.index.flat_fields()

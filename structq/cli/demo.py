@@ -1,0 +1,125 @@
+"""``structq demo``: the whole flow on the bundled demo company, offline, with no API key.
+
+Builds the demo data (once), starts the embedded search engine, and answers every verified
+example question: its plan, the queries as they ran, the result tables and the answer with
+citations. With a model configured it also answers a question that is not an example.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import LlmOpt, VerboseOpt, bundled_manifests, console, errors_to_exit
+
+#: Relative dates in the demo resolve against this day, so answers stay inside the data.
+DEMO_TODAY = dt.date(2026, 11, 30)
+#: Asked only when a model is configured: not a verified example, so the model plans it.
+OPEN_QUESTION = "2025年华北区销售额最高的三个产品分别卖了多少？"
+STAMP = "demo.json"
+
+
+def demo(
+    directory: Annotated[Path | None, typer.Option("--dir", help="Where to build the demo data (default: the user data folder).")] = None,
+    scale: Annotated[float, typer.Option("--scale", help="Data size: 1.0 ≈ 220,000 sales rows; 0.1 for a quick look.", min=0.001, max=20)] = 1.0,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the data again even if it exists.")] = False,
+    llm: LlmOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run structq end to end on the demo company: no API key, no network.
+
+    Example:  structq demo --dir /tmp/structq-demo --scale 0.2
+    """
+    from structq.config import default_demo_dir
+
+    out = console()
+    target = (directory or default_demo_dir()).expanduser().resolve()
+    os.environ["STRUCTQ_DEMO_DIR"] = str(target)  # the bundled manifests point at ${STRUCTQ_DEMO_DIR}
+    with errors_to_exit(verbose):
+        _ensure_data(target, scale, rebuild, out)
+        from structq.agent import Agent
+        from structq.capabilities import CapabilitySet
+        from structq.config import Settings
+
+        manifests = bundled_manifests()
+        settings = Settings.from_env(llm=llm, cache_enabled=False)
+        with Agent(CapabilitySet.from_path(manifests), settings=settings) as agent:
+            _answer_examples(agent, out)
+            if agent.has_model:
+                _answer_open_question(agent, out)
+        _next_steps(out, manifests, target, with_model=agent.has_model)
+
+
+def _ensure_data(target: Path, scale: float, rebuild: bool, out) -> None:
+    """Build the demo data unless the same scale is already there."""
+    from structq.demo import DATABASE_NAME, REPORTS_NAME, build_demo
+
+    stamp = target / STAMP
+    wanted = {"scale": scale, "seed": 42}
+    present = (target / DATABASE_NAME).exists() and (target / REPORTS_NAME).exists()
+    if present and not rebuild and stamp.exists() and json.loads(stamp.read_text()) == wanted:
+        out.print(f"[dim]demo data: {target} (already built)[/]")
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    out.print(f"Building the demo company in {target} (scale {scale:g}) …")
+    with Progress(TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=out, transient=False) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=max(total, 1))
+            bar.update(tasks[stage], completed=done, total=max(total, 1))
+
+        build_demo(target, scale=scale, progress=progress)
+    stamp.write_text(json.dumps(wanted))
+
+
+def _answer_examples(agent, out) -> None:
+    from rich.rule import Rule
+
+    from .render import print_answer, print_plan, print_queries, print_results
+
+    examples = [example for _, example in agent.capabilities.examples()]
+    out.print(f"\nAnswering the {len(examples)} verified example questions (plans from the manifests, no model):")
+    for i, example in enumerate(examples, 1):
+        out.print(Rule(f"[bold]{i}. {example.question}", align="left"))
+        with out.status("running the plan …"):
+            answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
+        print_plan(out, answer.plan)
+        print_queries(out, answer.results)
+        print_results(out, answer.results)
+        print_answer(out, answer)
+
+
+def _answer_open_question(agent, out) -> None:
+    from rich.rule import Rule
+
+    from .render import print_answer, print_plan
+
+    out.print(Rule(f"[bold]Your model plans a new question: {OPEN_QUESTION}", align="left"))
+    with out.status("planning with the model …"):
+        answer = agent.ask(OPEN_QUESTION, today=DEMO_TODAY)
+    print_plan(out, answer.plan)
+    print_answer(out, answer)
+
+
+def _next_steps(out, manifests: Path, data: Path, *, with_model: bool) -> None:
+    from rich.panel import Panel
+
+    model_line = ("" if with_model else
+                  "Configure a model first: --llm openai:gpt-4o-mini, or STRUCTQ_LLM, or OPENAI_API_KEY\n"
+                  "(OPENAI_BASE_URL for any OpenAI-compatible server).\n")
+    out.print(Panel(
+        f"{model_line}"
+        f"Ask your own question:\n"
+        f"  STRUCTQ_DEMO_DIR={data} structq ask \"华东区去年哪个季度销售额最高？\" -m {manifests} --show-plan\n"
+        f"The manifests describing the demo sources are in {manifests}.\n"
+        f"Point structq at your own databases: write manifests (see README), then `structq check -m DIR --connect`.",
+        title="Next", title_align="left", border_style="cyan"))

@@ -1,0 +1,50 @@
+"""``structq eval QUESTIONS.yaml``: regression runs over a question set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import DEFAULT_MANIFESTS, EXIT_FAILED, JsonOpt, LlmOpt, ManifestsOpt, VerboseOpt, console, errors_to_exit, make_agent, print_json
+
+
+def eval_(
+    questions: Annotated[Path, typer.Argument(help="Question set: today + questions with expect_sql/expect_rows.", metavar="QUESTIONS.yaml")],
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    llm: LlmOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Ask every question of a set and compare the final rows with the expected ones.
+
+    Prints pass/fail per item (with the plan on failure), the accuracy, model calls and time;
+    exits 1 when any item fails. Run it after changing a manifest or a model.
+
+    Example:  structq eval capabilities/eval.yaml --llm openai:gpt-4o-mini
+    """
+    with errors_to_exit(verbose):
+        from structq.agent.evaluate import EvalSet, evaluate
+
+        question_set = EvalSet.from_file(questions)
+        out = console(stderr=json_out)
+
+        def show(i: int, result) -> None:
+            mark = "[green]pass[/]" if result.passed else "[red]FAIL[/]"
+            out.print(f"{mark} {i + 1:>3}. {result.item.question}  [dim]({result.plan_source or '-'}, "
+                      f"{result.model_calls} calls, {result.elapsed_ms:.0f} ms)[/]")
+            if not result.passed:
+                out.print(f"      {result.reason}")
+                if result.plan is not None:
+                    out.print("      plan: " + str(result.plan).replace("\n", "\n      "))
+
+        with make_agent(manifests, llm, no_cache=True) as agent:
+            report = evaluate(agent, question_set, progress=show)
+        if json_out:
+            print_json(report.to_dict())
+        else:
+            out.print(f"\naccuracy {report.accuracy:.1%} ({report.passed}/{len(report.results)}), "
+                      f"{report.model_calls} model calls, {report.elapsed_ms / 1000:.1f} s")
+        if report.passed < len(report.results):
+            raise typer.Exit(EXIT_FAILED)

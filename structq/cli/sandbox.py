@@ -1,0 +1,166 @@
+"""``structq sandbox``: show what the sandbox makes of one query, without running it.
+
+The query goes through exactly the check a plan step gets (``check_sql`` for SQL sources,
+``check_dsl`` for search sources), so this is the way to see why a query is refused, or what
+the rewritten query, its bound values and its row cap look like.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .common import (
+    DEFAULT_MANIFESTS,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    JsonOpt,
+    ManifestsOpt,
+    VarOpt,
+    VerboseOpt,
+    console,
+    errors_to_exit,
+    fail,
+    load_capabilities,
+    parse_vars,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet, Manifest
+    from structq.safety.query import SafeQuery
+
+
+
+def _read_query(query: str | None) -> str:
+    """The query argument, or stdin for ``-``."""
+    if query == "-":
+        query = sys.stdin.read()
+    if query is None or not query.strip():
+        fail("no query given", hint="pass the query as an argument, or '-' to read it from stdin", code=EXIT_USAGE)
+    return query
+
+
+def _pick_source(caps: "CapabilitySet", name: str) -> "Manifest":
+    manifest = caps.get(name)
+    if manifest is None:
+        from structq.capabilities.loader import closest
+
+        suggestion = closest(name, caps.names)
+        hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(caps.names)}"
+        fail(f"unknown source {name!r}", hint=hint, code=EXIT_USAGE)
+    return manifest
+
+
+def _parse_body(text: str) -> Any:
+    """The JSON body; a syntax error names its line and column."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"the search body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+             hint="quote the body in single quotes so the shell keeps its double quotes", code=EXIT_USAGE)
+
+
+def _check(manifest: "Manifest", text: str, index: str | None, vars: dict[str, Any]) -> "SafeQuery":
+    """Run the sandbox that fits the source's kind."""
+    if manifest.is_search:
+        if not index:
+            indices = ", ".join(i.name for i in manifest.indices)
+            fail(f"source {manifest.source!r} is a search source: name the index", hint=f"--index one of: {indices}",
+                 code=EXIT_USAGE)
+        from structq.safety.dsl import check_dsl
+
+        return check_dsl(_parse_body(text), manifest, index, vars=vars)
+    if index:
+        fail(f"--index applies to search sources; {manifest.source!r} is a SQL source", code=EXIT_USAGE)
+    from structq.safety.sql import check_sql
+
+    return check_sql(text, manifest, vars=vars)
+
+
+def _document(safe: "SafeQuery") -> dict[str, Any]:
+    """The stable ``--json`` shape of an accepted query."""
+    return {
+        "ok": True,
+        "query": safe.text if safe.kind == "sql" else safe.body,
+        "index": safe.index,
+        "params": safe.params,
+        "tables": list(safe.tables),
+        "columns": list(safe.columns),
+        "limit": safe.limit,
+    }
+
+
+def _print_accepted(safe: "SafeQuery") -> None:
+    """The rewritten query (highlighted on a terminal), then what it binds and reads."""
+    out = console()
+    document = _document(safe)
+    if not sys.stdout.isatty():
+        out.print(safe.text if safe.kind == "sql" else json.dumps(safe.body, ensure_ascii=False, indent=2),
+                  markup=False)
+    elif safe.kind == "sql":
+        from rich.syntax import Syntax
+
+        out.print(Syntax(safe.text or "", "sql", word_wrap=True))
+    else:
+        from rich.json import JSON
+
+        out.print(JSON.from_data(safe.body, ensure_ascii=False))
+    for label in ("params", "tables", "columns", "limit"):
+        value = document[label]
+        shown = json.dumps(value, ensure_ascii=False, default=str) if label == "params" else (
+            ", ".join(value) if isinstance(value, list) else str(value))
+        out.print(f"{label}: {shown}", markup=False, highlight=False)
+
+
+def _refused(code: str, message: str, hint: str | None, json_out: bool) -> None:
+    if json_out:
+        print_json({"ok": False, "code": code, "message": message, "hint": hint})
+        raise typer.Exit(EXIT_FAILED)
+    fail(f"refused [{code}]: {message}", hint=hint, code=EXIT_FAILED)
+
+
+def sandbox(
+    source: Annotated[str, typer.Option("--source", "-s", help="The source (manifest) to check the query against.")],
+    query: Annotated[str | None, typer.Argument(
+        help="SQL text, or the JSON body for a search source; '-' reads it from stdin.", show_default=False)] = None,
+    index: Annotated[str | None, typer.Option("--index", "-i", help="The index, for a search source.")] = None,
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    var: VarOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Check one query as the sandbox would, and print the query that would run.
+
+    Prints the rewritten query (row filters, row cap, allowed columns or _source), its bound values, what it reads and its row limit; a refused query prints the violation's code, message and hint. Nothing is sent to the source.
+
+    [b]Examples[/b]
+
+      structq sandbox -m capabilities --source hr --var tenant_id=7 "SELECT * FROM employees"
+
+      structq sandbox --source reports --index weekly_reports --var tenant_id=7 '{"query": {"match": {"content": "星火"}}, "size": 5}'
+
+      echo 'SELECT name FROM employees' | structq sandbox --source hr --var tenant_id=7 --json -
+
+    Exit codes: 0 accepted, 1 refused, 2 usage, 3 manifests.
+    """
+    from structq.errors import PlanError, SandboxViolation
+
+    vars = parse_vars(var)
+    text = _read_query(query)
+    with errors_to_exit(verbose):
+        manifest = _pick_source(load_capabilities(manifests), source)
+        try:
+            safe = _check(manifest, text, index, vars)
+        except SandboxViolation as exc:
+            _refused(exc.code, exc.message, exc.hint, json_out)
+        except PlanError as exc:
+            _refused("plan_error", exc.message, exc.hint, json_out)
+    if json_out:
+        print_json(_document(safe))
+    else:
+        _print_accepted(safe)
+

@@ -1,0 +1,225 @@
+"""``structq sync``: keep manifests true to their databases (check for cron, write, roll back)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .common import (
+    DEFAULT_MANIFESTS,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    JsonOpt,
+    ManifestsOpt,
+    VerboseOpt,
+    console,
+    errors_to_exit,
+    fail,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from structq.capabilities import Example
+    from structq.sync import SyncPlan
+
+_SOURCE_LINE = re.compile(r"^source:\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+_LATEST = "latest"
+
+HELP = """Compare manifests with their databases and search indices; report or apply the drift.
+
+New tables, columns and fields are added with their types and the database's comments, marked [bold]draft: true[/] (undescribed); dropped ones are removed; type changes are applied. Descriptions, values, synonyms, access flags, examples, policies and YAML comments are kept. Every write first saves the previous file under .history/<source>/.
+
+Exit codes: 0 in sync (or written), 1 drift found by --check (or a failure), 2 usage, 3 manifest or configuration error, 4 a source is unavailable.
+
+Examples:
+
+  structq sync --check                  # report drift; exit 1 if any
+
+  structq sync --check --diff -s hr     # also show the YAML --write makes
+
+  structq sync --write --profile-values 20
+
+  structq sync --rollback -s hr         # undo the last write
+
+A crontab line (every night at 02:00; mail the report when a manifest drifted):
+
+  0 2 * * * cd /srv/sq && structq sync --check >drift.txt || mail -s drift ops <drift.txt
+"""
+
+
+def _source_of(path: Path) -> str | None:
+    """The ``source:`` of a manifest file without loading it (rollback must work on a broken one)."""
+    match = _SOURCE_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
+    return match.group(1) if match else None
+
+
+def _files(manifests: Path, source: str | None) -> list[Path]:
+    from structq.capabilities import manifest_files
+
+    files = manifest_files(manifests)
+    if source is None:
+        return files
+    chosen = [f for f in files if _source_of(f) == source]
+    if not chosen:
+        known = ", ".join(s for s in (_source_of(f) for f in files) if s)
+        fail(f"no manifest for source {source!r} in {manifests}", hint=f"sources: {known}", code=EXIT_USAGE)
+    return chosen
+
+
+def _all_examples(files: list[Path]) -> list["Example"]:
+    """Verified examples of every manifest that loads: any of them may read a synced source."""
+    from structq.capabilities import load_manifest
+    from structq.errors import ManifestError
+
+    examples: list[Example] = []
+    for f in files:
+        try:
+            examples += load_manifest(f)[0].examples
+        except ManifestError:
+            continue
+    return examples
+
+
+# --- output -----------------------------------------------------------------------------------
+
+
+def _entry(plan: "SyncPlan") -> dict[str, Any]:
+    d = plan.diff
+    return {
+        "source": plan.source,
+        "file": str(plan.path),
+        "drift": d.drift,
+        "added": [c.as_dict() for c in d.added],
+        "dropped": [c.as_dict() for c in d.dropped],
+        "changed": [c.as_dict() for c in d.changed]
+        + [{"object": p.name, "kind": p.kind, "attribute": "values", "from": None, "to": list(p.values)}
+           for p in d.proposals],
+        "renames": list(d.renames),
+        "warnings": list(d.warnings),
+        "written": plan.written,
+        "previous_version": str(plan.saved.path) if plan.saved else None,
+        "error": None,
+    }
+
+
+def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> None:
+    d = plan.diff
+    if not d.drift:
+        out.print(f"[green]in sync[/] {plan.source} ({plan.path})")
+        return
+    out.print(f"[yellow]drift[/] {plan.source} ({plan.path})")
+    for c in d.added:
+        if c.obj is not None:
+            members = ", ".join(f"{m.name} {m.type}" for m in c.obj.members)
+            out.print(f"  [green]+[/] {c.kind} {c.name} ({members})", markup=True)
+        else:
+            out.print(f"  [green]+[/] {c.kind} {c.name} {c.type}")
+    for c in d.dropped:
+        held = " (kept: still needed, see warning)" if c.held else ""
+        out.print(f"  [red]-[/] {c.kind} {c.name}{held}")
+    for c in d.changed:
+        if c.new is None:
+            out.print(f"  [cyan]~[/] {c.kind} {c.name}: {c.attribute} {c.old} removed")
+        else:
+            out.print(f"  [cyan]~[/] {c.kind} {c.name}: {c.attribute} {c.old} → {c.new}")
+    for p in d.proposals:
+        out.print(f"  [cyan]~[/] {p.kind} {p.name}: values proposed ({', '.join(p.values)})")
+    for r in d.renames:
+        out.print(f"  [magenta]?[/] {r}")
+    for w in d.warnings:
+        out.print(f"  [yellow]![/] {w}")
+    if show_diff and plan.after != plan.before:
+        out.print(plan.unified_diff(), markup=False, highlight=False, end="")
+    if write and plan.written:
+        out.print(f"  wrote {plan.path}; previous version saved as {plan.saved.path if plan.saved else '-'}")
+    elif write and plan.after == plan.before:
+        out.print("  nothing written (only changes that need a person, see warnings)")
+
+
+# --- commands -----------------------------------------------------------------------------------
+
+
+def _rollback(manifests: Path, source: str | None, version: str | None, json_out: bool) -> None:
+    from structq.sync.history import rollback
+
+    files = _files(manifests, source)
+    if len(files) != 1:
+        fail("--rollback needs one manifest: name it with --source or point -m at the file", code=EXIT_USAGE)
+    path = files[0]
+    name = _source_of(path)
+    if name is None:
+        fail(f"{path}: no 'source:' line, so its history cannot be found", code=EXIT_USAGE)
+    restored, saved = rollback(path, name, None if version == _LATEST else version)
+    if json_out:
+        print_json({"source": name, "file": str(path), "restored": str(restored.path),
+                    "previous_version": str(saved.path) if saved else None})
+    else:
+        console().print(f"restored {path} from {restored.path}"
+                        + (f"; the replaced version is saved as {saved.path}" if saved else " (it already held that version)"))
+
+
+def sync(
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    source: Annotated[str | None, typer.Option("--source", "-s", help="Only this source.")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Report drift and change nothing; exit 1 when a manifest drifted.")] = False,
+    write: Annotated[bool, typer.Option("--write", help="Apply the changes (previous version saved to .history/).")] = False,
+    profile_values: Annotated[int | None, typer.Option("--profile-values", metavar="N", min=1,
+                                                       help="Propose 'values' for text columns with at most N distinct values.")] = None,
+    show_diff: Annotated[bool, typer.Option("--diff", help="Also print the unified diff of the YAML.")] = False,
+    rollback: Annotated[str | None, typer.Option("--rollback", metavar="[VERSION]", flag_value=_LATEST,
+                                                 help="Restore the previous (or the named) saved version of one manifest.")] = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    from structq.errors import SourceUnavailable
+
+    with errors_to_exit(verbose):
+        if rollback is not None:
+            if check or write:
+                fail("--rollback stands alone (no --check or --write)", code=EXIT_USAGE)
+            _rollback(manifests, source, rollback, json_out)
+            return
+        if check == write:
+            fail("say --check (report only) or --write (apply)", hint="structq sync --help", code=EXIT_USAGE)
+        from structq.sync import plan_sync, write_sync
+
+        files = _files(manifests, source)
+        examples = _all_examples(_files(manifests, None))
+        entries: list[dict[str, Any]] = []
+        out = console()
+        status_console = console(stderr=True)
+        unavailable = drifted = False
+        for path in files:
+            label = _source_of(path) or path.name
+            spinner = status_console.status(f"syncing {label}…") if sys.stderr.isatty() else nullcontext()
+            try:
+                with spinner:
+                    plan = plan_sync(path, examples=examples, profile_values=profile_values)
+                    if write:
+                        plan = write_sync(plan)
+            except SourceUnavailable as exc:
+                unavailable = True
+                entries.append({"source": label, "file": str(path), "drift": None, "added": [], "dropped": [],
+                                "changed": [], "renames": [], "warnings": [], "written": False,
+                                "previous_version": None, "error": exc.message})
+                sys.stderr.write(f"structq: error: {exc.message}\n" + (f"  hint: {exc.hint}\n" if exc.hint else ""))
+                continue
+            drifted = drifted or plan.diff.drift
+            entries.append(_entry(plan))
+            if not json_out:
+                _print_plan(out, plan, write=write, show_diff=show_diff)
+        if json_out:
+            print_json({"sources": entries})
+        if unavailable:
+            raise typer.Exit(EXIT_UNAVAILABLE)
+        raise typer.Exit(EXIT_FAILED if check and drifted else EXIT_OK)
+
+
+sync.__doc__ = HELP

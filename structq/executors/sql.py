@@ -1,0 +1,548 @@
+"""Run checked SQL against SQLite, PostgreSQL and MySQL/MariaDB through SQLAlchemy.
+
+The sandbox is the first line of defence; this executor is the second, for the day a query it
+should have refused gets through. Whatever the text says, a query here:
+
+- runs on a **read-only** connection or transaction, and is rolled back, never committed;
+- is cancelled by the **server** after ``limits.timeout_s`` (with a client-side backstop),
+  and a dead server fails fast thanks to a connect timeout;
+- returns at most ``max_rows`` rows, fetched with ``fetchmany`` (one more tells truncation).
+
+What differs between databases lives in one small strategy object per backend (``_Backend``):
+how to open a read-only connection, how to start a read-only transaction with a timeout, and
+how to recognise a timeout or a lost server in the driver's error. Everything else — binding,
+fetching, normalising values, translating errors — is shared.
+
+Per backend (each guard verified against the real server in ``tests/test_executor_sql.py``):
+
+===========  ======================================  ==========================================
+backend      read-only                               statement timeout
+===========  ======================================  ==========================================
+SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
+             ``PRAGMA query_only``                   the deadline
+PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
+             query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
+             only`` per session; every statement     cancels the backend as a backstop
+             prepared, so ``…; COMMIT; …`` cannot
+             run (the simple protocol would run it)
+MariaDB /    ``SET SESSION TRANSACTION READ ONLY``   MariaDB ``max_statement_time`` (s), MySQL
+MySQL        + ``START TRANSACTION READ ONLY``;      ``max_execution_time`` (ms, SELECT only);
+             the session mode matters: a READ ONLY   the driver's read timeout as a backstop
+             transaction alone still lets DDL run
+             (DDL commits implicitly first)
+===========  ======================================  ==========================================
+
+Plain ``postgresql://`` / ``mysql://`` / ``mariadb://`` URLs (and other drivers' URLs) are run
+with psycopg 3 and PyMySQL: the guards above are tested with those drivers only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sqlite3
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
+
+from .base import ResultSet, register
+from .values import json_safe_rows
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Connection, Engine
+    from sqlalchemy.sql.elements import TextClause
+
+    from structq.capabilities import Manifest
+    from structq.safety.query import SafeQuery
+
+__all__ = ["NotAQuery", "SqlExecutor", "bind", "fetch", "sqlite_deadline", "sqlite_interrupted"]
+
+#: Longest wait for a connection to a server; a dead host fails within it.
+CONNECT_TIMEOUT_MAX_S = 5.0
+#: libpq refuses connect timeouts under 2 s.
+CONNECT_TIMEOUT_MIN_S = 2.0
+#: How long after the server-side timeout the client-side backstop steps in.
+BACKSTOP_GRACE_S = 0.5
+#: SQLite VM instructions between two looks at the clock.
+SQLITE_PROGRESS_STEPS = 1000
+
+
+# --------------------------------------------------------------------------------------------
+# Shared by every SQL engine (and the local executor): binding, fetching, the SQLite deadline
+# --------------------------------------------------------------------------------------------
+
+
+def bind(query: "SafeQuery") -> "TextClause":
+    """``query.text`` as a SQLAlchemy ``text()``, with its list parameters expanding."""
+    from sqlalchemy import bindparam, text
+
+    clause = text(query.text or "")
+    expanding = [bindparam(name, expanding=True) for name in sorted(query.expanding)]
+    return clause.bindparams(*expanding) if expanding else clause
+
+
+def fetch(
+    connection: "Connection", query: "SafeQuery", row_cap: int | None = None
+) -> tuple[tuple[str, ...], list[tuple[Any, ...]], bool]:
+    """Run ``query`` on ``connection``: (columns, JSON-safe rows, truncated).
+
+    At most ``max_rows + 1`` rows are ever fetched, whatever the query says; ``row_cap``
+    lowers ``max_rows`` further (the executor's own ceiling).
+    """
+    max_rows = query.max_rows if row_cap is None else min(query.max_rows, row_cap)
+    result = connection.execute(bind(query), dict(query.params))
+    try:
+        if not result.returns_rows:
+            raise NotAQuery()
+        columns = tuple(result.keys())
+        rows = result.fetchmany(min(query.limit, max_rows + 1))
+    finally:
+        result.close()
+    truncated = len(rows) > max_rows
+    return columns, json_safe_rows(rows[:max_rows]), truncated
+
+
+class NotAQuery(Exception):
+    """The statement ran but returned no result set: it was not a query."""
+
+
+def sqlite_interrupted(error: BaseException) -> bool:
+    """Whether a SQLite error is the progress handler's (or ``interrupt()``'s) doing."""
+    return isinstance(error, sqlite3.OperationalError) and str(error) == "interrupted"
+
+
+@contextmanager
+def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> Iterator[None]:
+    """Abort any statement on ``dbapi_connection`` that runs past ``timeout_s`` from now.
+
+    SQLite has no statement timeout; a progress handler called every few thousand VM steps
+    that returns non-zero makes the statement fail with ``interrupted``.
+    """
+    deadline = time.monotonic() + timeout_s
+
+    def past_deadline() -> int:
+        return 1 if time.monotonic() > deadline else 0
+
+    dbapi_connection.set_progress_handler(past_deadline, SQLITE_PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        dbapi_connection.set_progress_handler(None, 0)
+
+
+class _Backstop:
+    """A timer that cancels the running statement if the server's own timeout did not.
+
+    ``finish()`` must be called before the connection goes back to the pool; the lock makes
+    sure a late timer can never cancel the next query that borrows the connection.
+    """
+
+    def __init__(self, cancel: Callable[[], None], after_s: float) -> None:
+        self._cancel = cancel
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(after_s, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._done:
+                try:
+                    self._cancel()
+                except Exception:  # noqa: BLE001 - the query's own error is what matters
+                    pass
+
+    def finish(self) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+
+def _connect_timeout(timeout_s: float) -> float:
+    return max(CONNECT_TIMEOUT_MIN_S, min(CONNECT_TIMEOUT_MAX_S, timeout_s))
+
+
+def _driver_message(error: BaseException) -> str:
+    """The database's own words: PyMySQL errors are ``(code, message)`` tuples."""
+    args = getattr(error, "args", ())
+    if len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], str):
+        return f"{args[1]} (error {args[0]})"
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# What differs per backend
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """One statement run before each query, with bound parameters."""
+
+    sql: str
+    params: dict[str, Any] | None = None
+
+
+class _Backend:
+    """How one kind of database is opened read-only, timed out and diagnosed."""
+
+    label: ClassVar[str]
+    drivername: ClassVar[str]  # SQLAlchemy dialect+driver this backend runs with
+    driver_module: ClassVar[str | None] = None  # import name of the DB-API package
+    extra: ClassVar[str | None] = None  # the structq extra that installs it
+
+    def check_driver(self) -> None:
+        """A missing driver is a setup mistake, and the message says how to fix it."""
+        if self.driver_module and importlib.util.find_spec(self.driver_module) is None:
+            raise ConfigError(
+                f"{self.label} sources need the {self.driver_module!r} package, "
+                "which is not installed",
+                hint=f'pip install "structq[{self.extra}]"',
+            )
+
+    def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
+        """The URL and ``create_engine`` keyword arguments for a read-only engine."""
+        raise NotImplementedError
+
+    def setup(self, connection: "Connection", timeout_s: float) -> list[_Setup]:
+        """Statements that make the next statement read-only and time-limited."""
+        return []
+
+    @contextmanager
+    def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
+        """Around the query itself: client-side deadline enforcement, if any."""
+        yield
+
+    def is_timeout(self, error: BaseException) -> bool:
+        """Whether the driver error says the statement was cancelled for running too long."""
+        return False
+
+    def is_unavailable(self, error: BaseException) -> bool:
+        """Whether the driver error says the server is gone or refuses us (not the query)."""
+        return False
+
+
+class _SQLite(_Backend):
+    label = "SQLite"
+    drivername = "sqlite+pysqlite"
+
+    def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.pool import QueuePool
+
+        path = _sqlite_path(url)
+        uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
+
+        def connect() -> sqlite3.Connection:
+            # mode=ro would fail on a missing file too, but with a vaguer message; and a
+            # read-write open would create it, which must never happen.
+            if not _is_file(path):
+                raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
+            connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
+            connection.execute("PRAGMA query_only = ON")
+            return connection
+
+        # ``creator`` owns the connection; the URL only selects the dialect. QueuePool because
+        # connections are handed between the engine's worker threads.
+        return make_url("sqlite+pysqlite://"), {"creator": connect, "poolclass": QueuePool}
+
+    @contextmanager
+    def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
+        with sqlite_deadline(dbapi_connection, timeout_s):
+            yield
+
+    def is_timeout(self, error: BaseException) -> bool:
+        return sqlite_interrupted(error)
+
+    def is_unavailable(self, error: BaseException) -> bool:
+        return isinstance(error, sqlite3.OperationalError) and "unable to open database" in str(error)
+
+
+def _is_file(path: str) -> bool:
+    import os.path
+
+    return os.path.isfile(path)
+
+
+def _sqlite_path(url: "URL") -> str:
+    """The file a ``sqlite:///path`` (or ``sqlite:///file:path?…&uri=true``) URL names."""
+    database = url.database or ""
+    if url.query.get("uri") in ("true", "1") and database.startswith("file:"):
+        database = urllib.parse.unquote(database[len("file:"):].split("?", 1)[0])
+        if database.startswith("//"):  # file://host/path: only the local host is meaningful
+            database = "/" + database[2:].split("/", 1)[-1]
+    if database in ("", ":memory:"):
+        raise ConfigError(
+            "an in-memory SQLite URL has no tables to read",
+            hint="point the url at a database file, e.g. sqlite:///data/company.db",
+        )
+    return database
+
+
+class _Postgres(_Backend):
+    label = "PostgreSQL"
+    drivername = "postgresql+psycopg"
+    driver_module = "psycopg"
+    extra = "postgres"
+
+    #: query_canceled: statement_timeout, or our backstop's cancel.
+    _TIMEOUT_STATES = frozenset({"57014"})
+    #: connection exceptions, shutting down, too many connections, authentication.
+    _UNAVAILABLE_CLASSES = ("08", "28", "57P", "53300")
+
+    def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
+        options = " ".join(filter(None, [url.query.get("options"), "-c default_transaction_read_only=on"]))
+        connect_args = {
+            "connect_timeout": round(_connect_timeout(timeout_s)),
+            # Every statement goes through the extended protocol, which takes one statement
+            # only: "SELECT 1; COMMIT; DELETE …" fails instead of escaping the transaction.
+            "prepare_threshold": 0,
+            "options": options,
+            "application_name": url.query.get("application_name", "structq"),
+        }
+        return url.difference_update_query(["options"]), {"connect_args": connect_args}
+
+    def setup(self, connection: "Connection", timeout_s: float) -> list[_Setup]:
+        return [
+            _Setup("SET TRANSACTION READ ONLY"),
+            _Setup("SELECT set_config('statement_timeout', :ms, true)", {"ms": str(_ms(timeout_s))}),
+        ]
+
+    @contextmanager
+    def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
+        cancel = getattr(dbapi_connection, "cancel_safe", dbapi_connection.cancel)
+        backstop = _Backstop(cancel, timeout_s + BACKSTOP_GRACE_S)
+        try:
+            yield
+        finally:
+            backstop.finish()
+
+    def is_timeout(self, error: BaseException) -> bool:
+        return getattr(error, "sqlstate", None) in self._TIMEOUT_STATES
+
+    def is_unavailable(self, error: BaseException) -> bool:
+        state = getattr(error, "sqlstate", None) or ""
+        return bool(state) and state.startswith(self._UNAVAILABLE_CLASSES)
+
+
+class _MySQL(_Backend):
+    label = "MySQL/MariaDB"
+    drivername = "mysql+pymysql"
+    driver_module = "pymysql"
+    extra = "mysql"
+
+    #: MariaDB max_statement_time, MySQL max_execution_time, query killed.
+    _TIMEOUT_CODES = frozenset({1969, 3024, 1317})
+    #: too many connections, access denied, unknown database, lost/refused connections.
+    _UNAVAILABLE_CODES = frozenset({1040, 1044, 1045, 1049, 1129, 1130, 2002, 2003, 2005, 2006, 2013})
+
+    def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
+        if "charset" not in url.query:
+            url = url.update_query_dict({"charset": "utf8mb4"})
+        backstop = timeout_s + CONNECT_TIMEOUT_MAX_S
+        connect_args = {
+            "connect_timeout": _connect_timeout(timeout_s),
+            # The server cancels at timeout_s; a server that stops answering altogether is
+            # caught by the socket timeouts.
+            "read_timeout": backstop,
+            "write_timeout": backstop,
+        }
+        return url, {"connect_args": connect_args, "pool_recycle": 3600}
+
+    def setup(self, connection: "Connection", timeout_s: float) -> list[_Setup]:
+        if getattr(connection.dialect, "is_mariadb", False):
+            limit = _Setup("SET SESSION max_statement_time = :seconds", {"seconds": float(timeout_s)})
+        else:
+            limit = _Setup("SET SESSION max_execution_time = :ms", {"ms": _ms(timeout_s)})
+        return [
+            _Setup("SET SESSION TRANSACTION READ ONLY"),
+            limit,
+            _Setup("START TRANSACTION READ ONLY"),
+        ]
+
+    def is_timeout(self, error: BaseException) -> bool:
+        return _mysql_code(error) in self._TIMEOUT_CODES
+
+    def is_unavailable(self, error: BaseException) -> bool:
+        return _mysql_code(error) in self._UNAVAILABLE_CODES
+
+
+def _mysql_code(error: BaseException) -> int | None:
+    args = getattr(error, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+_SQLITE, _POSTGRES, _MYSQL = _SQLite(), _Postgres(), _MySQL()
+
+#: URL backend name → strategy. Anything else has no tested read-only guard and is refused.
+_BACKENDS: dict[str, _Backend] = {
+    "sqlite": _SQLITE,
+    "postgresql": _POSTGRES,
+    "postgres": _POSTGRES,
+    "mysql": _MYSQL,
+    "mariadb": _MYSQL,
+}
+
+
+def _backend_for(url: "URL") -> _Backend:
+    name = url.drivername.split("+", 1)[0].lower()
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise ConfigError(
+            f"no read-only SQL executor for {name!r} URLs",
+            hint="supported: sqlite:///PATH, postgresql://…, mysql://… or mariadb://…",
+        ) from None
+
+
+# --------------------------------------------------------------------------------------------
+# The executor
+# --------------------------------------------------------------------------------------------
+
+
+@register("sql")
+class SqlExecutor:
+    """Runs ``SafeQuery`` objects against one SQL source, read-only, time-limited and capped.
+
+    One pooled engine per source, created on first use (thread-safe: the engine calls ``run``
+    from several worker threads at once) and disposed by ``close()``.
+    """
+
+    def __init__(self, manifest: "Manifest") -> None:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        self.manifest = manifest
+        self.source = manifest.source
+        self.timeout_s = float(manifest.limits.timeout_s)
+        #: No query returns more rows than a step may pass on, whatever it asks for.
+        self.row_cap = max(manifest.limits.max_rows, manifest.limits.max_intermediate_rows)
+        try:
+            url = make_url(manifest.url)
+        except ArgumentError as exc:
+            raise ConfigError(
+                f"source {self.source!r}: cannot parse the database URL: {exc}",
+                hint="e.g. sqlite:///data/company.db, postgresql://user@host/db, mysql://user@host/db",
+            ) from None
+        self._backend = _backend_for(url)
+        self._url = url.set(drivername=self._backend.drivername)
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SqlExecutor({self.source!r}, {self._url.render_as_string(hide_password=True)!r})"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _get_engine(self) -> "Engine":
+        engine = self._engine
+        if engine is not None:
+            return engine
+        with self._lock:
+            if self._engine is None:
+                self._engine = self._create_engine()
+            return self._engine
+
+    def _create_engine(self) -> "Engine":
+        from sqlalchemy import create_engine
+
+        self._backend.check_driver()
+        url, arguments = self._backend.engine_arguments(self._url, self.timeout_s)
+        return create_engine(url, pool_pre_ping=True, **arguments)
+
+    def close(self) -> None:
+        """Dispose of the pool; the next ``run`` opens a new one."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, query: "SafeQuery") -> ResultSet:
+        """Run ``query`` read-only; raise ``SourceUnavailable``, ``QueryTimeout`` or
+        ``ExecutionError`` (with the database's message) when it fails."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+        if query.kind != "sql" or query.text is None:
+            raise ExecutionError(f"source {self.source!r} runs SQL; got a {query.kind} query",
+                                 source=self.source, query=str(query))
+        engine = self._get_engine()
+        started = time.monotonic()
+        phase = "connect"
+        try:
+            with engine.connect() as connection:
+                phase = "setup"
+                for step in self._backend.setup(connection, self.timeout_s):
+                    connection.execute(text(step.sql), step.params or {})
+                phase = "query"
+                dbapi_connection = connection.connection.dbapi_connection
+                with self._backend.guard(dbapi_connection, self.timeout_s):
+                    columns, rows, truncated = fetch(connection, query, self.row_cap)
+                connection.rollback()  # read-only anyway; never commit
+        except DBAPIError as exc:
+            raise self._translate(exc.orig, exc.connection_invalidated, phase, query,
+                                  time.monotonic() - started) from exc
+        except NotAQuery:
+            raise ExecutionError(
+                f"source {self.source!r}: the statement returned no rows; only queries run here",
+                source=self.source, query=query.text, cause="not a query",
+            ) from None
+        except SQLAlchemyError as exc:  # pool exhausted, closed result, …
+            raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
+        return ResultSet(
+            columns=columns,
+            rows=rows,
+            truncated=truncated,
+            elapsed_ms=(time.monotonic() - started) * 1000,
+            query=query.text,
+            params=dict(query.params),
+        )
+
+    def ping(self) -> float:
+        """Connect, run ``SELECT 1`` read-only and return the round trip in milliseconds.
+
+        For ``structq check --connect``: raises ``SourceUnavailable`` when the source cannot
+        be reached or refuses the login.
+        """
+        from structq.safety.query import SafeQuery
+
+        probe = SafeQuery(source=self.source, kind="sql", limit=2, max_rows=1, text="SELECT 1")
+        return self.run(probe).elapsed_ms
+
+    def _translate(self, error: BaseException, invalidated: bool, phase: str,
+                   query: "SafeQuery", elapsed_s: float) -> ExecutionError:
+        """The driver's error as the structq error that says whose fault it was."""
+        cause = _driver_message(error)
+        where = {"source": self.source, "query": query.text, "cause": cause}
+        if phase == "query" and self._backend.is_timeout(error):
+            return self._timeout(where)
+        lost = invalidated or self._backend.is_unavailable(error)
+        if phase == "query" and lost and elapsed_s >= self.timeout_s:
+            return self._timeout(where)  # the backstop dropped a server that stopped answering
+        if phase != "query" or lost:
+            url = self._url.render_as_string(hide_password=True)
+            return SourceUnavailable(
+                f"source {self.source!r}: cannot use the database at {url}: {cause}",
+                hint="check that the server is running and that the URL and credentials are right",
+                **where,
+            )
+        return ExecutionError(f"source {self.source!r}: the database rejected the query: {cause}", **where)
+
+    def _timeout(self, where: dict[str, Any]) -> QueryTimeout:
+        return QueryTimeout(
+            f"source {self.source!r}: the query ran longer than {self.timeout_s:g} s and was cancelled",
+            hint="filter earlier, aggregate in the database, or read fewer rows",
+            **where,
+        )

@@ -1,0 +1,77 @@
+"""The search-DSL sandbox: a request body for one declared index → a checked, rewritten body.
+
+The body is walked completely against allowlists (``REQUEST`` → query clauses, aggregations,
+hits options); a key no table names is refused, so an engine feature added tomorrow is
+refused until someone decides it is safe. In order:
+
+1. ``resolve_index``   exactly one declared index (no patterns, lists, ``_all``, remote
+                       clusters or date math);
+2. ``forbid_scripts``  no script-like key at any depth (code ``script``);
+3. ``REQUEST``         every key allowed where it stands, every field declared and readable,
+                       enum literals legal, references substituted as JSON values (large
+                       ``terms`` lists split), aggregation sizes capped;
+4. ``REWRITES``        ``_source`` restricted to readable fields, ``size``/``from`` within
+                       ``max_rows + 1``, row filters wrapped around the query.
+
+Pure: no I/O, the caller's body is never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from structq.capabilities.model import Manifest
+from structq.errors import PlanError
+from structq.safety.query import SafeQuery
+
+from ._aggs import AGGREGATIONS
+from ._context import Context
+from ._queries import MAX_TERMS, QUERY_CLAUSES
+from ._request import REQUEST, REWRITES, SCRIPT_KEYS, forbid_scripts, resolve_index
+
+__all__ = ["check_dsl", "QUERY_CLAUSES", "AGGREGATIONS", "SCRIPT_KEYS", "MAX_TERMS"]
+
+
+def check_dsl(
+    body: Mapping[str, Any],
+    source: Manifest,
+    index: str,
+    *,
+    params: Mapping[str, Sequence[Any]] | None = None,
+    vars: Mapping[str, Any] | None = None,
+    max_rows: int | None = None,
+) -> SafeQuery:
+    """Check a search request body against ``source``'s manifest and return it rewritten.
+
+    ``params`` holds the values of references (``"<key>"`` / ``"<key.column>"`` → the earlier
+    step's column); ``vars`` the caller's variables for row filters; ``max_rows`` overrides the
+    manifest's cap (the engine passes ``max_intermediate_rows`` for steps that feed others).
+
+    Raises ``SandboxViolation`` (with a stable ``code``, the JSON path, and a hint) when the
+    body reaches past the manifest, and ``PlanError`` for a reference without usable values.
+    """
+    if not source.is_search:
+        raise PlanError(f"source {source.source!r} is a {source.kind} source, not a search one",
+                        hint="send SQL to it (check_sql), or pick a search source")
+    target = resolve_index(source, index)
+    rows = source.limits.max_rows if max_rows is None else max_rows
+    ctx = Context(source, target, limit=rows + 1, max_rows=rows, params=params or {}, vars=vars or {})
+    if not isinstance(body, Mapping):
+        ctx.refuse("invalid_body", "the request body is not a JSON object", (),
+                   'e.g. {"query": {"match": {"content": "…"}}, "size": 10}')
+    forbid_scripts(ctx, body)
+    checked = REQUEST(ctx, dict(body), ())
+    for rewrite in REWRITES:
+        checked = rewrite(ctx, checked)
+    return SafeQuery(
+        source=source.source,
+        kind="search",
+        limit=ctx.limit,
+        max_rows=rows,
+        body=checked,
+        index=target.name,
+        params=dict(ctx.used),
+        tables=(target.name,),
+        columns=tuple(ctx.columns),
+    )

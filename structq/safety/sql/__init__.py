@@ -1,0 +1,125 @@
+"""The SQL sandbox: a query and a manifest in, a checked and rewritten ``SafeQuery`` out.
+
+Like sqlglot's optimizer, the sandbox is a fixed sequence of small passes (``RULES``), each in
+its own module; each reads and updates one ``Check`` (see ``context.py``):
+
+1. ``parse``                 exactly one statement; references become placeholders
+2. ``check_statement_kind``  a read-only query, with no write/DDL/command/lock/INTO anywhere
+3. ``reject_placeholders``   only the sandbox binds values
+4. ``resolve_tables``        every real table declared; no qualified names
+5. ``check_columns``         denied columns nowhere; every column resolves; stars expanded
+6. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
+7. ``check_enum_literals``   a literal compared with an enum column is one of its values
+8. ``apply_row_filters``     every read of a filtered table goes through its filter
+9. ``bind_references``       ``<key>`` / ``<key.column>`` as list or scalar parameters
+10. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
+11. ``generate``             SQL regenerated from the tree, ``:name`` placeholders
+
+The order matters: checks run on the tree as written (after qualification), rewrites after
+every check has passed, generation last. Every refusal is a ``SandboxViolation`` with a stable
+``code``; a reference problem is a ``PlanError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlglot.dialects.dialect import Dialect
+
+from structq.capabilities import Manifest
+from structq.errors import SandboxViolation
+
+from ..query import SafeQuery
+from .calls import check_functions
+from .columns import check_columns
+from .context import Check
+from .enums import check_enum_literals
+from .generate import generate
+from .limit import enforce_limit
+from .parse import parse
+from .references import bind_references
+from .row_filters import apply_row_filters
+from .statement import check_statement_kind, reject_placeholders
+from .tables import resolve_tables
+
+__all__ = ["check_sql", "RULES", "CODES"]
+
+RULES: tuple[Callable[[Check], None], ...] = (
+    parse,
+    check_statement_kind,
+    reject_placeholders,
+    resolve_tables,
+    check_columns,
+    check_functions,
+    check_enum_literals,
+    apply_row_filters,
+    bind_references,
+    enforce_limit,
+    generate,
+)
+
+#: Every ``SandboxViolation.code`` this sandbox raises.
+CODES = (
+    "parse_error",
+    "multiple_statements",
+    "unsupported",
+    "not_a_query",
+    "write",
+    "locking",
+    "placeholder",
+    "unknown_table",
+    "unknown_column",
+    "ambiguous_column",
+    "denied_column",
+    "denied_function",
+    "enum_value",
+    "missing_variable",
+    "row_filter",
+)
+
+
+def check_sql(
+    query: str,
+    source: Manifest,
+    *,
+    params: Mapping[str, Sequence[Any]] | None = None,
+    vars: Mapping[str, Any] | None = None,
+    max_rows: int | None = None,
+) -> SafeQuery:
+    """Check ``query`` against ``source`` and return the rewritten query that may run.
+
+    ``params`` maps each reference's text (``"members"``, ``"members.employee_id"``) to the
+    values the engine resolved; ``vars`` holds the caller's row-filter variables; ``max_rows``
+    defaults to ``source.limits.max_rows`` (the engine passes ``max_intermediate_rows`` for a
+    step whose result feeds later steps).
+
+    Raises ``SandboxViolation`` when the query may not run and ``PlanError`` when a reference
+    cannot be bound.
+    """
+    if source.kind != "sql":
+        raise SandboxViolation("not_a_query", f"source {source.source!r} is a {source.kind} source, not SQL",
+                               hint="send a search request body to a search source", source=source.source)
+    rows = source.limits.max_rows if max_rows is None else max_rows
+    check = Check(
+        text=query,
+        manifest=source,
+        dialect=Dialect.get_or_raise(source.sql_dialect),
+        references=params or {},
+        variables=vars or {},
+        max_rows=rows,
+    )
+    for rule in RULES:
+        rule(check)
+    return SafeQuery(
+        source=source.source,
+        kind="sql",
+        limit=rows + 1,
+        max_rows=rows,
+        text=check.sql,
+        dialect=source.sql_dialect,
+        params=check.params,
+        expanding=frozenset(check.expanding),
+        tables=tuple(sorted({table.name for _, table in check.reads})),
+        columns=tuple(sorted(check.read_columns)),
+    )

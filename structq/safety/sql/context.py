@@ -1,0 +1,65 @@
+"""The state one ``check_sql`` call threads through its passes.
+
+sqlglot's optimizer rules are functions tree → tree. Ours need a little more than the tree
+(the manifest, the caller's values, what earlier passes found), so each pass is a function
+``Check → None`` that reads and updates this one object. Passes run in a fixed order
+(``RULES`` in ``__init__.py``); a pass may rely on everything the passes before it recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+
+from structq.capabilities import Manifest, Table
+from structq.errors import SandboxViolation
+
+__all__ = ["Check", "violation"]
+
+
+def violation(code: str, message: str, hint: str, check: Check | None = None) -> SandboxViolation:
+    """A ``SandboxViolation`` tagged with the source it concerns."""
+    return SandboxViolation(code, message, hint=hint, source=check.manifest.source if check else None)
+
+
+@dataclass(eq=False)
+class Check:
+    """Inputs, the tree being checked, and what the passes learn about it."""
+
+    text: str
+    manifest: Manifest
+    dialect: Dialect
+    references: Mapping[str, Sequence[Any]]
+    variables: Mapping[str, Any]
+    max_rows: int
+
+    #: The parsed statement; passes rewrite it in place.
+    tree: exp.Expr | None = None
+    #: Placeholder name → reference text (``members`` or ``members.employee_id``).
+    placeholders: dict[str, str] = field(default_factory=dict)
+
+    # Gathered by the single walk after parsing (``parse.scan``), so that later passes need
+    # not walk the whole tree again.
+    tables: list[exp.Table] = field(default_factory=list)
+    columns: list[exp.Column] = field(default_factory=list)
+    functions: list[exp.Func] = field(default_factory=list)
+    comparisons: list[exp.Expr] = field(default_factory=list)
+    bind_nodes: list[exp.Placeholder] = field(default_factory=list)
+    forbidden: list[exp.Expr] = field(default_factory=list)
+
+    #: The real tables read (``resolve_tables``): each node with its manifest entry.
+    reads: list[tuple[exp.Table, Table]] = field(default_factory=list)
+
+    # The output.
+    params: dict[str, Any] = field(default_factory=dict)
+    expanding: set[str] = field(default_factory=set)
+    read_columns: set[str] = field(default_factory=set)
+    sql: str = ""
+
+    def fail(self, code: str, message: str, hint: str) -> SandboxViolation:
+        """The violation to raise; passes write ``raise check.fail(...)``."""
+        return violation(code, message, hint, self)

@@ -1,0 +1,59 @@
+"""Pass 10: the SQL that runs is regenerated from the checked tree, never the caller's text.
+
+Comments are dropped. Every bound value appears as ``:name``, the ``sqlalchemy.text()`` form,
+whatever the dialect (sqlglot's PostgreSQL generator would print ``%(name)s``): placeholders
+are swapped for verbatim ``:name`` nodes just before generation.
+
+``text()`` reads any ``:word`` as a bind, including one inside a string literal (``'10:30'``)
+or a quoted identifier. So colons inside literals and identifiers are marked before generation
+and written as ``\\:``, which ``text()`` turns back into ``:``. A last check re-reads the text
+the way ``text()`` will and insists that the binds it finds are exactly the parameters bound;
+anything else is refused rather than run.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from sqlglot import exp
+
+from .context import Check
+
+__all__ = ["generate"]
+
+#: SQLAlchemy's own pattern for a bind in ``text()`` (sqlalchemy.sql.elements.TextClause).
+_TEXT_BIND = re.compile(r"(?<![:\w\x5c]):(\w+)(?!:)", re.UNICODE)
+_TEXTUAL = (exp.Literal, exp.Identifier, exp.JSONPathKey, exp.National, exp.RawString)
+
+
+def _mark_colons(tree: exp.Expr) -> str | None:
+    """Swap ``:`` in literal and identifier text for a per-call marker; return the marker."""
+    marker = "\ue000" + secrets.token_hex(4) + "\ue001"
+    used = False
+    for node in tree.walk():
+        if isinstance(node, _TEXTUAL) and isinstance(node.this, str) and ":" in node.this:
+            node.set("this", node.this.replace(":", marker))
+            used = True
+    return marker if used else None
+
+
+def generate(check: Check) -> None:
+    """Write ``check.sql`` from the tree in the source's dialect."""
+    tree = check.tree
+    assert tree is not None
+    for placeholder in check.bind_nodes:
+        placeholder.replace(exp.Var(this=":" + placeholder.name))
+    marker = _mark_colons(tree) if ":" in check.text or check.params else None
+    sql = tree.sql(dialect=check.dialect, comments=False)
+    if marker is not None:
+        sql = sql.replace(marker, "\\:")
+    found = set(_TEXT_BIND.findall(sql))
+    if found != set(check.params):
+        raise check.fail(
+            "unsupported",
+            "the rewritten query would not bind its parameters safely "
+            f"(found {sorted(found)}, bound {sorted(check.params)})",
+            "avoid ':' outside string literals (use CAST(x AS type) instead of x::type)",
+        )
+    check.sql = sql

@@ -1,0 +1,97 @@
+"""Pass 8: bind each ``<key>`` / ``<key.column>`` reference as a parameter, by context.
+
+Inside ``IN (<ref>)`` (the sole element) a reference is a list, written per dialect so that
+any size up to the intermediate-row cap works in ONE statement, aggregates included:
+
+- PostgreSQL: ``col = ANY(:ref)``, the list bound as an array (psycopg adapts a list);
+- SQLite: ``col IN (SELECT value FROM json_each(:ref))``, the list bound as JSON text
+  (no limit on bound variables is reached: it is one parameter);
+- MySQL and other dialects: ``col IN :ref`` with ``ref`` in ``SafeQuery.expanding``: SQLAlchemy
+  expands it (pymysql interpolates client-side; there is no placeholder cap), and renders
+  an empty list as an always-false set.
+
+``NOT IN`` wraps the same ``IN`` node and follows. An empty list therefore selects nothing
+under ``IN`` and everything under ``NOT IN``, on every dialect. Anywhere else a reference is a
+scalar and needs exactly one value (``PlanError`` otherwise). Values are always bound, never
+spliced into the text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlglot import exp
+
+from structq.errors import PlanError
+
+from .context import Check
+
+__all__ = ["bind_references", "REFERENCE_PREFIX"]
+
+REFERENCE_PREFIX = "ref_"
+
+
+def _values(check: Check, reference: str) -> Sequence[Any]:
+    if reference not in check.references:
+        known = ", ".join(f"<{k}>" for k in check.references) or "none"
+        raise PlanError(
+            f"reference <{reference}> has no resolved values",
+            hint=f"refer only to earlier steps' output keys; resolved references: {known}",
+        )
+    return check.references[reference]
+
+
+def _name(check: Check, reference: str, value: Any) -> str:
+    base = REFERENCE_PREFIX + reference.replace(".", "__")
+    name, n = base, 1
+    while name in check.params and check.params[name] is not value:
+        n += 1
+        name = base + "_" + str(n)
+    return name
+
+
+def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values: Sequence[Any]) -> None:
+    dialect = check.manifest.sql_dialect
+    if dialect == "postgres":
+        value: Any = list(values)
+        name = _name(check, placeholder.name, value)
+        node.replace(exp.EQ(this=node.this, expression=exp.Any(this=placeholder)))
+    elif dialect == "sqlite":
+        value = json.dumps(list(values), ensure_ascii=False, default=str)
+        name = _name(check, placeholder.name, value)
+        table = exp.Table(this=exp.Anonymous(this="json_each", expressions=[placeholder]))
+        node.set("expressions", [])
+        node.set("query", exp.select("value").from_(table, copy=False))
+    else:
+        value = list(values)
+        name = _name(check, placeholder.name, value)
+        node.set("expressions", [])
+        node.set("field", placeholder)
+        check.expanding.add(name)
+    placeholder.set("this", name)
+    check.params[name] = value
+
+
+def bind_references(check: Check) -> None:
+    """Turn each reference placeholder into a bound list or scalar parameter."""
+    for placeholder in check.bind_nodes:
+        if placeholder.name not in check.placeholders:
+            continue  # a row-filter variable, bound already
+        reference = check.placeholders[placeholder.name]
+        values = _values(check, reference)
+        placeholder.set("this", reference)
+        parent = placeholder.parent
+        if isinstance(parent, exp.In) and parent.expressions == [placeholder] and not parent.args.get("query"):
+            _list_form(check, parent, placeholder, values)
+            continue
+        if len(values) != 1:
+            top = reference.split(".")[0]
+            raise PlanError(
+                f"scalar reference <{top}> needs exactly one row, got {len(values)}",
+                hint=f"use IN (<{reference}>) to compare with every value, or make step {top!r} return one row",
+            )
+        name = _name(check, reference, values[0])
+        placeholder.set("this", name)
+        check.params[name] = values[0]

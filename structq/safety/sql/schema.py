@@ -1,0 +1,95 @@
+"""What the passes derive from a manifest once and reuse: sqlglot schemas and parsed filters.
+
+A manifest is immutable once loaded, so these are cached per manifest object. The cache keeps
+the manifest itself alive next to its entry, so an ``id()`` is never reused while cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.schema import MappingSchema
+
+from structq.capabilities import Manifest
+from structq.errors import SandboxViolation
+
+__all__ = ["Derived", "derived"]
+
+_TYPES = {
+    "text": "TEXT",
+    "integer": "BIGINT",
+    "real": "DOUBLE",
+    "numeric": "DECIMAL",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "datetime": "TIMESTAMP",
+    "json": "JSON",
+    "binary": "VARBINARY",
+}
+_CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class Derived:
+    #: Allowed columns only: a denied column does not exist as far as qualification knows.
+    schema: MappingSchema
+    #: Row filter predicate per table (lower-case name), parsed in the source dialect.
+    filters: dict[str, exp.Expr]
+    #: Lower-case denied column name → names of the tables that deny it.
+    denied: dict[str, frozenset[str]]
+
+
+_cache: dict[tuple[int, str], tuple[Manifest, Derived]] = {}
+
+
+def _filter(manifest: Manifest, table: str, dialect: str) -> exp.Expr | None:
+    predicates = []
+    for row_filter in manifest.row_filters_for(table):
+        if row_filter.where is None:
+            continue
+        try:
+            predicates.append(sqlglot.parse_one(row_filter.where, read=dialect))
+        except sqlglot.errors.ParseError as exc:
+            raise SandboxViolation(
+                "row_filter",
+                f"the row filter of table {table!r} does not parse: {str(exc).splitlines()[0]}",
+                hint="fix policies.row_filters in the manifest",
+                source=manifest.source,
+            ) from None
+    if not predicates:
+        return None
+    return exp.and_(*predicates, copy=False) if len(predicates) > 1 else predicates[0]
+
+
+def derived(manifest: Manifest) -> Derived:
+    """The schema, filters and denied names of ``manifest`` (cached)."""
+    dialect = manifest.sql_dialect
+    key = (id(manifest), dialect)
+    hit = _cache.get(key)
+    if hit is not None and hit[0] is manifest:
+        return hit[1]
+    mapping = {
+        table.name: {c.name: _TYPES[c.type] for c in table.allowed_columns}
+        for table in manifest.tables
+    }
+    denied: dict[str, set[str]] = {}
+    for table in manifest.tables:
+        for column in table.columns:
+            if column.denied:
+                denied.setdefault(column.name.lower(), set()).add(table.name.lower())
+    filters = {}
+    for table in manifest.tables:
+        predicate = _filter(manifest, table.name, dialect)
+        if predicate is not None:
+            filters[table.name.lower()] = predicate
+    result = Derived(
+        schema=MappingSchema(mapping, dialect=dialect),
+        filters=filters,
+        denied={name: frozenset(tables) for name, tables in denied.items()},
+    )
+    if len(_cache) >= _CACHE_SIZE:
+        _cache.pop(next(iter(_cache)))
+    _cache[key] = (manifest, result)
+    return result

@@ -1,0 +1,64 @@
+"""Pass 2: the statement must be a read-only query, with nothing that writes hidden inside.
+
+The root must be a SELECT or a set operation (UNION / INTERSECT / EXCEPT), possibly with
+CTEs. Anywhere in the tree — writable CTEs, subqueries, set-operation branches — there may be
+no write, DDL, command, transaction, PRAGMA, ATTACH, COPY, ``INTO`` or locking clause
+(``parse.FORBIDDEN`` lists the node kinds). Placeholders the author wrote (``:x``, ``?``,
+``%s``, ``$1``, ``@x``, ``@@x``) are refused too: only the sandbox binds values.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .context import Check
+
+__all__ = ["check_statement_kind", "reject_placeholders"]
+
+_QUERY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except)
+_READ_ONLY_HINT = "only read-only SELECT queries (optionally WITH … SELECT, UNION, INTERSECT, EXCEPT) are accepted"
+
+
+def _code(node: exp.Expr) -> str:
+    if isinstance(node, exp.Lock):
+        return "locking"
+    if isinstance(node, (exp.Command, exp.Pragma, exp.Attach, exp.Detach, exp.Set, exp.Transaction,
+                         exp.Commit, exp.Rollback)):
+        return "unsupported" if isinstance(node, exp.Command) else "not_a_query"
+    return "write"
+
+
+def _describe(node: exp.Expr) -> str:
+    if isinstance(node, exp.Command):
+        return f"the command {str(node.this).upper()!r}"
+    if isinstance(node, exp.Lock):
+        return "a locking clause (FOR UPDATE / FOR SHARE)"
+    if isinstance(node, exp.Into):
+        return "SELECT … INTO"
+    return f"a {node.key.upper()} statement"
+
+
+def check_statement_kind(check: Check) -> None:
+    """Refuse anything but a read-only query, wherever in the tree it hides."""
+    tree = check.tree
+    assert tree is not None
+    if check.forbidden:
+        statement = next((n for n in check.forbidden if not isinstance(n, (exp.Placeholder, exp.Parameter,
+                                                                         exp.SessionParameter))), None)
+        if statement is not None:
+            where = "" if statement is tree else " inside the query"
+            raise check.fail(_code(statement), f"{_describe(statement)} is not allowed{where}", _READ_ONLY_HINT)
+    if not isinstance(tree, _QUERY_ROOTS):
+        raise check.fail("not_a_query", f"a {tree.key.upper()} statement is not a query", _READ_ONLY_HINT)
+
+
+def reject_placeholders(check: Check) -> None:
+    """Values reach the query only as references (``<key>``) and row-filter variables."""
+    for node in check.forbidden:
+        raise check.fail(
+            "placeholder",
+            f"the query contains the placeholder {node.sql(check.dialect)!r}",
+            "write literal values, or <step> / <step.column> to use an earlier step's result; "
+            "the sandbox binds all parameters itself",
+        )
+

@@ -1,0 +1,99 @@
+"""Pass 3: every real table read must be declared in the manifest.
+
+A table name is a CTE reference only where that CTE is visible: in the query body of its
+WITH, in later CTEs of the same WITH, and in its own body when the WITH is RECURSIVE. Anywhere
+else the name means the real table — ``WITH t AS (SELECT * FROM t)`` reads the real ``t`` —
+so the check (and the row filter) applies. In doubt a name counts as a real table: that can
+only refuse a query, never let one through unchecked.
+
+Schema- or catalog-qualified names are refused, the dialect's default schema included
+(``public.x``, ``main.x``): an unqualified name resolves through the connection's search
+path, which is what the manifest describes; a qualified one may reach a different object of
+the same name, and system catalogs (``information_schema``, ``pg_catalog``, ``mysql``) are
+reached exactly that way. Undeclared unqualified catalogs (``sqlite_master``, ``pg_user``)
+fail as unknown tables like any other.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+from structq.capabilities.loader import closest
+
+from ..functions import TABLE_FUNCTIONS, function_name
+from .context import Check
+
+__all__ = ["resolve_tables", "is_cte_reference"]
+
+
+def _defines(ctes: list[exp.CTE], name: str) -> bool:
+    return any(cte.alias == name for cte in ctes)
+
+
+def is_cte_reference(table: exp.Table) -> bool:
+    """Whether ``table`` names a CTE visible at its position (see the module docstring)."""
+    if table.args.get("db") or table.args.get("catalog"):
+        return False
+    name = table.name
+    child: exp.Expr = table
+    parent = table.parent
+    while parent is not None:
+        if isinstance(parent, exp.With) and isinstance(child, exp.CTE):
+            position = parent.expressions.index(child)
+            visible = parent.expressions[: position + (1 if parent.args.get("recursive") else 0)]
+            if _defines(visible, name):
+                return True
+        elif isinstance(parent, exp.Query):
+            with_ = parent.args.get("with_")
+            if with_ is not None and child is not with_ and _defines(with_.expressions, name):
+                return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _table_function(check: Check, table: exp.Table) -> None:
+    func = table.this
+    name = function_name(func)
+    allowed = TABLE_FUNCTIONS.get(check.manifest.sql_dialect, frozenset())
+    if name not in allowed:
+        raise check.fail(
+            "denied_function",
+            f"the table function {name}() is not allowed in FROM",
+            f"read declared tables; table functions allowed here: {', '.join(sorted(allowed)) or 'none'}",
+        )
+
+
+def resolve_tables(check: Check) -> None:
+    """Record each real table read with its manifest entry; refuse anything undeclared."""
+    assert check.tree is not None
+    normalize_identifiers(check.tree, dialect=check.dialect)
+    declared = [t.name for t in check.manifest.tables]
+    for table in check.tables:
+        if isinstance(table.this, exp.Func):
+            _table_function(check, table)
+            continue
+        if is_cte_reference(table):
+            continue
+        if table.args.get("db") or table.args.get("catalog"):
+            raise check.fail(
+                "unknown_table",
+                f"the qualified table name {table.sql(check.dialect)!r} is not allowed",
+                f"write the table name alone, e.g. {table.name!r}; declared tables: {', '.join(declared)}",
+            )
+        entry = check.manifest.table(table.name)
+        if entry is None:
+            suggestion = closest(table.name, declared)
+            hint = f"did you mean {suggestion!r}? " if suggestion else ""
+            raise check.fail(
+                "unknown_table",
+                f"table {table.name!r} is not declared in source {check.manifest.source!r}",
+                hint + f"declared tables: {', '.join(declared)}",
+            )
+        if isinstance(table.args.get("alias"), exp.TableAlias) and table.args["alias"].columns:
+            raise check.fail(
+                "unsupported",
+                f"column aliases on table {table.name!r} are not supported",
+                "alias the columns in the select list instead (col AS name)",
+            )
+        check.reads.append((table, entry))

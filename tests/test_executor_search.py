@@ -1,0 +1,772 @@
+"""Search executors against a real engine (osmem-server, OpenSearch-compatible, on loopback).
+
+The same behavioural suite runs for both kinds: ``opensearch`` talks to the engine directly,
+``elasticsearch`` (the official 9.x client) through ``es_proxy.EsProxy``, which translates its
+compatibility media types and adds the product header. Fault tests put a proxy in front of
+both kinds, so 5xx answers, dropped connections and slow answers are real HTTP behaviour.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from es_proxy import EsProxy
+from servers import SearchServer
+from structq.capabilities import load_manifest, load_manifest_text
+from structq.capabilities.model import Manifest
+from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
+from structq.executors import embedded
+from structq.executors.base import ResultSet, create_executor, executor_class
+from structq.executors.search import ElasticsearchExecutor, OpenSearchExecutor, SearchExecutor
+from structq.executors.search_rows import aggregation_rows
+from structq.safety.query import SafeQuery
+
+KINDS = ["opensearch", "elasticsearch"]
+INDEX = "sq_exec_reports"
+BIG_INDEX = "sq_exec_people"
+MISSING_INDEX = "sq_exec_not_created"
+
+DEPTS = ["研发", "市场", "销售"]
+SENTENCES = [
+    "星火项目本周完成了接口联调",
+    "市场活动总结与下周计划",
+    "客户拜访记录，签约进展顺利",
+    "星火项目测试环境部署完毕",
+    "weekly sync: budget review",
+]
+
+# --------------------------------------------------------------------------------------------
+# Test data: 30 weekly reports, generated so expectations can be computed from the same list
+# --------------------------------------------------------------------------------------------
+
+
+def _report(i: int) -> dict[str, Any]:
+    week = dt.date(2024, 3, 4) + dt.timedelta(days=7 * (i % 8))
+    return {
+        "_id": f"r{i:02d}",
+        "author_id": f"E{i % 10:03d}",
+        "dept": DEPTS[i % 3],
+        "week_start_date": week.isoformat(),
+        "score": round(1 + (i * 7 % 10) / 2, 1),
+        "content": SENTENCES[i % len(SENTENCES)],
+        "tags": [f"t{i % 4}", f"t{(i + 1) % 4}"],
+        "salary": 10_000 + i,
+        "meta": {"team": f"team{i % 2}", "secret": f"s{i}"},
+        "comments": [{"by": f"E{(i + 1) % 10:03d}", "text": "好", "private": "x"}],
+    }
+
+
+REPORTS = [_report(i) for i in range(30)]
+
+MANIFEST_YAML = """\
+source: reports
+kind: {kind}
+url: {url}
+limits: {{max_rows: {max_rows}, timeout_s: {timeout_s}}}
+indices:
+  - name: {index}
+    fields:
+      - {{name: author_id, type: keyword}}
+      - {{name: dept, type: keyword}}
+      - {{name: week_start_date, type: date}}
+      - {{name: score, type: double}}
+      - {{name: content, type: text}}
+      - {{name: tags, type: keyword}}
+      - {{name: salary, type: long, access: deny}}
+      - name: meta
+        type: object
+        fields:
+          - {{name: team, type: keyword}}
+          - {{name: secret, type: keyword, access: deny}}
+      - name: comments
+        type: nested
+        fields:
+          - {{name: by, type: keyword}}
+          - {{name: text, type: text}}
+          - {{name: private, type: keyword, access: deny}}
+{documents}\
+  - name: {big}
+    fields:
+      - {{name: person_id, type: keyword}}
+  - name: {missing}
+    fields:
+      - {{name: x, type: keyword}}
+"""
+
+
+def make_manifest(kind: str, url: str, *, max_rows: int = 100, timeout_s: float = 5,
+                  index: str = INDEX, documents: str | None = None) -> Manifest:
+    docs = f"    documents: {documents}\n" if documents else ""
+    text = MANIFEST_YAML.format(kind=kind, url=url, max_rows=max_rows, timeout_s=timeout_s,
+                                index=index, big=BIG_INDEX, missing=MISSING_INDEX,
+                                documents=docs)
+    manifest, _ = load_manifest_text(text, env={})
+    return manifest
+
+
+def search(body: dict[str, Any], *, max_rows: int = 100, index: str = INDEX) -> SafeQuery:
+    """A SafeQuery as the sandbox would hand it over (size already capped at max_rows + 1)."""
+    body = dict(body)
+    if "size" in body:
+        body["size"] = min(body["size"], max_rows + 1)
+    elif not ("aggs" in body or "aggregations" in body):
+        body["size"] = max_rows + 1
+    return SafeQuery(source="reports", kind="search", limit=max_rows + 1, max_rows=max_rows,
+                     body=body, index=index)
+
+
+def _load(url: str) -> None:
+    """Create the test indices with the same mapping the embedded engine would build."""
+    from opensearchpy import OpenSearch
+
+    manifest = make_manifest("opensearch", url)
+    client = OpenSearch(hosts=[url], timeout=30)
+    try:
+        for index, docs in ((INDEX, REPORTS),
+                            (BIG_INDEX, [{"_id": f"p{i}", "person_id": f"P{i:05d}"}
+                                         for i in range(0, 70_000, 7_000)])):
+            if client.indices.exists(index=index):
+                client.indices.delete(index=index)
+            spec = manifest.index(index)
+            assert spec is not None
+            client.indices.create(index=index,
+                                  body={"mappings": embedded.index_mapping(spec)})
+            lines: list[dict[str, Any]] = []
+            for doc in docs:
+                doc = dict(doc)
+                lines += [{"index": {"_index": index, "_id": doc.pop("_id")}}, doc]
+            assert not client.bulk(body=lines, refresh=True)["errors"]
+    finally:
+        client.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Fixtures
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def engine_url(search_server: SearchServer) -> str:
+    _load(search_server.url)
+    return search_server.url
+
+
+@pytest.fixture(scope="module")
+def es_proxy(engine_url: str) -> Iterator[EsProxy]:
+    with EsProxy(engine_url) as proxy:
+        yield proxy
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def url_for(kind: str, engine_url: str, es_proxy: EsProxy) -> str:
+    """Where a client of ``kind`` reaches the shared engine."""
+    return engine_url if kind == "opensearch" else es_proxy.url
+
+
+@pytest.fixture
+def make_executor(kind: str, url_for: str) -> Iterator[Callable[..., SearchExecutor]]:
+    made: list[SearchExecutor] = []
+
+    def make(url: str | None = None, **options: Any) -> SearchExecutor:
+        executor = create_executor(make_manifest(kind, url or url_for, **options))
+        assert isinstance(executor, SearchExecutor)
+        made.append(executor)
+        return executor
+
+    yield make
+    for executor in made:
+        executor.close()
+
+
+@pytest.fixture
+def executor(make_executor: Callable[..., SearchExecutor]) -> SearchExecutor:
+    return make_executor()
+
+
+@pytest.fixture
+def faulty(engine_url: str) -> Iterator[EsProxy]:
+    """A proxy of this test's own, to break on purpose."""
+    with EsProxy(engine_url) as proxy:
+        yield proxy
+
+
+def rows_as_dicts(result: ResultSet) -> list[dict[str, Any]]:
+    return [dict(zip(result.columns, row)) for row in result.rows]
+
+
+# --------------------------------------------------------------------------------------------
+# Registration
+# --------------------------------------------------------------------------------------------
+
+
+def test_both_kinds_are_registered_on_one_implementation() -> None:
+    assert executor_class("elasticsearch") is ElasticsearchExecutor
+    assert executor_class("opensearch") is OpenSearchExecutor
+    assert issubclass(ElasticsearchExecutor, SearchExecutor)
+    assert issubclass(OpenSearchExecutor, SearchExecutor)
+
+
+# --------------------------------------------------------------------------------------------
+# Hits
+# --------------------------------------------------------------------------------------------
+
+
+def test_cjk_match_finds_documents(executor: SearchExecutor) -> None:
+    result = executor.run(search({"query": {"match": {"content": {
+        "query": "星火", "operator": "and"}}}}))
+    expected = {r["_id"] for r in REPORTS if "星火" in r["content"]}
+    assert {row[0] for row in result.rows} == expected
+    assert len(expected) == 12 and not result.truncated
+
+
+def test_hits_have_only_allowed_fields_in_manifest_order(executor: SearchExecutor) -> None:
+    result = executor.run(search({"query": {"term": {"author_id": "E003"}},
+                                  "sort": [{"week_start_date": "asc"}]}))
+    assert result.columns == ("_id", "_score", "author_id", "dept", "week_start_date", "score",
+                              "content", "tags", "meta.team", "comments")
+    first = rows_as_dicts(result)[0]
+    source = REPORTS[3]
+    assert first["_id"] == "r03"
+    assert first["meta.team"] == source["meta"]["team"]
+    assert first["tags"] == source["tags"]  # lists stay lists
+    assert first["comments"] == [{"by": "E004", "text": "好"}]  # denied sub-field pruned
+    flat = json.dumps(result.rows, ensure_ascii=False)
+    assert "salary" not in flat and "secret" not in flat and "s3" not in flat
+
+
+def test_source_filter_selects_columns(executor: SearchExecutor) -> None:
+    result = executor.run(search({"query": {"match_all": {}}, "_source": ["dept", "meta.team"],
+                                  "size": 1}))
+    assert result.columns == ("_id", "_score", "dept", "meta.team")
+
+
+def test_highlight_column_joins_fragments(executor: SearchExecutor) -> None:
+    result = executor.run(search({"query": {"match_phrase": {"content": "星火"}},
+                                  "highlight": {"fields": {"content": {}}}, "size": 3}))
+    assert result.columns[-1] == "_highlight"
+    for row in rows_as_dicts(result):
+        assert row["_highlight"] == {"content": row["content"].replace(
+            "星火", "<em>星</em><em>火</em>")}
+
+
+def test_sort(executor: SearchExecutor) -> None:
+    result = executor.run(search({"query": {"term": {"dept": "市场"}},
+                                  "sort": [{"score": "desc"}, {"week_start_date": "asc"}]}))
+    expected = sorted((r for r in REPORTS if r["dept"] == "市场"),
+                      key=lambda r: (-r["score"], r["week_start_date"]))
+    assert [row[0] for row in result.rows] == [r["_id"] for r in expected]
+
+
+def test_hits_truncation(executor: SearchExecutor) -> None:
+    cut = executor.run(search({"query": {"match_all": {}}}, max_rows=5))
+    assert cut.row_count == 5 and cut.truncated
+    whole = executor.run(search({"query": {"match_all": {}}}, max_rows=30))
+    assert whole.row_count == 30 and not whole.truncated
+
+
+def test_size_zero_without_aggregations_counts(executor: SearchExecutor) -> None:
+    result = executor.run(search({"size": 0, "query": {"term": {"dept": "研发"}}}))
+    assert result.columns == ("count",)
+    assert result.rows == [(sum(r["dept"] == "研发" for r in REPORTS),)]
+
+
+def test_70k_value_terms_split_into_bool_should(executor: SearchExecutor) -> None:
+    values = [f"P{i:05d}" for i in range(70_000)]
+    chunks = [values[i:i + 65_536] for i in range(0, len(values), 65_536)]
+    body = {"query": {"bool": {"should": [{"terms": {"person_id": c}} for c in chunks],
+                               "minimum_should_match": 1}}}
+    result = executor.run(search(body, index=BIG_INDEX))
+    assert sorted(row[0] for row in result.rows) == sorted(f"p{i}" for i in range(0, 70_000, 7_000))
+    assert result.columns == ("_id", "_score", "person_id")
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregations
+# --------------------------------------------------------------------------------------------
+
+
+def test_terms_date_histogram_avg_flatten(executor: SearchExecutor) -> None:
+    body = {"size": 0, "aggs": {"by_dept": {
+        "terms": {"field": "dept", "size": 10},
+        "aggs": {"by_month": {
+            "date_histogram": {"field": "week_start_date", "calendar_interval": "month"},
+            "aggs": {"avg_score": {"avg": {"field": "score"}}}}}}}}
+    result = executor.run(search(body))
+    assert result.columns == ("by_dept", "by_month", "doc_count", "avg_score")
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in REPORTS:
+        month = r["week_start_date"][:7] + "-01T00:00:00.000Z"
+        groups[(r["dept"], month)].append(r["score"])
+    got = {(row[0], row[1]): (row[2], row[3]) for row in result.rows}
+    assert got == {k: (len(v), pytest.approx(sum(v) / len(v))) for k, v in groups.items()}
+    assert not result.truncated
+
+
+def test_metrics_only_give_one_row(executor: SearchExecutor) -> None:
+    body = {"size": 0, "aggs": {
+        "avg_score": {"avg": {"field": "score"}},
+        "authors": {"cardinality": {"field": "author_id"}},
+        "score_pct": {"percentiles": {"field": "score", "percents": [50, 99.5]}},
+        "score_stats": {"stats": {"field": "score"}}}}
+    result = executor.run(search(body))
+    assert result.row_count == 1
+    row = rows_as_dicts(result)[0]
+    scores = [r["score"] for r in REPORTS]
+    assert row["avg_score"] == pytest.approx(sum(scores) / len(scores))
+    assert row["authors"] == 10
+    assert {"score_pct.50", "score_pct.99.5"} <= set(row)
+    assert row["score_stats.count"] == 30 and row["score_stats.max"] == max(scores)
+    assert result.columns[:2] == ("avg_score", "authors")
+
+
+def test_composite_key_parts_become_columns(executor: SearchExecutor) -> None:
+    body = {"size": 0, "aggs": {"pages": {"composite": {"size": 100, "sources": [
+        {"dept": {"terms": {"field": "dept"}}},
+        {"month": {"date_histogram": {"field": "week_start_date",
+                                      "calendar_interval": "month"}}}]}}}}
+    result = executor.run(search(body))
+    assert result.columns == ("dept", "month", "doc_count")
+    counts = Counter((r["dept"], r["week_start_date"][:7] + "-01T00:00:00.000Z") for r in REPORTS)
+    assert {(row[0], row[1]): row[2] for row in result.rows} == dict(counts)
+    assert not result.truncated
+
+
+def test_bucket_truncation(executor: SearchExecutor) -> None:
+    few = executor.run(search({"size": 0, "aggs": {"a": {"terms": {"field": "author_id",
+                                                                      "size": 3}}}}))
+    assert few.row_count == 3 and few.truncated  # sum_other_doc_count > 0
+    page = executor.run(search({"size": 0, "aggs": {"p": {"composite": {
+        "size": 2, "sources": [{"a": {"terms": {"field": "author_id"}}}]}}}}))
+    assert page.row_count == 2 and page.truncated  # a full composite page
+    everything = executor.run(search({"size": 0, "aggs": {"a": {"terms": {
+        "field": "author_id", "size": 50}}}}))
+    assert everything.row_count == 10 and not everything.truncated
+    capped = executor.run(search({"size": 0, "aggs": {"a": {"terms": {
+        "field": "author_id", "size": 50}}}}, max_rows=4))
+    assert capped.row_count == 4 and capped.truncated  # more buckets than max_rows
+
+
+def test_aggregations_win_over_hits(executor: SearchExecutor) -> None:
+    body = {"size": 5, "query": {"match_all": {}},
+            "aggs": {"by_dept": {"terms": {"field": "dept"}}}}
+    result = executor.run(search(body))
+    assert result.columns == ("by_dept", "doc_count")
+    assert dict(result.rows) == dict(Counter(r["dept"] for r in REPORTS))
+
+
+# --------------------------------------------------------------------------------------------
+# Errors from the engine
+# --------------------------------------------------------------------------------------------
+
+
+def test_malformed_query_is_a_retryable_error_with_the_engine_reason(
+        executor: SearchExecutor) -> None:
+    with pytest.raises(ExecutionError) as info:
+        executor.run(search({"query": {"no_such_clause": {"dept": "x"}}}))
+    assert type(info.value) is ExecutionError and info.value.retryable
+    assert "no_such_clause" in str(info.value) and "HTTP 400" in str(info.value)
+
+
+def test_bad_field_use_names_the_root_cause(executor: SearchExecutor) -> None:
+    with pytest.raises(ExecutionError) as info:
+        executor.run(search({"query": {"match_all": {}}, "sort": [{"content": "asc"}]}))
+    assert "Text fields are not optimised" in str(info.value)
+    assert "all shards failed" not in str(info.value)
+
+
+def test_index_missing_on_the_engine(executor: SearchExecutor) -> None:
+    with pytest.raises(ExecutionError) as info:
+        executor.run(search({"query": {"match_all": {}}}, index=MISSING_INDEX))
+    assert "index_not_found_exception" in str(info.value)
+    assert MISSING_INDEX in str(info.value)
+
+
+def test_undeclared_index_is_refused_before_any_request(executor: SearchExecutor) -> None:
+    with pytest.raises(ExecutionError, match="not declared"):
+        executor.run(search({"query": {"match_all": {}}}, index="other"))
+
+
+# --------------------------------------------------------------------------------------------
+# Faults: 5xx, dropped connections, slow answers, dead servers
+# --------------------------------------------------------------------------------------------
+
+
+def test_only_search_and_count_endpoints_are_called(
+        make_executor: Callable[..., SearchExecutor], faulty: EsProxy) -> None:
+    executor = make_executor(faulty.url)
+    executor.run(search({"query": {"match_all": {}}}))
+    executor.run(search({"size": 0}))
+    executor.run(search({"size": 0, "aggs": {"a": {"terms": {"field": "dept"}}}}))
+    assert faulty.requests == [("POST", f"/{INDEX}/_search"), ("POST", f"/{INDEX}/_count"),
+                               ("POST", f"/{INDEX}/_search")]
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_server_error_is_clear_and_not_retried_endlessly(
+        make_executor: Callable[..., SearchExecutor], faulty: EsProxy, status: int) -> None:
+    executor = make_executor(faulty.url)
+    faulty.fail_next(status, count=100)
+    started = time.monotonic()
+    with pytest.raises(ExecutionError) as info:
+        executor.run(search({"query": {"match_all": {}}}))
+    assert time.monotonic() - started < 5
+    assert type(info.value) is ExecutionError and not info.value.retryable
+    assert f"HTTP {status}" in str(info.value) and "injected" in str(info.value)
+    assert 1 <= len(faulty.requests) <= 2
+    faulty.clear_faults()
+    assert executor.run(search({"query": {"match_all": {}}})).row_count == 30
+
+
+def test_connection_lost_mid_request(make_executor: Callable[..., SearchExecutor],
+                                     faulty: EsProxy) -> None:
+    executor = make_executor(faulty.url)
+    faulty.drop_next(count=100)
+    started = time.monotonic()
+    with pytest.raises(SourceUnavailable) as info:
+        executor.run(search({"query": {"match_all": {}}}))
+    assert time.monotonic() - started < 5
+    assert "unreachable" in str(info.value) and not info.value.retryable
+    assert 1 <= len(faulty.requests) <= 2
+
+
+def test_one_dropped_connection_is_retried(make_executor: Callable[..., SearchExecutor],
+                                           faulty: EsProxy) -> None:
+    executor = make_executor(faulty.url)
+    faulty.drop_next(count=1)
+    assert executor.run(search({"query": {"match_all": {}}})).row_count == 30
+
+
+def test_slow_answer_is_a_timeout(make_executor: Callable[..., SearchExecutor],
+                                  faulty: EsProxy) -> None:
+    executor = make_executor(faulty.url, timeout_s=0.5)
+    faulty.delay_next(3, count=100)
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout) as info:
+        executor.run(search({"query": {"match_all": {}}}))
+    assert time.monotonic() - started < 2.5
+    assert "0.5 s" in str(info.value)
+
+
+def test_request_body_carries_the_engine_timeout(executor: SearchExecutor) -> None:
+    result = executor.run(search({"query": {"match_all": {}}, "size": 1}))
+    assert result.query["timeout"] == "5000ms"
+
+
+def test_stopped_server_is_unavailable_quickly(kind: str) -> None:
+    server = SearchServer.start()
+    proxy = EsProxy(server.url) if kind == "elasticsearch" else None
+    try:
+        _load(server.url)
+        executor = create_executor(make_manifest(kind, proxy.url if proxy else server.url))
+        try:
+            assert executor.run(search({"size": 0})).rows == [(30,)]
+            server.stop()
+            if proxy is not None:
+                proxy.close()
+                proxy = None
+            started = time.monotonic()
+            with pytest.raises(SourceUnavailable) as info:
+                executor.run(search({"size": 0}))
+            assert time.monotonic() - started < 3
+            assert "unreachable" in str(info.value) and "check that the engine" in str(info.value)
+        finally:
+            executor.close()
+    finally:
+        if proxy is not None:
+            proxy.close()
+        server.stop()
+
+
+def test_password_in_url_is_not_in_messages(kind: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    executor = create_executor(make_manifest(kind, f"http://admin:hunter2@127.0.0.1:{port}"))
+    try:
+        with pytest.raises(SourceUnavailable) as info:
+            executor.run(search({"size": 0}))
+        assert "hunter2" not in str(info.value)
+        assert "admin:***@127.0.0.1" in str(info.value)
+    finally:
+        executor.close()
+
+
+def test_missing_client_library_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "opensearchpy", None)
+    executor = OpenSearchExecutor(make_manifest("opensearch", "http://127.0.0.1:9"))
+    with pytest.raises(ConfigError) as info:
+        executor.run(search({"size": 0}))
+    assert 'pip install "structq[opensearch]"' in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregation rows without an engine: shapes the engine tests above do not reach
+# --------------------------------------------------------------------------------------------
+
+
+def _index() -> Any:
+    index = make_manifest("opensearch", "http://127.0.0.1:9").index(INDEX)
+    assert index is not None
+    return index
+
+
+def test_filter_and_keyed_buckets_rows() -> None:
+    body = {"aggs": {"march": {"filter": {"term": {"dept": "x"}},
+                               "aggs": {"avg_score": {"avg": {"field": "score"}}}},
+                     "ranges": {"range": {"field": "score", "keyed": True,
+                                          "ranges": [{"to": 3}, {"from": 3}]}}}}
+    response = {"aggregations": {
+        "march": {"doc_count": 4, "avg_score": {"value": 2.5}},
+        "ranges": {"buckets": {"*-3.0": {"doc_count": 2}, "3.0-*": {"doc_count": 5}}}}}
+    table = aggregation_rows(response, body, _index(), 100)
+    assert table.columns == ("ranges", "doc_count", "march", "avg_score")
+    assert table.rows == [(None, None, 4, 2.5), ("*-3.0", 2, None, None), ("3.0-*", 5, None, None)]
+
+
+def test_empty_aggregation_keeps_its_columns() -> None:
+    body = {"aggs": {"by_dept": {"terms": {"field": "dept"},
+                                 "aggs": {"m": {"max": {"field": "score"}}}}}}
+    response = {"aggregations": {"by_dept": {"buckets": [], "sum_other_doc_count": 0}}}
+    table = aggregation_rows(response, body, _index(), 100)
+    assert table.columns == ("by_dept", "doc_count", "m") and table.rows == []
+
+
+def test_top_hits_keep_only_allowed_fields() -> None:
+    body = {"aggs": {"d": {"terms": {"field": "dept"},
+                           "aggs": {"top": {"top_hits": {"size": 1}}}}}}
+    response = {"aggregations": {"d": {"buckets": [{"key": "研发", "doc_count": 1, "top": {
+        "hits": {"hits": [{"_source": {"dept": "研发", "salary": 1, "meta": {"secret": "s"}}}]}}}]}}}
+    table = aggregation_rows(response, body, _index(), 100)
+    assert table.rows == [("研发", 1, [{"dept": "研发"}])]
+
+
+# --------------------------------------------------------------------------------------------
+# The embedded engine
+# --------------------------------------------------------------------------------------------
+
+EMBEDDED_YAML = """\
+source: {source}
+kind: opensearch
+url: embedded
+indices:
+  - name: {index}
+    documents: {documents}
+    fields:
+      - {{name: author_id, type: keyword}}
+      - {{name: content, type: text}}
+      - {{name: week_start_date, type: date}}
+      - {{name: hours, type: scaled_float}}
+      - {{name: author.name, type: keyword}}
+      - name: meta
+        type: object
+        fields:
+          - {{name: team, type: keyword}}
+      - name: comments
+        type: nested
+        fields:
+          - {{name: by, type: keyword}}
+"""
+
+
+def write_embedded(tmp_path: Path, index: str, docs: list[dict[str, Any]] | None,
+                   source: str = "reports") -> Manifest:
+    """A manifest file beside its documents, so the relative ``documents:`` path resolves."""
+    if docs is not None:
+        (tmp_path / "docs.jsonl").write_text(
+            "\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\n", encoding="utf-8")
+    path = tmp_path / "reports.yaml"
+    path.write_text(EMBEDDED_YAML.format(source=source, index=index, documents="docs.jsonl"),
+                    encoding="utf-8")
+    manifest, _ = load_manifest(path, env={})
+    return manifest
+
+
+EMBEDDED_DOCS = [
+    {"_id": "w1", "author_id": "E001", "content": "星火项目周报", "week_start_date": "2024-03-04",
+     "hours": 12.5, "author": {"name": "张三"}, "meta": {"team": "a"}, "comments": [{"by": "E2"}]},
+    {"_id": "w2", "author_id": "E002", "content": "市场推广", "week_start_date": "2024-03-11",
+     "hours": 8},
+    {"_id": "w3", "author_id": "E003", "content": "星星之火", "week_start_date": "2024-03-18",
+     "hours": 1},
+]
+
+
+@pytest.fixture
+def embedded_engine() -> Iterator[None]:
+    """Each embedded test starts from a stopped engine and leaves it stopped."""
+    embedded.stop()
+    yield
+    embedded.stop()
+
+
+def test_index_mapping_from_manifest_types(tmp_path: Path) -> None:
+    manifest = write_embedded(tmp_path, "emb_mapping", None)
+    index = manifest.index("emb_mapping")
+    assert index is not None
+    assert embedded.index_mapping(index) == {"dynamic": False, "properties": {
+        "author_id": {"type": "keyword"},
+        "content": {"type": "text"},
+        "week_start_date": {"type": "date"},
+        "hours": {"type": "scaled_float", "scaling_factor": 100},
+        "author": {"type": "object", "properties": {"name": {"type": "keyword"}}},
+        "meta": {"type": "object", "properties": {"team": {"type": "keyword"}}},
+        "comments": {"type": "nested", "properties": {"by": {"type": "keyword"}}},
+    }}
+
+
+def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: None) -> None:
+    from opensearchpy import OpenSearch
+
+    manifest = write_embedded(tmp_path, "emb_load", EMBEDDED_DOCS)
+    progress: list[tuple[str, int, int]] = []
+    executor = OpenSearchExecutor(manifest, progress=lambda *a: progress.append(a))
+    try:
+        result = executor.run(SafeQuery(
+            source="reports", kind="search", limit=11, max_rows=10, index="emb_load",
+            body={"query": {"match": {"content": {"query": "星火", "operator": "and"}}},
+                  "size": 11}))
+        assert sorted(row[0] for row in result.rows) == ["w1", "w3"]
+        assert progress == [("emb_load", 0, 3), ("emb_load", 3, 3)]
+        url = embedded.engine_url()
+        assert url is not None and url.startswith("http://127.0.0.1:")
+        client = OpenSearch(hosts=[url])
+        mapping = client.indices.get_mapping(index="emb_load")["emb_load"]["mappings"]
+        assert mapping["properties"]["content"] == {"type": "text"}
+        assert mapping["properties"]["comments"]["type"] == "nested"
+        client.close()
+    finally:
+        executor.close()
+    assert embedded.engine_url() is None  # the last holder stopped it
+
+
+def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) -> None:
+    manifest = write_embedded(tmp_path, "emb_once", EMBEDDED_DOCS)
+    calls: list[tuple[str, int, int]] = []
+    first = create_executor(manifest)
+    second = OpenSearchExecutor(manifest, progress=lambda *a: calls.append(a))
+    try:
+        first.connect()
+        second.connect()
+        assert calls == []
+        count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
+                          index="emb_once", body={"size": 0})
+        assert first.run(count).rows == second.run(count).rows == [(3,)]
+        assert embedded.loaded_indices() == {"emb_once": tmp_path / "docs.jsonl"}
+        first.close()
+        assert second.run(count).rows == [(3,)]  # still held by the second
+    finally:
+        first.close()
+        second.close()
+
+
+def test_embedded_kind_elasticsearch_uses_the_opensearch_client(
+        tmp_path: Path, embedded_engine: None) -> None:
+    text = (tmp_path / "reports.yaml")
+    manifest = write_embedded(tmp_path, "emb_es", EMBEDDED_DOCS)
+    text.write_text(text.read_text().replace("kind: opensearch", "kind: elasticsearch"))
+    manifest, _ = load_manifest(text, env={})
+    executor = create_executor(manifest)
+    assert isinstance(executor, ElasticsearchExecutor)
+    try:
+        result = executor.run(SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
+                                        index="emb_es", body={"size": 0}))
+        assert result.rows == [(3,)]
+    finally:
+        executor.close()
+
+
+def test_missing_documents_file_says_how_to_build_it(tmp_path: Path,
+                                                     embedded_engine: None) -> None:
+    manifest = write_embedded(tmp_path, "emb_missing", None)
+    executor = create_executor(manifest)
+    with pytest.raises(SourceUnavailable) as info:
+        executor.connect()
+    assert "structq demo" in str(info.value) and "docs.jsonl" in str(info.value)
+    assert embedded.engine_url() is None  # the failed acquire gave the engine back
+    executor.close()
+
+
+def test_bad_document_names_its_line(tmp_path: Path, embedded_engine: None) -> None:
+    docs = [*EMBEDDED_DOCS, {"author_id": "E9", "hours": "many"}]
+    manifest = write_embedded(tmp_path, "emb_bad", docs)
+    executor = create_executor(manifest)
+    with pytest.raises(ConfigError) as info:
+        executor.connect()
+    assert "docs.jsonl:4" in str(info.value) and "hours" in str(info.value)
+    executor.close()
+
+
+def test_missing_embedded_extra_names_the_install(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "osmem_server", None)
+    manifest = write_embedded(tmp_path, "emb_noextra", EMBEDDED_DOCS)
+    with pytest.raises(ConfigError) as info:
+        embedded.EmbeddedEngine().acquire(manifest)
+    assert 'pip install "structq[embedded]"' in str(info.value)
+
+
+_CHILD = textwrap.dedent("""
+    import sys
+    from structq.capabilities import load_manifest
+    from structq.executors.base import create_executor
+    from structq.executors import embedded
+    manifest, _ = load_manifest(sys.argv[1], env={})
+    create_executor(manifest).connect()
+    print(embedded.engine_url(), flush=True)
+    if sys.argv[2] == "hang":
+        import time
+        time.sleep(60)
+""")
+
+
+def _port_closed(url: str, within_s: float) -> bool:
+    host, port = url.rsplit("//", 1)[1].split(":")
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            probe.settimeout(0.5)
+            if probe.connect_ex((host, int(port))) != 0:
+                return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("ending", ["exit", "sigkill"])
+def test_process_end_stops_the_engine(tmp_path: Path, ending: str) -> None:
+    write_embedded(tmp_path, "emb_child", EMBEDDED_DOCS)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(tmp_path / "reports.yaml"),
+         "hang" if ending == "sigkill" else "exit"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ},
+    )
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), child.stderr.read() if child.stderr else ""
+        if ending == "sigkill":
+            child.send_signal(signal.SIGKILL)
+        child.wait(timeout=20)
+        assert _port_closed(url, within_s=10), f"the engine at {url} outlived its process"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
