@@ -197,8 +197,8 @@ def schema_from_ddl(ddl: str, dialect: str) -> Schema:
 
 
 def split_statements(text: str) -> list[str]:
-    """Split on ``;`` outside quotes: defog separates alternative gold queries with ``;``, and
-    some carry ``';'``-free but quote-heavy literals such as ``'%Y-%m'``."""
+    """Split on ``;`` outside quoted text: defog separates alternative gold queries with ``;``,
+    and a ``;`` inside a literal or quoted name must not cut a query in two."""
     parts, current, quote = [], [], ""
     for char in text:
         if quote:

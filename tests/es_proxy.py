@@ -154,6 +154,10 @@ class EsProxy:
                     reply = {k: v for k, v in response.getheaders()
                              if k.lower() not in _HOP_BY_HOP | _OWN_HEADERS}
                     status = response.status
+                except OSError:
+                    # The engine is gone: pass the silence on, as the engine itself would.
+                    self.close_connection = True
+                    return
                 finally:
                     upstream.close()
                 self._answer(status, reply, payload)

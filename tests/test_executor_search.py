@@ -289,6 +289,14 @@ def test_size_zero_without_aggregations_counts(executor: SearchExecutor) -> None
     assert result.rows == [(sum(r["dept"] == "研发" for r in REPORTS),)]
 
 
+def test_size_zero_with_post_filter_counts_through_search(executor: SearchExecutor) -> None:
+    result = executor.run(search({"size": 0, "query": {"term": {"dept": "研发"}},
+                                  "post_filter": {"term": {"author_id": "E000"}}}))
+    assert result.rows == [(sum(r["dept"] == "研发" and r["author_id"] == "E000"
+                                for r in REPORTS),)]
+    assert result.query["track_total_hits"] is True
+
+
 def test_70k_value_terms_split_into_bool_should(executor: SearchExecutor) -> None:
     values = [f"P{i:05d}" for i in range(70_000)]
     chunks = [values[i:i + 65_536] for i in range(0, len(values), 65_536)]
@@ -371,6 +379,35 @@ def test_aggregations_win_over_hits(executor: SearchExecutor) -> None:
     result = executor.run(search(body))
     assert result.columns == ("by_dept", "doc_count")
     assert dict(result.rows) == dict(Counter(r["dept"] for r in REPORTS))
+    assert result.query["size"] == 0  # hits are not fetched only to be dropped
+
+
+# --------------------------------------------------------------------------------------------
+# Through the real sandbox: what check_dsl hands over runs as expected
+# --------------------------------------------------------------------------------------------
+
+
+def checked(body: dict[str, Any], index: str = INDEX, **options: Any) -> SafeQuery:
+    dsl = pytest.importorskip("structq.safety.dsl")
+    return dsl.check_dsl(body, make_manifest("opensearch", "http://127.0.0.1:9"), index,
+                         **options)
+
+
+def test_sandboxed_70k_reference_terms(executor: SearchExecutor) -> None:
+    ids = [f"P{i:05d}" for i in range(70_000)]
+    query = checked({"query": {"terms": {"person_id": "<people>"}}}, BIG_INDEX,
+                    params={"people": ids}, max_rows=1_000)
+    result = executor.run(query)
+    assert sorted(row[0] for row in result.rows) == sorted(f"p{i}" for i in range(0, 70_000, 7_000))
+
+
+def test_sandboxed_hits_and_aggregations(executor: SearchExecutor) -> None:
+    hits = executor.run(checked({"query": {"match_phrase": {"content": "星火"}},
+                                 "highlight": {"fields": {"content": {}}}}))
+    assert hits.row_count == 12 and hits.columns[-1] == "_highlight"
+    assert "comments" in hits.columns and "salary" not in hits.columns
+    aggs = executor.run(checked({"aggs": {"by_dept": {"terms": {"field": "dept"}}}}))
+    assert dict(aggs.rows) == dict(Counter(r["dept"] for r in REPORTS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,17 +457,19 @@ def test_only_search_and_count_endpoints_are_called(
                                ("POST", f"/{INDEX}/_search")]
 
 
-@pytest.mark.parametrize("status", [500, 503])
+@pytest.mark.parametrize(("status", "error"), [(500, ExecutionError), (503, SourceUnavailable)])
 def test_server_error_is_clear_and_not_retried_endlessly(
-        make_executor: Callable[..., SearchExecutor], faulty: EsProxy, status: int) -> None:
+        make_executor: Callable[..., SearchExecutor], faulty: EsProxy, status: int,
+        error: type[ExecutionError]) -> None:
     executor = make_executor(faulty.url)
     faulty.fail_next(status, count=100)
     started = time.monotonic()
     with pytest.raises(ExecutionError) as info:
         executor.run(search({"query": {"match_all": {}}}))
     assert time.monotonic() - started < 5
-    assert type(info.value) is ExecutionError and not info.value.retryable
+    assert type(info.value) is error and not info.value.retryable
     assert f"HTTP {status}" in str(info.value) and "injected" in str(info.value)
+    assert "try again later" in str(info.value)
     assert 1 <= len(faulty.requests) <= 2
     faulty.clear_faults()
     assert executor.run(search({"query": {"match_all": {}}})).row_count == 30
@@ -506,6 +545,16 @@ def test_password_in_url_is_not_in_messages(kind: str) -> None:
             executor.run(search({"size": 0}))
         assert "hunter2" not in str(info.value)
         assert "admin:***@127.0.0.1" in str(info.value)
+    finally:
+        executor.close()
+
+
+def test_elasticsearch_kind_on_an_opensearch_server_says_so(engine_url: str) -> None:
+    executor = create_executor(make_manifest("elasticsearch", engine_url))
+    try:
+        with pytest.raises(SourceUnavailable) as info:
+            executor.run(search({"query": {"match_all": {}}}))
+        assert "kind: opensearch" in str(info.value) and not info.value.retryable
     finally:
         executor.close()
 
@@ -646,6 +695,11 @@ def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: Non
                   "size": 11}))
         assert sorted(row[0] for row in result.rows) == ["w1", "w3"]
         assert progress == [("emb_load", 0, 3), ("emb_load", 3, 3)]
+        # Intermediate steps may fetch past the engine's default 10,000-hit window.
+        wide = executor.run(SafeQuery(source="reports", kind="search", limit=50_001,
+                                      max_rows=50_000, index="emb_load",
+                                      body={"query": {"match_all": {}}, "size": 50_001}))
+        assert wide.row_count == 3 and not wide.truncated
         url = embedded.engine_url()
         assert url is not None and url.startswith("http://127.0.0.1:")
         client = OpenSearch(hosts=[url])

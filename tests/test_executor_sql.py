@@ -444,8 +444,11 @@ class TestThroughTheSandbox:
         try:
             values = list(range(1, IDS + 1, 3))
             checked = check_sql("SELECT count(*) AS n FROM ids WHERE id IN (<picked>)", manifest,
-                                params={"<picked>": values})
+                                params={"picked": values})
             assert executor.run(checked).rows == [(len(values),)]
+            literals = check_sql("SELECT count(*) AS n FROM items WHERE name <> 'a :b' AND name LIKE 'item 1%'",
+                                 manifest)
+            assert executor.run(literals).rows == [(1111,)]
         finally:
             executor.close()
 
@@ -487,7 +490,7 @@ def test_missing_sqlite_file_is_unavailable_and_not_created(tmp_path: Path) -> N
 
 
 def test_sqlite_uri_urls_and_odd_paths(tmp_path: Path) -> None:
-    path = tmp_path / "dir with space?#%" / "a.db"
+    path = tmp_path / "dir with space #% 数据" / "a.db"
     path.parent.mkdir()
     connection = sqlite3.connect(path)
     connection.execute("CREATE TABLE t (x)")

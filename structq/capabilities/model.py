@@ -67,7 +67,9 @@ SearchFieldType = Literal[
     "ip",
 ]
 
-_NAME = r"^[A-Za-z_][A-Za-z0-9_$]*$"
+#: Table and column names: whatever the database allows (spaces, non-ASCII letters, %, …),
+#: but no control characters and no surrounding blanks. The sandbox quotes them as needed.
+_NAME = r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$"
 _OUTPUT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -91,7 +93,7 @@ class Column(_Strict):
     type: SqlColumnType
     description: str = ""
     values: dict[str, str] | None = None
-    references: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w$]*\.[A-Za-z_][\w$]*$")
+    references: str | None = Field(default=None, pattern=r"^[^.\x00-\x1f]+\.[^.\x00-\x1f]+$")
     access: Literal["allow", "deny"] = "allow"
     synonyms: list[str] = Field(default_factory=list)
     primary_key: bool = False
@@ -267,6 +269,9 @@ class Manifest(_Strict):
     kind: Literal["sql", "elasticsearch", "opensearch"]
     url: str
     dialect: str | None = None
+    #: The database schema the declared tables live in. Queries may qualify tables with it
+    #: (``schema.table``); any other qualifier is refused. ``structq sync`` introspects it.
+    schema_: str | None = Field(default=None, alias="schema")
     description: str = ""
     limits: Limits = Field(default_factory=Limits)
     policies: Policies = Field(default_factory=Policies)

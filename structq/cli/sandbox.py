@@ -104,7 +104,7 @@ def _print_accepted(safe: "SafeQuery") -> None:
     elif safe.kind == "sql":
         from rich.syntax import Syntax
 
-        out.print(Syntax(safe.text or "", "sql", word_wrap=True))
+        out.print(Syntax(safe.text or "", "sql", word_wrap=True, background_color="default"))
     else:
         from rich.json import JSON
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from structq.sync import SyncPlan
 
 _SOURCE_LINE = re.compile(r"^source:\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
-_LATEST = "latest"
 
 HELP = """Compare manifests with their databases and search indices; report or apply the drift.
 
@@ -156,7 +155,7 @@ def _rollback(manifests: Path, source: str | None, version: str | None, json_out
     name = _source_of(path)
     if name is None:
         fail(f"{path}: no 'source:' line, so its history cannot be found", code=EXIT_USAGE)
-    restored, saved = rollback(path, name, None if version == _LATEST else version)
+    restored, saved = rollback(path, name, version)
     if json_out:
         print_json({"source": name, "file": str(path), "restored": str(restored.path),
                     "previous_version": str(saved.path) if saved else None})
@@ -173,19 +172,23 @@ def sync(
     profile_values: Annotated[int | None, typer.Option("--profile-values", metavar="N", min=1,
                                                        help="Propose 'values' for text columns with at most N distinct values.")] = None,
     show_diff: Annotated[bool, typer.Option("--diff", help="Also print the unified diff of the YAML.")] = False,
-    rollback: Annotated[str | None, typer.Option("--rollback", metavar="[VERSION]", flag_value=_LATEST,
-                                                 help="Restore the previous (or the named) saved version of one manifest.")] = None,
+    rollback: Annotated[bool, typer.Option("--rollback", help="Restore the previous saved version of one manifest "
+                                           "(or VERSION, a name under .history/<source>/).")] = False,
+    version: Annotated[str | None, typer.Argument(metavar="[VERSION]", help="With --rollback: the version to restore.",
+                                                  show_default=False)] = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     from structq.errors import SourceUnavailable
 
     with errors_to_exit(verbose):
-        if rollback is not None:
+        if rollback:
             if check or write:
                 fail("--rollback stands alone (no --check or --write)", code=EXIT_USAGE)
-            _rollback(manifests, source, rollback, json_out)
+            _rollback(manifests, source, version, json_out)
             return
+        if version is not None:
+            fail(f"unexpected argument {version!r} (a VERSION goes with --rollback)", code=EXIT_USAGE)
         if check == write:
             fail("say --check (report only) or --write (apply)", hint="structq sync --help", code=EXIT_USAGE)
         from structq.sync import plan_sync, write_sync

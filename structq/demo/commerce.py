@@ -14,7 +14,7 @@ from itertools import accumulate
 
 from . import story
 from .schema import Contract, Customer, Employee, Product
-from .timeline import END, START, activity, iso, month_starts, random_day
+from .timeline import END, activity, iso, month_end, month_starts, quarter_starts, random_day
 from .vocab import (
     BRAND_WORDS,
     COMPANY_SUFFIXES,
@@ -40,6 +40,12 @@ _BIG_DEALS_PER_QUARTER = {region: (0, 1, 2, 3) if region == "华东" else (0, 0,
 _SALES_DEPARTMENT = "销售部"
 #: Share of ordinary contracts terminated before completion.
 _TERMINATION_RATE = 0.04
+#: Cheapest unit price of a contract's main product: small items are sold without one, and
+#: big deals are about platforms, not consumables.
+_CONTRACT_UNIT_PRICE = 20_000
+_BIG_DEAL_UNIT_PRICE = 100_000
+#: Average days from signing to full payment, by customer level.
+_COLLECTION_DAYS_MEAN = {"战略": 45, "重点": 65, "普通": 85}
 
 
 class SalesForce:
@@ -159,7 +165,8 @@ def generate_contracts(
     drafts = list(_ordinary_contracts(rng, scale, customers, sales_force))
     drafts += list(_big_deals(rng, customers, sales_force))
     drafts.sort(key=lambda contract: contract.signed_at)
-    numbered, per_year = [], defaultdict(int)
+    numbered: list[Contract] = []
+    per_year: dict[str, int] = defaultdict(int)
     for contract in drafts:
         year = contract.signed_at[:4]
         per_year[year] += 1
@@ -175,7 +182,7 @@ def _ordinary_contracts(
     regions, shares = list(REGION_MARKET_SHARE), list(REGION_MARKET_SHARE.values())
     for _ in range(round(BASE_CONTRACTS * scale)):
         month = rng.choices(months, weights=month_weights)[0]
-        signed = random_day(rng, month, min(END, _month_end(month)))
+        signed = random_day(rng, month, min(END, month_end(month)))
         customer = customers.pick(rng, rng.choices(regions, weights=shares)[0])
         amount = min(story.ORDINARY_CONTRACT_CAP, max(50_000.0, rng.lognormvariate(math.log(600_000), 0.9)))
         days = None if rng.random() < _TERMINATION_RATE else _collection_days(rng, customer)
@@ -185,10 +192,8 @@ def _ordinary_contracts(
 def _big_deals(rng: random.Random, customers: CustomerPicker, sales_force: SalesForce) -> Iterator[Contract]:
     """Deals of ten million and more, a few per region and quarter; the spotlight quarter
     of :mod:`.story` gets its fixed set instead."""
-    for quarter_start in month_starts():
-        if quarter_start.month % 3 != 1:
-            continue
-        quarter_end = min(END, _month_end(quarter_start.replace(month=quarter_start.month + 2)))
+    for quarter_start in quarter_starts():
+        quarter_end = min(END, month_end(quarter_start.replace(month=quarter_start.month + 2)))
         for region in REGIONS:
             if (region, (quarter_start, quarter_end)) == (story.BIG_DEAL_REGION, story.BIG_DEAL_QUARTER):
                 collection = list(story.BIG_DEAL_COLLECTION_DAYS)
@@ -213,8 +218,9 @@ def _contract(
     """A contract: 已完成 once fully collected by the end of the window, else 履行中 (its
     collection period still unknown); ``collection_days=None`` means it was 已终止."""
     signed_at = iso(signed)
+    smallest = _BIG_DEAL_UNIT_PRICE if amount >= story.BIG_DEAL_AMOUNT else _CONTRACT_UNIT_PRICE
     choices = [(i, spec) for i, spec in enumerate(PRODUCTS)
-               if on_sale(spec, signed_at) and spec.unit_price >= 20_000]
+               if on_sale(spec, signed_at) and spec.unit_price >= smallest]
     index, spec = rng.choice(choices)
     if collection_days is None:
         status, days = "已终止", None
@@ -238,10 +244,4 @@ def _contract(
 
 def _collection_days(rng: random.Random, customer: Customer) -> int:
     """Days from signing to full payment: big customers pay faster."""
-    mean = {"战略": 45, "重点": 65, "普通": 85}[customer.level]
-    return max(7, round(rng.gauss(mean, 30)))
-
-
-def _month_end(first: date) -> date:
-    following = first.replace(year=first.year + 1, month=1) if first.month == 12 else first.replace(month=first.month + 1)
-    return following - timedelta(days=1)
+    return max(7, round(rng.gauss(_COLLECTION_DAYS_MEAN[customer.level], 30)))

@@ -68,7 +68,7 @@ def generate_employees(rng: random.Random, scale: float) -> list[Employee]:
     managers = _assign_managers(rng, drafts, ids)
     used_names: set[str] = set()
     employees = []
-    for employee_id, draft, manager_id in zip(ids, drafts, managers):
+    for employee_id, draft, manager_id in zip(ids, drafts, managers, strict=True):
         male = rng.random() < _MALE_SHARE.get(draft.department.name, 0.55)
         gender = "男" if male else "女"
         employees.append(
@@ -153,9 +153,9 @@ def _assign_managers(rng: random.Random, drafts: list[_Draft], ids: list[str]) -
     """Each person's manager: staff → a manager of their department (same region first)
     → the department head → the general manager, who reports to no one."""
     ceo = ids[0]
-    heads = {d.department.name: i for d, i in zip(drafts, ids) if d.kind == "head"}
+    heads = {d.department.name: i for d, i in zip(drafts, ids, strict=True) if d.kind == "head"}
     managers: dict[tuple[str, str | None], list[str]] = defaultdict(list)
-    for draft, employee_id in zip(drafts, ids):
+    for draft, employee_id in zip(drafts, ids, strict=True):
         if draft.kind == "manager":
             managers[draft.department.name, draft.region].append(employee_id)
             managers[draft.department.name, None].append(employee_id)
@@ -200,7 +200,7 @@ def _fake_id_card(rng: random.Random, city: str, hire: date, male: bool) -> str:
     birth = random_day(rng, date(hire.year - 40, 1, 1), date(hire.year - 22, 12, 31))
     sequence = rng.randrange(1 if male else 0, 1000, 2)
     body = f"{CITY_AREA_CODES[city]}{birth:%Y%m%d}{sequence:03d}"
-    valid = _ID_CHECK[sum(int(d) * w for d, w in zip(body, _ID_WEIGHTS)) % 11]
+    valid = _ID_CHECK[sum(int(d) * w for d, w in zip(body, _ID_WEIGHTS, strict=True)) % 11]
     return body + rng.choice([digit for digit in "0123456789" if digit != valid])
 
 

@@ -13,7 +13,7 @@ import string
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, timedelta
-from functools import lru_cache, partial
+from functools import cache, partial
 from itertools import cycle
 
 from . import phrases, story
@@ -62,7 +62,8 @@ def generate_reports(
                       if joined <= week <= last]
             chosen = rng.sample(active, min(2, len(active)))
             if author.employee_id in forced:
-                chosen = [story.SPOTLIGHT_PROJECT] + [p for p in chosen if p != story.SPOTLIGHT_PROJECT][:1]
+                others = [p for p in chosen if p != story.SPOTLIGHT_PROJECT]
+                chosen = [story.SPOTLIGHT_PROJECT, *others[:1]]
             customer_names = by_region[author.region] or [c.customer_name for c in customers]
             number += 1
             yield _write(rng, f"R{number:06d}", author, monday, chosen, customer_names)
@@ -95,15 +96,17 @@ def _write(
         if engineering
         else (phrases.BUSINESS_PROGRESS, phrases.BUSINESS_RISKS, phrases.BUSINESS_PLANS)
     )
-    about_projects = [t for t in progress if "{project}" in t] if projects else progress
-    first = rng.choice(about_projects)
-    more = rng.sample([t for t in progress if t != first], rng.randint(1, 2))
-    items = [fill(template) for template in (first, *more)]
-    title_templates = phrases.TITLES if projects else [t for t in phrases.TITLES if "{project}" not in t]
-    title = fill(rng.choice(title_templates))
+    # The first item is about the author's first project, so every listed project that
+    # the reports index says is mentioned really is.
+    first = rng.choice([t for t in progress if "{project}" in t] if projects else progress)
+    more = rng.sample([t for t in progress if t != first], rng.randint(0, 2))
+    done = [fill(template) for template in (first, *more)]
+    risk = fill(rng.choice(risks))
+    planned = [fill(template) for template in rng.sample(plans, rng.randint(1, 2))]
+    titles = phrases.TITLES if projects else [t for t in phrases.TITLES if "{project}" not in t]
+    title = fill(rng.choice(titles))
     content = "\n".join(
-        ["本周进展：", *_numbered(items), "风险与问题：", fill(rng.choice(risks)), "下周计划：",
-         *_numbered([fill(template) for template in rng.sample(plans, 2)])]
+        ["本周进展：", *_numbered(done), "风险与问题：", risk, "下周计划：", *_numbered(planned)]
     )
     return WeeklyReport(
         report_id=report_id,
@@ -160,7 +163,7 @@ class _Filler:
         return template.format(**{name: self._vocabulary[name]() for name in _field_names(template)})
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_names(template: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(
         name for _, name, _, _ in string.Formatter().parse(template) if name

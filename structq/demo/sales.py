@@ -11,7 +11,7 @@ import math
 import random
 from collections.abc import Iterator
 from datetime import date
-from functools import lru_cache
+from functools import cache
 from itertools import accumulate
 
 from . import story
@@ -52,7 +52,7 @@ def generate_sales(
         indices, cumulative = _catalogue(day.year, day.month)
         regions = rng.choices(_REGIONS, cum_weights=_REGION_CUMULATIVE, k=count)
         products = rng.choices(indices, cum_weights=cumulative, k=count)
-        for region, index in zip(regions, products):
+        for region, index in zip(regions, products, strict=True):
             spec = PRODUCTS[index]
             customer = customers.pick(rng, region)
             quantity = rng.randint(*spec.quantity)
@@ -72,7 +72,7 @@ def generate_sales(
             )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _catalogue(year: int, month: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """Products on sale in a month (launches and retirements fall on a month's first day)
     and their cumulative popularity, 产品X following its launch ramp."""

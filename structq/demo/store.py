@@ -33,7 +33,7 @@ def staged(*targets: Path) -> Iterator[list[Path]]:
     temporaries = [target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp") for target in targets]
     try:
         yield list(temporaries)
-        for temporary, target in zip(temporaries, targets):
+        for temporary, target in zip(temporaries, targets, strict=True):
             os.replace(temporary, target)
     finally:
         for temporary in temporaries:

@@ -65,6 +65,20 @@ def spotlight_cohort(
     )
 
 
+def spotlight_a_grades(
+    rng: random.Random,
+    members: Iterable[ProjectMember],
+    employees: Mapping[str, Employee],
+) -> dict[str, frozenset[str]]:
+    """For each spotlight month (ISO), the cohort members who must be graded A in it."""
+    members = list(members)
+    chosen: dict[str, frozenset[str]] = {}
+    for month, monday in SPOTLIGHT_WEEKS:
+        cohort = spotlight_cohort(members, employees, month, monday)
+        chosen[month.isoformat()] = frozenset(rng.sample(cohort, min(SPOTLIGHT_A_COUNT, len(cohort))))
+    return chosen
+
+
 # --- big contracts in 华东, 2023 Q4 ------------------------------------------------------
 
 #: "销售额超过1000万": ordinary contracts never reach this amount, only big deals do.
@@ -77,7 +91,6 @@ BIG_DEAL_QUARTER = (date(2023, 10, 1), date(2023, 12, 31))
 #: Collection periods (days) of the big deals signed in that region and quarter: five are
 #: collected in under 60 days, three are not, so the collection filter matters.
 BIG_DEAL_COLLECTION_DAYS = (23, 35, 41, 52, 58, 64, 97, 133)
-BIG_DEAL_FAST_COLLECTION = 60
 
 # --- 产品X's launch ----------------------------------------------------------------------
 
@@ -101,16 +114,3 @@ def product_x_ramp(months_since_launch: int) -> float:
     """产品X's popularity multiplier ``months_since_launch`` months after its launch."""
     return PRODUCT_X_RAMP[min(months_since_launch, len(PRODUCT_X_RAMP) - 1)]
 
-
-def spotlight_a_grades(
-    rng: random.Random,
-    members: Iterable[ProjectMember],
-    employees: Mapping[str, Employee],
-) -> dict[str, frozenset[str]]:
-    """For each spotlight month (ISO), the cohort members who must be graded A in it."""
-    members = list(members)
-    chosen = {}
-    for month, monday in SPOTLIGHT_WEEKS:
-        cohort = spotlight_cohort(members, employees, month, monday)
-        chosen[month.isoformat()] = frozenset(rng.sample(cohort, min(SPOTLIGHT_A_COUNT, len(cohort))))
-    return chosen

@@ -8,6 +8,7 @@ sorts and compares correctly as plain strings; the generators rely on that.
 
 from __future__ import annotations
 
+import calendar
 import random
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -50,14 +51,22 @@ def days(start: date = START, end: date = END) -> Iterator[date]:
         yield start + timedelta(days=offset)
 
 
+def month_end(day: date) -> date:
+    """The last day of ``day``'s month."""
+    return day.replace(day=calendar.monthrange(day.year, day.month)[1])
+
+
 def month_starts(start: date = START, end: date = END) -> Iterator[date]:
     """The first day of every month whose first day lies in ``[start, end]``."""
-    year, month = start.year, start.month
-    if start.day != 1:
-        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    while (first := date(year, month, 1)) <= end:
+    first = start if start.day == 1 else month_end(start) + timedelta(days=1)
+    while first <= end:
         yield first
-        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        first = month_end(first) + timedelta(days=1)
+
+
+def quarter_starts(start: date = START, end: date = END) -> Iterator[date]:
+    """The first day of every quarter whose first day lies in ``[start, end]``."""
+    return (first for first in month_starts(start, end) if first.month % 3 == 1)
 
 
 def mondays(start: date = START, end: date = END) -> Iterator[date]:

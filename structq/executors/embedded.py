@@ -40,6 +40,7 @@ __all__ = [
     "EmbeddedEngine",
     "is_embedded",
     "index_mapping",
+    "index_body",
     "acquire",
     "release",
     "engine_url",
@@ -58,6 +59,9 @@ _START_TIMEOUT_S = 30.0
 _STOP_GRACE_S = 5.0
 # Numbers that need a parameter OpenSearch will not default.
 _SCALING_FACTOR = 100
+# A step may pass up to ``max_intermediate_rows`` (≤ 10,000,000) rows on, fetched with
+# ``size = rows + 1``; the engine's default window stops ``from + size`` at 10,000.
+_MAX_RESULT_WINDOW = 10_000_001
 
 
 def is_embedded(url: str) -> bool:
@@ -107,6 +111,13 @@ def index_mapping(index: Index) -> dict[str, Any]:
     indexed, so nothing undeclared is searchable — the manifest is the whole map.
     """
     return {"dynamic": False, "properties": _properties(index.fields)}
+
+
+def index_body(index: Index) -> dict[str, Any]:
+    """The create-index request for a manifest index: its mapping, and a result window wide
+    enough for the largest row cap a manifest allows."""
+    return {"settings": {"index": {"max_result_window": _MAX_RESULT_WINDOW}},
+            "mappings": index_mapping(index)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +276,7 @@ class EmbeddedEngine:
                      "manifest",
             )
         client = self._client
-        client.indices.create(index=index.name, body={"mappings": index_mapping(index)})
+        client.indices.create(index=index.name, body=index_body(index))
         try:
             if path is not None:
                 self._bulk_load(index.name, path, progress)

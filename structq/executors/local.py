@@ -98,12 +98,14 @@ class _ColumnType:
     store: Callable[[Any], Any] | None  # None: the value is stored as it is
 
 
+# sqlite3 binds bools as 0/1 and INTEGER/REAL affinities convert numbers, so only JSON and
+# text that holds non-text values need converting before they are stored.
 _TYPES = {
     t.name: t
     for t in (
-        _ColumnType("integer", "INTEGER", int),
-        _ColumnType("real", "REAL", float),
-        _ColumnType("boolean", _BOOLEAN_DECL, int),
+        _ColumnType("integer", "INTEGER", None),
+        _ColumnType("real", "REAL", None),
+        _ColumnType("boolean", _BOOLEAN_DECL, None),
         _ColumnType("json", _JSON_DECL, _as_json),
         _ColumnType("text", "TEXT", _as_text),
     )
@@ -115,20 +117,20 @@ def infer_column_type(values: Iterable[Any]) -> str:
 
     Looks at every non-null value, so the answer does not depend on row order.
     """
-    kinds: set[type] = set()
-    for value in values:
-        if value is None:
-            continue
-        kind = type(value)
-        if kind is int and not _INT64[0] <= value <= _INT64[1]:
-            return "text"
-        kinds.add(list if kind is tuple else kind)
+    values = values if isinstance(values, (list, tuple)) else list(values)
+    kinds = set(map(type, values)) - {type(None)}
+    if tuple in kinds:
+        kinds = (kinds - {tuple}) | {list}
     if list in kinds or dict in kinds:
         return "json"
     if not kinds or not kinds <= {bool, int, float}:
         return "text"
     if kinds == {bool}:
         return "boolean"
+    if int in kinds:
+        numbers = [v for v in values if v is not None]
+        if not (_INT64[0] <= min(numbers) and max(numbers) <= _INT64[1]):
+            return "text"  # SQLite integers are 64-bit; text keeps every digit
     return "real" if float in kinds else "integer"
 
 
@@ -142,13 +144,20 @@ class LocalTable:
 
     def stored_rows(self) -> Iterable[tuple[Any, ...]]:
         """Rows converted for storage in the declared column types."""
-        stores = [_TYPES[kind].store for _, kind in self.columns]
-        if all(store is None for store in stores):
+        stores = {
+            i: _TYPES[kind].store
+            for i, (_, kind) in enumerate(self.columns)
+            if _TYPES[kind].store is not None and (kind != "text" or not self._all_text(i))
+        }
+        if not stores:
             return self.rows
         return (
-            tuple(v if v is None or s is None else s(v) for v, s in zip(row, stores))
+            tuple(v if v is None or i not in stores else stores[i](v) for i, v in enumerate(row))
             for row in self.rows
         )
+
+    def _all_text(self, index: int) -> bool:
+        return set(map(type, (row[index] for row in self.rows))) <= {str, type(None)}
 
 
 def _unique_names(columns: Iterable[str]) -> list[str]:
@@ -177,7 +186,8 @@ def describe_results(results: Mapping[str, ResultSet]) -> list[LocalTable]:
         if not result.columns:
             continue
         names = _unique_names(result.columns)
-        kinds = [infer_column_type(row[i] for row in result.rows) for i in range(len(names))]
+        by_column = list(zip(*result.rows)) if result.rows else [()] * len(names)
+        kinds = [infer_column_type(values) for values in by_column]
         tables.append(LocalTable(key, tuple(zip(names, kinds)), result.rows))
     return tables
 
@@ -284,6 +294,7 @@ class LocalExecutor:
                 raw = connection.connection.dbapi_connection
                 _load(raw, self.tables)
                 raw.execute("PRAGMA query_only = ON")
+                raw.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)  # no ATTACH: no files at all
                 with sqlite_deadline(raw, self.timeout_s):
                     columns, rows, truncated = fetch(connection, query)
         except DBAPIError as exc:

@@ -49,6 +49,11 @@ __all__ = ["SearchExecutor", "ElasticsearchExecutor", "OpenSearchExecutor", "red
 
 Endpoint = Literal["search", "count"]
 
+#: Too many requests, bad gateway, service unavailable, gateway timeout: the engine cannot
+#: serve anyone right now — the source's state, not the query's fault (other 5xx stay
+#: ExecutionError).
+_UNAVAILABLE_STATUSES = frozenset({429, 502, 503, 504})
+
 
 def redact_url(url: str) -> str:
     """``url`` without its password, for messages and logs."""
@@ -69,9 +74,12 @@ def _has_aggregations(body: Mapping[str, Any]) -> bool:
     return bool(body.get("aggs") or body.get("aggregations"))
 
 
+#: Request keys that change which hits count, which the count endpoint cannot take.
+_COUNT_CHANGERS = ("post_filter", "min_score", "collapse")
+
+
 def _wants_count(body: Mapping[str, Any]) -> bool:
-    """``size: 0`` without aggregations asks how many documents match: the count endpoint
-    answers exactly, where ``hits.total`` may stop at 10,000 (``relation: gte``)."""
+    """``size: 0`` without aggregations asks how many documents match."""
     return body.get("size") == 0 and not _has_aggregations(body)
 
 
@@ -122,10 +130,16 @@ class SearchExecutor:
         started = time.perf_counter()
         index = self._index_of(query)
         body = self._request_body(query)
-        if _wants_count(body):
+        if _wants_count(body) and not any(k in body for k in _COUNT_CHANGERS):
+            # The count endpoint answers exactly, where hits.total may stop at 10,000.
             request = {"query": body["query"]} if "query" in body else {}
             response = self._call("count", query, request)
-            table = count_rows(response)
+            table = count_rows(response["count"])
+        elif _wants_count(body):
+            request = {**body, "track_total_hits": True}
+            response = self._call("search", query, request)
+            self._check_complete(response, query)
+            table = count_rows(((response.get("hits") or {}).get("total") or {}).get("value"))
         else:
             request = body
             response = self._call("search", query, request)
@@ -180,13 +194,15 @@ class SearchExecutor:
 
         The sandbox already caps ``size`` at ``max_rows + 1``; capping again here means a
         hand-built or buggy query still cannot fetch more, and truncation stays detectable.
+        With aggregations ``size`` becomes 0: their rows are the answer, so hits would be
+        fetched only to be discarded.
         """
         body = dict(query.body or {})
         body["timeout"] = f"{max(1, round(self.timeout_s * 1000))}ms"
         size = body.get("size")
-        if size is None and not _has_aggregations(body):
-            body["size"] = query.limit
-        elif isinstance(size, int) and size > query.limit:
+        if _has_aggregations(body):
+            body["size"] = 0  # the answer is the aggregation rows; hits would be thrown away
+        elif size is None or (isinstance(size, int) and size > query.limit):
             body["size"] = query.limit
         return body
 
@@ -282,11 +298,23 @@ class SearchExecutor:
                 f"{where} refused the credentials (HTTP {failure.status}: {detail})", **common,
                 hint="put user:password in the url through ${VAR} interpolation",
             )
+        if failure.kind == "wrong_product":
+            return SourceUnavailable(
+                f"{where} does not answer as Elasticsearch ({detail})", **common,
+                hint="an OpenSearch server needs `kind: opensearch` in the manifest",
+            )
         if failure.kind == "rejected":
             return ExecutionError(
                 f"{flavour.label} rejected the query on index {query.index!r} "
                 f"(HTTP {failure.status}): {detail}", **common,
                 hint="fix the query: the engine's reason names the clause or field",
+            )
+        if failure.kind == "server" and failure.status in _UNAVAILABLE_STATUSES:
+            return SourceUnavailable(
+                f"{where} is unavailable (HTTP {failure.status}: "
+                f"{detail or 'no reason given'})", **common,
+                hint="the engine, or a proxy in front of it, cannot serve requests now; "
+                     "try again later",
             )
         if failure.kind == "server":
             status = f"HTTP {failure.status}" if failure.status else "an unreadable answer"

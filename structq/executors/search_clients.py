@@ -26,7 +26,8 @@ __all__ = ["Failure", "ClientFlavour", "ElasticsearchFlavour", "OpenSearchFlavou
 #: would multiply the wait before a dead source is reported.
 MAX_RETRIES = 1
 
-FailureKind = Literal["unreachable", "timeout", "auth", "rejected", "server", "unknown"]
+FailureKind = Literal["unreachable", "timeout", "auth", "wrong_product", "rejected", "server",
+                      "unknown"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ def engine_error(body: Any) -> tuple[str | None, str | None]:
 def _kind_for_status(status: int | None) -> FailureKind:
     if status in (401, 403):
         return "auth"
+    if status == 429:  # too many requests: the engine is busy, the query is not at fault
+        return "server"
     if status is not None and 400 <= status < 500:
         return "rejected"
     if status is not None and status >= 500:
@@ -137,10 +140,12 @@ class ElasticsearchFlavour(ClientFlavour):
         import elasticsearch
 
         if isinstance(exc, elasticsearch.UnsupportedProductError):
-            return Failure("unreachable", type="unsupported_product", reason=str(exc))
+            return Failure("wrong_product", type="unsupported_product", reason=str(exc))
         if isinstance(exc, elasticsearch.ApiError):
             error_type, reason = engine_error(exc.body)
             status = getattr(exc.meta, "status", None)
+            if status == 406:  # OpenSearch refuses the client's compatible-with media type
+                return Failure("wrong_product", status, error_type, reason or str(exc))
             return Failure(_kind_for_status(status), status, error_type, reason or str(exc))
         if isinstance(exc, elastic_transport.ConnectionTimeout):
             return Failure("timeout", type=type(exc).__name__, reason=str(exc))

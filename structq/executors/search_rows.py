@@ -224,9 +224,9 @@ def hit_rows(response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
     return Table(tuple(names), rows, truncated)
 
 
-def count_rows(response: Mapping[str, Any]) -> Table:
-    """The count endpoint's answer as one row."""
-    return Table(("count",), [json_safe_row([response.get("count")])])
+def count_rows(count: Any) -> Table:
+    """How many documents matched, as one row."""
+    return Table(("count",), [json_safe_row([count])])
 
 
 # ---------------------------------------------------------------------------------------------

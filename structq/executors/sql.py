@@ -19,7 +19,7 @@ Per backend (each guard verified against the real server in ``tests/test_executo
 backend      read-only                               statement timeout
 ===========  ======================================  ==========================================
 SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
-             ``PRAGMA query_only``                   the deadline
+             ``PRAGMA query_only``; no ATTACH        the deadline
 PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
              query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
              only`` per session; every statement     cancels the backend as a backstop
@@ -246,6 +246,7 @@ class _SQLite(_Backend):
                 raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
             connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
             connection.execute("PRAGMA query_only = ON")
+            connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)  # ATTACH could create files
             return connection
 
         # ``creator`` owns the connection; the URL only selects the dialect. QueuePool because

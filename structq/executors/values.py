@@ -45,6 +45,7 @@ __all__ = ["BINARY_PREFIX", "json_safe", "json_safe_row", "json_safe_rows"]
 BINARY_PREFIX = "base64:"
 
 _PLAIN = frozenset({str, int, bool, type(None)})
+_PLAIN_OR_FLOAT = _PLAIN | {float}
 
 
 def _decimal(value: Decimal) -> int | float | str:
@@ -125,9 +126,14 @@ def json_safe(value: Any) -> Any:
 
 def json_safe_row(row: Sequence[Any]) -> tuple[Any, ...]:
     """One row with every value JSON-safe."""
-    return tuple(
-        value if type(value) in _PLAIN else json_safe(value) for value in row
-    )
+    kinds = set(map(type, row))  # C speed: most rows hold only plain values
+    if kinds <= _PLAIN or (kinds <= _PLAIN_OR_FLOAT and all(map(_finite, row))):
+        return tuple(row)
+    return tuple(value if type(value) in _PLAIN else json_safe(value) for value in row)
+
+
+def _finite(value: Any) -> bool:
+    return type(value) is not float or math.isfinite(value)
 
 
 def json_safe_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:

@@ -4,7 +4,8 @@ No I/O and no executor imports here: what the sandbox accepts is decided by the 
 the manifest alone.
 """
 
+from .dsl import check_dsl
 from .query import SafeQuery
 from .sql import check_sql
 
-__all__ = ["SafeQuery", "check_sql"]
+__all__ = ["SafeQuery", "check_dsl", "check_sql"]

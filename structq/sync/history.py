@@ -88,12 +88,15 @@ def atomic_write(path: Path, data: bytes) -> None:
             pass
         _write_all(fd, data)
         os.fsync(fd)
-    except BaseException:
         os.close(fd)
-        os.unlink(tmp)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise
-    os.close(fd)
-    os.replace(tmp, path)
     _fsync_dir(folder)
 
 
@@ -131,15 +134,16 @@ def locked(manifest_path: Path, source: str) -> Iterator[None]:
     with open(folder / ".lock", "a+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            _remove_stale_temporaries(manifest_path)
+            _remove_stale_temporaries(manifest_path.parent, f".{manifest_path.name}.")
+            _remove_stale_temporaries(folder, ".")
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _remove_stale_temporaries(manifest_path: Path) -> None:
+def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
     """Temporary files of writers that were killed; safe to delete while we hold the lock."""
-    for stale in manifest_path.parent.glob(f".{manifest_path.name}.*{_TMP_SUFFIX}"):
+    for stale in folder.glob(f"{prefix}*{_TMP_SUFFIX}"):
         try:
             stale.unlink()
         except OSError as exc:

@@ -8,11 +8,11 @@ reference values it used (``used``), so the ``SafeQuery`` can report both for au
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from structq.capabilities.loader import closest
 from structq.capabilities.model import Index, Manifest, SearchField
 from structq.capabilities.validate import REFERENCE
 from structq.errors import PlanError, SandboxViolation
@@ -66,9 +66,9 @@ def format_path(path: JsonPath) -> str:
 def closest_hint(word: str, options: Iterable[str], *, what: str) -> str:
     """"did you mean …?" when something is close, and always the full list of what is allowed."""
     options = sorted(options)
-    match = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
+    match = closest(word, options)
     listing = f"{what}: {', '.join(options) or '(none)'}"
-    return f"did you mean {match[0]!r}? {listing}" if match else listing
+    return f"did you mean {match!r}? {listing}" if match else listing
 
 
 def _is_denied(path: str, fields: Mapping[str, SearchField]) -> bool:
@@ -134,7 +134,7 @@ class Context:
         """``value`` when it is of ``kinds``; else an ``invalid_body`` naming what was expected."""
         if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in _as_tuple(kinds)):
             return value
-        self.refuse("invalid_body", f"expected {what}, got {_describe(value)}", path)
+        self.refuse("invalid_body", f"expected {what}, got {_describe(value)}", path, f"write {what} here")
 
     # --- fields ------------------------------------------------------------------------
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field as dataclass_field
 from typing import Any
 
-from ._context import REASONS, Context, JsonPath, closest_hint, format_path
 from structq.errors import PlanError
+
+from ._context import REASONS, Context, JsonPath, closest_hint, format_path
 
 __all__ = [
     "Check", "Shape", "each", "one_or_many", "data", "count", "agg_size", "field", "nested_path",
@@ -85,13 +86,15 @@ def one_or_many(check: Check) -> Check:
 def data(ctx: Context, value: Any, path: JsonPath) -> Any:
     """A plain option (an order, a format, bucket ranges): passed on as a copy. The key that
     holds it is allowlisted, so the engine reads it as data; a reference here would not be
-    substituted, so it is refused rather than searched for literally."""
+    substituted, so it is refused rather than sent as text."""
     _no_reference(ctx, value, path)
     return copy.deepcopy(value)
 
 
 def _no_reference(ctx: Context, value: Any, path: JsonPath) -> None:
-    if ctx.reference(value) is not None:
+    """Options are data; text shaped like ``<b>`` (a highlight tag) stays text unless it names
+    a step whose values were given, which means the plan meant a reference."""
+    if ctx.reference(value) in ctx.params:
         raise PlanError(f"reference {value!r} at {format_path(path)} stands where no query value goes",
                         hint="references are allowed as values of term, terms, match, range, ids and the like")
     children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
@@ -103,7 +106,7 @@ def count(ctx: Context, value: Any, path: JsonPath) -> int:
     """A non-negative integer (``from``, ``size``)."""
     number = ctx.expect(value, int, path, "a non-negative integer")
     if number < 0:
-        ctx.refuse("invalid_body", f"expected a non-negative integer, got {number}", path)
+        ctx.refuse("invalid_body", f"expected a non-negative integer, got {number}", path, "write 0 or more")
     return number
 
 

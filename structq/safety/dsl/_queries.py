@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ._context import Context, JsonPath
@@ -111,13 +112,19 @@ class FieldClause:
         if self.options is None:
             return self.value(ctx, given, path)
         if isinstance(given, dict):
-            return Shape({**self.options.keys, **({self.main: self.value} if self.main else {})},
-                         required={self.main: f"give the {self.main}"} if self.main else {},
-                         what=self.options.what)(ctx, given, path)
+            return self._long_form(ctx, given, path)
         if self.main is None:
             ctx.refuse("invalid_body", "expected an object of bounds and options", path,
                        'e.g. {"range": {"week_start_date": {"gte": "2024-03-01", "lt": "2024-04-01"}}}')
         return self.value(ctx, given, path)
+
+    @cached_property
+    def _long_form(self) -> Shape:
+        """The options, plus the main key with the value's check (required when there is one)."""
+        assert self.options is not None
+        if self.main is None:
+            return self.options
+        return self.options.extend({self.main: self.value}, required={self.main: f"give the {self.main}"})
 
     def _check_enum(self, ctx: Context, name: str, given: Any, path: JsonPath) -> None:
         if isinstance(given, dict) and self.main:

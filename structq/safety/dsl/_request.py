@@ -12,7 +12,7 @@ from structq.capabilities.model import Index, Manifest
 from structq.errors import SandboxViolation
 
 from ._aggs import aggregations
-from ._context import Context, JsonPath, closest_hint
+from ._context import SCALAR_TYPES, Context, JsonPath, closest_hint
 from ._grammar import Shape, count, data
 from ._hits import HIT_OPTIONS, collapse, with_default_source
 from ._queries import query
@@ -123,8 +123,20 @@ def _filter_value(ctx: Context, value: Any) -> Any:
             f"index {ctx.index.name!r} has a row filter on variable {name!r}, which the caller did not give",
             hint=f"pass it: vars={{{name!r}: …}} (CLI: --var {name}=…)", source=ctx.source.source,
         )
-    ctx.used[name] = ctx.vars[name]
-    return ctx.vars[name]
+    value = ctx.vars[name]
+    if not _is_term_value(value):
+        raise SandboxViolation(
+            "invalid_variable", f"variable {name!r} of the row filter on {ctx.index.name!r} is {type(value).__name__}",
+            hint="give a string, a number, a boolean, or a list of them", source=ctx.source.source,
+        )
+    ctx.used[name] = value
+    return value
+
+
+def _is_term_value(value: Any) -> bool:
+    """A scalar or a list of scalars: an object would be read by the engine as term options."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return all(isinstance(item, SCALAR_TYPES) for item in items)
 
 
 def row_filter_clauses(ctx: Context) -> list[dict[str, Any]]:

@@ -77,11 +77,12 @@ def _unknown(check: Check, exc: OptimizeError) -> Exception:
             f"column {name!r} of table {table!r} may not be read, in any clause",
             "remove it; it is not readable through this source",
         )
-    if str(exc).startswith("Ambiguous column"):
+    owners = {table.name for _, table in check.reads if table.column(name) and not table.column(name).denied}
+    if str(exc).startswith("Ambiguous column") or len(owners) > 1:
         return check.fail(
             "ambiguous_column",
             f"column {name!r} is ambiguous",
-            "qualify it with its table's alias, e.g. t." + name,
+            f"qualify it with its table's alias; it is a column of {', '.join(sorted(owners)) or 'several sources'}",
         )
     options = {c.name: table.name for _, table in check.reads for c in table.allowed_columns}
     suggestion = closest(name, list(options))
@@ -107,6 +108,17 @@ def _outer_selects(tree: exp.Expr) -> list[exp.Select]:
     return []
 
 
+def _drop_invented_aliases(outer: list[exp.Select], unnamed: set[int]) -> None:
+    """Unwrap ``expr AS _col_0`` that qualification added, unless the alias is referred to."""
+    for select in outer:
+        for projection in select.expressions:
+            if isinstance(projection, exp.Alias) and id(projection.this) in unnamed:
+                alias = projection.alias
+                used = any(c.name == alias and not c.table for c in select.find_all(exp.Column))
+                if not used:
+                    projection.replace(projection.this)
+
+
 def check_columns(check: Check) -> None:
     """Refuse denied and unknown columns; qualify every column; expand stars."""
     tree = check.tree
@@ -120,10 +132,7 @@ def check_columns(check: Check) -> None:
     except OptimizeError as exc:
         raise _unknown(check, exc) from None
     if unnamed:
-        for select in outer:
-            for projection in select.expressions:
-                if isinstance(projection, exp.Alias) and id(projection.this) in unnamed:
-                    projection.replace(projection.this)
+        _drop_invented_aliases(outer, unnamed)
     aliases = {node.alias_or_name: table.name for node, table in check.reads}
     for column in tree.find_all(exp.Column):
         table = aliases.get(column.table)

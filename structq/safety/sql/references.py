@@ -57,13 +57,13 @@ def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values:
     if dialect == "postgres":
         value: Any = list(values)
         name = _name(check, placeholder.name, value)
-        node.replace(exp.EQ(this=node.this, expression=exp.Any(this=placeholder)))
+        node.replace(exp.EQ(this=node.this, expression=exp.Any(this=exp.Paren(this=placeholder))))
     elif dialect == "sqlite":
         value = json.dumps(list(values), ensure_ascii=False, default=str)
         name = _name(check, placeholder.name, value)
         table = exp.Table(this=exp.Anonymous(this="json_each", expressions=[placeholder]))
         node.set("expressions", [])
-        node.set("query", exp.select("value").from_(table, copy=False))
+        node.set("query", exp.Subquery(this=exp.select("value").from_(table, copy=False)))
     else:
         value = list(values)
         name = _name(check, placeholder.name, value)

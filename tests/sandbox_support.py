@@ -1,0 +1,64 @@
+"""Helpers the sandbox tests share: the test manifest per dialect and a small SQLite database.
+
+``manifest_from_columns`` (build a permissive Manifest from ``{table: [columns]}``) lives in
+``bench/corpora.py`` because the benchmark needs it too; tests build theirs from YAML.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from functools import lru_cache
+from pathlib import Path
+
+from structq.capabilities import Manifest, load_manifest_text
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sandbox"
+
+
+@lru_cache(maxsize=None)
+def manifest(dialect: str = "sqlite", *, filters: bool = True) -> Manifest:
+    """The shared test manifest (``fixtures/sandbox/manifest.yaml``) for ``dialect``."""
+    text = (FIXTURES / "manifest.yaml").read_text(encoding="utf-8")
+    text = text.replace("url: sqlite:///hr.db", "url: sqlite:///hr.db\ndialect: " + dialect)
+    if not filters:
+        text = text.replace('    - {table: employees, where: "tenant_id = :tenant_id"}\n', "")
+        text = text.replace("  row_filters:\n", "  row_filters: []\n")
+    return load_manifest_text(text)[0]
+
+
+SCHEMA = """
+CREATE TABLE employees (employee_id TEXT, name TEXT, dept_id INTEGER, tenant_id INTEGER,
+                        hired_at DATE, salary INTEGER);
+CREATE TABLE departments (dept_id INTEGER, title TEXT, budget INTEGER);
+CREATE TABLE employee_performance (employee_id TEXT, performance_grade TEXT,
+                                   assessment_month DATE, id_card TEXT);
+CREATE TABLE project_members (employee_id TEXT, project_name TEXT, note TEXT);
+"""
+
+
+def database() -> sqlite3.Connection:
+    """An in-memory SQLite database with a little data, two tenants."""
+    db = sqlite3.connect(":memory:")
+    db.executescript(SCHEMA)
+    db.executemany(
+        "INSERT INTO employees VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            ("E1", "王芳", 1, 7, "2020-01-05", 100),
+            ("E2", "李雷", 1, 7, "2021-03-01", 200),
+            ("E3", "张伟", 2, 7, "2022-07-15", 300),
+            ("E4", "Ann", 2, 8, "2019-11-11", 400),
+            ("E5", "Bob", 3, 8, "2023-02-02", 500),
+        ],
+    )
+    db.executemany("INSERT INTO departments VALUES (?, ?, ?)", [(1, "R&D", 10), (2, "Sales", 20), (3, "Ops", 30), (4, "Empty", 0)])
+    db.executemany(
+        "INSERT INTO employee_performance VALUES (?, ?, ?, ?)",
+        [("E1", "A", "2024-03-01", "x1"), ("E2", "B", "2024-03-01", "x2"), ("E3", "A", "2024-03-01", "x3"),
+         ("E4", "A", "2024-03-01", "x4"), ("E5", "C", "2024-03-01", "x5")],
+    )
+    db.executemany(
+        "INSERT INTO project_members VALUES (?, ?, ?)",
+        [("E1", "星火", "10:30"), ("E2", "星火", "a::b"), ("E4", "星火", None), ("E3", "北斗", ":x")],
+    )
+    db.commit()
+    return db

@@ -1,0 +1,106 @@
+"""Golden files for the sandbox's rewrites (``tests/fixtures/sandbox/*.sql``).
+
+In the style of sqlglot's ``tests/fixtures/optimizer``: a ``-- dialect:`` header, then cases of
+``-- title`` / input / optional ``-- by hand`` / ``-- expected`` / output, separated by blank
+lines. On SQLite the test also runs the input — or its ``-- by hand`` version, where the row
+filter is written out — and the rewritten output on a real in-memory database and compares
+the rows (sqlglot's ``check_file`` does the same).
+
+``STRUCTQ_UPDATE_GOLDEN=1 pytest tests/test_sandbox_golden.py`` rewrites the expected blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import bindparam, create_engine, text
+from sqlalchemy.pool import StaticPool
+
+from sandbox_support import FIXTURES, database, manifest
+from structq.safety import check_sql
+
+PARAMS = {"members": ["E1", "E3"], "top.dept_id": [2]}
+VARS = {"tenant_id": 7}
+UPDATE = os.environ.get("STRUCTQ_UPDATE_GOLDEN") == "1"
+
+
+@dataclass
+class Case:
+    file: Path
+    dialect: str
+    title: str
+    query: str
+    by_hand: str | None
+    expected: str
+
+
+def _cases(path: Path) -> list[Case]:
+    content = path.read_text(encoding="utf-8")
+    dialect = re.search(r"^-- dialect: (\w+)", content, re.M).group(1)  # type: ignore[union-attr]
+    cases = []
+    for block in re.split(r"\n\s*\n", content):
+        lines = [line for line in block.strip().splitlines()]
+        if not lines or not lines[0].startswith("-- ") or "-- expected" not in lines:
+            continue
+        parts: dict[str, list[str]] = {"input": [], "by hand": [], "expected": []}
+        current = "input"
+        for line in lines[1:]:
+            if line.strip() in ("-- by hand", "-- expected"):
+                current = line.strip()[3:]
+            else:
+                parts[current].append(line)
+        join = lambda key: " ".join(parts[key]).strip().rstrip(";")  # noqa: E731
+        cases.append(Case(path, dialect, lines[0][3:], join("input"), join("by hand") or None, join("expected")))
+    return cases
+
+
+FILES = sorted(FIXTURES.glob("*.sql"))
+CASES = [case for path in FILES for case in _cases(path)]
+
+
+def _rewrite(case: Case) -> str:
+    return check_sql(case.query, manifest(case.dialect), params=PARAMS, vars=VARS).text  # type: ignore[return-value]
+
+
+def _update_goldens() -> None:
+    for path in FILES:
+        content = path.read_text(encoding="utf-8")
+        for case in _cases(path):
+            pattern = re.compile(r"(-- " + re.escape(case.title) + r"\n(?:.*\n)*?-- expected\n)(.*)")
+            content = pattern.sub(lambda m: m.group(1) + _rewrite(case) + ";", content, count=1)
+        path.write_text(content, encoding="utf-8")
+
+
+if UPDATE:
+    _update_goldens()
+    CASES = [case for path in FILES for case in _cases(path)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.file.stem}: {c.title}")
+def test_rewrite_matches_golden(case: Case) -> None:
+    assert _rewrite(case) == case.expected
+
+
+@pytest.fixture(scope="module")
+def engine():
+    db = database()
+    engine = create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+    yield engine
+    engine.dispose()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.dialect == "sqlite"], ids=lambda c: c.title)
+def test_rewrite_gives_the_same_rows(case: Case, engine) -> None:
+    result = check_sql(case.query, manifest("sqlite"), params=PARAMS, vars=VARS)
+    statement = text(result.text)  # type: ignore[arg-type]
+    if result.expanding:
+        statement = statement.bindparams(*(bindparam(n, expanding=True) for n in result.expanding))
+    with engine.connect() as connection:
+        rewritten = [tuple(r) for r in connection.execute(statement, result.params)]
+        reference = [tuple(r) for r in connection.exec_driver_sql(case.by_hand or case.query)]
+    assert rewritten == reference
+    assert rewritten, "a golden case whose rows are all empty proves little"

@@ -1,0 +1,522 @@
+"""The SQL sandbox: what it accepts, what it refuses (with which code, message and hint), and
+that accepted rewrites run on a real SQLite database with the right rows.
+
+Allow/deny tables in the style of datasette's ``test_validate_sql_select_bad/good``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sqlglot
+from sqlalchemy import bindparam, create_engine, text
+from sqlalchemy.pool import StaticPool
+from sqlglot import exp
+
+from sandbox_support import database, manifest
+from structq.errors import PlanError, SandboxViolation
+from structq.safety import SafeQuery, check_sql
+from structq.safety.functions import UNRESOLVED
+from structq.safety.sql import CODES
+
+DIALECTS = ["sqlite", "postgres", "mysql"]
+VARS = {"tenant_id": 7}
+
+
+def check(query: str, dialect: str = "sqlite", **kw) -> SafeQuery:
+    kw.setdefault("vars", VARS)
+    return check_sql(query, manifest(dialect), **kw)
+
+
+def refused(query: str, dialect: str = "sqlite", **kw) -> SandboxViolation:
+    with pytest.raises(SandboxViolation) as info:
+        check(query, dialect, **kw)
+    assert info.value.code in CODES
+    assert info.value.hint, "every violation says what would be accepted"
+    return info.value
+
+
+# ------------------------------------------------------------------------------------------
+# Refusals, every dialect
+# ------------------------------------------------------------------------------------------
+
+BAD_EVERYWHERE = [
+    # writes and DDL
+    ("INSERT INTO departments VALUES (9, 'x', 1)", {"write", "not_a_query"}),
+    ("UPDATE departments SET budget = 0", {"write", "not_a_query"}),
+    ("DELETE FROM departments", {"write", "not_a_query"}),
+    ("DROP TABLE departments", {"write", "not_a_query"}),
+    ("CREATE TABLE x (a INT)", {"write", "not_a_query"}),
+    ("CREATE TABLE x AS SELECT * FROM departments", {"write", "not_a_query"}),
+    ("ALTER TABLE departments ADD COLUMN x INT", {"write", "not_a_query", "unsupported"}),
+    ("TRUNCATE TABLE departments", {"write", "not_a_query", "unsupported"}),
+    ("GRANT ALL ON departments TO bob", {"write", "not_a_query", "unsupported"}),
+    # stacked statements and hiding tricks
+    ("SELECT 1; DROP TABLE departments", {"multiple_statements"}),
+    ("SELECT 1 --\n; DROP TABLE departments", {"multiple_statements"}),
+    ("SELECT 1 /* x */; DELETE FROM departments", {"multiple_statements"}),
+    ("SELECT 1；DROP TABLE departments", {"parse_error"}),
+    ("SELECT 1\u200b; DROP TABLE departments", {"multiple_statements", "parse_error"}),
+    ("SELECT title AS \u200bx FROM departments", {"parse_error"}),
+    ("", {"parse_error"}),
+    ("SELECT FROM WHERE", {"parse_error"}),
+    # INTO, transactions, settings
+    ("SELECT * INTO x FROM departments", {"write"}),
+    ("BEGIN", {"not_a_query", "unsupported"}),
+    ("COMMIT", {"not_a_query", "unsupported"}),
+    ("SET x = 1", {"not_a_query", "unsupported"}),
+    # catalogs and qualified names
+    ("SELECT * FROM information_schema.tables", {"unknown_table"}),
+    ("SELECT * FROM sqlite_master", {"unknown_table"}),
+    ("SELECT * FROM pg_catalog.pg_user", {"unknown_table"}),
+    ("SELECT * FROM mysql.user", {"unknown_table"}),
+    ("SELECT * FROM other.departments", {"unknown_table"}),
+    # undeclared tables everywhere
+    ("SELECT * FROM secrets", {"unknown_table"}),
+    ("SELECT title FROM departments WHERE dept_id IN (SELECT dept_id FROM secrets)", {"unknown_table"}),
+    ("SELECT title FROM departments UNION SELECT x FROM secrets", {"unknown_table"}),
+    ("WITH a AS (SELECT * FROM secrets) SELECT * FROM a", {"unknown_table"}),
+    # a CTE does not hide the real table of the same name inside its own body
+    ("WITH secrets AS (SELECT * FROM secrets) SELECT * FROM secrets", {"unknown_table"}),
+    # placeholders written by the model
+    ("SELECT title FROM departments WHERE dept_id = :x", {"placeholder"}),
+    ("SELECT title FROM departments WHERE dept_id = ?", {"placeholder", "parse_error"}),
+    # functions
+    ("SELECT evil.lower(title) FROM departments", {"denied_function"}),
+    ("SELECT no_such_function(title) FROM departments", {"denied_function"}),
+]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("query,codes", BAD_EVERYWHERE)
+def test_refused_everywhere(dialect: str, query: str, codes: set[str]) -> None:
+    assert refused(query, dialect).code in codes
+
+
+BAD_PER_DIALECT = [
+    # postgres
+    ("postgres", "WITH x AS (DELETE FROM departments RETURNING *) SELECT * FROM x", "write"),
+    ("postgres", "SELECT * FROM (WITH x AS (UPDATE departments SET budget = 1 RETURNING *) SELECT * FROM x) y", "write"),
+    ("postgres", "SELECT title FROM departments WHERE dept_id IN (WITH x AS (INSERT INTO departments VALUES (1) RETURNING dept_id) SELECT dept_id FROM x)", "write"),
+    ("postgres", "SELECT title FROM departments FOR UPDATE", "locking"),
+    ("postgres", "SELECT title FROM departments FOR SHARE", "locking"),
+    ("postgres", "SELECT set_config('a', 'b', false)", "denied_function"),
+    ("postgres", "SELECT current_setting('data_directory')", "denied_function"),
+    ("postgres", "SELECT * FROM dblink('host=x', 'SELECT 1') AS t(a int)", "denied_function"),
+    ("postgres", "SELECT dblink_exec('host=x', 'DROP TABLE departments')", "denied_function"),
+    ("postgres", "SELECT pg_advisory_lock(1)", "denied_function"),
+    ("postgres", "SELECT nextval('s')", "denied_function"),
+    ("postgres", "SELECT setval('s', 1)", "denied_function"),
+    ("postgres", "SELECT lo_export(1, '/tmp/x')", "denied_function"),
+    ("postgres", "SELECT lo_import('/etc/passwd')", "denied_function"),
+    ("postgres", "SELECT pg_read_file('/etc/passwd')", "denied_function"),
+    ("postgres", "SELECT pg_ls_dir('.')", "denied_function"),
+    ("postgres", "SELECT pg_sleep(10)", "denied_function"),
+    ("postgres", "SELECT pg_catalog.pg_sleep(10)", "denied_function"),
+    ("postgres", "SELECT version()", "denied_function"),
+    ("postgres", "SELECT current_user", "denied_function"),
+    ("postgres", "SELECT pg_backend_pid()", "denied_function"),
+    ("postgres", "COPY departments TO '/tmp/x'", "write"),
+    ("postgres", "SELECT title FROM departments WHERE dept_id = $1", "placeholder"),
+    ("postgres", "SELECT title FROM departments WHERE dept_id = %s", "placeholder"),
+    ("postgres", "SELECT title FROM departments WHERE dept_id = %(x)s", "placeholder"),
+    # mysql
+    ("mysql", "SELECT SLEEP(5)", "denied_function"),
+    ("mysql", "SELECT BENCHMARK(1000000, MD5('a'))", "denied_function"),
+    ("mysql", "SELECT GET_LOCK('a', 1)", "denied_function"),
+    ("mysql", "SELECT RELEASE_LOCK('a')", "denied_function"),
+    ("mysql", "SELECT LOAD_FILE('/etc/passwd')", "denied_function"),
+    ("mysql", "SELECT USER()", "denied_function"),
+    ("mysql", "SELECT DATABASE()", "denied_function"),
+    ("mysql", "SELECT @@version", "placeholder"),
+    ("mysql", "SELECT title FROM departments LOCK IN SHARE MODE", "locking"),
+    ("mysql", "SELECT title FROM departments INTO OUTFILE '/tmp/x'", "parse_error"),
+    ("mysql", "SELECT title FROM departments INTO DUMPFILE '/tmp/x'", "parse_error"),
+    ("mysql", "LOAD DATA INFILE '/tmp/x' INTO TABLE departments", "parse_error"),
+    ("mysql", "REPLACE INTO departments VALUES (1, 'x', 1)", "unsupported"),
+    # sqlite
+    ("sqlite", "PRAGMA writable_schema = 1", "not_a_query"),
+    ("sqlite", "PRAGMA table_info(departments)", "not_a_query"),
+    ("sqlite", "ATTACH DATABASE '/tmp/x.db' AS x", "not_a_query"),
+    ("sqlite", "DETACH DATABASE x", "not_a_query"),
+    ("sqlite", "SELECT load_extension('/tmp/evil.so')", "denied_function"),
+    ("sqlite", "SELECT randomblob(1000000000)", "denied_function"),
+    ("sqlite", "SELECT zeroblob(1000000000)", "denied_function"),
+    ("sqlite", "SELECT sqlite_version()", "denied_function"),
+    ("sqlite", "REPLACE INTO departments VALUES (1, 'x', 1)", "unsupported"),
+    ("sqlite", "SELECT * FROM main.departments", "unknown_table"),
+    ("sqlite", "SELECT title FROM departments WHERE dept_id = @x", "placeholder"),
+    ("sqlite", "SELECT title FROM departments WHERE dept_id = $x", "unknown_column"),  # sqlglot reads a name
+]
+
+
+@pytest.mark.parametrize("dialect,query,code", BAD_PER_DIALECT)
+def test_refused_per_dialect(dialect: str, query: str, code: str) -> None:
+    assert refused(query, dialect).code == code
+
+
+# ------------------------------------------------------------------------------------------
+# Denied columns: in every clause
+# ------------------------------------------------------------------------------------------
+
+DENIED_COLUMN = [
+    "SELECT salary FROM employees",
+    "SELECT e.salary FROM employees e",
+    "SELECT name FROM employees WHERE salary > 10",
+    "SELECT name FROM employees ORDER BY salary",
+    "SELECT dept_id, COUNT(salary) FROM employees GROUP BY dept_id",
+    "SELECT dept_id FROM employees GROUP BY dept_id HAVING MAX(salary) > 1",
+    "SELECT name FROM employees e JOIN departments d ON d.budget = e.salary",
+    "SELECT title FROM departments WHERE budget IN (SELECT salary FROM employees)",
+    "SELECT title FROM departments d WHERE EXISTS (SELECT 1 FROM employees e WHERE e.salary > d.budget)",
+    "WITH s AS (SELECT salary FROM employees) SELECT * FROM s",
+    "SELECT name FROM employees UNION SELECT CAST(salary AS TEXT) FROM employees",
+    "SELECT SUM(salary) OVER (PARTITION BY dept_id) FROM employees",
+    "SELECT CASE WHEN salary > 1 THEN 'x' END FROM employees",
+    "SELECT id_card FROM employee_performance",
+    "SELECT name FROM employees JOIN employee_performance USING (id_card)",
+]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("query", DENIED_COLUMN)
+def test_denied_column_in_every_clause(dialect: str, query: str) -> None:
+    error = refused(query, dialect)
+    assert error.code == "denied_column"
+    assert "salary" in error.message or "id_card" in error.message
+    assert "may not be read" in error.message
+
+
+def test_star_expands_to_allowed_columns_only() -> None:
+    result = check("SELECT * FROM employees e JOIN departments d ON d.dept_id = e.dept_id")
+    assert "salary" not in result.text
+    assert "employees.salary" not in result.columns
+    assert "employees.name" in result.columns and "departments.budget" in result.columns
+    assert "salary" not in check("SELECT e.* FROM employees e").text
+    assert "id_card" not in check("SELECT * FROM employee_performance").text
+
+
+# ------------------------------------------------------------------------------------------
+# Unknown names, did-you-mean
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_unknown_table_suggests_closest(dialect: str) -> None:
+    error = refused("SELECT * FROM employee", dialect)
+    assert error.code == "unknown_table"
+    assert "'employee'" in error.message
+    assert "did you mean 'employees'" in error.hint
+    assert "departments" in error.hint
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_unknown_column_suggests_closest(dialect: str) -> None:
+    error = refused("SELECT titel FROM departments", dialect)
+    assert error.code == "unknown_column"
+    assert "'titel'" in error.message
+    assert "did you mean departments.title" in error.hint
+    error = refused("SELECT d.budgett FROM departments d", dialect)
+    assert error.code == "unknown_column" and "budget" in error.hint
+
+
+def test_ambiguous_column() -> None:
+    error = refused("SELECT dept_id FROM employees, departments")
+    assert error.code == "ambiguous_column"
+
+
+# ------------------------------------------------------------------------------------------
+# Functions
+# ------------------------------------------------------------------------------------------
+
+GOOD_FUNCTIONS = {
+    "sqlite": "SELECT strftime('%Y', hired_at), julianday(hired_at), date(hired_at), IIF(dept_id > 1, 1, 0), "
+    "COALESCE(name, ''), NULLIF(dept_id, 0), LOWER(name), SUBSTR(name, 1, 2), ROUND(dept_id / 2.0, 1), "
+    "ROW_NUMBER() OVER (ORDER BY name) FROM employees",
+    "postgres": "SELECT date_trunc('month', hired_at), EXTRACT(YEAR FROM hired_at), to_char(hired_at, 'YYYY'), "
+    "age(hired_at), now(), current_date, COALESCE(name, ''), STRING_AGG(name, ',') OVER (), "
+    "RANK() OVER (ORDER BY dept_id), CAST(dept_id AS TEXT) FROM employees",
+    "mysql": "SELECT DATE_FORMAT(hired_at, '%Y'), DATEDIFF(hired_at, NOW()), TIMESTAMPDIFF(DAY, hired_at, NOW()), "
+    "YEAR(hired_at), QUARTER(hired_at), IF(dept_id > 1, 1, 0), IFNULL(name, ''), CONCAT(name, 'x') FROM employees",
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_analyst_functions_allowed(dialect: str) -> None:
+    assert check(GOOD_FUNCTIONS[dialect], dialect).text
+
+
+def test_denied_function_message_and_hint() -> None:
+    error = refused("SELECT pg_sleep(10)", "postgres")
+    assert "pg_sleep()" in error.message
+    assert "date_trunc" in error.hint and "COUNT" in error.hint
+
+
+def test_manifest_functions_extend_the_allowlist() -> None:
+    base = manifest("sqlite")
+    extended = base.model_copy(update={"functions": ["my_udf"]})
+    assert check_sql("SELECT my_udf(title) FROM departments", extended).text
+    with pytest.raises(SandboxViolation):
+        check_sql("SELECT my_udf(title) FROM departments", base)
+
+
+def test_allowlist_names_resolve() -> None:
+    assert UNRESOLVED == []
+
+
+# ------------------------------------------------------------------------------------------
+# Enum literals
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(
+    "where",
+    [
+        "performance_grade = '优秀'",
+        "p.performance_grade <> '优秀'",
+        "'优秀' = performance_grade",
+        "performance_grade IN ('A', '优秀')",
+        "performance_grade NOT IN ('优秀')",
+    ],
+)
+def test_hallucinated_enum_value(dialect: str, where: str) -> None:
+    error = refused(f"SELECT employee_id FROM employee_performance p WHERE {where}", dialect)
+    assert error.code == "enum_value"
+    assert "'优秀'" in error.message and "performance_grade" in error.message
+    assert "'A' (优秀)" in error.hint and "'D' (待改进)" in error.hint
+
+
+def test_legal_enum_values_pass() -> None:
+    assert check("SELECT employee_id FROM employee_performance WHERE performance_grade IN ('A', 'B')").text
+    # LIKE is a pattern, not a value
+    assert check("SELECT employee_id FROM employee_performance WHERE performance_grade LIKE 'A%'").text
+
+
+# ------------------------------------------------------------------------------------------
+# Accepted shapes
+# ------------------------------------------------------------------------------------------
+
+GOOD = [
+    "SELECT title FROM departments",
+    "SELECT d.title, COUNT(*) AS n FROM departments d JOIN employees e ON e.dept_id = d.dept_id GROUP BY d.title",
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) SELECT i FROM n",
+    "WITH big AS (SELECT dept_id FROM departments WHERE budget > 10) SELECT name FROM employees WHERE dept_id IN (SELECT dept_id FROM big)",
+    "SELECT title FROM departments UNION SELECT name FROM employees",
+    "SELECT title FROM departments INTERSECT SELECT title FROM departments",
+    "SELECT title FROM departments EXCEPT SELECT name FROM employees",
+    "SELECT (SELECT MAX(budget) FROM departments) AS top",
+    "SELECT title FROM departments ORDER BY budget DESC LIMIT 3 OFFSET 1",
+    "SELECT title FROM departments /* a comment; DROP TABLE x */ WHERE budget > 0",
+    "SELECT 1",
+]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("query", GOOD)
+def test_accepted(dialect: str, query: str) -> None:
+    result = check(query, dialect)
+    assert result.text and "/*" not in result.text
+    assert result.limit == 101 and result.max_rows == 100
+    # the output is a single statement that the sandbox accepts again
+    assert len(sqlglot.parse(result.text.replace("\\:", ":"), read=dialect)) == 1
+
+
+def test_output_is_regenerated_not_echoed() -> None:
+    result = check("select   title from departments -- trailing")
+    assert result.text == "SELECT departments.title AS title FROM departments LIMIT 101"
+    assert result.tables == ("departments",) and result.columns == ("departments.title",)
+
+
+# ------------------------------------------------------------------------------------------
+# Limits
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("SELECT title FROM departments", "LIMIT 101"),
+        ("SELECT title FROM departments LIMIT 5000", "LIMIT 101"),
+        ("SELECT title FROM departments LIMIT 3", "LIMIT 3"),
+        ("SELECT title FROM departments LIMIT 500 OFFSET 10", "LIMIT 101 OFFSET 10"),
+        ("SELECT title FROM departments LIMIT (SELECT 1000)", ") AS q LIMIT 101"),
+        ("SELECT title FROM departments LIMIT 10 + 990", ") AS q LIMIT 101"),
+    ],
+)
+def test_limit(query: str, expected: str) -> None:
+    assert check(query).text.endswith(expected)
+
+
+def test_limit_max_rows_argument() -> None:
+    result = check("SELECT title FROM departments", max_rows=100_000)
+    assert result.limit == 100_001 and result.text.endswith("LIMIT 100001")
+
+
+# ------------------------------------------------------------------------------------------
+# Row filters
+# ------------------------------------------------------------------------------------------
+
+
+def test_missing_row_filter_variable() -> None:
+    error = refused("SELECT name FROM employees", vars={})
+    assert error.code == "missing_variable"
+    assert "tenant_id" in error.message and "tenant_id" in error.hint
+    # not reading the filtered table needs no variable
+    assert check("SELECT title FROM departments", vars={}).text
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_row_filter_binds_variable(dialect: str) -> None:
+    result = check("SELECT name FROM employees", dialect)
+    assert "WHERE tenant_id = :var_tenant_id" in result.text
+    assert result.params == {"var_tenant_id": 7}
+
+
+# ------------------------------------------------------------------------------------------
+# References
+# ------------------------------------------------------------------------------------------
+
+LIST_FORMS = {
+    "postgres": "employee_performance.employee_id = ANY(:ref_members)",
+    "sqlite": "employee_performance.employee_id IN (SELECT value FROM JSON_EACH(:ref_members))",
+    "mysql": "employee_performance.employee_id IN :ref_members",
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_list_reference(dialect: str) -> None:
+    result = check("SELECT employee_id FROM employee_performance WHERE employee_id IN (<members>)", dialect,
+                   params={"members": ["E1", "E2"]})
+    assert LIST_FORMS[dialect] in result.text
+    expected = json.dumps(["E1", "E2"]) if dialect == "sqlite" else ["E1", "E2"]
+    assert result.params == {"ref_members": expected}
+    assert result.expanding == (frozenset({"ref_members"}) if dialect == "mysql" else frozenset())
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_scalar_reference(dialect: str) -> None:
+    result = check("SELECT title FROM departments WHERE dept_id = <top.dept_id>", dialect, params={"top.dept_id": [2]})
+    assert "departments.dept_id = :ref_top__dept_id" in result.text
+    assert result.params == {"ref_top__dept_id": 2}
+
+
+def test_scalar_reference_needs_one_row() -> None:
+    with pytest.raises(PlanError, match=r"scalar reference <top> needs exactly one row, got 3"):
+        check("SELECT title FROM departments WHERE dept_id = <top.dept_id>", params={"top.dept_id": [1, 2, 3]})
+    with pytest.raises(PlanError, match="got 0"):
+        check("SELECT title FROM departments WHERE dept_id > <top>", params={"top": []})
+
+
+def test_missing_reference() -> None:
+    with pytest.raises(PlanError, match=r"<members>"):
+        check("SELECT title FROM departments WHERE title IN (<members>)", params={})
+
+
+def test_reference_text_inside_a_string_is_not_a_reference() -> None:
+    result = check("SELECT title FROM departments WHERE title = '<members>'")
+    assert "'<members>'" in result.text and result.params == {}
+
+
+def test_placeholder_named_like_ours_is_still_refused() -> None:
+    assert refused("SELECT title FROM departments WHERE title = :ref_members").code == "placeholder"
+
+
+# ------------------------------------------------------------------------------------------
+# Every code's message and hint
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query,dialect,code,in_message,in_hint",
+    [
+        ("SELECT 1 FROM", "sqlite", "parse_error", "line 1", "SELECT"),
+        ("SELECT 1; SELECT 2", "sqlite", "multiple_statements", "found 2", "single SELECT"),
+        ("REPLACE INTO departments VALUES (1)", "mysql", "unsupported", "REPLACE", "read-only"),
+        ("PRAGMA x", "sqlite", "not_a_query", "PRAGMA", "read-only"),
+        ("DELETE FROM departments", "sqlite", "write", "DELETE", "read-only"),
+        ("SELECT 1 FROM departments FOR UPDATE", "postgres", "locking", "FOR UPDATE", "read-only"),
+        ("SELECT ?", "sqlite", "placeholder", "?", "<step>"),
+        ("SELECT * FROM nope", "sqlite", "unknown_table", "'nope'", "declared tables"),
+        ("SELECT nope FROM departments", "sqlite", "unknown_column", "'nope'", "departments: dept_id, title, budget"),
+        ("SELECT salary FROM employees", "sqlite", "denied_column", "'salary'", "readable columns of employees"),
+        ("SELECT sleep(1)", "mysql", "denied_function", "sleep()", "aggregate"),
+        ("SELECT 1 FROM employee_performance WHERE performance_grade = 'Z'", "sqlite", "enum_value", "'Z'", "'A' (优秀)"),
+    ],
+)
+def test_messages_and_hints(query: str, dialect: str, code: str, in_message: str, in_hint: str) -> None:
+    error = refused(query, dialect)
+    assert error.code == code
+    assert in_message in error.message
+    assert in_hint in error.hint
+    assert error.source == "hr"
+
+
+# ------------------------------------------------------------------------------------------
+# Accepted rewrites executed on a real SQLite database through sqlalchemy.text()
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def engine():
+    db = database()
+    engine = create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+    yield engine
+    engine.dispose()
+
+
+def run(engine, result: SafeQuery) -> list[tuple]:
+    statement = text(result.text)
+    if result.expanding:
+        statement = statement.bindparams(*(bindparam(n, expanding=True) for n in result.expanding))
+    with engine.connect() as connection:
+        return [tuple(r) for r in connection.execute(statement, result.params)]
+
+
+def test_run_row_filter_and_star(engine) -> None:
+    rows = run(engine, check("SELECT * FROM employees ORDER BY employee_id"))
+    assert [r[0] for r in rows] == ["E1", "E2", "E3"]  # tenant 7 only
+    assert all(len(r) == 5 for r in rows)  # salary dropped
+
+
+def test_run_left_join_keeps_outer_semantics(engine) -> None:
+    rows = run(engine, check("SELECT d.title, COUNT(e.employee_id) FROM departments d "
+                             "LEFT JOIN employees e ON e.dept_id = d.dept_id GROUP BY d.title ORDER BY d.title"))
+    assert rows == [("Empty", 0), ("Ops", 0), ("R&D", 2), ("Sales", 1)]
+
+
+def test_run_colon_literals_round_trip(engine) -> None:
+    for value in ["10:30", "a::b", ":x"]:
+        result = check(f"SELECT employee_id, note FROM project_members WHERE note = '{value}'")
+        assert run(engine, result) == [next(r for r in [("E1", "10:30"), ("E2", "a::b"), ("E3", ":x")] if r[1] == value)]
+    assert run(engine, check("SELECT '10:30' AS t")) == [("10:30",)]
+
+
+def test_run_list_reference_of_40000_values(engine) -> None:
+    members = [f"X{i}" for i in range(40_000)] + ["E1", "E3"]
+    result = check("SELECT employee_id FROM employee_performance WHERE employee_id IN (<members>) ORDER BY 1",
+                   params={"members": members})
+    assert run(engine, result) == [("E1",), ("E3",)]
+    result = check("SELECT COUNT(*) FROM employee_performance WHERE employee_id NOT IN (<members>)",
+                   params={"members": members})
+    assert run(engine, result) == [(3,)]
+
+
+def test_run_empty_list_reference(engine) -> None:
+    q_in = "SELECT COUNT(*) FROM employee_performance WHERE employee_id IN (<members>)"
+    q_not = "SELECT COUNT(*) FROM employee_performance WHERE employee_id NOT IN (<members>)"
+    assert run(engine, check(q_in, params={"members": []})) == [(0,)]
+    assert run(engine, check(q_not, params={"members": []})) == [(5,)]
+
+
+def test_run_scalar_reference_and_hostile_value(engine) -> None:
+    result = check("SELECT employee_id FROM project_members WHERE project_name = <p>",
+                   params={"p": ["星火'; DROP TABLE employees; --"]})
+    assert run(engine, result) == []
+    assert run(engine, check("SELECT COUNT(*) FROM departments")) == [(4,)]
+
+
+def test_run_truncation_row(engine) -> None:
+    result = check("SELECT title FROM departments", max_rows=2)
+    assert len(run(engine, result)) == 3  # max_rows + 1 tells the executor it truncated
