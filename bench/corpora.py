@@ -21,7 +21,8 @@ from structq.capabilities import Manifest
 LEGIT = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "legit"
 
 _URLS = {"sqlite": "sqlite:///corpus.db", "postgres": "postgresql://corpus", "mysql": "mysql://corpus"}
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+#: What the manifest model accepts as a name: no control characters, no surrounding blanks.
+_IDENT = re.compile(r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$")
 
 
 @dataclass(frozen=True)
@@ -32,12 +33,22 @@ class CorpusQuery:
     sql: str
 
 
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _stored_name(name: str) -> str:
+    """The name PostgreSQL stores for a DDL name: plain ones were written unquoted and fold
+    to lower case; others (spaces, dashes) were quoted and keep their spelling."""
+    return name.lower() if _PLAIN.match(name) else name
+
+
 def manifest_from_columns(tables: Mapping[str, Sequence[str]], dialect: str, *, source: str = "corpus") -> Manifest:
     """A permissive manifest: every table and column allowed, type ``text``.
 
-    Names that the manifest model cannot hold (spaces, dashes) are skipped: queries using
-    them are then rejected as unknown, which the bench counts.
+    Names that the manifest model cannot hold (control characters, surrounding blanks) are
+    skipped: queries using them are then rejected as unknown, which the bench counts.
     """
+    stored = _stored_name if dialect == "postgres" else (lambda name: name)
     seen: dict[str, dict[str, None]] = {}
     for table, columns in tables.items():
         if not _IDENT.match(table):
@@ -45,7 +56,7 @@ def manifest_from_columns(tables: Mapping[str, Sequence[str]], dialect: str, *, 
         cols = seen.setdefault(table.lower(), {})
         for column in columns:
             if _IDENT.match(column):
-                cols.setdefault(column, None)
+                cols.setdefault(stored(column), None)
     return Manifest.model_validate(
         {
             "source": source,
@@ -59,6 +70,18 @@ def manifest_from_columns(tables: Mapping[str, Sequence[str]], dialect: str, *, 
             ],
         }
     )
+
+
+def _alternatives(sql: str, dialect: str) -> list[str]:
+    """defog separates alternative gold queries with ``;``: one query each, split on the
+    tokenizer's semicolons so that a ``;`` inside a literal or a comment does not cut."""
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    except sqlglot.errors.TokenError:
+        return [sql]
+    cuts = [t.start for t in tokens if t.token_type == sqlglot.tokens.TokenType.SEMICOLON]
+    pieces = [sql[a + 1 if a >= 0 else 0 : b] for a, b in zip([-1, *cuts], [*cuts, len(sql)])]
+    return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def _expand_braces(sql: str) -> list[str]:
@@ -123,8 +146,9 @@ def defog(dialect: str) -> tuple[dict[str, Manifest], list[CorpusQuery]]:
     for path in sorted(root.glob(f"*_{dialect}.csv")):
         with path.open(newline="") as handle:
             for row in csv.DictReader(handle):
-                for sql in _expand_braces(row["query"]):
-                    queries.append(CorpusQuery("defog", dialect, row["db_name"], sql))
+                for alternative in _alternatives(row["query"], dialect):
+                    for sql in _expand_braces(alternative):
+                        queries.append(CorpusQuery("defog", dialect, row["db_name"], sql))
     return manifests, queries
 
 

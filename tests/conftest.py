@@ -168,3 +168,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture in getattr(item, "fixturenames", ()):
             if fixture in _MARKER_FOR_FIXTURE:
                 item.add_marker(_MARKER_FOR_FIXTURE[fixture])
+
+
+# --- the demo company ---------------------------------------------------------------------
+# Built once per session at the default scale (a few seconds); the bundled manifests read it
+# through STRUCTQ_DEMO_DIR, given to the loader explicitly so no test depends on the environment.
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def demo_data(tmp_path_factory: pytest.TempPathFactory):
+    from structq.demo import build_demo
+
+    return build_demo(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="session")
+def demo_env(demo_data) -> dict[str, str]:
+    """The environment under which the bundled manifests point at the session's demo data."""
+    return {**os.environ, "STRUCTQ_DEMO_DIR": str(demo_data.directory)}
+
+
+@pytest.fixture(scope="session")
+def demo_capabilities(demo_env: dict[str, str]):
+    from structq.capabilities import CapabilitySet
+
+    return CapabilitySet.from_path(REPO_ROOT / "capabilities", env=demo_env)

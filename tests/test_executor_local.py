@@ -219,6 +219,10 @@ class TestRefusals:
             LocalExecutor({}).run(local(f"ATTACH DATABASE '{path}' AS escape"))
         assert not path.exists()
 
+    def test_malformed_results_are_an_execution_error(self) -> None:
+        with pytest.raises(ExecutionError, match="do not match its 2 columns"):
+            LocalExecutor({"t": result(("x", "y"), [(1, 2), (3,)])}).run(local("SELECT x FROM t"))
+
     def test_bad_query_has_the_message(self) -> None:
         with pytest.raises(ExecutionError) as caught:
             LocalExecutor({"t": result(("x",), [(1,)])}).run(local("SELECT nope FROM t"))

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -639,6 +640,7 @@ indices:
 def write_embedded(tmp_path: Path, index: str, docs: list[dict[str, Any]] | None,
                    source: str = "reports") -> Manifest:
     """A manifest file beside its documents, so the relative ``documents:`` path resolves."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     if docs is not None:
         (tmp_path / "docs.jsonl").write_text(
             "\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\n", encoding="utf-8")
@@ -703,13 +705,15 @@ def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: Non
         url = embedded.engine_url()
         assert url is not None and url.startswith("http://127.0.0.1:")
         client = OpenSearch(hosts=[url])
-        mapping = client.indices.get_mapping(index="emb_load")["emb_load"]["mappings"]
+        physical = embedded.physical_index(manifest, "emb_load")
+        assert physical.startswith("emb_load--")
+        mapping = client.indices.get_mapping(index=physical)[physical]["mappings"]
         assert mapping["properties"]["content"] == {"type": "text"}
         assert mapping["properties"]["comments"]["type"] == "nested"
         client.close()
     finally:
         executor.close()
-    assert embedded.engine_url() is None  # the last holder stopped it
+    assert embedded.engine_url() is not None  # kept for the next executor, stopped at exit
 
 
 def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) -> None:
@@ -724,12 +728,34 @@ def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) 
         count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
                           index="emb_once", body={"size": 0})
         assert first.run(count).rows == second.run(count).rows == [(3,)]
-        assert embedded.loaded_indices() == {"emb_once": tmp_path / "docs.jsonl"}
+        physical = embedded.physical_index(manifest, "emb_once")
+        assert embedded.loaded_indices() == {physical: (tmp_path / "docs.jsonl").resolve()}
         first.close()
         assert second.run(count).rows == [(3,)]  # still held by the second
     finally:
         first.close()
         second.close()
+
+
+def test_concurrent_first_use_starts_and_loads_once(tmp_path: Path,
+                                                    embedded_engine: None) -> None:
+    manifest = write_embedded(tmp_path, "emb_race", EMBEDDED_DOCS)
+    calls: list[tuple[str, int, int]] = []
+    executors = [OpenSearchExecutor(manifest, progress=lambda *a: calls.append(a))
+                 for _ in range(6)]
+    try:
+        threads = [threading.Thread(target=e.connect) for e in executors]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert calls == [("emb_race", 0, 3), ("emb_race", 3, 3)]
+        count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
+                          index="emb_race", body={"size": 0})
+        assert {e.run(count).rows[0] for e in executors} == {(3,)}
+    finally:
+        for e in executors:
+            e.close()
 
 
 def test_embedded_kind_elasticsearch_uses_the_opensearch_client(
@@ -755,7 +781,7 @@ def test_missing_documents_file_says_how_to_build_it(tmp_path: Path,
     with pytest.raises(SourceUnavailable) as info:
         executor.connect()
     assert "structq demo" in str(info.value) and "docs.jsonl" in str(info.value)
-    assert embedded.engine_url() is None  # the failed acquire gave the engine back
+    assert not embedded.loaded_indices()  # nothing half-loaded stays behind
     executor.close()
 
 
@@ -824,3 +850,16 @@ def test_process_end_stops_the_engine(tmp_path: Path, ending: str) -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_same_index_over_two_document_files_stays_apart(tmp_path: Path, embedded_engine: None) -> None:
+    """Two demo folders in one process: each manifest reads its own documents."""
+    first = write_embedded(tmp_path / "a", "emb_twice", EMBEDDED_DOCS)
+    second = write_embedded(tmp_path / "b", "emb_twice", EMBEDDED_DOCS[:1])
+    count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10, index="emb_twice", body={"size": 0})
+    executors = [create_executor(first), create_executor(second)]
+    try:
+        assert [e.run(count).rows for e in executors] == [[(3,)], [(1,)]]
+    finally:
+        for executor in executors:
+            executor.close()

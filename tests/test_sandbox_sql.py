@@ -520,3 +520,70 @@ def test_run_scalar_reference_and_hostile_value(engine) -> None:
 def test_run_truncation_row(engine) -> None:
     result = check("SELECT title FROM departments", max_rows=2)
     assert len(run(engine, result)) == 3  # max_rows + 1 tells the executor it truncated
+
+
+# ------------------------------------------------------------------------------------------
+# Statement boundaries, hints, double-quoted strings, name spelling, scopes
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("tail", [";", "; -- done", "; /* done */", ";;", ";\n-- a\n/* b */"])
+def test_empty_trailing_statements_are_not_extra_statements(dialect: str, tail: str) -> None:
+    assert check("SELECT title FROM departments" + tail, dialect).text.endswith("LIMIT 101")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_statement_after_a_trailing_comment_still_counts(dialect: str) -> None:
+    assert refused("SELECT title FROM departments; -- x\nDROP TABLE departments", dialect).code == "multiple_statements"
+
+
+@pytest.mark.parametrize("hint", ["MAX_EXECUTION_TIME(100000)", "SET_VAR(sql_mode = '')"])
+def test_mysql_optimizer_hints_are_refused(hint: str) -> None:
+    error = refused(f"SELECT /*+ {hint} */ title FROM departments", "mysql")
+    assert error.code == "unsupported" and "optimizer hint" in error.message
+
+
+def test_sqlite_double_quoted_string_is_a_string() -> None:
+    result = check('SELECT title FROM departments WHERE title = "R&D"')
+    assert "departments.title = 'R&D'" in result.text
+    # a name that can be a column or an alias stays one
+    assert 'ORDER BY "t"' in check('SELECT title AS "t" FROM departments ORDER BY "t"').text
+    assert refused('SELECT title FROM departments WHERE "salary" = 1').code == "unknown_column"
+
+
+def test_double_quoted_string_elsewhere_says_use_single_quotes() -> None:
+    error = refused('SELECT title FROM departments WHERE title = "R&D"', "postgres")
+    assert error.code == "unknown_column" and "single quotes" in error.hint
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_table_names_match_without_case_and_keep_manifest_spelling(dialect: str) -> None:
+    result = check("SELECT D.title FROM DEPARTMENTS D", dialect)
+    assert "FROM departments AS d" in result.text
+    result = check("SELECT Departments.title FROM Departments", dialect)
+    assert "FROM departments" in result.text and result.tables == ("departments",)
+
+
+def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
+    base = manifest("postgres", filters=False)
+    tables = [t.model_copy(update={"name": "Departments"}) if t.name == "departments" else t for t in base.tables]
+    mixed = base.model_copy(update={"tables": tables})
+    result = check_sql("SELECT * FROM departments", mixed)
+    assert 'FROM "Departments" AS departments' in result.text
+
+
+def test_reused_alias_is_resolved_per_scope() -> None:
+    # "p" is project_members outside and employee_performance inside: the enum check applies
+    # to the inner comparison only, and the read columns name the right tables.
+    query = ("SELECT p.employee_id FROM project_members p WHERE p.project_name = '星火' AND p.employee_id IN "
+             "(SELECT p.employee_id FROM employee_performance p WHERE p.performance_grade = 'A')")
+    result = check(query)
+    assert "project_members.project_name" in result.columns
+    assert "employee_performance.performance_grade" in result.columns
+    assert "employee_performance.project_name" not in result.columns
+    bad = query.replace("= 'A'", "= '优秀'")
+    assert refused(bad).code == "enum_value"
+    swapped = ("SELECT p.employee_id FROM employee_performance p WHERE p.performance_grade = 'A' AND EXISTS "
+               "(SELECT 1 FROM project_members p WHERE p.project_name = 'X')")
+    assert check(swapped).text

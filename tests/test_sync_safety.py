@@ -348,3 +348,13 @@ def test_nested_search_fields_are_added(search_server: Any, tmp_path: Path, monk
         "          - {name: id, type: keyword, draft: true}\n"
         "          - {name: name, type: text, draft: true}\n")
     assert sync("-m", str(path), "--check").exit_code == 0
+
+
+def test_names_the_database_allows_are_quoted(manifest: Path, db: Path) -> None:
+    execute(db, 'CREATE TABLE "order lines" ("line no" INTEGER PRIMARY KEY, "单价" REAL)')
+    assert sync("-m", str(manifest), "--write").exit_code == 0
+    text = manifest.read_text(encoding="utf-8")
+    assert '  - name: "order lines"\n' in text
+    assert '- {name: "line no", type: integer, primary_key: true, draft: true}' in text
+    assert "- {name: 单价, type: real, draft: true}" in text
+    assert sync("-m", str(manifest), "--check").exit_code == 0

@@ -190,9 +190,10 @@ class Agent:
             text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
             result = Answer(question, text, plan, results, citations(results), [*results.notes, *notes], plan_source, log)
         except BaseException as exc:
-            self._audit(question, vars, plan, plan_source, results, log, None, exc, attempts)
+            tried = len(getattr(exc, "attempts", ())) or len(attempts) + 1
+            self._audit(question, vars, plan, plan_source, results, log, None, exc, tried)
             raise
-        self._audit(question, vars, plan, plan_source, results, log, result.text, None, attempts)
+        self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1)
         return result
 
     def as_tool(self, **kwargs: Any) -> Any:
@@ -251,8 +252,8 @@ class Agent:
 
     def _audit(self, question: str, vars: dict[str, Any], plan: Plan | None, plan_source: str | None,
                results: RunResult | None, log: CallLog, text: str | None, error: BaseException | None,
-               attempts: list[Attempt]) -> None:
+               plans_tried: int) -> None:
         if self.audit is None:
             return
         self.audit.record(question=question, vars=vars, plan=plan.to_dict() if plan else None, plan_source=plan_source,
-                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=len(attempts) + 1)
+                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=plans_tried)

@@ -57,9 +57,13 @@ class Attempt:
 def extract_json(text: str) -> Any:
     """The JSON object in a model's text reply (bare, or inside a ```json fence)."""
     fenced = re.search(r"```(?:json|JSON)?\s*(\{.*?\})\s*```", text, re.S)
-    candidate = fenced.group(1) if fenced else text[text.find("{") : text.rfind("}") + 1]
-    if not candidate:
+    start, end = text.find("{"), text.rfind("}")
+    if fenced:
+        candidate = fenced.group(1)
+    elif start < 0:
         raise PlanError("the reply contains no JSON object", hint="return the plan as one JSON object")
+    else:  # an unclosed object still goes to the parser, whose message says where it broke off
+        candidate = text[start : end + 1] if end > start else text[start:]
     try:
         return json.loads(candidate)
     except json.JSONDecodeError as exc:

@@ -175,6 +175,22 @@ def _width(text: str) -> int:
     return sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in text)
 
 
+#: A final result this small is spelt out in the summary line itself.
+INLINE_ROWS, INLINE_COLUMNS = 3, 4
+
+
+def _summary_line(final: "StepResult", zh: bool) -> str:
+    """"N rows [key]", or the values themselves when the result is a few short rows."""
+    more = ("（结果被截断，列表不完整）" if zh else " (truncated: the list is incomplete)") if final.truncated else ""
+    if final.row_count <= INLINE_ROWS and len(final.columns) <= INLINE_COLUMNS:
+        rows = ("；" if zh else "; ").join(
+            ("，" if zh else ", ").join(f"{c} = {_cell(v)}" for c, v in zip(final.columns, row)) for row in final.rows
+        )
+        return f"结果 [{final.output_key}]：{rows}{more}。" if zh else f"Result [{final.output_key}]: {rows}{more}."
+    return (f"共 {final.row_count} 行结果 [{final.output_key}]{more}。" if zh
+            else f"{final.row_count} rows [{final.output_key}]{more}.")
+
+
 def render_deterministic(question: str, run: "RunResult") -> str:
     """Per-step tables and a one-line summary, citing steps, without a model."""
     zh = is_chinese(question)
@@ -185,9 +201,7 @@ def render_deterministic(question: str, run: "RunResult") -> str:
     elif final.row_count == 0:
         summary = f"没有符合条件的数据 [{final.output_key}]。" if zh else f"Nothing matched [{final.output_key}]."
     else:
-        more = ("（结果被截断，列表不完整）" if zh else " (truncated: the list is incomplete)") if final.truncated else ""
-        summary = (f"共 {final.row_count} 行结果 [{final.output_key}]{more}。" if zh
-                   else f"{final.row_count} rows [{final.output_key}]{more}.")
+        summary = _summary_line(final, zh)
     lines = [summary, ""]
     for result in run.steps.values():
         title = f"[{result.output_key}] {result.purpose or result.source}"

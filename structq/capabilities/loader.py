@@ -32,6 +32,10 @@ Path_ = tuple[str | int, ...]
 #: Files in a manifest folder that are not manifests (question sets for ``structq eval``).
 NON_MANIFEST_NAMES = re.compile(r"^(eval|.*\.eval)\.ya?ml$")
 
+#: libyaml's composer when PyYAML was built with it (ten times faster on large manifests);
+#: both keep the line and column of every node.
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -132,7 +136,7 @@ class _Builder:
 def _parse_yaml(text: str, file: str, env: Mapping[str, str]) -> tuple[Any, Positions]:
     positions = Positions(file)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_COMPOSER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"

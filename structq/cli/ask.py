@@ -63,7 +63,7 @@ def ask(
         if no_answer or show_plan:
             print_results(out, answer.results)
         if not no_answer:
-            print_answer(out, answer)
+            print_answer(out, answer, results_shown=no_answer or show_plan)
         out.print(f"[dim]plan: {answer.plan_source}; model calls: {answer.model_calls.count()}[/]")
 
 

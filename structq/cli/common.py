@@ -86,7 +86,7 @@ def _number_or_text(value: str) -> Any:
 def console(stderr: bool = False) -> "Console":
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=not sys.stdout.isatty() and not stderr)
+    return Console(stderr=stderr, highlight=False)
 
 
 def print_json(document: Any) -> None:

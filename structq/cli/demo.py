@@ -95,7 +95,7 @@ def _answer_examples(agent, out) -> None:
         print_plan(out, answer.plan)
         print_queries(out, answer.results)
         print_results(out, answer.results)
-        print_answer(out, answer)
+        print_answer(out, answer, results_shown=True)
 
 
 def _answer_open_question(agent, out) -> None:

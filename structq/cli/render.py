@@ -39,9 +39,11 @@ def print_step(out: "Console", result: "StepResult") -> None:
     """One step's result as a table (first rows), with its row count and truncation."""
     from rich.table import Table
 
-    title = f"[{result.output_key}] {result.purpose or result.source}"
+    from rich.markup import escape
+
+    title = escape(f"[{result.output_key}] {result.purpose or result.source}")
     if result.skipped:
-        out.print(f"[yellow]{title}: {result.skipped}[/]")
+        out.print(f"[yellow]{title}: {escape(result.skipped)}[/]")
         return
     flag = " [red](truncated)[/]" if result.truncated else ""
     caption = f"{result.row_count} rows, {result.elapsed_ms:.0f} ms{flag}"
@@ -69,20 +71,30 @@ def print_queries(out: "Console", run: "RunResult") -> None:
 def print_results(out: "Console", run: "RunResult") -> None:
     for result in run.steps.values():
         print_step(out, result)
+    from rich.markup import escape
+
     for note in run.notes:
-        out.print(f"[yellow]note:[/] {note}")
+        out.print(f"[yellow]note:[/] {escape(note)}")
 
 
-def print_answer(out: "Console", answer: "Answer") -> None:
+def print_answer(out: "Console", answer: "Answer", *, results_shown: bool = False) -> None:
+    """The answer and its citations. When the result tables were just printed and the answer
+    is the deterministic rendering (no model wrote it), only its summary line is repeated."""
+    from rich.markup import escape
     from rich.panel import Panel
+    from rich.text import Text
 
-    out.print(Panel(answer.text, title="Answer", title_align="left", border_style="green"))
+    text = answer.text
+    if results_shown and answer.model_calls.count("answer") == 0:
+        text = text.split("\n", 1)[0]
+    out.print(Panel(Text(text), title="Answer", title_align="left", border_style="green"))
     for c in answer.citations:
         where = f"{c['source']}/{c['index']}" if c.get("index") else c["source"]
-        out.print(f"  [dim][{c['step']}] {where}: {c['row_count']} rows[/]")
+        cited = escape(f"[{c['step']}] {where}")
+        out.print(f"  [dim]{cited}: {c['row_count']} rows[/]")
     for note in answer.notes:
         if note not in answer.results.notes:
-            out.print(f"[yellow]note:[/] {note}")
+            out.print(f"[yellow]note:[/] {escape(note)}")
 
 
 def _cell(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Building the demo company: generate every table in dependency order, then write it.
+"""Building the demo company: generate each table in dependency order and write it.
 
 Each generator gets its own random stream, derived from the seed and the stream's name, so
 a change to one generator does not reshuffle the others' data, and nothing depends on the
@@ -75,31 +75,31 @@ def build_demo(
 
     with staged(paths.database, paths.reports) as (database, reports), bulk_loading(database) as db:
         employees = generate_employees(stream("employees"), scale)
-        write_table(db, EMPLOYEES, employees, len(employees), report)
+        write_table(db, EMPLOYEES, employees, report)
         by_id = {employee.employee_id: employee for employee in employees}
 
         projects, members = generate_projects(stream("projects"), employees, scale)
-        write_table(db, PROJECTS, projects, len(projects), report)
-        write_table(db, PROJECT_MEMBERS, members, len(members), report)
+        write_table(db, PROJECTS, projects, report)
+        write_table(db, PROJECT_MEMBERS, members, report)
 
         a_grades = story.spotlight_a_grades(stream("spotlight"), members, by_id)
         performance = list(generate_performance(stream("performance"), employees, a_grades))
-        write_table(db, EMPLOYEE_PERFORMANCE, performance, len(performance), report)
+        write_table(db, EMPLOYEE_PERFORMANCE, performance, report)
 
         sales_force = SalesForce(employees)
         customers = generate_customers(stream("customers"), scale, sales_force)
-        write_table(db, CUSTOMERS, customers, len(customers), report)
+        write_table(db, CUSTOMERS, customers, report)
         products = generate_products()
-        write_table(db, PRODUCTS, products, len(products), report)
+        write_table(db, PRODUCTS, products, report)
 
         picker = CustomerPicker(customers)
         sales_rng = stream("sales")
         volume = plan_volume(sales_rng, scale)
         sales = generate_sales(sales_rng, volume, picker, sales_force)
-        write_table(db, SALES, sales, sum(count for _, count in volume), report)
+        write_table(db, SALES, sales, report, total=sum(count for _, count in volume))
 
         contracts = generate_contracts(stream("contracts"), scale, picker, sales_force)
-        write_table(db, CONTRACTS, contracts, len(contracts), report)
+        write_table(db, CONTRACTS, contracts, report)
 
         documents = list(generate_reports(stream("reports"), employees, projects, members, customers))
         write_jsonl(reports, documents, REPORTS_INDEX, report)

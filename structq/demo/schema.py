@@ -110,7 +110,7 @@ class Table:
     """A table: its row type, primary key, foreign keys, unique keys and secondary indexes."""
 
     name: str
-    row: type[tuple]
+    row: type[tuple[object, ...]]  # a NamedTuple class
     primary_key: tuple[str, ...]
     references: dict[str, str] = field(default_factory=dict)  # column → "table(column)"
     unique: tuple[str, ...] = ()
@@ -118,7 +118,8 @@ class Table:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return self.row._fields  # type: ignore[attr-defined]
+        fields: tuple[str, ...] = self.row._fields  # type: ignore[attr-defined]
+        return fields
 
     def create_statements(self) -> list[str]:
         """``CREATE TABLE`` followed by one ``CREATE INDEX`` per secondary index."""

@@ -11,7 +11,7 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -58,15 +58,17 @@ def bulk_loading(path: Path) -> Iterator[sqlite3.Connection]:
 def write_table(
     connection: sqlite3.Connection,
     table: Table,
-    rows: Iterable[tuple],
-    total: int,
+    rows: Iterable[tuple[object, ...]],
     progress: Progress,
+    total: int | None = None,
 ) -> int:
     """Create ``table`` with its indexes and insert ``rows`` in batches; returns the row count.
 
-    Indexes are created after the rows are in, which is several times faster than
-    maintaining them row by row.
+    ``total`` (for progress) defaults to ``len(rows)``; pass it for a lazy iterable. Indexes
+    are created after the rows are in, several times faster than maintaining them row by row.
     """
+    if total is None:
+        total = len(rows) if isinstance(rows, Sized) else 0
     create_table, *create_indexes = table.create_statements()
     connection.execute(create_table)
     insert = table.insert_statement()

@@ -78,8 +78,8 @@ def mondays(start: date = START, end: date = END) -> Iterator[date]:
 
 def activity(day: date) -> float:
     """How busy the business is on ``day`` relative to an average day at START."""
-    years = (day - START).days / 365.25
-    return (1 + ANNUAL_GROWTH) ** years * MONTH_SEASON[day.month] * WEEKDAY_ACTIVITY[day.weekday()]
+    growth: float = (1 + ANNUAL_GROWTH) ** ((day - START).days / 365.25)
+    return growth * MONTH_SEASON[day.month] * WEEKDAY_ACTIVITY[day.weekday()]
 
 
 def random_day(rng: random.Random, start: date, end: date) -> date:

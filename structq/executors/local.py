@@ -186,6 +186,11 @@ def describe_results(results: Mapping[str, ResultSet]) -> list[LocalTable]:
         if not result.columns:
             continue
         names = _unique_names(result.columns)
+        if set(map(len, result.rows)) - {len(names)}:
+            raise ExecutionError(
+                f"the result of step {key!r} has rows that do not match its {len(names)} columns",
+                source=LOCAL_SOURCE, step=key,
+            )
         by_column = list(zip(*result.rows)) if result.rows else [()] * len(names)
         kinds = [infer_column_type(values) for values in by_column]
         tables.append(LocalTable(key, tuple(zip(names, kinds)), result.rows))
@@ -305,6 +310,10 @@ class LocalExecutor:
                     hint="join on fewer rows, or aggregate in the source steps", cause=cause, **where,
                 ) from exc
             raise ExecutionError(f"the local query failed: {cause}", cause=cause, **where) from exc
+        except sqlite3.Error as exc:  # loading the tables, on the raw connection
+            cause = " ".join(str(exc).split())
+            raise ExecutionError(f"could not load earlier results for the local query: {cause}",
+                                 cause=cause, **where) from exc
         except NotAQuery:
             raise ExecutionError("the local source runs queries only", cause="not a query", **where) from None
         return ResultSet(

@@ -210,8 +210,11 @@ class SearchExecutor:
         """The only place that talks to the engine, and only to ``search`` or ``count``."""
         client, flavour = self._connection()
         call = client.count if endpoint == "count" else client.search
+        index = query.index
+        if self._holds_engine:  # the embedded engine keeps each declared index under its own name
+            index = embedded.physical_index(self.manifest, query.index)
         try:
-            response = call(index=query.index, body=body)
+            response = call(index=index, body=body)
         except Exception as exc:
             failure = flavour.failure(exc)
             if failure is None:

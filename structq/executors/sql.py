@@ -38,7 +38,9 @@ with psycopg 3 and PyMySQL: the guards above are tested with those drivers only.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import os
 import sqlite3
 import threading
 import time
@@ -120,7 +122,7 @@ def sqlite_interrupted(error: BaseException) -> bool:
 def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> Iterator[None]:
     """Abort any statement on ``dbapi_connection`` that runs past ``timeout_s`` from now.
 
-    SQLite has no statement timeout; a progress handler called every few thousand VM steps
+    SQLite has no statement timeout; a progress handler, called every thousand VM steps,
     that returns non-zero makes the statement fail with ``interrupted``.
     """
     deadline = time.monotonic() + timeout_s
@@ -242,7 +244,7 @@ class _SQLite(_Backend):
         def connect() -> sqlite3.Connection:
             # mode=ro would fail on a missing file too, but with a vaguer message; and a
             # read-write open would create it, which must never happen.
-            if not _is_file(path):
+            if not os.path.isfile(path):
                 raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
             connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
             connection.execute("PRAGMA query_only = ON")
@@ -263,12 +265,6 @@ class _SQLite(_Backend):
 
     def is_unavailable(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.OperationalError) and "unable to open database" in str(error)
-
-
-def _is_file(path: str) -> bool:
-    import os.path
-
-    return os.path.isfile(path)
 
 
 def _sqlite_path(url: "URL") -> str:
@@ -317,7 +313,10 @@ class _Postgres(_Backend):
 
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
-        cancel = getattr(dbapi_connection, "cancel_safe", dbapi_connection.cancel)
+        if hasattr(dbapi_connection, "cancel_safe"):  # psycopg ≥ 3.2: bounded, interruptible
+            cancel = functools.partial(dbapi_connection.cancel_safe, timeout=_connect_timeout(timeout_s))
+        else:
+            cancel = dbapi_connection.cancel
         backstop = _Backstop(cancel, timeout_s + BACKSTOP_GRACE_S)
         try:
             yield
@@ -346,11 +345,12 @@ class _MySQL(_Backend):
     def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
         if "charset" not in url.query:
             url = url.update_query_dict({"charset": "utf8mb4"})
-        backstop = timeout_s + CONNECT_TIMEOUT_MAX_S
+        # The server cancels at timeout_s and says so at once; a server that stops answering
+        # is caught by the socket timeouts a little later. PyMySQL also waits for the login
+        # greeting under read_timeout, so a hung server cannot hold a connect past it.
+        backstop = timeout_s + BACKSTOP_GRACE_S
         connect_args = {
             "connect_timeout": _connect_timeout(timeout_s),
-            # The server cancels at timeout_s; a server that stops answering altogether is
-            # caught by the socket timeouts.
             "read_timeout": backstop,
             "write_timeout": backstop,
         }

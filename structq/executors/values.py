@@ -34,6 +34,7 @@ import base64
 import datetime as dt
 import enum
 import math
+import numbers
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
@@ -60,7 +61,7 @@ def _decimal(value: Decimal) -> int | float | str:
 
 
 def _float(value: float) -> float | str:
-    return value if math.isfinite(value) else _non_finite(value)
+    return float(value) if math.isfinite(value) else _non_finite(value)
 
 
 def _non_finite(value: float) -> str:
@@ -119,7 +120,7 @@ def json_safe(value: Any) -> Any:
     for types, convert in _CONVERTERS:
         if isinstance(value, types):
             return convert(value)
-    if isinstance(value, int):  # int subclasses (IntFlag is handled above as an Enum)
+    if isinstance(value, numbers.Integral):  # int subclasses, and integer types that register
         return int(value)
     return str(value)
 

@@ -13,11 +13,12 @@ so new objects are proposed only where people asked for them.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from structq.capabilities.model import SEARCH_FIELD_TYPES
+from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, SearchField, Table
 
 from .connect import search_client, sql_connection
 from .snapshot import DbObject, Member, Snapshot
@@ -26,6 +27,19 @@ if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
 __all__ = ["Scope", "introspect", "sql_type", "search_type"]
+
+
+def _name_pattern(model: type) -> re.Pattern[str]:
+    """The ``name`` pattern the manifest model enforces, so sync never writes a name it refuses."""
+    pattern = next(m.pattern for m in model.model_fields["name"].metadata if getattr(m, "pattern", None))
+    return re.compile(pattern)
+
+
+#: Names a manifest can declare; others are reported, not added.
+_SQL_NAME = _name_pattern(Table)
+_COLUMN_NAME = _name_pattern(Column)
+_INDEX_NAME = _name_pattern(Index)
+_FIELD_NAME = _name_pattern(SearchField)
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,7 @@ class Scope:
         settings = manifest.sync
         objects = manifest.indices if manifest.is_search else manifest.tables
         return cls(
-            schema=settings.schema_ if settings else None,
+            schema=(settings.schema_ if settings else None) or manifest.schema_,
             include=tuple(settings.include) if settings else (),
             exclude=tuple(settings.exclude) if settings else (),
             declared=frozenset(o.name.lower() for o in objects),
@@ -147,7 +161,24 @@ def _read_sql(manifest: "Manifest", scope: Scope) -> Snapshot:
         )
         comment = _comment((comments.get(key) or {}).get("text"))
         objects.append(DbObject(table, members, comment, is_view=table in views))
-    return Snapshot(manifest.source, manifest.kind, tuple(objects))
+    return Snapshot(manifest.source, manifest.kind, *_declarable(objects, _SQL_NAME, _COLUMN_NAME, scope))
+
+
+def _declarable(objects: list[DbObject], object_name: re.Pattern[str], member_name: re.Pattern[str],
+                scope: Scope, notes: Iterable[str] = ()) -> tuple[tuple[DbObject, ...], tuple[str, ...]]:
+    """Leave out new objects and members whose names a manifest cannot declare, saying so."""
+    kept, said = [], list(notes)
+    for obj in objects:
+        if obj.name.lower() not in scope.declared:
+            if not object_name.match(obj.name) or not obj.members:
+                said.append(f"{obj.name!r} cannot be declared in a manifest (name or no columns); left out")
+                continue
+        bad = [m.name for m in obj.members if not member_name.match(m.name)]
+        if bad:
+            said.append(f"{obj.name}: {', '.join(map(repr, bad))} cannot be declared (name); left out")
+            obj = DbObject(obj.name, tuple(m for m in obj.members if m.name not in bad), obj.comment, obj.is_view)
+        kept.append(obj)
+    return tuple(kept), tuple(said)
 
 
 def _single_column_references(foreign_keys: Iterable[dict[str, Any]], schema: str | None) -> dict[str, str]:
@@ -218,7 +249,7 @@ def _read_search(manifest: "Manifest", scope: Scope) -> Snapshot:
         meta = body.get("_meta") or {}
         fields = _fields(body.get("properties") or {}, f"{name}:", notes)
         objects.append(DbObject(name, fields, _comment(meta.get("description"))))
-    return Snapshot(manifest.source, manifest.kind, tuple(objects), tuple(notes))
+    return Snapshot(manifest.source, manifest.kind, *_declarable(objects, _INDEX_NAME, _FIELD_NAME, scope, notes))
 
 
 #: How each kind of source is read; a new engine registers here.

@@ -91,6 +91,8 @@ class _Merger:
     def _reference(self, member: Member) -> str | None:
         if not member.references:
             return None
+        if member.references.count(".") != 1:
+            return None  # a name with a dot in it cannot be written as table.column
         table, column = member.references.lower().split(".", 1)
         return member.references if column in self.final.get(table, set()) else None
 

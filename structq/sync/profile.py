@@ -59,7 +59,7 @@ def _targets(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff) -> list
 def _sql_distinct(manifest: "Manifest", targets: list[Target], limit: int) -> dict[Target, list[Any]]:
     from sqlalchemy import column, select, table
 
-    schema = manifest.sync.schema_ if manifest.sync else None
+    schema = (manifest.sync.schema_ if manifest.sync else None) or manifest.schema_
     found: dict[Target, list[Any]] = {}
     with sql_connection(manifest) as connection:
         for path in targets:

@@ -7,13 +7,14 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
 2. ``check_statement_kind``  a read-only query, with no write/DDL/command/lock/INTO anywhere
 3. ``reject_placeholders``   only the sandbox binds values
 4. ``resolve_tables``        every real table declared; no qualified names
-5. ``check_columns``         denied columns nowhere; every column resolves; stars expanded
-6. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
-7. ``check_enum_literals``   a literal compared with an enum column is one of its values
-8. ``apply_row_filters``     every read of a filtered table goes through its filter
-9. ``bind_references``       ``<key>`` / ``<key.column>`` as list or scalar parameters
-10. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
-11. ``generate``             SQL regenerated from the tree, ``:name`` placeholders
+5. ``read_double_quoted_strings``  SQLite's ``"x"`` that can only be a string becomes ``'x'``
+6. ``check_columns``         denied columns nowhere; every column resolves; stars expanded
+7. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
+8. ``check_enum_literals``   a literal compared with an enum column is one of its values
+9. ``apply_row_filters``     every read of a filtered table goes through its filter
+10. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
+11. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
+12. ``generate``             SQL regenerated from the tree, ``:name`` placeholders
 
 The order matters: checks run on the tree as written (after qualification), rewrites after
 every check has passed, generation last. Every refusal is a ``SandboxViolation`` with a stable
@@ -41,6 +42,7 @@ from .parse import parse
 from .references import bind_references
 from .row_filters import apply_row_filters
 from .statement import check_statement_kind, reject_placeholders
+from .strings import read_double_quoted_strings
 from .tables import resolve_tables
 
 __all__ = ["check_sql", "RULES", "CODES"]
@@ -50,6 +52,7 @@ RULES: tuple[Callable[[Check], None], ...] = (
     check_statement_kind,
     reject_placeholders,
     resolve_tables,
+    read_double_quoted_strings,
     check_columns,
     check_functions,
     check_enum_literals,

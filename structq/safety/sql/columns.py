@@ -14,6 +14,11 @@ cost a third of the time).
 
 Qualification names every projection (``COUNT(*) AS _col_0``); on the outermost select those
 invented aliases are removed again so result columns keep the names the database gives them.
+
+Names are matched the way the engine matches them (``schema.py``); where a declared name needs
+quotes to keep its spelling (``"Name"`` on PostgreSQL), the columns a star expands to are
+quoted accordingly. Last, each column is mapped to the table it reads, scope by scope
+(``scopes.py``), for the enum check and for ``SafeQuery.columns``.
 """
 
 from __future__ import annotations
@@ -22,16 +27,17 @@ import re
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.qualify_columns import qualify_columns, validate_qualify_columns
+from sqlglot.optimizer.qualify_columns import quote_identifiers, qualify_columns, validate_qualify_columns
 
 from structq.capabilities.loader import closest
 
 from .context import Check
 from .schema import derived
+from .scopes import column_tables
 
 __all__ = ["check_columns"]
 
-_NAME_IN_ERROR = re.compile(r"(?:Column '|Unknown column: |Ambiguous column '|Cannot automatically join: )([^'\s.]+)")
+_NAME_IN_ERROR = re.compile(r"(?:Column '([^']+)'|Ambiguous column '([^']+)'|(?:Unknown column: |Cannot automatically join: )([^'\s.]+))")
 
 
 def _aliases(check: Check) -> dict[str, set[str]]:
@@ -67,7 +73,7 @@ def _check_denied(check: Check) -> None:
 
 def _unknown(check: Check, exc: OptimizeError) -> Exception:
     match = _NAME_IN_ERROR.search(str(exc))
-    name = match.group(1) if match else "?"
+    name = next((g for g in match.groups() if g), "?") if match else "?"
     denied = derived(check.manifest).denied
     read = {table.name.lower() for _, table in check.reads}
     if denied.get(name.lower(), frozenset()) & read:
@@ -92,10 +98,12 @@ def _unknown(check: Check, exc: OptimizeError) -> Exception:
         for t in tables
     )
     hint = f"did you mean {options[suggestion]}.{suggestion}? " if suggestion else ""
+    if f'"{name.lower()}"' in check.text.lower() or not columns:
+        hint = "string values go in single quotes ('…'); double quotes name a column. " + hint
     return check.fail(
         "unknown_column",
         f"column {name!r} does not exist in the tables this query reads",
-        hint + (f"columns: {columns}" if columns else "string values go in single quotes"),
+        hint + (f"columns: {columns}" if columns else ""),
     )
 
 
@@ -126,15 +134,17 @@ def check_columns(check: Check) -> None:
     _check_denied(check)
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
+    names = derived(check.manifest)
     try:
-        qualify_columns(tree, derived(check.manifest).schema, dialect=check.dialect)
+        qualify_columns(tree, names.schema, dialect=names.names_dialect)
         validate_qualify_columns(tree)
     except OptimizeError as exc:
         raise _unknown(check, exc) from None
     if unnamed:
         _drop_invented_aliases(outer, unnamed)
-    aliases = {node.alias_or_name: table.name for node, table in check.reads}
-    for column in tree.find_all(exp.Column):
-        table = aliases.get(column.table)
-        if table is not None:
-            check.read_columns.add(f"{table}.{column.name}")
+    if names.needs_quotes:
+        quote_identifiers(tree, dialect=check.dialect, identify=False)
+    check.column_tables = column_tables(tree, check.reads)
+    for column, table in check.column_tables.values():
+        declared = table.column(column.name)
+        check.read_columns.add(f"{table.name}.{declared.name if declared else column.name}")

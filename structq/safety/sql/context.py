@@ -39,6 +39,9 @@ class Check:
 
     #: The parsed statement; passes rewrite it in place.
     tree: exp.Expr | None = None
+    #: The text sqlglot parsed (references swapped for placeholders); node positions
+    #: (``node.meta["start"]``) index into it.
+    parsed_text: str = ""
     #: Placeholder name → reference text (``members`` or ``members.employee_id``).
     placeholders: dict[str, str] = field(default_factory=dict)
 
@@ -53,6 +56,9 @@ class Check:
 
     #: The real tables read (``resolve_tables``): each node with its manifest entry.
     reads: list[tuple[exp.Table, Table]] = field(default_factory=list)
+    #: ``id(column)`` → the column and the manifest table it reads, scope by scope
+    #: (``check_columns``).
+    column_tables: dict[int, tuple[exp.Column, Table]] = field(default_factory=dict)
 
     # The output.
     params: dict[str, Any] = field(default_factory=dict)

@@ -3,8 +3,9 @@
 A model that writes ``performance_grade = '优秀'`` where the column stores ``'A'`` gets an
 empty result and a confident wrong answer; refusing with the legal values and their meanings
 lets the planner repair the query. Comparisons checked: ``=``, ``!=``/``<>``, ``<=>``,
-``IN (…)`` and their negations (``NOT IN`` wraps an ``IN``). Runs after qualification, so every
-column names its table's alias.
+``IN (…)`` and their negations (``NOT IN`` wraps an ``IN``). Runs after qualification, which
+mapped each column to the table it reads in its own scope (``scopes.py``): a reused alias
+cannot point the check at another table's column.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from .context import Check
 __all__ = ["check_enum_literals"]
 
 
-def _enum_column(check: Check, node: exp.Expr, aliases: dict[str, str]) -> Column | None:
+def _enum_column(check: Check, node: exp.Expr) -> Column | None:
     if not isinstance(node, exp.Column):
         return None
-    table_name = aliases.get(node.table)
-    table = check.manifest.table(table_name) if table_name else None
-    column = table.column(node.name) if table else None
+    found = check.column_tables.get(id(node))
+    column = found[1].column(node.name) if found else None
     return column if column is not None and column.values else None
 
 
@@ -41,10 +41,9 @@ def check_enum_literals(check: Check) -> None:
     """Refuse a literal that is not one of the compared enum column's ``values``."""
     if not check.comparisons or not any(c.values for _, t in check.reads for c in t.columns):
         return
-    aliases = {node.alias_or_name: table.name for node, table in check.reads}
     for node in check.comparisons:
         sides = [node.this] if isinstance(node, exp.In) else [node.this, node.expression]
-        column = next((c for c in (_enum_column(check, s, aliases) for s in sides) if c), None)
+        column = next((c for c in (_enum_column(check, s) for s in sides) if c), None)
         if column is None:
             continue
         for literal in _literals(node):

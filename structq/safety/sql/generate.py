@@ -1,8 +1,13 @@
 """Pass 10: the SQL that runs is regenerated from the checked tree, never the caller's text.
 
-Comments are dropped. Every bound value appears as ``:name``, the ``sqlalchemy.text()`` form,
-whatever the dialect (sqlglot's PostgreSQL generator would print ``%(name)s``): placeholders
-are swapped for verbatim ``:name`` nodes just before generation.
+Comments are never kept. A person reading the query in a log must see what ran, and a
+comment can say otherwise (``/* read-only */``); MySQL even executes ``/*! … */`` comments,
+so echoing one would run text no pass has checked. Optimizer hints (``/*+ … */``) are not
+comments to sqlglot and are refused earlier (``statement.py``).
+
+Every bound value appears as ``:name``, the ``sqlalchemy.text()`` form, whatever the dialect
+(sqlglot's PostgreSQL generator would print ``%(name)s``): placeholders are swapped for
+verbatim ``:name`` nodes just before generation.
 
 ``text()`` reads any ``:word`` as a bind, including one inside a string literal (``'10:30'``)
 or a quoted identifier. So colons inside literals and identifiers are marked before generation
@@ -45,7 +50,9 @@ def generate(check: Check) -> None:
     for placeholder in check.bind_nodes:
         placeholder.replace(exp.Var(this=":" + placeholder.name))
     marker = _mark_colons(tree) if ":" in check.text or check.params else None
-    sql = tree.sql(dialect=check.dialect, comments=False)
+    # copy=False: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
+    # would otherwise cost as much as the generation itself.
+    sql = check.dialect.generate(tree, copy=False, comments=False)
     if marker is not None:
         sql = sql.replace(marker, "\\:")
     found = set(_TEXT_BIND.findall(sql))

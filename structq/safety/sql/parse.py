@@ -29,7 +29,9 @@ def _forbidden_classes() -> frozenset[type[exp.Expr]]:
     """Every node kind that writes, changes state, or runs a command — wherever it sits.
 
     Computed from sqlglot's own hierarchy (every ``DML``/``DDL`` subclass) plus the
-    statement kinds that are neither; a subclass of any of them is included too.
+    statement kinds that are neither; a subclass of any of them is included too. Optimizer
+    hints (``/*+ … */``) are among them: MySQL's ``MAX_EXECUTION_TIME`` and ``SET_VAR`` hints
+    would override the executor's timeout and session settings for the statement.
     """
     roots: list[type[exp.Expr]] = [exp.DML, exp.DDL]
     for name in (
@@ -39,7 +41,7 @@ def _forbidden_classes() -> frozenset[type[exp.Expr]]:
         "TruncateTable Merge Returning OnConflict Block StoredProcedure IfBlock WhileBlock "
         "LoopBlock RepeatBlock Return Undrop SwapTable Comment MultitableInserts ConditionalInsert "
         "Directory QueryTransform UserDefinedFunction Credentials Connect Disconnect ConnectTo "
-        "Semicolon EndStatement Heredoc"
+        "Semicolon EndStatement Heredoc Hint"
     ).split():
         cls = getattr(exp, name, None)
         if cls is not None:
@@ -94,13 +96,23 @@ def _parse_error(check: Check, exc: ParseError | TokenError) -> Exception:
     )
 
 
+def _is_empty(statement: exp.Expr | None) -> bool:
+    """An empty statement: nothing (``;;``) or only a comment after the last ``;``.
+
+    sqlglot returns ``None`` for the first and an argument-less ``Semicolon`` node holding the
+    comment for the second (``SELECT 1; -- done``); neither runs anything.
+    """
+    return statement is None or (type(statement) is exp.Semicolon and not any(statement.args.values()))
+
+
 def parse(check: Check) -> None:
     """Parse exactly one statement and index its nodes in one walk."""
     text = _swap_references(check)
+    check.parsed_text = text
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            statements = [s for s in check.dialect.parse(text) if s is not None]
+            statements = [s for s in check.dialect.parse(text) if not _is_empty(s)]
     except (ParseError, TokenError) as exc:
         raise _parse_error(check, exc) from None
     if len(statements) != 1:

@@ -2,6 +2,14 @@
 
 A manifest is immutable once loaded, so these are cached per manifest object. The cache keeps
 the manifest itself alive next to its entry, so an ``id()`` is never reused while cached.
+
+Names are matched the way the engine matches them (``names_dialect``). The manifest spells
+each name exactly as the database stores it, so the schema holds them as *quoted*
+identifiers; a query's identifiers are normalised with the same dialect. PostgreSQL then
+matches a quoted name exactly and folds an unquoted one to lower case; SQLite matches
+without regard to case; so does MySQL for columns and aliases (its table names may be
+case-sensitive, which ``resolve_tables`` settles by writing every table in the manifest's
+spelling).
 """
 
 from __future__ import annotations
@@ -10,12 +18,13 @@ from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.schema import MappingSchema
 
 from structq.capabilities import Manifest
 from structq.errors import SandboxViolation
 
-__all__ = ["Derived", "derived"]
+__all__ = ["Derived", "derived", "identifier", "needs_quotes"]
 
 _TYPES = {
     "text": "TEXT",
@@ -29,16 +38,24 @@ _TYPES = {
     "binary": "VARBINARY",
 }
 _CACHE_SIZE = 64
+#: Dialect settings for matching names where sqlglot's default differs from the engine:
+#: sqlglot treats MySQL identifiers as case-sensitive, MySQL compares columns and column
+#: aliases without regard to case.
+_NAME_SETTINGS = {"mysql": "mysql, normalization_strategy = case_insensitive"}
 
 
 @dataclass(frozen=True)
 class Derived:
+    #: The dialect names are normalised and matched with (see the module docstring).
+    names_dialect: Dialect
     #: Allowed columns only: a denied column does not exist as far as qualification knows.
     schema: MappingSchema
     #: Row filter predicate per table (lower-case name), parsed in the source dialect.
     filters: dict[str, exp.Expr]
     #: Lower-case denied column name → names of the tables that deny it.
     denied: dict[str, frozenset[str]]
+    #: Whether some declared name must be quoted to keep its spelling in this dialect.
+    needs_quotes: bool
 
 
 _cache: dict[tuple[int, str], tuple[Manifest, Derived]] = {}
@@ -63,6 +80,16 @@ def _filter(manifest: Manifest, table: str, dialect: str) -> exp.Expr | None:
     return exp.and_(*predicates, copy=False) if len(predicates) > 1 else predicates[0]
 
 
+def needs_quotes(name: str, dialect: Dialect) -> bool:
+    """Whether ``name`` written unquoted would reach the engine as a different name."""
+    return dialect.quote_identifier(exp.to_identifier(name), identify=False).quoted
+
+
+def identifier(name: str, dialect: Dialect) -> exp.Identifier:
+    """``name`` as an identifier that keeps its exact spelling, quoted only when needed."""
+    return exp.to_identifier(name, quoted=needs_quotes(name, dialect))
+
+
 def derived(manifest: Manifest) -> Derived:
     """The schema, filters and denied names of ``manifest`` (cached)."""
     dialect = manifest.sql_dialect
@@ -70,8 +97,10 @@ def derived(manifest: Manifest) -> Derived:
     hit = _cache.get(key)
     if hit is not None and hit[0] is manifest:
         return hit[1]
+    names_dialect = Dialect.get_or_raise(_NAME_SETTINGS.get(dialect, dialect))
+    quoted = lambda name: exp.to_identifier(name, quoted=True).sql(dialect)  # noqa: E731
     mapping = {
-        table.name: {c.name: _TYPES[c.type] for c in table.allowed_columns}
+        quoted(table.name): {quoted(c.name): _TYPES[c.type] for c in table.allowed_columns}
         for table in manifest.tables
     }
     denied: dict[str, set[str]] = {}
@@ -84,10 +113,14 @@ def derived(manifest: Manifest) -> Derived:
         predicate = _filter(manifest, table.name, dialect)
         if predicate is not None:
             filters[table.name.lower()] = predicate
+    names = [t.name for t in manifest.tables] + [c.name for t in manifest.tables for c in t.columns]
+    generator = Dialect.get_or_raise(dialect)
     result = Derived(
-        schema=MappingSchema(mapping, dialect=dialect),
+        names_dialect=names_dialect,
+        schema=MappingSchema(mapping, dialect=names_dialect),
         filters=filters,
         denied={name: frozenset(tables) for name, tables in denied.items()},
+        needs_quotes=any(needs_quotes(name, generator) for name in names),
     )
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))

@@ -2,8 +2,8 @@
 
 The root must be a SELECT or a set operation (UNION / INTERSECT / EXCEPT), possibly with
 CTEs. Anywhere in the tree — writable CTEs, subqueries, set-operation branches — there may be
-no write, DDL, command, transaction, PRAGMA, ATTACH, COPY, ``INTO`` or locking clause
-(``parse.FORBIDDEN`` lists the node kinds). Placeholders the author wrote (``:x``, ``?``,
+no write, DDL, command, transaction, PRAGMA, ATTACH, COPY, ``INTO``, locking clause or
+optimizer hint (``parse.FORBIDDEN`` lists the node kinds). Placeholders the author wrote (``:x``, ``?``,
 ``%s``, ``$1``, ``@x``, ``@@x``) are refused too: only the sandbox binds values.
 """
 
@@ -22,6 +22,8 @@ _READ_ONLY_HINT = "only read-only SELECT queries (optionally WITH … SELECT, UN
 def _code(node: exp.Expr) -> str:
     if isinstance(node, exp.Lock):
         return "locking"
+    if isinstance(node, exp.Hint):
+        return "unsupported"
     if isinstance(node, (exp.Command, exp.Pragma, exp.Attach, exp.Detach, exp.Set, exp.Transaction,
                          exp.Commit, exp.Rollback)):
         return "unsupported" if isinstance(node, exp.Command) else "not_a_query"
@@ -35,6 +37,8 @@ def _describe(node: exp.Expr) -> str:
         return "a locking clause (FOR UPDATE / FOR SHARE)"
     if isinstance(node, exp.Into):
         return "SELECT … INTO"
+    if isinstance(node, exp.Hint):
+        return "an optimizer hint (/*+ … */)"
     return f"a {node.key.upper()} statement"
 
 

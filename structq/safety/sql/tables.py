@@ -12,6 +12,12 @@ path, which is what the manifest describes; a qualified one may reach a differen
 the same name, and system catalogs (``information_schema``, ``pg_catalog``, ``mysql``) are
 reached exactly that way. Undeclared unqualified catalogs (``sqlite_master``, ``pg_user``)
 fail as unknown tables like any other.
+
+A table matches its manifest entry without regard to case, and is then written in the
+manifest's spelling, quoted when the dialect would otherwise fold it (``"Patient"`` on
+PostgreSQL, `` `Patient` `` on MySQL, whose table names are case-sensitive on most
+systems). Where the query named the table without an alias and in another spelling, its
+old name becomes the alias, so the query's ``name.column`` references still resolve.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from structq.capabilities.loader import closest
 
 from ..functions import TABLE_FUNCTIONS, function_name
 from .context import Check
+from .schema import derived, identifier
 
 __all__ = ["resolve_tables", "is_cte_reference"]
 
@@ -64,10 +71,19 @@ def _table_function(check: Check, table: exp.Table) -> None:
         )
 
 
+def _respell(check: Check, table: exp.Table, name: str) -> None:
+    """Write ``table`` as the manifest spells it, keeping what the query called it."""
+    if table.name == name:
+        return
+    if not table.alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name, quoted=table.this.quoted)))
+    table.set("this", identifier(name, check.dialect))
+
+
 def resolve_tables(check: Check) -> None:
     """Record each real table read with its manifest entry; refuse anything undeclared."""
     assert check.tree is not None
-    normalize_identifiers(check.tree, dialect=check.dialect)
+    normalize_identifiers(check.tree, dialect=derived(check.manifest).names_dialect)
     declared = [t.name for t in check.manifest.tables]
     for table in check.tables:
         if isinstance(table.this, exp.Func):
@@ -96,4 +112,5 @@ def resolve_tables(check: Check) -> None:
                 f"column aliases on table {table.name!r} are not supported",
                 "alias the columns in the select list instead (col AS name)",
             )
+        _respell(check, table, entry.name)
         check.reads.append((table, entry))
