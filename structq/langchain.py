@@ -7,11 +7,17 @@ carrying the hint, so the calling agent can rephrase instead of crashing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import asyncio
+import concurrent.futures
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
+from structq.agent import RepairsExhausted
 from structq.errors import StructqError
 
 if TYPE_CHECKING:
@@ -38,12 +44,24 @@ def describe_capabilities(capabilities: "CapabilitySet", *, max_objects: int = 8
     lines = ["Answers questions about the company's data by querying these sources read-only:"]
     for manifest in capabilities:
         objects = manifest.indices if manifest.is_search else manifest.tables
-        names = ", ".join(f"{o.name} ({o.description})" if o.description else o.name for o in objects[:max_objects])
+        names = ", ".join(f"{o.name} ({_one_line(o.description)})" if o.description else o.name
+                          for o in objects[:max_objects])
         more = f", … {len(objects) - max_objects} more" if len(objects) > max_objects else ""
-        about = f": {manifest.description}" if manifest.description else ""
+        about = f": {_one_line(manifest.description)}" if manifest.description else ""
         lines.append(f"- {manifest.source}{about} — {names}{more}")
     lines.append("Returns an answer that cites its sources. Ask one self-contained question per call.")
     return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    """A manifest description (often a multi-line YAML block) as one line of the list."""
+    return " ".join(text.split())
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending in exactly one full stop (or its own closing punctuation)."""
+    text = text.strip()
+    return text if text.endswith((".", "。", "!", "?", "！", "？")) else f"{text}."
 
 
 def _artifact(answer: "Answer") -> dict[str, Any]:
@@ -52,14 +70,48 @@ def _artifact(answer: "Answer") -> dict[str, Any]:
 
 
 def _content(answer: "Answer") -> str:
-    sources = "; ".join(f"[{c['step']}] {c['source']}" + (f"/{c['index']}" if c["index"] else "") for c in answer.citations)
+    """The answer text, the steps it cites (``[step] source/index``), and any notes."""
+    sources = "; ".join(f"[{c['step']}] {c['source']}" + (f"/{c['index']}" if c.get("index") else "")
+                        for c in answer.citations)
     notes = "".join(f"\nNote: {n}" for n in answer.notes)
-    return f"{answer.text}\n\nSources: {sources}{notes}"
+    return f"{answer.text}\n\nSources: {sources or 'none (no step ran)'}{notes}"
+
+
+def _reply(answer: "Answer") -> tuple[str, dict[str, Any]]:
+    """The tool's (content, artifact) pair."""
+    return _content(answer), _artifact(answer)
 
 
 def _tool_error(exc: StructqError) -> ToolException:
-    hint = f" Hint: {exc.hint}" if exc.hint else ""
-    return ToolException(f"{type(exc).__name__}: {exc.message}.{hint}")
+    """What the calling model reads: the error's kind (and code), what went wrong, the hint.
+
+    For ``RepairsExhausted`` only the summary line is kept (it names the last error, its code
+    and hint); the listing of every attempted plan is for the audit log, not the caller.
+    """
+    message = exc.message.split("\n", 1)[0] if isinstance(exc, RepairsExhausted) else exc.message
+    code = getattr(exc, "code", None)
+    step = getattr(exc, "step", None)
+    kind = type(exc).__name__ + (f" [{code}]" if code else "") + (f" in step {step!r}" if step else "")
+    hint = f" Hint: {_sentence(exc.hint)}" if exc.hint else ""
+    return ToolException(f"{kind}: {_sentence(message)}{hint}")
+
+
+@contextmanager
+def _structq_errors_as_tool_errors() -> Iterator[None]:
+    """Turn a ``StructqError`` into the ``ToolException`` the calling agent reads."""
+    try:
+        yield
+    except StructqError as exc:
+        raise _tool_error(exc) from exc
+
+
+def _in_event_loop() -> bool:
+    """Whether this thread is running an event loop (a notebook, an async web handler)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class StructqTool(BaseTool):
@@ -68,7 +120,7 @@ class StructqTool(BaseTool):
     name: str = "company_data"
     description: str = "Answers questions about the company's data."
     args_schema: type[BaseModel] = StructqToolInput
-    response_format: str = "content_and_artifact"
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     agent: Any = Field(exclude=True)
 
@@ -77,15 +129,19 @@ class StructqTool(BaseTool):
         return cls(agent=agent, name=name, description=description or describe_capabilities(agent.capabilities))
 
     def _run(self, question: str, vars: dict[str, Any] | None = None, **_: Any) -> tuple[str, dict[str, Any]]:
-        try:
-            answer = self.agent.ask(question, vars=vars)
-        except StructqError as exc:
-            raise _tool_error(exc) from exc
-        return _content(answer), _artifact(answer)
+        with _structq_errors_as_tool_errors():
+            answer = self._ask_sync(question, vars)
+        return _reply(answer)
 
     async def _arun(self, question: str, vars: dict[str, Any] | None = None, **_: Any) -> tuple[str, dict[str, Any]]:
-        try:
+        with _structq_errors_as_tool_errors():
             answer = await self.agent.aask(question, vars=vars)
-        except StructqError as exc:
-            raise _tool_error(exc) from exc
-        return _content(answer), _artifact(answer)
+        return _reply(answer)
+
+    def _ask_sync(self, question: str, vars: dict[str, Any] | None) -> "Answer":
+        """``Agent.ask``, which starts an event loop: inside a running one, it runs on a worker thread."""
+        if not _in_event_loop():
+            return self.agent.ask(question, vars=vars)
+        context = contextvars.copy_context()  # keeps LangChain's callbacks and tracing
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(context.run, self.agent.ask, question, vars=vars).result()

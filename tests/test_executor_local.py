@@ -102,21 +102,22 @@ class TestQueries:
 
 
 class TestOddColumnNames:
-    ODD = result(("count(*)", "销售额", "a \"quoted\" name", "id", "ID", "", "select"),
-                 [(3, 12.5, "x", 1, 2, "e", "s")])
+    ODD = result(("count(*)", "销售额", "a \"quoted\" name", "id", "ID", "", "select", " padded "),
+                 [(3, 12.5, "x", 1, 2, "e", "s", "p")])
 
     def test_names_are_quoted_and_deduplicated(self) -> None:
         executor = LocalExecutor({"odd": self.ODD})
         columns = [name for name, _ in executor.tables[0].columns]
-        assert columns == ["count(*)", "销售额", "a \"quoted\" name", "id", "ID_2", "column_6", "select"]
-        out = executor.run(local('SELECT "count(*)", "销售额", "a ""quoted"" name", "ID_2", "select" FROM odd'))
-        assert out.rows == [(3, 12.5, "x", 2, "s")]
+        assert columns == ["count(*)", "销售额", "a \"quoted\" name", "id", "ID_2", "column_6", "select", " padded "]
+        out = executor.run(local('SELECT "count(*)", "销售额", "a ""quoted"" name", "ID_2", "select", " padded " FROM odd'))
+        assert out.rows == [(3, 12.5, "x", 2, "s", "p")]
 
     def test_manifest_declares_them(self) -> None:
         manifest = local_manifest({"odd": self.ODD})
         table = manifest.table("odd")
         assert table is not None
         assert [c.name for c in table.columns][:2] == ["count(*)", "销售额"]
+        assert table.columns[-1].name == " padded "
         assert table.column("销售额").type == "real"
 
     def test_the_sandbox_accepts_them(self) -> None:

@@ -41,13 +41,14 @@ sqlglot, duplicates get ``_2``, ``_3`` suffixes, and an empty name becomes ``col
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from structq.capabilities.model import Column, Limits, Manifest, Table
 from structq.capabilities.validate import LOCAL_SOURCE
@@ -67,7 +68,6 @@ __all__ = ["LocalTable", "LocalExecutor", "describe_results", "infer_column_type
 DEFAULT_TIMEOUT_S = 5.0
 
 _INT64 = (-(2**63), 2**63 - 1)
-_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 # Declared types that pick the right affinity and tell sqlite3 how to read the value back
 # (PARSE_DECLTYPES keys converters on the declared type's first word, case-insensitively).
@@ -201,9 +201,12 @@ def _manifest_table(table: LocalTable) -> Table:
     columns = []
     for name, kind in table.columns:
         fields = {"name": name, "type": kind, "description": f"column of step {table.name}'s result"}
-        # Result columns may be called ``count(*)`` or ``销售额``; manifest names written by
-        # people must be identifiers, these need not be.
-        columns.append(Column(**fields) if _PLAIN_NAME.match(name) else Column.model_construct(**fields))
+        try:
+            columns.append(Column(**fields))
+        except ValidationError:
+            # A result column is whatever the source called it (`` total``, a tab inside):
+            # the rules for names people write do not apply to it.
+            columns.append(Column.model_construct(**fields))
     return Table(
         name=table.name,
         description=f"result of step {table.name} ({len(table.rows)} rows)",

@@ -15,10 +15,9 @@ cost a third of the time).
 Qualification names every projection (``COUNT(*) AS _col_0``); on the outermost select those
 invented aliases are removed again so result columns keep the names the database gives them.
 
-Names are matched the way the engine matches them (``schema.py``); where a declared name needs
-quotes to keep its spelling (``"Name"`` on PostgreSQL), the columns a star expands to are
-quoted accordingly. Last, each column is mapped to the table it reads, scope by scope
-(``scopes.py``), for the enum check and for ``SafeQuery.columns``.
+Names match without regard to case (``schema.py``). Last, each column is mapped to the table
+it reads, scope by scope (``scopes.py``), for the enum check and for ``SafeQuery.columns``,
+and written in the manifest's spelling, quoted where needed (``"Name"`` on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -27,12 +26,12 @@ import re
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
-from sqlglot.optimizer.qualify_columns import quote_identifiers, qualify_columns, validate_qualify_columns
+from sqlglot.optimizer.qualify_columns import qualify_columns, validate_qualify_columns
 
 from structq.capabilities.loader import closest
 
 from .context import Check
-from .schema import derived
+from .schema import derived, identifier
 from .scopes import column_tables
 
 __all__ = ["check_columns"]
@@ -142,9 +141,11 @@ def check_columns(check: Check) -> None:
         raise _unknown(check, exc) from None
     if unnamed:
         _drop_invented_aliases(outer, unnamed)
-    if names.needs_quotes:
-        quote_identifiers(tree, dialect=check.dialect, identify=False)
     check.column_tables = column_tables(tree, check.reads)
     for column, table in check.column_tables.values():
         declared = table.column(column.name)
-        check.read_columns.add(f"{table.name}.{declared.name if declared else column.name}")
+        if declared is None:
+            continue
+        if declared.name != column.name:
+            column.set("this", identifier(declared.name, check.dialect))
+        check.read_columns.add(f"{table.name}.{declared.name}")

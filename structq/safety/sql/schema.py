@@ -3,13 +3,12 @@
 A manifest is immutable once loaded, so these are cached per manifest object. The cache keeps
 the manifest itself alive next to its entry, so an ``id()`` is never reused while cached.
 
-Names are matched the way the engine matches them (``names_dialect``). The manifest spells
-each name exactly as the database stores it, so the schema holds them as *quoted*
-identifiers; a query's identifiers are normalised with the same dialect. PostgreSQL then
-matches a quoted name exactly and folds an unquoted one to lower case; SQLite matches
-without regard to case; so does MySQL for columns and aliases (its table names may be
-case-sensitive, which ``resolve_tables`` settles by writing every table in the manifest's
-spelling).
+Names are matched without regard to case on every dialect (``names_dialect``), and each
+table and column that resolves is then written in the manifest's spelling, quoted where the
+dialect would otherwise fold it (``resolve_tables``, ``check_columns``). The manifest spells
+each name as the database stores it, so the engine receives exactly that name — PostgreSQL's
+``"Patient"."ID"`` as well as MySQL's case-sensitive table names — whatever case the query
+used. Matching can only pick a declared name, never reach an undeclared one.
 """
 
 from __future__ import annotations
@@ -38,10 +37,8 @@ _TYPES = {
     "binary": "VARBINARY",
 }
 _CACHE_SIZE = 64
-#: Dialect settings for matching names where sqlglot's default differs from the engine:
-#: sqlglot treats MySQL identifiers as case-sensitive, MySQL compares columns and column
-#: aliases without regard to case.
-_NAME_SETTINGS = {"mysql": "mysql, normalization_strategy = case_insensitive"}
+#: Matching names without regard to case (see the module docstring).
+_NAME_SETTINGS = "{}, normalization_strategy = case_insensitive"
 
 
 @dataclass(frozen=True)
@@ -54,8 +51,6 @@ class Derived:
     filters: dict[str, exp.Expr]
     #: Lower-case denied column name → names of the tables that deny it.
     denied: dict[str, frozenset[str]]
-    #: Whether some declared name must be quoted to keep its spelling in this dialect.
-    needs_quotes: bool
 
 
 _cache: dict[tuple[int, str], tuple[Manifest, Derived]] = {}
@@ -97,7 +92,7 @@ def derived(manifest: Manifest) -> Derived:
     hit = _cache.get(key)
     if hit is not None and hit[0] is manifest:
         return hit[1]
-    names_dialect = Dialect.get_or_raise(_NAME_SETTINGS.get(dialect, dialect))
+    names_dialect = Dialect.get_or_raise(_NAME_SETTINGS.format(dialect))
     quoted = lambda name: exp.to_identifier(name, quoted=True).sql(dialect)  # noqa: E731
     mapping = {
         quoted(table.name): {quoted(c.name): _TYPES[c.type] for c in table.allowed_columns}
@@ -113,14 +108,11 @@ def derived(manifest: Manifest) -> Derived:
         predicate = _filter(manifest, table.name, dialect)
         if predicate is not None:
             filters[table.name.lower()] = predicate
-    names = [t.name for t in manifest.tables] + [c.name for t in manifest.tables for c in t.columns]
-    generator = Dialect.get_or_raise(dialect)
     result = Derived(
         names_dialect=names_dialect,
         schema=MappingSchema(mapping, dialect=names_dialect),
         filters=filters,
         denied={name: frozenset(tables) for name, tables in denied.items()},
-        needs_quotes=any(needs_quotes(name, generator) for name in names),
     )
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
