@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from structq.capabilities.loader import closest
+from structq.capabilities.model import ExampleStep
 from structq.capabilities.validate import LOCAL_SOURCE, REFERENCE
 from structq.errors import PlanError
 
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
 
 __all__ = ["Plan", "Step", "Reference", "LOCAL_SOURCE"]
-
-_OUTPUT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 
 @dataclass(frozen=True)
 class Reference:
@@ -47,23 +45,12 @@ class Reference:
         return f"<{self.text}>"
 
 
-class Step(BaseModel):
-    """One query: SQL text for SQL and ``local`` sources, a DSL body for search sources."""
+class Step(ExampleStep):
+    """One query: SQL text for SQL and ``local`` sources, a DSL body for search sources.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    output_key: str
-    source: str
-    index: str | None = None
-    purpose: str = ""
-    query: str | dict[str, Any]
-
-    @field_validator("output_key")
-    @classmethod
-    def _identifier(cls, value: str) -> str:
-        if not _OUTPUT_KEY.match(value):
-            raise ValueError(f"output_key {value!r} must be an identifier (letters, digits, underscore)")
-        return value
+    The same shape as a manifest example's step (a verified plan is a plan), plus what the
+    engine needs to know about it.
+    """
 
     @property
     def query_text(self) -> str:

@@ -9,6 +9,7 @@ rules that need no file positions.
 from __future__ import annotations
 
 import re
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,41 +32,14 @@ __all__ = [
     "dialect_from_url",
 ]
 
-SQL_COLUMN_TYPES = ("text", "integer", "real", "numeric", "boolean", "date", "datetime", "json", "binary")
-SEARCH_FIELD_TYPES = (
-    "keyword",
-    "text",
-    "date",
-    "long",
-    "integer",
-    "short",
-    "byte",
-    "double",
-    "float",
-    "scaled_float",
-    "boolean",
-    "nested",
-    "object",
-    "ip",
-)
-
 SqlColumnType = Literal["text", "integer", "real", "numeric", "boolean", "date", "datetime", "json", "binary"]
 SearchFieldType = Literal[
-    "keyword",
-    "text",
-    "date",
-    "long",
-    "integer",
-    "short",
-    "byte",
-    "double",
-    "float",
-    "scaled_float",
-    "boolean",
-    "nested",
-    "object",
-    "ip",
+    "keyword", "text", "date", "long", "integer", "short", "byte", "double", "float", "scaled_float",
+    "boolean", "nested", "object", "ip",
 ]
+#: The same choices as tuples, for code that checks or lists them.
+SQL_COLUMN_TYPES: tuple[str, ...] = typing.get_args(SqlColumnType)
+SEARCH_FIELD_TYPES: tuple[str, ...] = typing.get_args(SearchFieldType)
 
 #: Table and column names: whatever the database allows (spaces, non-ASCII letters, %, …),
 #: but no control characters and no surrounding blanks. The sandbox quotes them as needed.

@@ -1,0 +1,332 @@
+"""What the engine costs on top of the queries it runs.
+
+(a) Every verified example on the demo company: the engine's wall time (median of ``--runs``
+    after a warm-up) next to running, directly, the final queries each step actually ran —
+    the sandboxed SQL text with its bound parameters on a plain SQLAlchemy connection, the
+    DSL body through opensearch-py, a local step's SQL over the earlier rows in an in-memory
+    SQLite. Examples of at least 5 ms are marked; their target ratio is ≤ 1.25.
+(b) A step passing N = 1k / 10k / 100k ids to the next step, next to the one JOIN that asks
+    the same, on SQLite and — when their servers can be started like the test-suite does
+    (``tests/servers.py``) — PostgreSQL and MariaDB. Target ≤ 2× at 100k.
+
+Figures only; nothing is asserted. The demo data is built into a temporary folder unless
+``$STRUCTQ_DEMO_DIR`` already holds a built demo.
+
+    python bench/engine.py [--runs 15] [--sizes 1000,10000,100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from structq.agent import Engine, Plan, RunResult  # noqa: E402
+from structq.agent.engine import StepResult  # noqa: E402
+from structq.capabilities import CapabilitySet, Manifest  # noqa: E402
+from structq.capabilities.loader import load_manifest_text  # noqa: E402
+from structq.executors import embedded  # noqa: E402
+
+SLOW_MS = 5.0
+EXAMPLE_TARGET = 1.25
+REFERENCE_TARGET = 2.0
+ROWS = 100_000
+
+
+def median_ms(fn: Callable[[], object], runs: int) -> float:
+    """Median wall time of ``fn`` in ms, after one warm-up call (pools, caches, imports)."""
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) verified examples
+# ---------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def demo_directory() -> Iterator[Path]:
+    """``$STRUCTQ_DEMO_DIR`` when it holds a built demo, else a fresh build (default scale)."""
+    from structq.demo import DATABASE_NAME, REPORTS_NAME, build_demo
+
+    existing = os.environ.get("STRUCTQ_DEMO_DIR")
+    if existing and (Path(existing) / DATABASE_NAME).is_file() and (Path(existing) / REPORTS_NAME).is_file():
+        yield Path(existing)
+        return
+    with tempfile.TemporaryDirectory(prefix="structq-bench-") as tmp:
+        print("building the demo company (default scale) …", flush=True)
+        yield build_demo(Path(tmp)).directory
+
+
+class DirectRunner:
+    """Runs the queries an engine run recorded, without the engine: the baseline.
+
+    SQL goes to one plain pooled SQLAlchemy engine per source (no read-only guard, no
+    sandbox, no threads); search to one opensearch-py client on the same embedded engine.
+    """
+
+    def __init__(self, capabilities: CapabilitySet) -> None:
+        self.capabilities = capabilities
+        self._sql: dict[str, Any] = {}
+        self._search: Any = None
+
+    def close(self) -> None:
+        for engine in self._sql.values():
+            engine.dispose()
+        if self._search is not None:
+            self._search.close()
+
+    def run(self, result: RunResult) -> None:
+        """Every step of ``result`` again, in plan order, from its final query and params."""
+        rows: dict[str, StepResult] = {}
+        for step in result.plan.steps:
+            recorded = result.steps[step.output_key]
+            if step.source == "local":
+                run_local(recorded, rows)
+            elif self.capabilities[step.source].is_search:
+                self.search(self.capabilities[step.source], recorded)
+            else:
+                self.sql(self.capabilities[step.source], recorded.query, recorded.params)
+            rows[step.output_key] = recorded
+
+    def sql(self, manifest: Manifest, query: str, params: Mapping[str, Any]) -> list[Any]:
+        from sqlalchemy import create_engine
+
+        engine = self._sql.get(manifest.source)
+        if engine is None:
+            engine = self._sql[manifest.source] = create_engine(manifest.url)
+        with engine.connect() as connection:
+            return connection.execute(bind_direct(query, params, engine.dialect.name), dict(params)).fetchall()
+
+    def search(self, manifest: Manifest, recorded: StepResult) -> dict[str, Any]:
+        """The recorded request body on the index the executor used (the embedded engine's
+        physical name). Every example's body goes to ``search`` (none is a bare count)."""
+        from opensearchpy import OpenSearch
+
+        if self._search is None:
+            self._search = OpenSearch(hosts=[embedded.engine_url()], timeout=30)
+        index = embedded.physical_index(manifest, recorded.index or "")
+        return self._search.search(index=index, body=recorded.query)
+
+
+def bind_direct(query: str, params: Mapping[str, Any], dialect: str) -> Any:
+    """``text(query)``; on MySQL a list parameter expands (``IN :ids``), as the executor binds it."""
+    from sqlalchemy import bindparam, text
+
+    clause = text(query)
+    if dialect in ("mysql", "mariadb"):
+        lists = [bindparam(name, expanding=True) for name, value in params.items() if isinstance(value, list)]
+        clause = clause.bindparams(*lists)
+    return clause
+
+
+def run_local(recorded: StepResult, earlier: Mapping[str, StepResult]) -> list[Any]:
+    """A local step directly: earlier results loaded into a new in-memory SQLite, then its SQL."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        for key, result in earlier.items():
+            columns = ", ".join(f'"{c}"' for c in result.columns)
+            marks = ", ".join("?" for _ in result.columns)
+            connection.execute(f'CREATE TABLE "{key}" ({columns})')
+            connection.executemany(f'INSERT INTO "{key}" VALUES ({marks})', result.rows)
+        return connection.execute(recorded.query, recorded.params).fetchall()
+    finally:
+        connection.close()
+
+
+def bench_examples(runs: int) -> None:
+    with demo_directory() as directory:
+        env = {**os.environ, "STRUCTQ_DEMO_DIR": str(directory)}
+        capabilities = CapabilitySet.from_path(REPO / "capabilities", env=env)
+        direct = DirectRunner(capabilities)
+        print(f"\n(a) verified examples on the demo data — median of {runs} runs, ms "
+              f"(* = engine ≥ {SLOW_MS:g} ms; target ratio ≤ {EXAMPLE_TARGET})")
+        print(f"{'':2}{'source':<8}{'example':<34}{'steps':>5} {'engine':>8} {'direct':>8} {'ratio':>6}  target")
+        try:
+            with Engine(capabilities) as engine:
+                for manifest, example in capabilities.examples():
+                    plan = Plan.from_example(example)  # type: ignore[arg-type]
+                    recorded = engine.run(plan)
+                    engine_ms = median_ms(lambda: engine.run(plan), runs)
+                    direct_ms = median_ms(lambda: direct.run(recorded), runs)
+                    ratio = engine_ms / direct_ms
+                    slow = engine_ms >= SLOW_MS
+                    verdict = ("ok" if ratio <= EXAMPLE_TARGET else "MISSED") if slow else "-"
+                    print(f"{'*' if slow else ' ':2}{manifest.source:<8}{_label(example.question, 32):<34}"
+                          f"{len(plan.steps):>5} {engine_ms:>8.2f} {direct_ms:>8.2f} {ratio:>5.2f}×  {verdict}")
+        finally:
+            direct.close()
+
+
+def _label(text: str, width: int) -> str:
+    """``text`` cut to ``width`` display columns (CJK characters take two)."""
+    out, used = "", 0
+    for char in text:
+        cost = 2 if ord(char) > 0x2E7F else 1
+        if used + cost > width:
+            return out + " " * (width - used)
+        out, used = out + char, used + cost
+    return out + " " * (width - used)
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) references vs JOIN
+# ---------------------------------------------------------------------------------------------
+
+REFERENCE_MANIFEST = """\
+source: refs
+kind: sql
+url: {url}
+limits: {{max_rows: 1000, max_intermediate_rows: {rows}, timeout_s: 60}}
+tables:
+  - name: ids
+    columns:
+      - {{name: id, type: integer}}
+      - {{name: grp, type: integer}}
+  - name: detail
+    columns:
+      - {{name: id, type: integer}}
+      - {{name: id_ref, type: integer}}
+      - {{name: amount, type: integer}}
+"""
+
+
+def reference_rows() -> tuple[list[dict[str, int]], list[dict[str, int]]]:
+    """``ids`` 1…100,000; ``detail`` rows pointing at some ids twice, some never, some beyond."""
+    ids = [{"id": i, "grp": i % 7} for i in range(1, ROWS + 1)]
+    detail = [{"id": i, "id_ref": (i * 7919) % (ROWS + ROWS // 10) + 1, "amount": i % 1000}
+              for i in range(1, ROWS + ROWS // 5 + 1)]
+    return ids, detail
+
+
+def create_reference_tables(url: str) -> None:
+    """The two tables of (b), through an admin connection."""
+    from sqlalchemy import Column, Integer, MetaData, Table, create_engine, insert
+
+    metadata = MetaData()
+    ids = Table("ids", metadata, Column("id", Integer, primary_key=True, autoincrement=False),
+                Column("grp", Integer))
+    detail = Table("detail", metadata, Column("id", Integer, primary_key=True, autoincrement=False),
+                   Column("id_ref", Integer, index=True), Column("amount", Integer))
+    id_rows, detail_rows = reference_rows()
+    engine = create_engine(url)
+    try:
+        metadata.drop_all(engine)
+        metadata.create_all(engine)
+        with engine.begin() as connection:
+            connection.execute(insert(ids), id_rows)
+            connection.execute(insert(detail), detail_rows)
+    finally:
+        engine.dispose()
+
+
+def reference_plan(n: int) -> Plan:
+    return Plan.parse({"steps": [
+        {"output_key": "picked", "source": "refs", "query": f"SELECT id FROM ids WHERE id <= {n}"},
+        {"output_key": "total", "source": "refs",
+         "query": "SELECT COUNT(*) AS n, SUM(amount) AS amount FROM detail WHERE id_ref IN (<picked>)"},
+    ]})
+
+
+def join_query(n: int) -> str:
+    return ("SELECT COUNT(*) AS n, SUM(d.amount) AS amount FROM detail AS d "
+            f"JOIN ids AS i ON i.id = d.id_ref WHERE i.id <= {n}")
+
+
+def bench_references(label: str, url: str, sizes: list[int], runs: int) -> None:
+    """Engine (two steps, N ids passed on) vs the JOIN, at each size, on one database."""
+    from sqlalchemy import create_engine, text
+
+    create_reference_tables(url)
+    manifest, _ = load_manifest_text(REFERENCE_MANIFEST.format(url=url, rows=ROWS), f"<{label}>")
+    capabilities = CapabilitySet([manifest])
+    plain = create_engine(url)
+
+    def join(n: int) -> list[Any]:
+        with plain.connect() as connection:
+            return connection.execute(text(join_query(n))).fetchall()
+
+    try:
+        with Engine(capabilities) as engine:
+            for n in sizes:
+                plan = reference_plan(n)
+                got = [tuple(r) for r in engine.run(plan).final.rows]
+                want = [tuple(_plain(v) for v in r) for r in join(n)]
+                engine_ms = median_ms(lambda: engine.run(plan), runs)
+                join_ms = median_ms(lambda: join(n), runs)
+                ratio = engine_ms / join_ms
+                verdict = ("ok" if ratio <= REFERENCE_TARGET else "MISSED") if n >= ROWS else "-"
+                same = "same" if got == want else f"DIFFERENT {got} vs {want}"
+                print(f"  {label:<11}{n:>8,} {engine_ms:>9.2f} {join_ms:>9.2f} {ratio:>6.2f}×  {verdict:<7}{same}")
+    finally:
+        plain.dispose()
+
+
+def _plain(value: Any) -> Any:
+    """Decimal sums (PostgreSQL, MariaDB) as the int or float the executor returns."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def server_urls(stack: ExitStack) -> Iterator[tuple[str, str]]:
+    """(label, admin URL of a fresh database) for each server that can start here."""
+    try:
+        from servers import MariaDBServer, PostgresServer, ServerUnavailable
+    except ImportError as exc:
+        print(f"  PostgreSQL/MariaDB skipped: {exc}")
+        return
+    for label, server_class in (("PostgreSQL", PostgresServer), ("MariaDB", MariaDBServer)):
+        try:
+            server = stack.enter_context(server_class.start())
+        except ServerUnavailable as exc:
+            print(f"  {label} skipped: {str(exc).splitlines()[0]}")
+            continue
+        yield label, server.create_database("bench_engine")
+
+
+def bench_all_references(sizes: list[int], runs: int) -> None:
+    print(f"\n(b) N ids passed to the next step vs one JOIN — median of {runs} runs, ms "
+          f"(target ≤ {REFERENCE_TARGET}× at {ROWS:,})")
+    print(f"  {'engine':<11}{'N':>8} {'engine':>9} {'join':>9} {'ratio':>7}  target result")
+    with tempfile.TemporaryDirectory(prefix="structq-bench-") as tmp:
+        bench_references("SQLite", f"sqlite:///{Path(tmp) / 'refs.db'}", sizes, runs)
+    with ExitStack() as stack:
+        for label, url in server_urls(stack):
+            bench_references(label, url, sizes, runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--sizes", default="1000,10000,100000",
+                        help="comma-separated list sizes for (b), at most 100000")
+    parser.add_argument("--only", choices=["examples", "references"])
+    args = parser.parse_args()
+    sizes = [min(int(s), ROWS) for s in args.sizes.split(",")]
+    if args.only != "references":
+        bench_examples(args.runs)
+    if args.only != "examples":
+        bench_all_references(sizes, args.runs)
+
+
+if __name__ == "__main__":
+    main()
