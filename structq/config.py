@@ -41,7 +41,7 @@ class Settings:
 
     llm: str | None = None
     max_repairs: int = 2
-    timezone: str = "Asia/Shanghai"
+    timezone: str = "local"
     audit_path: Path | None = None
     audit_enabled: bool = True
     cache_enabled: bool = True
@@ -53,7 +53,7 @@ class Settings:
         values: dict[str, object] = {
             "llm": env.get("STRUCTQ_LLM") or None,
             "max_repairs": int(env.get("STRUCTQ_MAX_REPAIRS", "2")),
-            "timezone": env.get("STRUCTQ_TIMEZONE", "Asia/Shanghai"),
+            "timezone": env.get("STRUCTQ_TIMEZONE", "local"),
             "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
             "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),
             "cache_enabled": env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false"),

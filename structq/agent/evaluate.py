@@ -17,13 +17,14 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from structq.errors import ConfigError, StructqError
+from structq.errors import ConfigError, SourceUnavailable, StructqError
 
 from .plan import Plan
 
@@ -131,7 +132,7 @@ class EvalReport:
 def _normalise(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return value
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, Decimal)):  # PostgreSQL and MySQL return NUMERIC as Decimal
         return float(f"{float(value):.9g}") if math.isfinite(float(value)) else str(value)
     if isinstance(value, str):
         try:
@@ -179,14 +180,22 @@ def _expected_rows(agent: "Agent", item: EvalItem) -> list[list[Any]]:
     return [list(r) for r in result.final.rows]
 
 
+#: Not an item's failure but the run's: no model configured, a source down. They stop the run.
+_STOPS_THE_RUN = (ConfigError, SourceUnavailable)
+
+
 def _run_item(agent: "Agent", item: EvalItem, today: dt.date | None) -> ItemResult:
     started = time.perf_counter()
     try:
         expected = _expected_rows(agent, item)
+    except _STOPS_THE_RUN:
+        raise
     except StructqError as exc:
         return ItemResult(item, False, f"the expected query failed: {exc}")
     try:
         answer = agent.ask(item.question, vars=item.vars, today=today, answer=False, use_cache=False)
+    except _STOPS_THE_RUN:
+        raise
     except StructqError as exc:
         plan = getattr(exc, "attempts", None)
         last_plan = plan[-1].plan if plan else None
@@ -206,7 +215,12 @@ def _run_item(agent: "Agent", item: EvalItem, today: dt.date | None) -> ItemResu
 
 def evaluate(agent: "Agent", questions: EvalSet, *,
              progress: Callable[[int, ItemResult], None] | None = None) -> EvalReport:
-    """Ask every question (no answer-writing call, no plan cache) and compare the rows."""
+    """Ask every question (no answer-writing call, no plan cache) and compare the rows.
+
+    An item fails on its own account (wrong rows, a plan that never worked); a ``ConfigError``
+    (no model configured) or a ``SourceUnavailable`` is raised, since every later item would
+    fail the same way.
+    """
     started = time.perf_counter()
     results = []
     for i, item in enumerate(questions.questions):

@@ -120,7 +120,7 @@ class Planner:
             self._system_cache[today] = template("plan_system").substitute(
                 today=today.isoformat(),
                 weekday=_WEEKDAYS[today.weekday()],
-                timezone=self.timezone,
+                timezone=self.timezone if self.timezone != "local" else (dt.datetime.now().astimezone().tzname() or "local"),
                 last_year=today.year - 1,
                 capabilities=self.capabilities.render(),
                 examples=render_examples(self.capabilities),

@@ -6,7 +6,10 @@ import typer
 
 from .common import JsonOpt, console, print_json
 
-cache_app = typer.Typer(help="The plan cache (plans the model wrote that ran successfully).", no_args_is_help=True)
+cache_app = typer.Typer(
+    help="The plan cache (plans the model wrote that ran successfully).\n\nExample:  structq cache info --json",
+    no_args_is_help=True,
+)
 
 
 def _cache():

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from .common import DEFAULT_MANIFESTS, LlmOpt, ManifestsOpt, TodayOpt, VarOpt, VerboseOpt, console, make_agent, parse_today, parse_vars
+from .common import (
+    DEFAULT_MANIFESTS,
+    LlmOpt,
+    ManifestsOpt,
+    TodayOpt,
+    VarOpt,
+    VerboseOpt,
+    console,
+    describe,
+    errors_to_exit,
+    make_agent,
+    parse_today,
+    parse_vars,
+)
 
 HELP = """Commands: /plan (the last plan), /sql (the queries that ran), /reset (forget the conversation),
 /help, /quit. Anything else is a question; follow-ups may refer to earlier answers."""
@@ -19,6 +32,8 @@ def chat(
 
     Example:  structq chat --llm openai:gpt-4o-mini
     """
+    from rich.markup import escape
+
     from structq.errors import StructqError
 
     from .render import print_answer, print_plan, print_queries
@@ -27,7 +42,9 @@ def chat(
     day = parse_today(today)
     out = console()
     _enable_history()
-    with make_agent(manifests, llm) as agent:
+    with errors_to_exit(verbose):  # manifests and sources; errors in the loop are shown and survived
+        agent = make_agent(manifests, llm)
+    with agent:
         conversation = agent.conversation()
         last = None
         out.print(HELP)
@@ -54,12 +71,13 @@ def chat(
                 else:
                     print_queries(out, last.results)
             elif line.startswith("/"):
-                out.print(f"unknown command {line}; {HELP}")
+                out.print(f"unknown command {escape(line)}; {HELP}")
             else:
                 try:
                     last = conversation.ask(line, vars=variables, today=day)
                 except StructqError as exc:
-                    out.print(f"[red]error:[/] {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""))
+                    message, hint = describe(exc)
+                    out.print(f"[red]error:[/] {escape(message)}" + (f"\n  hint: {escape(hint)}" if hint else ""))
                     if verbose:
                         out.print_exception()
                     continue
