@@ -7,9 +7,6 @@ carrying the hint, so the calling agent can rephrase instead of crashing.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
@@ -105,15 +102,6 @@ def _structq_errors_as_tool_errors() -> Iterator[None]:
         raise _tool_error(exc) from exc
 
 
-def _in_event_loop() -> bool:
-    """Whether this thread is running an event loop (a notebook, an async web handler)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 class StructqTool(BaseTool):
     """Ask structq a question; returns the answer with citations (artifact: plan, queries, rows)."""
 
@@ -130,18 +118,10 @@ class StructqTool(BaseTool):
 
     def _run(self, question: str, vars: dict[str, Any] | None = None, **_: Any) -> tuple[str, dict[str, Any]]:
         with _structq_errors_as_tool_errors():
-            answer = self._ask_sync(question, vars)
+            answer = self.agent.ask(question, vars=vars)  # safe inside a running event loop too
         return _reply(answer)
 
     async def _arun(self, question: str, vars: dict[str, Any] | None = None, **_: Any) -> tuple[str, dict[str, Any]]:
         with _structq_errors_as_tool_errors():
             answer = await self.agent.aask(question, vars=vars)
         return _reply(answer)
-
-    def _ask_sync(self, question: str, vars: dict[str, Any] | None) -> "Answer":
-        """``Agent.ask``, which starts an event loop: inside a running one, it runs on a worker thread."""
-        if not _in_event_loop():
-            return self.agent.ask(question, vars=vars)
-        context = contextvars.copy_context()  # keeps LangChain's callbacks and tracing
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(context.run, self.agent.ask, question, vars=vars).result()

@@ -118,8 +118,14 @@ def _named(model: type[Column] | type[Table], name: str, **fields: object) -> Co
     return model(name="placeholder", **fields).model_copy(update={"name": name})
 
 
-def build_manifest(source: str, dialect: str, schema: Schema, *, max_rows: int = GENEROUS_MAX_ROWS) -> Manifest:
-    """One manifest for one database: every table and column allowed, no row filters."""
+def build_manifest(
+    source: str, dialect: str, schema: Schema, *, db_schema: str | None = None, max_rows: int = GENEROUS_MAX_ROWS
+) -> Manifest:
+    """One manifest for one database: every table and column allowed, no row filters.
+
+    ``db_schema`` is the database schema the tables live in (the manifest's ``schema``), which
+    queries may use to qualify table names.
+    """
     tables = [
         _named(Table, table, columns=[_named(Column, name, type=kind) for name, kind in columns])
         for table, columns in schema.items()
@@ -130,6 +136,7 @@ def build_manifest(source: str, dialect: str, schema: Schema, *, max_rows: int =
         kind="sql",
         url=_URL_FOR_DIALECT[dialect],
         dialect=dialect,
+        schema=db_schema,
         limits=Limits(max_rows=max_rows),
         tables=tables,
     )
@@ -170,19 +177,28 @@ def _ddl_type(data_type: exp.DataType | None) -> str:
     return "text"
 
 
+def _created_tables(ddl: str, dialect: str) -> Iterator[exp.Schema]:
+    """The target (table and column list) of each CREATE TABLE with a column list."""
+    quiet_sqlglot()
+    for statement in sqlglot.parse(ddl, read=dialect):
+        if isinstance(statement, exp.Create) and statement.kind == "TABLE" and isinstance(statement.this, exp.Schema):
+            yield statement.this  # CREATE TABLE … AS SELECT has no column list and is skipped
+
+
+def ddl_schema_name(ddl: str, dialect: str) -> str | None:
+    """The schema a dump creates its tables in (``CREATE TABLE consumer_div.users``), if one."""
+    qualifiers = {target.this.db for target in _created_tables(ddl, dialect)} - {""}
+    return qualifiers.pop() if len(qualifiers) == 1 else None
+
+
 def schema_from_ddl(ddl: str, dialect: str) -> Schema:
     """CREATE TABLE statements (a dump may also hold INSERTs and comments, which are skipped).
 
-    Schema qualifiers (``public.author``) are dropped: the manifest names bare tables.
+    Schema qualifiers (``consumer_div.users``) are dropped: the manifest names bare tables and
+    carries the schema separately (``ddl_schema_name``).
     """
-    quiet_sqlglot()
     tables: Schema = {}
-    for statement in sqlglot.parse(ddl, read=dialect):
-        if not isinstance(statement, exp.Create) or statement.kind != "TABLE":
-            continue
-        target = statement.this
-        if not isinstance(target, exp.Schema):  # CREATE TABLE … AS SELECT: no column list
-            continue
+    for target in _created_tables(ddl, dialect):
         tables[target.this.name] = [
             (column.name, _ddl_type(column.args.get("kind")))
             for column in target.expressions
@@ -245,7 +261,9 @@ def load_defog(root: Path) -> LegitCorpus:
     """defog sql-eval: three question sets per dialect, schemas from the PostgreSQL dumps.
 
     The PostgreSQL dump is the original; the MySQL and SQLite ones are translations of it, so
-    one schema serves all three dialects.
+    one schema serves all three dialects. The database schema is the one the real databases
+    use (``defog_schema``), so the gold queries' qualified names (``consumer_div.users``,
+    ``broker.sbCustomer``) resolve.
     """
     folder = root / "legit" / "defog"
     queries: list[GoldQuery] = []
@@ -255,12 +273,28 @@ def load_defog(root: Path) -> LegitCorpus:
                 for row_number, row in enumerate(csv.DictReader(handle), start=2):
                     for sql in expand_defog_alternatives(row["query"]):
                         queries.append(GoldQuery("defog", dialect, row["db_name"], sql, f"{path.name}:{row_number}"))
-    schemas = {
-        dump.stem: schema_from_ddl(dump.read_text(encoding="utf-8"), "postgres")
+    dumps = {
+        dump.stem: dump.read_text(encoding="utf-8")
         for dump in sorted((folder / "dumps").glob("*.sql"))
         if not dump.stem.endswith(("_mysql", "_sqlite"))
     }
-    return _corpus("defog", queries, schemas)
+    schemas = {name: schema_from_ddl(ddl, "postgres") for name, ddl in dumps.items()}
+    qualifiers = {name: ddl_schema_name(ddl, "postgres") for name, ddl in dumps.items()}
+    return _corpus("defog", queries, schemas, lambda db, dialect: defog_schema(db, dialect, qualifiers[db]))
+
+
+def defog_schema(database: str, dialect: str, dump_schema: str | None) -> str:
+    """Where defog's databases keep their tables, per engine.
+
+    PostgreSQL: the schema the dump creates them in, else ``public``. MySQL: a schema *is* a
+    database, and each defog database is loaded under its own name (``broker.sbCustomer``).
+    SQLite: every file is attached as ``main``.
+    """
+    if dialect == "postgres":
+        return dump_schema or "public"
+    if dialect == "mysql":
+        return database
+    return "main"
 
 
 def _spider_schemas(tables_json: Path) -> dict[str, Schema]:
@@ -314,10 +348,19 @@ def load_bird(root: Path) -> LegitCorpus:
     return _corpus("bird", queries, schemas)
 
 
-def _corpus(name: str, queries: Sequence[GoldQuery], schemas: Mapping[str, Schema]) -> LegitCorpus:
-    """Attach a manifest per (database, dialect) actually used by the corpus's queries."""
+def _corpus(
+    name: str,
+    queries: Sequence[GoldQuery],
+    schemas: Mapping[str, Schema],
+    db_schema: Callable[[str, str], str | None] = lambda database, dialect: None,
+) -> LegitCorpus:
+    """Attach a manifest per (database, dialect) actually used by the corpus's queries;
+    ``db_schema(database, dialect)`` names the schema its tables live in, if queries use one."""
     used = {(q.database, q.dialect) for q in queries}
-    manifests = {(db, dialect): build_manifest(db, dialect, schemas[db]) for db, dialect in sorted(used)}
+    manifests = {
+        (db, dialect): build_manifest(db, dialect, schemas[db], db_schema=db_schema(db, dialect))
+        for db, dialect in sorted(used)
+    }
     return LegitCorpus(name, tuple(queries), manifests)
 
 
@@ -619,8 +662,8 @@ def _table_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
     for table in tree.find_all(exp.Table):
         if not table.name:  # a table-valued function (json_each, UNNEST) is a Func, checked there
             continue
-        if table.args.get("db") or table.args.get("catalog"):
-            problems.append(f"qualified table {table.sql()}")
+        if table.args.get("catalog") or (table.args.get("db") and table.text("db").lower() != (manifest.schema_ or "").lower()):
+            problems.append(f"qualified table {table.sql()} (the manifest's schema is {manifest.schema_!r})")
         elif manifest.table(table.name) is None and table.name.lower() not in local:
             problems.append(f"undeclared table {table.name}")
     return problems

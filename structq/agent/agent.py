@@ -20,6 +20,7 @@ from structq.config import Settings
 from structq.errors import ModelError, StructqError
 
 from .audit import AuditLog
+from .bridge import run_sync
 from .cache import PlanCache, VerifiedPlans
 from .engine import Engine, RunResult
 from .llm import CallLog, model_name, resolve_model
@@ -172,8 +173,8 @@ class Agent:
     def ask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
             answer: bool = True, use_cache: bool = True, conversation: "Conversation | None" = None) -> Answer:
         """Plan, run (repairing on retryable errors), answer with citations, and audit."""
-        return asyncio.run(self.aask(question, vars=vars, today=today, answer=answer,
-                                     use_cache=use_cache, conversation=conversation))
+        return run_sync(lambda: self.aask(question, vars=vars, today=today, answer=answer,
+                                          use_cache=use_cache, conversation=conversation))
 
     async def aask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
                    answer: bool = True, use_cache: bool = True, conversation: "Conversation | None" = None) -> Answer:

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 
-from structq.errors import ManifestError
 
 from .loader import Positions, closest
 from .model import Manifest

@@ -170,5 +170,5 @@ def pick_one(ctx: Context, obj: Any, table: Mapping[str, Any], path: JsonPath, *
     if len(names) != 1:
         found = ", ".join(map(repr, names)) or "none"
         ctx.refuse("invalid_body", f"expected exactly one {what}, found {found}", path,
-                   f"wrap several in a bool (queries) or give each its own name (aggregations)")
+                   "wrap several in a bool (queries) or give each its own name (aggregations)")
     return names[0]

@@ -1,7 +1,7 @@
 """Pass 7: each read of a table with a row filter becomes a filtered derived table.
 
 ``FROM employees e`` becomes ``FROM (SELECT <allowed columns> FROM employees WHERE
-<filter>) AS e``, keeping the alias, wherever the read sits: CTEs, subqueries, both sides of a
+<filter>) AS e``, keeping the alias (and the schema qualifier, if any), wherever the read sits: CTEs, subqueries, both sides of a
 set operation, either side of an outer join. The filter stays *inside* the derived table so an
 outer join keeps its meaning (a filter in the outer WHERE would turn a LEFT JOIN into an inner
 one; one in the ON clause would not hide the rows of the preserved side).
@@ -56,7 +56,7 @@ def apply_row_filters(check: Check) -> None:
                 "select from the table in a subquery first",
             )
         inner = exp.Select(expressions=[exp.column(c.name) for c in table.allowed_columns])
-        inner = inner.from_(exp.Table(this=exp.to_identifier(node.name)), copy=False)
+        inner = inner.from_(exp.Table(this=node.this.copy(), db=node.args.get("db")), copy=False)
         inner = inner.where(_bind_variables(check, table.name, predicate), copy=False)
         alias = exp.TableAlias(this=exp.to_identifier(node.alias_or_name))
         node.replace(exp.Subquery(this=inner, alias=alias))

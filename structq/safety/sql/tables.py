@@ -6,18 +6,22 @@ else the name means the real table — ``WITH t AS (SELECT * FROM t)`` reads the
 so the check (and the row filter) applies. In doubt a name counts as a real table: that can
 only refuse a query, never let one through unchecked.
 
-Schema- or catalog-qualified names are refused, the dialect's default schema included
-(``public.x``, ``main.x``): an unqualified name resolves through the connection's search
-path, which is what the manifest describes; a qualified one may reach a different object of
-the same name, and system catalogs (``information_schema``, ``pg_catalog``, ``mysql``) are
-reached exactly that way. Undeclared unqualified catalogs (``sqlite_master``, ``pg_user``)
-fail as unknown tables like any other.
+A table may be qualified with the manifest's ``schema`` (``consumer_div.users``): that is
+where the declared tables live, so the qualified name reaches the same object. Any other
+qualifier is refused, the dialect's default schema included (``public.x``, ``main.x``) when
+the manifest does not name it: a foreign qualifier may reach a different object of the same
+name, and system catalogs (``information_schema``, ``pg_catalog``, ``mysql``) are reached
+exactly that way — they stay refused even if a manifest named one as its schema. A catalog
+(``db.schema.table``) is always refused. Undeclared unqualified catalogs (``sqlite_master``,
+``pg_user``) fail as unknown tables like any other.
 
 A table matches its manifest entry without regard to case, and is then written in the
 manifest's spelling, quoted when the dialect would otherwise fold it (``"Patient"`` on
 PostgreSQL, `` `Patient` `` on MySQL, whose table names are case-sensitive on most
 systems). Where the query named the table without an alias and in another spelling, its
-old name becomes the alias, so the query's ``name.column`` references still resolve.
+old name becomes the alias, so the query's ``name.column`` references still resolve. An
+accepted schema qualifier is kept (a reader sees where the table lives) and written in the
+manifest's spelling too.
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ from ..functions import TABLE_FUNCTIONS, function_name
 from .context import Check
 from .schema import derived, identifier
 
-__all__ = ["resolve_tables", "is_cte_reference"]
+__all__ = ["resolve_tables", "is_cte_reference", "SYSTEM_SCHEMAS"]
+
+#: Schemas that hold the engine's catalogs and settings, never business tables (lower case).
+SYSTEM_SCHEMAS = frozenset(
+    "information_schema pg_catalog pg_toast pg_temp mysql performance_schema sys sqlite_temp_master temp".split()
+)
 
 
 def _defines(ctes: list[exp.CTE], name: str) -> bool:
@@ -80,6 +89,36 @@ def _respell(check: Check, table: exp.Table, name: str) -> None:
     table.set("this", identifier(name, check.dialect))
 
 
+def _check_qualifier(check: Check, table: exp.Table) -> None:
+    """Accept only the manifest's schema as a qualifier, and write it in the manifest's spelling.
+
+    Identifiers were normalised (``names_dialect``), so the comparison ignores case as the
+    table-name match does.
+    """
+    schema = check.manifest.schema_
+    qualifier = table.text("db")
+    if (
+        schema is None
+        or table.args.get("catalog")
+        or qualifier.lower() != schema.lower()
+        or qualifier.lower() in SYSTEM_SCHEMAS
+    ):
+        if schema and schema.lower() not in SYSTEM_SCHEMAS:
+            allowed = f"write the table name alone ({table.name!r}) or qualified with this source's schema ({schema}.{table.name})"
+        else:
+            allowed = f"write the table name alone ({table.name!r}); this source declares no schema to qualify it with"
+        if qualifier.lower() in SYSTEM_SCHEMAS:
+            allowed = f"{qualifier} is a system schema and is never readable; " + allowed
+        declared = ", ".join(t.name for t in check.manifest.tables)
+        raise check.fail(
+            "unknown_table",
+            f"the qualified table name {table.sql(check.dialect)!r} is not allowed",
+            f"{allowed}; declared tables: {declared}",
+        )
+    if qualifier != schema:
+        table.set("db", identifier(schema, check.dialect))
+
+
 def resolve_tables(check: Check) -> None:
     """Record each real table read with its manifest entry; refuse anything undeclared."""
     assert check.tree is not None
@@ -92,11 +131,7 @@ def resolve_tables(check: Check) -> None:
         if is_cte_reference(table):
             continue
         if table.args.get("db") or table.args.get("catalog"):
-            raise check.fail(
-                "unknown_table",
-                f"the qualified table name {table.sql(check.dialect)!r} is not allowed",
-                f"write the table name alone, e.g. {table.name!r}; declared tables: {', '.join(declared)}",
-            )
+            _check_qualifier(check, table)
         entry = check.manifest.table(table.name)
         if entry is None:
             suggestion = closest(table.name, declared)

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The install check: bash scripts/check_install.sh
+#
+# Builds the wheel, installs it with the `embedded` extra into a fresh virtual environment,
+# and runs structq from an empty folder outside the repository: the demo, `structq check`
+# without -m (so the manifests bundled in the package must be found), a verified example
+# question, and `structq --help`. Nothing is read from the source tree after the build, so a
+# file missing from the wheel fails here. Exits non-zero on the first failure.
+#
+# PYTHON picks the interpreter (default python3); KEEP=1 keeps the temporary folder.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/structq-install.XXXXXX")"
+QUESTION="华东区在职的研发部员工有哪些？"   # a verified example: answered with no model
+
+say() { printf '==> %s\n' "$*"; }
+fail() { printf '==> FAILED: %s\n' "$*" >&2; exit 1; }
+
+cleanup() {
+    if [[ -n ${KEEP:-} ]]; then say "kept $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+# step NAME COMMAND...: run it, print its time, and stop the check when it fails.
+step() {
+    local name=$1 started=$SECONDS
+    shift
+    say "$name"
+    "$@" || fail "$name"
+    say "  ok ($((SECONDS - started)) s)"
+}
+
+build_wheel() {
+    "$PYTHON" -m pip wheel --quiet --no-deps -w "$WORK/dist" .
+}
+
+wheel() {
+    local found=("$WORK"/dist/structq-*.whl)
+    [[ -f ${found[0]} ]] || fail "no wheel in $WORK/dist"
+    printf '%s\n' "${found[0]}"
+}
+
+check_wheel_contents() {
+    "$PYTHON" - "$(wheel)" <<'EOF'
+import sys
+import zipfile
+
+names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+wanted = [f"structq/_bundled/capabilities/{name}.yaml" for name in ("hr", "sales", "reports")]
+wanted += ["structq/demo/builder.py", "structq/cli/__init__.py"]
+missing = [name for name in wanted if name not in names]
+if missing:
+    sys.exit(f"missing from the wheel: {', '.join(missing)}")
+EOF
+}
+
+install_wheel() {
+    "$PYTHON" -m venv "$WORK/venv"
+    "$WORK/venv/bin/python" -m pip install --quiet "$(wheel)[embedded]"
+}
+
+# structq ARGS...: the installed command, run in an empty folder with a clean environment
+# (no manifests setting, cache and audit log inside the temporary folder).
+structq() {
+    (
+        cd "$WORK/outside"
+        env -u STRUCTQ_MANIFESTS -u STRUCTQ_LLM -u OPENAI_API_KEY \
+            STRUCTQ_DEMO_DIR="$WORK/demo" STRUCTQ_CACHE_DIR="$WORK/cache" STRUCTQ_STATE_DIR="$WORK/state" \
+            "$WORK/venv/bin/structq" "$@"
+    )
+}
+
+demo() {
+    structq demo --dir "$WORK/demo" --scale 0.1 >"$WORK/demo.txt" 2>&1 || { tail -20 "$WORK/demo.txt"; return 1; }
+    grep -q "Next" "$WORK/demo.txt" || { tail -20 "$WORK/demo.txt"; return 1; }
+    printf '    %s\n' "$(grep -m1 "Answering the" "$WORK/demo.txt")"
+}
+
+check_bundled() {
+    [[ ! -e $WORK/outside/capabilities ]] || fail "the folder outside the repository has a capabilities/"
+    structq check | sed 's/^/    /'
+}
+
+ask_example() {
+    structq ask "$QUESTION" --json | "$WORK/venv/bin/python" -c '
+import json, sys
+answer = json.load(sys.stdin)
+assert answer["plan_source"] == "verified", answer["plan_source"]
+print("    %s: %d rows" % (answer["question"], answer["steps"][-1]["row_count"]))'
+}
+
+show_help() {
+    structq --help >"$WORK/help.txt" && grep -q "Usage: structq" "$WORK/help.txt"
+}
+
+mkdir -p "$WORK/outside"
+started=$SECONDS
+say "working in $WORK"
+step "building the wheel" build_wheel
+say "  $(basename "$(wheel)")"
+step "checking the wheel's contents" check_wheel_contents
+step "installing it with [embedded] into a fresh venv" install_wheel
+step "structq demo --scale 0.1, from outside the repository" demo
+step "structq check (no -m: the bundled manifests)" check_bundled
+step "structq ask (a verified example)" ask_example
+step "structq --help" show_help
+say "install check passed in $((SECONDS - started)) s"
