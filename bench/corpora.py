@@ -42,7 +42,9 @@ def _stored_name(name: str) -> str:
     return name.lower() if _PLAIN.match(name) else name
 
 
-def manifest_from_columns(tables: Mapping[str, Sequence[str]], dialect: str, *, source: str = "corpus") -> Manifest:
+def manifest_from_columns(
+    tables: Mapping[str, Sequence[str]], dialect: str, *, source: str = "corpus", schema: str | None = None
+) -> Manifest:
     """A permissive manifest: every table and column allowed, type ``text``.
 
     Names that the manifest model cannot hold (control characters, surrounding blanks) are
@@ -63,6 +65,7 @@ def manifest_from_columns(tables: Mapping[str, Sequence[str]], dialect: str, *, 
             "kind": "sql",
             "url": _URLS.get(dialect, "sqlite:///corpus.db"),
             "dialect": dialect,
+            "schema": schema,
             "tables": [
                 {"name": name, "columns": [{"name": c, "type": "text"} for c in cols]}
                 for name, cols in seen.items()
@@ -141,7 +144,12 @@ def defog(dialect: str) -> tuple[dict[str, Manifest], list[CorpusQuery]]:
     for dump in sorted((root / "dumps").glob("*.sql")):
         if "_" in dump.stem and dump.stem.rsplit("_", 1)[1] in ("mysql", "sqlite"):
             continue
-        manifests[dump.stem] = manifest_from_columns(_ddl_tables(dump.read_text(), "postgres"), dialect)
+        ddl = dump.read_text()
+        # where the real databases keep the tables: the dump's schema (PostgreSQL, else
+        # public), the database itself (MySQL), main (SQLite) — as tests/corpora.py does
+        qualifier = re.search(r"CREATE TABLE (\w+)\.", ddl)
+        schema = {"postgres": qualifier.group(1) if qualifier else "public", "mysql": dump.stem}.get(dialect, "main")
+        manifests[dump.stem] = manifest_from_columns(_ddl_tables(ddl, "postgres"), dialect, schema=schema)
     queries = []
     for path in sorted(root.glob(f"*_{dialect}.csv")):
         with path.open(newline="") as handle:

@@ -33,8 +33,15 @@ step() {
     say "  ok ($((SECONDS - started)) s)"
 }
 
+# quietly NAME COMMAND...: the command's output goes to $WORK/NAME.log, shown only on failure.
+quietly() {
+    local log="$WORK/$1.log"
+    shift
+    "$@" >"$log" 2>&1 || { tail -30 "$log"; return 1; }
+}
+
 build_wheel() {
-    "$PYTHON" -m pip wheel --quiet --no-deps -w "$WORK/dist" .
+    quietly build "$PYTHON" -m pip wheel --no-deps -w "$WORK/dist" .
 }
 
 wheel() {
@@ -59,7 +66,7 @@ EOF
 
 install_wheel() {
     "$PYTHON" -m venv "$WORK/venv"
-    "$WORK/venv/bin/python" -m pip install --quiet "$(wheel)[embedded]"
+    quietly install "$WORK/venv/bin/python" -m pip install "$(wheel)[embedded]"
 }
 
 # structq ARGS...: the installed command, run in an empty folder with a clean environment
@@ -74,9 +81,9 @@ structq() {
 }
 
 demo() {
-    structq demo --dir "$WORK/demo" --scale 0.1 >"$WORK/demo.txt" 2>&1 || { tail -20 "$WORK/demo.txt"; return 1; }
-    grep -q "Next" "$WORK/demo.txt" || { tail -20 "$WORK/demo.txt"; return 1; }
-    printf '    %s\n' "$(grep -m1 "Answering the" "$WORK/demo.txt")"
+    quietly demo structq demo --dir "$WORK/demo" --scale 0.1
+    grep -q "Next" "$WORK/demo.log" || { tail -20 "$WORK/demo.log"; return 1; }
+    printf '    %s\n' "$(grep -m1 -o "Answering the [0-9]* verified example questions" "$WORK/demo.log")"
 }
 
 check_bundled() {
@@ -93,7 +100,7 @@ print("    %s: %d rows" % (answer["question"], answer["steps"][-1]["row_count"])
 }
 
 show_help() {
-    structq --help >"$WORK/help.txt" && grep -q "Usage: structq" "$WORK/help.txt"
+    quietly help structq --help && grep -q "Usage: structq" "$WORK/help.log"
 }
 
 mkdir -p "$WORK/outside"

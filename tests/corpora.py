@@ -413,7 +413,35 @@ def one_line(text: str) -> str:
 # The checked-in list of legit rejections
 # ============================================================================================
 
-REJECTION_COLUMNS = ("corpus", "dialect", "database", "code", "message", "origin", "sql")
+REJECTION_COLUMNS = ("corpus", "dialect", "database", "code", "message", "reason", "origin", "sql")
+
+#: Why each kind of rejection is a rule and not a gap: the ``reason`` column of the list. A
+#: code without an entry has no reviewed reason, and the list test fails until one is written.
+REJECTION_REASONS: dict[str, str] = {
+    "parse_error": "rule: fail closed on what sqlglot cannot read (here a keyword such as ALTER used as a "
+    "column name, or an expression in LIMIT); a sandbox must not guess what it cannot parse",
+    "unknown_table": "rule: the table is not declared in the manifest, or is a system catalog; MySQL's "
+    "FROM DUAL included, because the regenerated query would quote it as `dual`, a real table's name",
+    "denied_function": "rule: the function is not on the allowlist (side effects, I/O, system information)",
+    "placeholder": "rule: only the sandbox binds values",
+}
+
+#: The comment block at the top of the list: what it is and how to read it.
+REJECTIONS_HEADER = """\
+# Gold queries of the legit corpora that the sandbox refuses, each reviewed as a real rule.
+# Written by tests/test_sandbox_corpora.py (STRUCTQ_UPDATE_REJECTIONS=1); review every diff.
+# Columns: the query's corpus, dialect and database; the violation's code and message; the
+# reason the refusal is a rule and not a gap (one per code, see REJECTION_REASONS in
+# tests/corpora.py); where the query is in the corpus; the query itself.
+# Categories:
+#   parse_error     sqlglot cannot parse the text (Spider's column named ALTER, a LIMIT with an
+#                   arithmetic expression): refused because the sandbox never guesses. Queries
+#                   that do not parse are also left out of the acceptance figures.
+#   unknown_table   an undeclared or system table, or a qualifier other than the manifest's schema;
+#                   also MySQL's FROM DUAL, which sqlglot would regenerate as the quoted `dual`.
+#   denied_function a function with side effects, I/O or system information.
+#   placeholder     a bind parameter written by the query's author.
+"""
 
 
 @dataclass(frozen=True)
@@ -425,12 +453,18 @@ class Rejection:
     database: str
     code: str
     message: str
+    reason: str
     origin: str
     sql: str
 
     @property
     def key(self) -> tuple[str, str, str, str]:
         return (self.corpus, self.dialect, self.database, self.sql)
+
+
+def rejection_reason(code: str) -> str:
+    """The reviewed reason for refusals with ``code``; a code nobody reviewed says so."""
+    return REJECTION_REASONS.get(code, "NOT REVIEWED: a gap until shown otherwise")
 
 
 def _escape(value: str) -> str:
@@ -443,10 +477,10 @@ def _unescape(value: str) -> str:
 
 
 def read_rejections(path: Path) -> dict[tuple[str, str, str, str], Rejection]:
-    """The rejection list by query key (an absent file is an empty list)."""
+    """The rejection list by query key (an absent file is an empty list); ``#`` lines are comments."""
     if not path.exists():
         return {}
-    rows = path.read_text(encoding="utf-8").splitlines()
+    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
     out = {}
     for line in rows[1:]:
         if line.strip():
@@ -461,7 +495,7 @@ def write_rejections(path: Path, rejections: Iterable[Rejection]) -> None:
     lines = ["\t".join(REJECTION_COLUMNS)]
     lines += ["\t".join(_escape(getattr(r, column)) for column in REJECTION_COLUMNS) for r in ordered]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(REJECTIONS_HEADER + "\n".join(lines) + "\n", encoding="utf-8")
 
 
 # ============================================================================================

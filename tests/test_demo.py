@@ -25,13 +25,14 @@ import yaml
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 
+from structq.capabilities import manifest_files
 from structq.demo import DemoPaths, build_demo
 
 CAPABILITIES = Path(__file__).resolve().parents[1] / "capabilities"
 MANIFESTS = {
     manifest["source"]: manifest
     for manifest in (yaml.safe_load(path.read_text(encoding="utf-8"))
-                     for path in sorted(CAPABILITIES.glob("*.yaml")))
+                     for path in manifest_files(CAPABILITIES))
 }
 EXAMPLES = [example for manifest in MANIFESTS.values() for example in manifest.get("examples", [])]
 #: Test ids for the examples: plain ASCII (``hr-4``), since pytest escapes Chinese in ids.

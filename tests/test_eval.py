@@ -70,6 +70,8 @@ EQUIVALENT_PLANS: dict[str, dict[str, Any]] = {
 #: A plausible mistake: every employee of the region, not only those still employed.
 WRONG_QUESTION = "华东区有多少在职员工？"
 WRONG_PLAN = sql_plan("hr", "SELECT COUNT(*) FROM employees WHERE region = '华东'")
+#: Refused by the sandbox every time: the model never finds a working plan.
+REFUSED_PLAN = sql_plan("hr", "SELECT COUNT(id_card) FROM employees WHERE region = '华东' AND status = '在职'")
 
 
 def right_plan(item: EvalItem) -> dict[str, Any]:
@@ -95,6 +97,12 @@ def scripted_planner(items: list[EvalItem], wrong: dict[str, dict[str, Any]] | N
     """A model that plans ``items`` in order: right, except the plans ``wrong`` gives."""
     wrong = wrong or {}
     return scripted(*(plan_reply(wrong.get(item.question) or right_plan(item)) for item in items))
+
+
+def one_question() -> EvalSet:
+    """The question ``WRONG_PLAN`` and ``REFUSED_PLAN`` answer, alone."""
+    item = EvalItem(question=WRONG_QUESTION, source="hr", expect_sql="SELECT 1")
+    return EvalSet(today=dt.date(2026, 11, 30), questions=[item])
 
 
 @pytest.fixture
@@ -161,10 +169,19 @@ def test_a_wrong_plan_fails_its_item_and_keeps_the_plan(eval_set: EvalSet, plann
     assert item["plan"]["steps"][0]["query"] == WRONG_PLAN["steps"][0]["query"]
 
 
+def test_a_plan_that_never_works_fails_its_item_with_the_last_plan(make_agent) -> None:
+    attempts = Settings().max_repairs + 1
+    report = evaluate(make_agent(scripted(*[plan_reply(REFUSED_PLAN)] * attempts)), one_question())
+    [result] = report.results
+    assert not result.passed and result.reason.startswith("RepairsExhausted: no working plan after 3 attempts")
+    assert "[denied_column]" in result.reason
+    assert result.plan is not None and result.plan.steps[0].query == REFUSED_PLAN["steps"][0]["query"]
+    assert result.model_calls == report.model_calls == attempts
+
+
 def test_no_model_configured_stops_the_run(make_agent) -> None:
-    questions = EvalSet.model_validate({"questions": [{"question": "华东区有多少员工？", "expect_rows": [[1]]}]})
     with pytest.raises(ConfigError, match="no language model"):
-        evaluate(make_agent(None), questions)
+        evaluate(make_agent(None), one_question())
 
 
 @pytest.mark.parametrize("item, problem", [
@@ -234,6 +251,16 @@ def test_cli_eval_json_items_carry_the_failing_plan(eval_cli, two_questions) -> 
     assert set(failed) == {"question", "passed", "reason", "plan_source", "model_calls", "elapsed_ms", "plan"}
     assert failed["passed"] is False and failed["plan"]["steps"][0]["query"] == WRONG_PLAN["steps"][0]["query"]
     assert passed["passed"] is True and passed["plan"] is None
+
+
+def test_cli_eval_prints_reasons_and_plans_verbatim(eval_cli, two_questions) -> None:
+    path, items = two_questions
+    attempts = Settings().max_repairs + 1
+    model = scripted(*[plan_reply(REFUSED_PLAN)] * attempts, *(plan_reply(right_plan(i)) for i in items[1:]))
+    result = eval_cli(model, str(path))
+    assert result.exit_code == 1
+    assert "[denied_column] column 'id_card'" in result.stdout  # not swallowed as markup
+    assert REFUSED_PLAN["steps"][0]["query"] in result.stdout
 
 
 def test_cli_eval_without_a_model_is_a_config_error(demo_env: dict[str, str], two_questions) -> None:

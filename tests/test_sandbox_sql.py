@@ -587,3 +587,58 @@ def test_reused_alias_is_resolved_per_scope() -> None:
     swapped = ("SELECT p.employee_id FROM employee_performance p WHERE p.performance_grade = 'A' AND EXISTS "
                "(SELECT 1 FROM project_members p WHERE p.project_name = 'X')")
     assert check(swapped).text
+
+
+# ------------------------------------------------------------------------------------------
+# Schema-qualified table names (the manifest's ``schema: hr``)
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_schema_qualified_tables_are_read_through_the_row_filter(dialect: str) -> None:
+    result = check("SELECT e.name FROM HR.Employees e WHERE e.dept_id IN (SELECT dept_id FROM hr.departments)", dialect)
+    assert "FROM hr.employees WHERE tenant_id = :var_tenant_id) AS e" in result.text
+    assert "FROM hr.departments" in result.text
+    assert result.tables == ("departments", "employees") and result.params == {"var_tenant_id": 7}
+    assert "hr.employees.name" not in check("SELECT hr.employees.name FROM hr.employees", dialect).text
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM other.departments",
+        "SELECT * FROM db.hr.departments",
+        "SELECT * FROM public.departments",
+        "SELECT * FROM information_schema.tables",
+        "SELECT other.departments.title FROM hr.departments",
+    ],
+)
+def test_other_qualifiers_are_refused(dialect: str, query: str) -> None:
+    error = refused(query, dialect)
+    assert error.code in {"unknown_table", "unknown_column"}
+
+
+def test_qualifier_hint_names_the_schema() -> None:
+    assert "schema (hr.departments)" in refused("SELECT * FROM other.departments").hint
+    bare = manifest("sqlite").model_copy(update={"schema_": None})
+    with pytest.raises(SandboxViolation) as info:
+        check_sql("SELECT title FROM hr.departments", bare)
+    assert "declares no schema" in info.value.hint
+
+
+def test_system_schema_is_refused_even_when_declared() -> None:
+    system = manifest("postgres").model_copy(update={"schema_": "pg_catalog"})
+    with pytest.raises(SandboxViolation) as info:
+        check_sql("SELECT title FROM pg_catalog.departments", system)
+    assert info.value.code == "unknown_table" and "system schema" in info.value.hint
+
+
+def test_mysql_dual_is_refused() -> None:
+    # sqlglot regenerates DUAL as the quoted `dual`, which names a table, not the keyword
+    assert refused("SELECT 1 FROM dual", "mysql").code == "unknown_table"
+
+
+def test_unaliased_derived_table_is_resolved() -> None:
+    result = check("SELECT title FROM (SELECT title FROM departments) ORDER BY title")
+    assert "AS _d1" in result.text and result.columns == ("departments.title",)

@@ -197,10 +197,10 @@ def _run_item(agent: "Agent", item: EvalItem, today: dt.date | None) -> ItemResu
     except _STOPS_THE_RUN:
         raise
     except StructqError as exc:
-        plan = getattr(exc, "attempts", None)
-        last_plan = plan[-1].plan if plan else None
+        attempts = getattr(exc, "attempts", None) or []  # RepairsExhausted: one model call per plan tried
+        last_plan = attempts[-1].plan if attempts else None
         return ItemResult(item, False, f"{type(exc).__name__}: {exc.message}", last_plan,
-                          elapsed_ms=(time.perf_counter() - started) * 1000)
+                          model_calls=len(attempts), elapsed_ms=(time.perf_counter() - started) * 1000)
     final = answer.results.final
     rows = [list(r) for r in final.rows]
     if final.truncated:

@@ -18,8 +18,6 @@ from .run import run
 
 app = typer.Typer(
     name="structq",
-    help="Answer questions about your company's data with checked, read-only query plans.\n\n"
-    "Start with:  structq demo",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -27,16 +25,25 @@ app = typer.Typer(
 )
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True),
-) -> None:
-    """Answer questions about your company's data with checked, read-only query plans."""
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from structq import __version__
 
         typer.echo(f"structq {__version__}")
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
+                                 callback=_print_version),
+) -> None:
+    """Answer questions about your company's data with checked, read-only query plans.
+
+    Example:  structq demo            (the whole flow on a bundled demo company, offline)
+
+    Example:  structq ask "去年第三季度在华东区销售额最高的产品是什么？" -m capabilities/
+    """
 
 
 app.command()(demo)

@@ -82,6 +82,7 @@ def _ensure_data(target: Path, scale: float, rebuild: bool, out) -> None:
 
 
 def _answer_examples(agent, out) -> None:
+    from rich.markup import escape
     from rich.rule import Rule
 
     from .render import print_answer, print_plan, print_queries, print_results
@@ -89,7 +90,7 @@ def _answer_examples(agent, out) -> None:
     examples = [example for _, example in agent.capabilities.examples()]
     out.print(f"\nAnswering the {len(examples)} verified example questions (plans from the manifests, no model):")
     for i, example in enumerate(examples, 1):
-        out.print(Rule(f"[bold]{i}. {example.question}", align="left"))
+        out.print(Rule(f"[bold]{i}. {escape(example.question)}", align="left"))
         with out.status("running the plan …"):
             answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
         print_plan(out, answer.plan)

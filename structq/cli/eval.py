@@ -25,6 +25,8 @@ def eval_(
     Example:  structq eval capabilities/eval.yaml --llm openai:gpt-4o-mini
     """
     with errors_to_exit(verbose):
+        from rich.markup import escape
+
         from structq.agent.evaluate import EvalSet, evaluate
 
         question_set = EvalSet.from_file(questions)
@@ -32,12 +34,12 @@ def eval_(
 
         def show(i: int, result) -> None:
             mark = "[green]pass[/]" if result.passed else "[red]FAIL[/]"
-            out.print(f"{mark} {i + 1:>3}. {result.item.question}  [dim]({result.plan_source or '-'}, "
+            out.print(f"{mark} {i + 1:>3}. {escape(result.item.question)}  [dim]({result.plan_source or '-'}, "
                       f"{result.model_calls} calls, {result.elapsed_ms:.0f} ms)[/]")
-            if not result.passed:
-                out.print(f"      {result.reason}")
+            if not result.passed:  # reasons and plans hold [codes] and [lists]: never markup
+                out.print(f"      {escape(result.reason)}")
                 if result.plan is not None:
-                    out.print("      plan: " + str(result.plan).replace("\n", "\n      "))
+                    out.print("      plan: " + escape(str(result.plan)).replace("\n", "\n      "))
 
         with make_agent(manifests, llm, no_cache=True) as agent:
             report = evaluate(agent, question_set, progress=show)

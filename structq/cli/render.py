@@ -25,13 +25,14 @@ def _query_renderable(query: Any, *, sql: bool) -> Any:
 
 def print_plan(out: "Console", plan: "Plan") -> None:
     """The plan: reasoning, then each step with its highlighted query."""
+    from rich.markup import escape
     from rich.panel import Panel
 
     if plan.reasoning:
-        out.print(f"[bold]Plan:[/] {plan.reasoning}")
+        out.print(f"[bold]Plan:[/] {escape(plan.reasoning)}")
     for i, step in enumerate(plan.steps, 1):
         where = f"{step.source}/{step.index}" if step.index else step.source
-        title = f"{i}. {step.output_key} @ {where}" + (f" — {step.purpose}" if step.purpose else "")
+        title = escape(f"{i}. {step.output_key} @ {where}" + (f" — {step.purpose}" if step.purpose else ""))
         out.print(Panel(_query_renderable(step.query, sql=step.index is None), title=title, title_align="left"))
 
 

@@ -67,9 +67,13 @@ def sql_connection(manifest: "Manifest") -> Iterator["Connection"]:
         try:
             connection = engine.connect()
         except exc.DBAPIError as err:
+            from sqlalchemy.engine import make_url
+
+            cause = str(err.orig).strip().splitlines()[0] if err.orig else str(err)
             raise SourceUnavailable(
-                f"source {manifest.source!r} is unavailable: cannot connect to {_safe(url)}",
-                source=manifest.source, cause=str(err.orig).strip().splitlines()[0] if err.orig else str(err),
+                f"source {manifest.source!r} is unavailable: cannot connect to "
+                f"{_safe(make_url(manifest.url))}: {cause}",
+                source=manifest.source, cause=cause,
                 hint="check that the server runs and the URL (and its ${VARS}) are right",
             ) from None
         with connection:
@@ -105,7 +109,12 @@ _SEARCH_CLIENTS: dict[str, Callable[[str], tuple[Any, tuple[type[BaseException],
 def search_client(manifest: "Manifest") -> Iterator[Any]:
     """A client for ``manifest``'s cluster; its connection failures become ``SourceUnavailable``."""
     try:
-        client, unreachable = _SEARCH_CLIENTS[manifest.kind](manifest.url)
+        if is_embedded(manifest.url):  # the in-process engine: started and loaded on demand
+            from structq.executors.embedded import acquire
+
+            client, unreachable = _opensearch(acquire(manifest))
+        else:
+            client, unreachable = _SEARCH_CLIENTS[manifest.kind](manifest.url)
     except ImportError as err:
         raise ConfigError(f"source {manifest.source!r}: the {manifest.kind} client is not installed ({err})",
                           hint=f"pip install 'structq[{manifest.kind}]'") from None
@@ -119,6 +128,21 @@ def search_client(manifest: "Manifest") -> Iterator[Any]:
         ) from None
     finally:
         client.close()
+
+
+def is_embedded(url: str) -> bool:
+    """Whether the source is the in-process search engine (``url: embedded``)."""
+    return url.strip().lower() == "embedded"
+
+
+def engine_index_names(manifest: "Manifest") -> dict[str, str]:
+    """Engine-side index name → declared name. The embedded engine keeps each declared index
+    under a name of its own (one per documents file); a real cluster uses the declared names."""
+    if not is_embedded(manifest.url):
+        return {i.name: i.name for i in manifest.indices}
+    from structq.executors.embedded import physical_index
+
+    return {physical_index(manifest, i.name): i.name for i in manifest.indices}
 
 
 def _redact(url: str) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, SearchField, Table
 
-from .connect import search_client, sql_connection
+from .connect import engine_index_names, is_embedded, search_client, sql_connection
 from .snapshot import DbObject, Member, Snapshot
 
 if TYPE_CHECKING:
@@ -234,12 +234,14 @@ def _fields(properties: dict[str, Any], prefix: str, notes: list[str]) -> tuple[
 
 
 def _read_search(manifest: "Manifest", scope: Scope) -> Snapshot:
+    names = engine_index_names(manifest)
+    embedded = is_embedded(manifest.url)  # holds the declared indices only, under its own names
     with search_client(manifest) as client:
-        if scope.declared_only:
-            wanted = ",".join(sorted(i.name for i in manifest.indices))
-            mappings = client.indices.get_mapping(index=wanted, ignore_unavailable=True)
+        if scope.declared_only or embedded:
+            mappings = client.indices.get_mapping(index=",".join(sorted(names)), ignore_unavailable=True)
         else:
             mappings = client.indices.get_mapping()
+    mappings = {names.get(engine_name, engine_name): body for engine_name, body in mappings.items()}
     notes: list[str] = []
     objects = []
     for name in sorted(mappings):

@@ -6,9 +6,9 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
 1. ``parse``                 exactly one statement; references become placeholders
 2. ``check_statement_kind``  a read-only query, with no write/DDL/command/lock/INTO anywhere
 3. ``reject_placeholders``   only the sandbox binds values
-4. ``resolve_tables``        every real table declared; no qualified names
+4. ``resolve_tables``        every real table declared; no qualifier but the manifest's schema
 5. ``read_double_quoted_strings``  SQLite's ``"x"`` that can only be a string becomes ``'x'``
-6. ``check_columns``         denied columns nowhere; every column resolves; stars expanded
+6. ``check_columns``         denied columns nowhere; every column resolves (``resolve.py``); stars expanded
 7. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
 8. ``check_enum_literals``   a literal compared with an enum column is one of its values
 9. ``apply_row_filters``     every read of a filtered table goes through its filter

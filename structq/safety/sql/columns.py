@@ -5,12 +5,18 @@ a table the query reads is refused when its qualifier points at such a table, or
 no qualifier at all (it could bind to the denied one; the hint says to qualify it). This is
 deliberately conservative: it never depends on how a database resolves ambiguous names.
 
-Then sqlglot's ``qualify_columns`` with a schema of the **allowed** columns only, so a denied
-column does not exist as far as qualification knows: every column becomes ``alias.column``,
-``SELECT *`` / ``t.*`` expand to the allowed columns, and ``validate_qualify_columns`` raises
-for anything unresolved. Only those two steps of ``qualify`` run (identifiers were normalised
-by ``resolve_tables``; aliasing every table and quoting every identifier buy nothing here and
-cost a third of the time).
+A derived table without an alias (SQLite's ``SELECT a FROM (SELECT …)``) gets one first
+(``_d1``…): its columns can then be qualified like any other source's, and the query means
+the same.
+
+Then every column is resolved against the **allowed** columns only, so a denied column does
+not exist as far as resolution knows: every column becomes ``alias.column``, ``SELECT *`` /
+``t.*`` expand to the allowed columns, and anything unresolved is refused. The resolver of
+``resolve.py`` does this for the common shapes of SQL; for anything it does not model it
+leaves the tree untouched and sqlglot's ``qualify_columns`` (with a schema of the allowed
+columns) and ``validate_qualify_columns`` run instead — the only path that reports errors.
+Only those two steps of ``qualify`` run (identifiers were normalised by ``resolve_tables``;
+aliasing every table and quoting every identifier buy nothing here).
 
 Qualification names every projection (``COUNT(*) AS _col_0``); on the outermost select those
 invented aliases are removed again so result columns keep the names the database gives them.
@@ -30,7 +36,10 @@ from sqlglot.optimizer.qualify_columns import qualify_columns, validate_qualify_
 
 from structq.capabilities.loader import closest
 
+from structq.capabilities import Table
+
 from .context import Check
+from .resolve import Resolution, Unsupported, resolve_columns
 from .schema import derived, identifier
 from .scopes import column_tables
 
@@ -126,26 +135,92 @@ def _drop_invented_aliases(outer: list[exp.Select], unnamed: set[int]) -> None:
                     projection.replace(projection.this)
 
 
+def _name_derived_tables(check: Check) -> None:
+    """Give each derived table without an alias a fresh one that no name in the query uses."""
+    unnamed = [s for s in check.subqueries if not s.alias and isinstance(s.parent, (exp.From, exp.Join))]
+    if not unnamed:
+        return
+    taken = {t.alias_or_name.lower() for t in check.tables} | {c.table.lower() for c in check.columns}
+    taken |= {s.alias.lower() for s in check.subqueries}
+    counter = 0
+    for subquery in unnamed:
+        counter += 1
+        while f"_d{counter}" in taken:
+            counter += 1
+        subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"_d{counter}")))
+
+
+def _strip_schema_qualifiers(check: Check) -> None:
+    """``schema.table.column`` → ``table.column`` for the manifest's schema; refuse any other.
+
+    The table part names a source of the query (the row filter may have replaced the table
+    with a derived table of that alias), so the schema part adds nothing but a way to point
+    elsewhere.
+    """
+    schema = (check.manifest.schema_ or "").lower()
+    for column in check.columns:
+        if not (column.args.get("db") or column.args.get("catalog")):
+            continue
+        if column.args.get("catalog") or not schema or column.text("db").lower() != schema:
+            raise check.fail(
+                "unknown_column",
+                f"the qualified column name {column.sql(check.dialect)!r} is not allowed",
+                "qualify a column with its table's name or alias only (t.column)",
+            )
+        column.set("db", None)
+
+
+def _qualify(check: Check) -> dict[int, tuple[exp.Column, Table]]:
+    """Qualify every column (fast path first); map each real-table column to its table."""
+    tree = check.tree
+    assert tree is not None
+    allowed = derived(check.manifest).allowed
+    try:
+        resolution = resolve_columns(tree, {id(node): allowed[table.name.lower()] for node, table in check.reads})
+    except Unsupported:
+        names = derived(check.manifest)
+        try:
+            qualify_columns(tree, names.schema, dialect=names.names_dialect)
+            validate_qualify_columns(tree)
+        except OptimizeError as exc:
+            raise _unknown(check, exc) from None
+        return column_tables(tree, check.reads)
+    return _resolved_tables(resolution, check.reads)
+
+
+def _resolved_tables(resolution: Resolution, reads: list[tuple[exp.Table, Table]]) -> dict[int, tuple[exp.Column, Table]]:
+    entries = {id(node): table for node, table in reads}
+    found: dict[int, tuple[exp.Column, Table]] = {}
+    for key, (column, _, source) in resolution.columns.items():
+        table = entries.get(id(source))
+        if table is not None:
+            found[key] = (column, table)
+    return found
+
+
 def check_columns(check: Check) -> None:
     """Refuse denied and unknown columns; qualify every column; expand stars."""
     tree = check.tree
     assert tree is not None
     _check_denied(check)
+    _strip_schema_qualifiers(check)
+    _name_derived_tables(check)
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
-    names = derived(check.manifest)
-    try:
-        qualify_columns(tree, names.schema, dialect=names.names_dialect)
-        validate_qualify_columns(tree)
-    except OptimizeError as exc:
-        raise _unknown(check, exc) from None
+    check.column_tables = _qualify(check)
     if unnamed:
         _drop_invented_aliases(outer, unnamed)
-    check.column_tables = column_tables(tree, check.reads)
     for column, table in check.column_tables.values():
         declared = table.column(column.name)
-        if declared is None:
-            continue
+        if declared is None or declared.denied:
+            # Qualification wrote a qualifier that, in the column's own scope, names a table
+            # without that column (an outer alias shadowed by an inner one): the engine would
+            # read whatever that table really has. Refuse rather than guess.
+            raise check.fail(
+                "ambiguous_column",
+                f"column {column.sql(check.dialect)!r} does not name a readable column of {table.name!r} in its scope",
+                "give the tables of a subquery aliases that differ from the outer query's, and qualify the column",
+            )
         if declared.name != column.name:
             column.set("this", identifier(declared.name, check.dialect))
         check.read_columns.add(f"{table.name}.{declared.name}")

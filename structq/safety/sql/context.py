@@ -49,6 +49,7 @@ class Check:
     # not walk the whole tree again.
     tables: list[exp.Table] = field(default_factory=list)
     columns: list[exp.Column] = field(default_factory=list)
+    subqueries: list[exp.Subquery] = field(default_factory=list)
     functions: list[exp.Func] = field(default_factory=list)
     comparisons: list[exp.Expr] = field(default_factory=list)
     bind_nodes: list[exp.Placeholder] = field(default_factory=list)

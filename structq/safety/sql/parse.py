@@ -1,4 +1,4 @@
-"""Pass 1: text → one sqlglot tree, plus the single walk that indexes it for later passes.
+"""Pass 1: text → one sqlglot tree, plus the single walk that indexes (and normalises) it.
 
 References (``<members>``, ``<members.employee_id>``) are not SQL, so each is swapped for a
 placeholder with a per-call random name before parsing. Only a ``<…>`` that the tokenizer
@@ -21,6 +21,7 @@ from sqlglot.tokens import TokenType
 from structq.capabilities import REFERENCE
 
 from .context import Check
+from .schema import derived
 
 __all__ = ["parse", "FORBIDDEN"]
 
@@ -126,16 +127,25 @@ def parse(check: Check) -> None:
 
 
 def scan(check: Check) -> None:
-    """One walk over the tree, filing the nodes later passes look at."""
+    """One walk over the tree, filing the nodes later passes look at.
+
+    The same walk normalises every identifier for matching without regard to case
+    (``schema.py``: ``names_dialect``), which sqlglot's ``normalize_identifiers`` would do
+    in a walk of its own.
+    """
     assert check.tree is not None
+    normalize = derived(check.manifest).names_dialect.normalize_identifier
     for node in check.tree.walk():
         cls = type(node)
         if cls is exp.Column:
             check.columns.append(node)
         elif cls is exp.Table:
             check.tables.append(node)
+        elif cls is exp.Subquery:
+            check.subqueries.append(node)
         elif cls is exp.Identifier:
             _check_identifier(check, node)
+            normalize(node)
         elif cls in FORBIDDEN:
             check.forbidden.append(node)
         elif isinstance(node, _MODEL_PLACEHOLDERS):

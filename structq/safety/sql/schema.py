@@ -51,6 +51,9 @@ class Derived:
     filters: dict[str, exp.Expr]
     #: Lower-case denied column name → names of the tables that deny it.
     denied: dict[str, frozenset[str]]
+    #: Lower-case table name → its allowed columns, lower-case name → manifest spelling, in
+    #: manifest order (what ``resolve.py`` resolves against and expands ``*`` to).
+    allowed: dict[str, dict[str, str]]
 
 
 _cache: dict[tuple[int, str], tuple[Manifest, Derived]] = {}
@@ -113,6 +116,7 @@ def derived(manifest: Manifest) -> Derived:
         schema=MappingSchema(mapping, dialect=names_dialect),
         filters=filters,
         denied={name: frozenset(tables) for name, tables in denied.items()},
+        allowed={t.name.lower(): {c.name.lower(): c.name for c in t.allowed_columns} for t in manifest.tables},
     )
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))

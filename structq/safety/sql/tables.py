@@ -13,7 +13,8 @@ the manifest does not name it: a foreign qualifier may reach a different object 
 name, and system catalogs (``information_schema``, ``pg_catalog``, ``mysql``) are reached
 exactly that way — they stay refused even if a manifest named one as its schema. A catalog
 (``db.schema.table``) is always refused. Undeclared unqualified catalogs (``sqlite_master``,
-``pg_user``) fail as unknown tables like any other.
+``pg_user``) fail as unknown tables like any other. So does MySQL's ``FROM DUAL``: sqlglot
+regenerates it as the quoted name `` `dual` ``, which names a real table, not the keyword.
 
 A table matches its manifest entry without regard to case, and is then written in the
 manifest's spelling, quoted when the dialect would otherwise fold it (``"Patient"`` on
@@ -27,13 +28,12 @@ manifest's spelling too.
 from __future__ import annotations
 
 from sqlglot import exp
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from structq.capabilities.loader import closest
 
 from ..functions import TABLE_FUNCTIONS, function_name
 from .context import Check
-from .schema import derived, identifier
+from .schema import identifier
 
 __all__ = ["resolve_tables", "is_cte_reference", "SYSTEM_SCHEMAS"]
 
@@ -121,8 +121,7 @@ def _check_qualifier(check: Check, table: exp.Table) -> None:
 
 def resolve_tables(check: Check) -> None:
     """Record each real table read with its manifest entry; refuse anything undeclared."""
-    assert check.tree is not None
-    normalize_identifiers(check.tree, dialect=derived(check.manifest).names_dialect)
+    assert check.tree is not None  # identifiers were normalised by ``parse.scan``
     declared = [t.name for t in check.manifest.tables]
     for table in check.tables:
         if isinstance(table.this, exp.Func):

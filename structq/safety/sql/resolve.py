@@ -1,0 +1,298 @@
+"""A column resolver over the manifest: the fast path of ``check_columns``.
+
+sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
+sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
+from one ``traverse_scope``, and gives up (``Unsupported``) on anything it does not model:
+the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
+not understand, and it never reports an error itself — an unknown or ambiguous column also
+raises ``Unsupported``, so refusals (and their messages) always come from the full path.
+
+Resolution is planned first and applied only when the whole query is understood, so that
+giving up leaves the tree exactly as parsed. What it plans, scope by scope, innermost first:
+
+- each column's source: a qualified column must name a source of its scope (or of an
+  enclosing scope, when the subquery is correlated) that has that column; an unqualified one
+  must match exactly one source of its own scope. Sources are manifest tables (allowed
+  columns only) and derived tables / CTEs (their output names, known because inner scopes
+  are resolved first);
+- ``*`` and ``t.*`` expanded to those columns, in source order;
+- output aliases (``t.x AS x``, ``COUNT(*) AS _col_1``), and ORDER BY terms that repeat a
+  grouped select expression rewritten to its alias — as ``qualify_columns`` writes them,
+  so both paths produce the same SQL.
+
+Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
+functions, positional GROUP BY / ORDER BY in a SELECT, select aliases referred to outside
+ORDER BY, column lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows,
+three-part column names, star modifiers, recursive CTEs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+__all__ = ["Unsupported", "Resolution", "resolve_columns"]
+
+#: Select clauses the resolver understands; any other one set means the full path.
+_SELECT_ARGS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group",
+                          "having", "order", "limit", "offset"})
+_UNION_ARGS = frozenset({"with_", "this", "expression", "distinct", "order", "limit", "offset"})
+_JOIN_ARGS = frozenset({"this", "on", "side", "kind"})
+
+
+class Unsupported(Exception):
+    """The query uses something this resolver does not model; use ``qualify_columns``."""
+
+
+@dataclass
+class Resolution:
+    """What the resolver decided; applied to the tree by ``_apply``."""
+
+    #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own) and
+    #: the source node.
+    columns: dict[int, tuple[exp.Column, exp.Identifier | None, object]] = field(default_factory=dict)
+    #: Output names of each resolved query scope, by ``id(scope)``.
+    outputs: dict[int, list[str]] = field(default_factory=dict)
+    #: Per select: its expanded projections (stars replaced), in order.
+    projections: list[tuple[exp.Select, list[exp.Expr]]] = field(default_factory=list)
+    #: Positional ORDER BY terms of set operations: the literal and the output it names.
+    positions: list[tuple[exp.Expr, str]] = field(default_factory=list)
+
+
+def _lower(name: str) -> str:
+    return name.lower()
+
+
+class _Sources:
+    """The sources one scope selects from: alias → (node, {lower name: spelling})."""
+
+    def __init__(self, scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> None:
+        self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
+        #: The qualifier as the query spells the source's alias (quoted or not).
+        self.spelling: dict[str, exp.Identifier] = {}
+        for alias, (node, source) in scope.selected_sources.items():
+            while isinstance(node, exp.Query) and node.alias != alias and node.parent is not None:
+                node = node.parent  # a derived table's query: its alias sits on the Subquery
+            written = node.args.get("alias")
+            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            if not alias:
+                raise Unsupported("unaliased derived table")
+            if isinstance(source, Scope):
+                names = plan.outputs.get(id(source))
+                if names is None:
+                    raise Unsupported("a source whose columns are not known yet")
+                columns = {_lower(n): n for n in names}
+            elif isinstance(source, exp.Table) and id(source) in tables and not isinstance(source.this, exp.Func):
+                columns = tables[id(source)]
+            else:
+                raise Unsupported("a source that is neither a declared table nor a query")
+            self.by_alias[alias] = (source, columns)
+
+    def owners(self, name: str) -> list[str]:
+        lowered = _lower(name)
+        return [alias for alias, (_, columns) in self.by_alias.items() if lowered in columns]
+
+
+def _check_shape(node: exp.Expr, allowed: frozenset[str]) -> None:
+    for key, value in node.args.items():
+        if value and key not in allowed:
+            raise Unsupported(f"clause {key}")
+
+
+def _check_select(select: exp.Select) -> None:
+    _check_shape(select, _SELECT_ARGS)
+    distinct = select.args.get("distinct")
+    if distinct is not None and distinct.args.get("on"):
+        raise Unsupported("DISTINCT ON")
+    for join in select.args.get("joins") or ():
+        _check_shape(join, _JOIN_ARGS)
+    group = select.args.get("group")
+    if group is not None:
+        if set(k for k, v in group.args.items() if v) - {"expressions"}:
+            raise Unsupported("GROUP BY modifiers")
+        if any(isinstance(e, exp.Literal) for e in group.expressions):
+            raise Unsupported("positional GROUP BY")
+    order = select.args.get("order")
+    if order is not None and any(isinstance(o.this, exp.Literal) for o in order.expressions):
+        raise Unsupported("positional ORDER BY")
+    for with_ in (select.args.get("with_"),):
+        if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
+            raise Unsupported("recursive CTE or CTE column list")
+
+
+def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> _Sources | None:
+    """The enclosing scope's sources that define ``alias``, for a correlated column."""
+    parent = scope.parent
+    while parent is not None:
+        if alias in parent.selected_sources:
+            return _Sources(parent, plan, tables)
+        parent = parent.parent
+    return None
+
+
+def _plan_columns(scope: Scope, sources: _Sources, plan: Resolution, tables: dict[int, dict[str, str]]) -> None:
+    select = scope.expression
+    renamed = {
+        _lower(s.alias) for s in select.expressions
+        if isinstance(s, exp.Alias) and not (isinstance(s.this, exp.Column) and _lower(s.this.name) == _lower(s.alias))
+    }
+    named = set(select.named_selects)
+    for column in scope.columns:
+        if id(column) in plan.columns:
+            # A subquery's column, listed again here as possibly correlated: the inner scope
+            # (resolved first) already bound it, and an unresolved one stopped the plan there.
+            continue
+        if column.args.get("db") or column.args.get("catalog") or not isinstance(column.this, exp.Identifier):
+            raise Unsupported("column with more than two parts")
+        alias = column.table
+        if alias:
+            if alias in sources.by_alias:
+                found: _Sources | None = sources
+            else:
+                found = _outer_source(scope, alias, plan, tables)
+            if found is None:
+                raise Unsupported("qualifier without a source")
+            source, columns = found.by_alias[alias]
+            if _lower(column.name) not in columns:
+                raise Unsupported("unknown column")
+            plan.columns[id(column)] = (column, None, source)
+            continue
+        clause = column.find_ancestor(exp.Where, exp.Group, exp.Having, exp.Order, exp.Select)
+        if not isinstance(clause, exp.Select) and _lower(column.name) in renamed:
+            raise Unsupported("a select alias used outside the select list")
+        owners = sources.owners(column.name)
+        if len(owners) != 1:
+            raise Unsupported("unknown or ambiguous column")
+        plan.columns[id(column)] = (column, sources.spelling[owners[0]], sources.by_alias[owners[0]][0])
+    having = select.args.get("having")
+    if having is not None and any(not c.table for c in having.find_all(exp.Column)):
+        raise Unsupported("unqualified column in HAVING")
+    order = select.args.get("order")
+    if order is not None:
+        # scope.columns leaves out ORDER BY names that match a select alias: they stay as
+        # written when they are a whole term, and anything subtler takes the full path.
+        for ordered in order.expressions:
+            for column in ordered.find_all(exp.Column):
+                if not column.table and column.name in named and column is not ordered.this:
+                    raise Unsupported("a select alias inside an ORDER BY expression")
+
+
+def _expanded(select: exp.Select, sources: _Sources, plan: Resolution) -> list[exp.Expr]:
+    """The projections with ``*`` and ``t.*`` replaced by the columns they stand for."""
+    out: list[exp.Expr] = []
+    for projection in select.expressions:
+        if isinstance(projection, exp.Star):
+            if any(projection.args.values()):
+                raise Unsupported("star modifiers")
+            aliases = list(sources.by_alias)
+        elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
+            if any(projection.this.args.values()) or projection.table not in sources.by_alias:
+                raise Unsupported("t.* of an unknown source")
+            aliases = [projection.table]
+        else:
+            out.append(projection)
+            continue
+        if not aliases:
+            raise Unsupported("star without sources")
+        for alias in aliases:
+            # Lower case, as every name after normalisation; ``check_columns`` then writes
+            # each column in the manifest's spelling, and the output keeps this name.
+            source = sources.by_alias[alias][0]
+            for name in sources.by_alias[alias][1]:
+                column = exp.column(name, table=alias)
+                plan.columns[id(column)] = (column, None, source)
+                out.append(exp.alias_(column, name, copy=False))
+    return out
+
+
+def _output_name(projection: exp.Expr, index: int) -> str:
+    return projection.output_name or f"_col_{index}"
+
+
+def _plan_select(scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> None:
+    select = scope.expression
+    _check_select(select)
+    sources = _Sources(scope, plan, tables)
+    _plan_columns(scope, sources, plan, tables)
+    projections = _expanded(select, sources, plan)
+    if any(isinstance(p, exp.Subquery) for p in projections):
+        raise Unsupported("unaliased scalar subquery in the select list")
+    plan.projections.append((select, projections))
+    plan.outputs[id(scope)] = [_output_name(p, i) for i, p in enumerate(projections)]
+
+
+def _plan_union(scope: Scope, plan: Resolution) -> None:
+    union = scope.expression
+    _check_shape(union, _UNION_ARGS)
+    left = scope.set_operation_scopes[0]
+    names = plan.outputs.get(id(left))
+    if names is None:
+        raise Unsupported("set operation over an unresolved branch")
+    order = union.args.get("order")
+    if order is not None:
+        for ordered in order.expressions:
+            term = ordered.this
+            if isinstance(term, exp.Literal) and term.is_int and 0 < int(term.this) <= len(names):
+                plan.positions.append((term, names[int(term.this) - 1]))
+            elif not (isinstance(term, exp.Column) and not term.table and term.name in names):
+                raise Unsupported("ORDER BY of a set operation that is not an output name")
+    if scope.columns:
+        raise Unsupported("columns in a set operation")
+    plan.outputs[id(scope)] = list(names)
+
+
+def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
+    """``qualify_outputs``: every projection named, a column by its own name."""
+    if isinstance(projection, exp.Alias) or projection.is_star:
+        return projection
+    source = projection.unnest()
+    named = exp.alias_(projection, _output_name(projection, index), copy=False)
+    if isinstance(source, exp.Column) and source.this.quoted:
+        named.args["alias"].set("quoted", True)
+    return named
+
+
+def _apply(plan: Resolution) -> None:
+    for column, qualifier, _ in plan.columns.values():
+        if qualifier is not None:
+            column.set("table", qualifier.copy())
+    for select, projections in plan.projections:
+        select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
+        _alias_grouped_order(select)
+    for literal, name in plan.positions:
+        literal.replace(exp.column(name))
+
+
+def _alias_grouped_order(select: exp.Select) -> None:
+    """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias."""
+    order = select.args.get("order")
+    if order is None or not select.args.get("group"):
+        return
+    unique = {name for name, count in Counter(select.named_selects).items() if count == 1}
+    selects = {s.this: s for s in select.selects if s.alias_or_name in unique}
+    for ordered in order.expressions:
+        replacement = selects.get(ordered.this)
+        if replacement is not None:
+            ordered.this.replace(exp.column(replacement.alias_or_name))
+
+
+def resolve_columns(tree: exp.Expr, tables: dict[int, dict[str, str]]) -> Resolution:
+    """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
+
+    ``tables`` maps ``id()`` of each real-table node to its allowed columns (lower-case name
+    → manifest spelling).
+    """
+    plan = Resolution()
+    for scope in traverse_scope(tree):
+        expression = scope.expression
+        if isinstance(expression, exp.Select):
+            _plan_select(scope, plan, tables)
+        elif isinstance(expression, exp.SetOperation):
+            _plan_union(scope, plan)
+        else:
+            raise Unsupported(f"a {expression.key} scope")
+    _apply(plan)
+    return plan
