@@ -49,7 +49,10 @@ install_python_packages() {
         return 0
     fi
     say "installing structq and its dev dependencies into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+    # This machine's pip configuration names local index folders that may not exist; pip says
+    # so once per package ("… is ignored"), which is noise, not a problem.
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]" \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     printf '%s\n' "$wanted" >"$STAMP"
 }
 

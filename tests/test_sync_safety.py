@@ -5,7 +5,6 @@ policies that hold a drop, references, ``--profile-values``, the CLI's exit code
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess

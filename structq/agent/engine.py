@@ -268,13 +268,13 @@ class _Run:
         self.notes: list[str] = []
 
     def execute(self) -> None:
-        pending = [s for s in self.plan.steps]
+        pending = list(self.plan.steps)
         running: dict[Future[StepResult], str] = {}
         try:
             while pending or running:
                 ready = [s for s in pending if all(d in self.results for d in self.deps[s.output_key])]
                 pending = [s for s in pending if s not in ready]
-                runnable = [s for s in ready if not self._skipped(s)]
+                runnable = self._runnable(ready)
                 if len(runnable) == 1 and not running:
                     self._record(self._run_step(runnable[0], self._inputs(runnable[0])))
                     continue  # nothing to overlap with: no thread hop
@@ -296,12 +296,16 @@ class _Run:
     def _inputs(self, step: Step) -> dict[str, StepResult]:
         return {key: self.results[key] for key in self.deps[step.output_key]}
 
-    def _skipped(self, step: Step) -> bool:
-        """Record ``step`` as not run when an input is empty (or was itself not run)."""
-        reason = self._skip_reason(step)
-        if reason is not None:
-            self._record(_skipped(step, reason))
-        return reason is not None
+    def _runnable(self, ready: list[Step]) -> list[Step]:
+        """The ready steps that should run; the others are recorded as not run."""
+        runnable = []
+        for step in ready:
+            reason = self._skip_reason(step)
+            if reason is None:
+                runnable.append(step)
+            else:
+                self._record(_skipped(step, reason))
+        return runnable
 
     def _skip_reason(self, step: Step) -> str | None:
         """Why ``step`` should not run: an input that is empty (or was itself skipped)."""
