@@ -13,6 +13,7 @@ the search engine.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import sqlite3
@@ -24,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from structq.agent import Engine, Plan
 from structq.agent.engine import ExecutorPool, StepResult
@@ -320,11 +320,12 @@ class RecordingPool(ExecutorPool):
     still run on the real databases.
     """
 
-    def __init__(self, capabilities: CapabilitySet, *, delay_s: float = 0.0,
+    def __init__(self, capabilities: CapabilitySet, *, delay_s: float = 0.0, slow: Mapping[str, float] | None = None,
                  fail: Mapping[str, Exception] | None = None) -> None:
         super().__init__(capabilities)
         self.calls: list[Call] = []
         self.delay_s = delay_s
+        self.slow = dict(slow or {})
         self.fail = dict(fail or {})
         self._calls_lock = threading.Lock()
 
@@ -346,7 +347,7 @@ class _Recorded:
         try:
             if step in self.pool.fail:
                 raise self.pool.fail[step]
-            time.sleep(self.pool.delay_s)
+            time.sleep(self.pool.slow.get(step, self.pool.delay_s))
             return self.inner.run(query)
         finally:
             with self.pool._calls_lock:
@@ -434,6 +435,46 @@ def test_empty_input_stops_dependents_with_a_note(recording) -> None:
     grades_note = next(note for note in result.notes if "'grades'" in note)
     assert "'nobody'" in grades_note and "不存在项目的成员" in grades_note and "no rows" in grades_note
     assert any("'later'" in note and "'grades'" in note for note in result.notes)
+
+
+def test_local_step_reads_earlier_steps_only_whichever_finished_first(recording) -> None:
+    """``later`` finishes long before ``a``, yet the local step between them cannot read it."""
+    runner, pool = recording(slow={"a": 0.3})
+    plan = plan_of([
+        step_sql("a", "SELECT employee_id FROM employees WHERE department = '法务部'"),
+        {"output_key": "c", "source": "local",
+         "query": "SELECT a.employee_id FROM a JOIN later ON later.employee_id = a.employee_id"},
+        step_sql("later", "SELECT employee_id FROM employees WHERE department = '法务部'"),
+    ])
+    with pytest.raises(SandboxViolation) as caught:
+        runner.run(plan)
+    assert caught.value.code == "unknown_table" and caught.value.step == "c"
+    calls = pool.by_step()
+    assert calls["later"].ended < calls["a"].ended
+
+
+def test_run_inside_an_event_loop_and_arun(engine: Engine, example_plans: dict[str, Plan]) -> None:
+    """A notebook cell or async handler may call ``run``; ``arun`` keeps the loop free."""
+    plan = example_plans["2026年3月绩效为A的员工都参与了哪些项目？"]
+
+    async def both() -> tuple[Any, Any]:
+        inside = engine.run(plan)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        ticker = asyncio.ensure_future(tick())
+        awaited = await engine.arun(plan)
+        ticker.cancel()
+        assert ticks > 0  # the loop ran other work while the plan ran
+        return inside, awaited
+
+    inside, awaited = asyncio.run(both())
+    assert inside.final.rows == awaited.final.rows and inside.final.row_count > 0
 
 
 def test_truncation_is_recorded_in_the_notes(demo_capabilities: CapabilitySet, example_plans: dict[str, Plan]) -> None:
@@ -609,10 +650,12 @@ def create_reference_tables(url: str) -> None:
     A thousand rows go in from Python; the rest are made by the database from their cross
     product (seconds faster on the servers than 220,000 inserted rows).
     """
-    from sqlalchemy import Column, Integer, MetaData, String, Table, cast, create_engine, insert, literal, select, true
+    from sqlalchemy import (Column, Integer, MetaData, String, Table, cast, create_engine, insert, literal,
+                            select, true)
 
     metadata = MetaData()
-    ids = Table("ids", metadata, Column("id", Integer, primary_key=True, autoincrement=False), Column("code", String(8)))
+    ids = Table("ids", metadata, Column("id", Integer, primary_key=True, autoincrement=False),
+                Column("code", String(8)))
     detail = Table("detail", metadata, Column("id", Integer, primary_key=True, autoincrement=False),
                    Column("id_ref", Integer, index=True), Column("amount", Integer))
     low, high = ids.alias("low"), ids.alias("high")
@@ -623,7 +666,8 @@ def create_reference_tables(url: str) -> None:
         metadata.create_all(admin)
         with admin.begin() as connection:
             connection.execute(insert(ids), [{"id": i, "code": f"K{i}"} for i in range(1, 1001)])
-            more = select(n, literal("K") + cast(n, String)).select_from(pairs).where(low.c.id <= 1000, high.c.id.between(2, BIG // 1000))
+            more = select(n, literal("K") + cast(n, String)).select_from(pairs).where(
+                low.c.id <= 1000, high.c.id.between(2, BIG // 1000))
             connection.execute(insert(ids).from_select(["id", "code"], more))
             rows = select(n, (n * 7919) % (BIG + BIG // 10) + 1, n % 1000).select_from(pairs).where(
                 low.c.id <= 1000, high.c.id <= (BIG + BIG // 5) // 1000)

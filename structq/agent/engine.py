@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ExecutionError, PlanError, StructqError
 
-from .plan import LOCAL_SOURCE, Plan, Reference, Step
+from .plan import LOCAL_SOURCE, Plan, Step
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from structq.capabilities.loader import closest
 from structq.capabilities.model import ExampleStep
@@ -45,12 +45,36 @@ class Reference:
         return f"<{self.text}>"
 
 
+#: How deeply a DSL body may nest; far beyond any real query, well within Python's recursion.
+MAX_QUERY_DEPTH = 100
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value, computed without recursion (hostile bodies can be deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_QUERY_DEPTH:
+            break
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 class Step(ExampleStep):
     """One query: SQL text for SQL and ``local`` sources, a DSL body for search sources.
 
     The same shape as a manifest example's step (a verified plan is a plan), plus what the
     engine needs to know about it.
     """
+
+    @field_validator("query")
+    @classmethod
+    def _not_too_deep(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
+        if isinstance(value, dict) and _depth(value) > MAX_QUERY_DEPTH:
+            raise ValueError(f"the query nests deeper than {MAX_QUERY_DEPTH} levels")
+        return value
 
     @property
     def query_text(self) -> str:
@@ -236,6 +260,8 @@ def coerce_search_queries(data: dict[str, Any]) -> dict[str, Any]:
         if isinstance(query, str) and query.lstrip().startswith("{"):
             try:
                 step["query"] = json.loads(query)
+            except RecursionError:
+                raise PlanError(f"step {step.get('output_key')!r}: the DSL body nests too deeply") from None
             except json.JSONDecodeError as exc:
                 raise PlanError(f"step {step.get('output_key')!r}: the DSL body is not valid JSON: {exc}") from None
     return data

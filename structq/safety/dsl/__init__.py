@@ -11,7 +11,11 @@ refused until someone decides it is safe. In order:
                        enum literals legal, references substituted as JSON values (large
                        ``terms`` lists split), aggregation sizes capped;
 4. ``REWRITES``        ``_source`` restricted to readable fields, ``size``/``from`` within
-                       ``max_rows + 1``, row filters wrapped around the query.
+                       ``max_rows + 1``, row filters wrapped around the query;
+5. ``forbid_scripts``  once more, on the body as it will be sent (defence in depth).
+
+Reference values must be JSON scalars: an object or list from an earlier step (data anyone
+may have written) would otherwise become clause options past every check.
 
 Pure: no I/O, the caller's body is never modified.
 """
@@ -64,6 +68,9 @@ def check_dsl(
     checked = REQUEST(ctx, dict(body), ())
     for rewrite in REWRITES:
         checked = rewrite(ctx, checked)
+    # Again on what will be sent: the walk substitutes reference values and adds rewrites,
+    # so a script key could only appear now if a check let one through — never send it.
+    forbid_scripts(ctx, checked)
     return SafeQuery(
         source=source.source,
         kind="search",

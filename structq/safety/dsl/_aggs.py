@@ -33,9 +33,10 @@ def _aggregation(ctx: Context, agg: Any, path: JsonPath) -> dict[str, Any]:
     kind = pick_one(ctx, agg, AGGREGATIONS, path, code="denied_aggregation", what="aggregation",
                     extra=_SUB_AGGREGATIONS)
     out = {kind: AGGREGATIONS[kind](ctx, agg[kind], (*path, kind))}
-    for key in ("aggs", "aggregations"):
-        if key in agg:
-            out[key] = aggregations(ctx, agg[key], (*path, key))
+    with ctx.within_buckets(_bucket_count(ctx, kind, out[kind])):
+        for key in ("aggs", "aggregations"):
+            if key in agg:
+                out[key] = aggregations(ctx, agg[key], (*path, key))
     if "meta" in agg:
         out["meta"] = data(ctx, agg["meta"], (*path, "meta"))
     return out
@@ -71,6 +72,27 @@ def _metric(*options: str) -> Shape:
 _BUCKET_ORDER = ("order", "min_doc_count", "missing", "keyed", "format")
 _HISTOGRAM = ("offset", "extended_bounds", "hard_bounds", *_BUCKET_ORDER)
 
+def _histogram(options: Shape) -> Check:
+    """A histogram's options, refusing empty buckets stretched to ``extended_bounds``.
+
+    With ``min_doc_count`` 0 (the default for histograms) ``extended_bounds`` makes one bucket
+    per interval between the bounds, data or not: a one-unit interval over a wide range
+    asks the engine for millions of buckets, far past the row limit. ``hard_bounds`` only
+    narrows the buckets, so it stays allowed."""
+
+    def checked(ctx: Context, value: Any, path: JsonPath) -> dict[str, Any]:
+        out = options(ctx, value, path)
+        min_doc_count = out.get("min_doc_count", 0)
+        if "extended_bounds" in out and not (isinstance(min_doc_count, int) and min_doc_count >= 1):
+            ctx.refuse("size_limit", "extended_bounds with min_doc_count 0 makes a bucket for every interval "
+                       "between the bounds, with or without documents", (*path, "extended_bounds"),
+                       "drop extended_bounds (filter the query with a range on the field instead), "
+                       "or give min_doc_count: 1")
+        return out
+
+    return checked
+
+
 _COMPOSITE_SOURCES: Mapping[str, Check] = {
     "terms": _metric("order", "missing_bucket", "missing_order"),
     "histogram": _metric("interval", "order", "missing_bucket", "missing_order"),
@@ -100,18 +122,50 @@ def _filters(ctx: Context, value: Any, path: JsonPath) -> Any:
 
 _TOP_HITS = Shape({**HIT_OPTIONS, "size": agg_size, "from": count}, what="top_hits option")
 
+#: The engines' defaults when ``size`` is not given.
+_DEFAULT_BUCKETS = 10
+_DEFAULT_TOP_HITS = 3
+
 
 def _top_hits(ctx: Context, value: Any, path: JsonPath) -> dict[str, Any]:
-    """The documents of a bucket: hits options as at the top level, ``_source`` restricted."""
-    return with_default_source(ctx, _TOP_HITS(ctx, value, path))
+    """The documents of a bucket: hits options as at the top level, ``_source`` restricted.
+
+    Each enclosing bucket returns its own documents, and no truncation marker says when
+    some were left out, so the buckets times ``size`` must stay within the limit — else a
+    ``terms`` of ``max_rows`` buckets would return ``max_rows`` times more documents."""
+    checked = _TOP_HITS(ctx, value, path)
+    size = checked.get("size", _DEFAULT_TOP_HITS)
+    if ctx.buckets * size > ctx.limit:
+        ctx.refuse("size_limit", f"top_hits of {size} documents in each of up to {ctx.buckets} buckets "
+                   f"could return {ctx.buckets * size} documents, above the limit of {ctx.limit}", path,
+                   f"keep the enclosing buckets' size times the top_hits size at most {ctx.limit}, "
+                   "e.g. fewer terms buckets, or top_hits size 1")
+    return with_default_source(ctx, checked)
+
+
+def _bucket_count(ctx: Context, kind: str, params: Any) -> int:
+    """At most how many buckets one aggregation makes (1 for single-bucket and metrics).
+
+    Histograms have no size: their bucket count depends on the data, so it is taken as the
+    limit (their rows past ``max_rows`` are cut off anyway)."""
+    if kind in ("terms", "composite"):
+        return params.get("size", _DEFAULT_BUCKETS)
+    if kind in ("range", "date_range"):
+        return max(1, len(params.get("ranges") or ()))
+    if kind == "filters":
+        other = params.get("other_bucket") or "other_bucket_key" in params
+        return max(1, len(params["filters"]) + bool(other))
+    if kind in ("histogram", "date_histogram"):
+        return ctx.limit
+    return 1
 
 
 AGGREGATIONS: Mapping[str, Check] = {
     # buckets
     "terms": _metric("order", "show_term_doc_count_error", "collect_mode").extend(
         {"size": agg_size, "min_doc_count": _at_least_one, "include": _term_filter, "exclude": _term_filter}),
-    "date_histogram": _metric("calendar_interval", "fixed_interval", "time_zone", *_HISTOGRAM),
-    "histogram": _metric("interval", *_HISTOGRAM),
+    "date_histogram": _histogram(_metric("calendar_interval", "fixed_interval", "time_zone", *_HISTOGRAM)),
+    "histogram": _histogram(_metric("interval", *_HISTOGRAM)),
     "range": _metric("ranges", "keyed"),
     "date_range": _metric("ranges", "keyed", "time_zone"),
     "missing": Shape({"field": field}, required={"field": "name the field"}, what="option"),

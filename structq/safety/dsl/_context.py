@@ -8,7 +8,8 @@ reference values it used (``used``), so the ``SafeQuery`` can report both for au
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -17,13 +18,15 @@ from structq.capabilities.model import Index, Manifest, SearchField
 from structq.capabilities.validate import REFERENCE
 from structq.errors import PlanError, SandboxViolation
 
-__all__ = ["Context", "JsonPath", "Scalar", "SCALAR_TYPES", "REASONS", "format_path", "closest_hint"]
+__all__ = ["Context", "JsonPath", "Scalar", "SCALAR_TYPES", "PLAIN_TYPES", "REASONS", "format_path", "closest_hint"]
 
 #: Where a value stands in the request body: keys and list positions from the root.
 JsonPath = tuple[str | int, ...]
 
 Scalar = str | int | float | bool
 SCALAR_TYPES = (str, int, float, bool)
+#: What a reference value may be: a JSON scalar, or null (a missing value in a row).
+PLAIN_TYPES = (*SCALAR_TYPES, type(None))
 
 #: Why a clause, aggregation or key that callers are likely to try is refused. The hint
 #: carries the reason, so a planner repairing its request learns what to do instead.
@@ -117,12 +120,26 @@ class Context:
     #: Values bound into the request, for audit: references by their text (``key`` or
     #: ``key.column``), row-filter variables by name.
     used: dict[str, Any] = field(default_factory=dict)
+    #: How many buckets the aggregations enclosing the one being checked can make together
+    #: (the product of their bucket counts): every ``top_hits`` below returns its documents
+    #: once per bucket.
+    buckets: int = 1
 
     def __post_init__(self) -> None:
         self.fields = self.index.flat_fields()
         self.denied = frozenset(p for p in self.fields if _is_denied(p, self.fields))
         self.hiding = frozenset(p for p, f in self.fields.items() if _has_denied_below(f))
         self.source_paths = tuple(_allowed_source(self.index.fields))
+
+    @contextmanager
+    def within_buckets(self, count: int) -> Iterator[None]:
+        """Check sub-aggregations knowing each runs once in each of ``count`` more buckets."""
+        outer = self.buckets
+        self.buckets = outer * count
+        try:
+            yield
+        finally:
+            self.buckets = outer
 
     # --- refusals ----------------------------------------------------------------------
 
@@ -202,8 +219,24 @@ class Context:
             raise PlanError(f"no values for reference <{ref}> at {format_path(path)}",
                             hint=f"references name earlier steps; available here: {known}")
         values = list(self.params[ref])
+        self._plain_values(ref, values, path)
         self.used[ref] = values
         return values
+
+    @staticmethod
+    def _plain_values(ref: str, values: list[Any], path: JsonPath) -> None:
+        """References carry data from an earlier step — possibly from documents anyone could
+        write — into this body. An object or a list there would be read by the engine as
+        clause options (``{"value": "*x", "case_insensitive": true}``, a ``script``), past
+        every check the literal body went through; only JSON scalars may pass."""
+        bad = [v for v in values if not isinstance(v, PLAIN_TYPES)]
+        if bad:
+            raise PlanError(
+                f"reference <{ref}> at {format_path(path)} carries {_kind(bad[0])} value; "
+                "only plain values can be passed on",
+                hint=f"make step {ref.split('.')[0]!r} return a plain column (a string, number or "
+                     "boolean), e.g. by naming a sub-field instead of an object",
+            )
 
     def scalar(self, value: Any, path: JsonPath) -> Scalar:
         """A query value: a JSON scalar, or a reference that holds exactly one value."""
@@ -255,8 +288,16 @@ def _as_tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
     return kinds if isinstance(kinds, tuple) else (kinds,)
 
 
+_KINDS = {dict: "an object", list: "a list", tuple: "a list", str: "a string", bool: "a boolean",
+          int: "a number", float: "a number", type(None): "null"}
+
+
+def _kind(value: Any) -> str:
+    """``an object``, ``a list``, ``a number``…: what a JSON value is, for error messages."""
+    return _KINDS.get(type(value), f"a {type(value).__name__}")
+
+
 def _describe(value: Any) -> str:
-    """A short description of a JSON value for error messages."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    kind = names.get(type(value), "a number")
+    """A short description of a JSON value for error messages (scalars with their value)."""
+    kind = _kind(value)
     return f"{kind} {value!r}" if isinstance(value, SCALAR_TYPES) else kind

@@ -7,7 +7,7 @@ one, and a ``_source`` that is absent or ``true`` becomes the list of readable f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._context import Context, JsonPath, closest_hint
@@ -67,22 +67,36 @@ _SOURCE_FILTER = Shape(
 )
 
 
-def readable_source(ctx: Context) -> list[str]:
-    """The ``_source`` paths of every readable field (recorded as read)."""
-    for path in ctx.source_paths:
+def readable_source(ctx: Context, excluded: Iterable[str] = ()) -> list[str]:
+    """The ``_source`` paths of every readable field, but those in or under an ``excluded``
+    path (recorded as read)."""
+    excluded = tuple(excluded)
+    paths = [p for p in ctx.source_paths if not any(p == x or p.startswith(x + ".") for x in excluded)]
+    for path in paths:
         ctx.columns.setdefault(path, None)
-    return list(ctx.source_paths)
+    return paths
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def source(ctx: Context, value: Any, path: JsonPath) -> Any:
     """``_source``: ``false`` stays; ``true`` becomes the readable fields; named fields must
-    be readable; includes default to the readable fields."""
+    be readable; includes default to the readable fields not excluded.
+
+    The default includes leave the excluded fields out: the engines refuse a field both
+    included and excluded. When nothing is left, ``_source`` becomes ``false``, since empty
+    includes would mean every field."""
     if isinstance(value, bool):
         return readable_source(ctx) if value else False
     if isinstance(value, dict):
         checked = _SOURCE_FILTER(ctx, value, path)
         if "includes" not in checked and "include" not in checked:
-            checked["includes"] = readable_source(ctx)
+            excluded = _as_list(checked.get("excludes", checked.get("exclude", [])))
+            checked["includes"] = readable_source(ctx, excluded)
+            if not checked["includes"]:
+                return False
         return checked
     return _SOURCE_PATHS(ctx, value, path)
 

@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlglot.dialects.dialect import Dialect
-
 from structq.capabilities import Manifest
 from structq.errors import SandboxViolation
 
@@ -35,6 +33,7 @@ from ..query import SafeQuery
 from .calls import check_functions
 from .columns import check_columns
 from .context import Check
+from .dialects import dialect
 from .enums import check_enum_literals
 from .generate import generate
 from .limit import enforce_limit
@@ -107,7 +106,7 @@ def check_sql(
     check = Check(
         text=query,
         manifest=source,
-        dialect=Dialect.get_or_raise(source.sql_dialect),
+        dialect=dialect(source.sql_dialect),
         references=params or {},
         variables=vars or {},
         max_rows=rows,

@@ -40,7 +40,6 @@ from structq.capabilities import Table
 
 from .context import Check
 from .resolve import Resolution, Unsupported, resolve_columns
-from .schema import derived, identifier
 from .scopes import column_tables
 
 __all__ = ["check_columns"]
@@ -57,7 +56,7 @@ def _aliases(check: Check) -> dict[str, set[str]]:
 
 
 def _check_denied(check: Check) -> None:
-    denied = derived(check.manifest).denied
+    denied = check.names.denied
     if not denied:
         return
     read = {table.name.lower() for _, table in check.reads}
@@ -82,7 +81,7 @@ def _check_denied(check: Check) -> None:
 def _unknown(check: Check, exc: OptimizeError) -> Exception:
     match = _NAME_IN_ERROR.search(str(exc))
     name = next((g for g in match.groups() if g), "?") if match else "?"
-    denied = derived(check.manifest).denied
+    denied = check.names.denied
     read = {table.name.lower() for _, table in check.reads}
     if denied.get(name.lower(), frozenset()) & read:
         table = sorted(denied[name.lower()] & read)[0]
@@ -124,15 +123,30 @@ def _outer_selects(tree: exp.Expr) -> list[exp.Select]:
     return []
 
 
-def _drop_invented_aliases(outer: list[exp.Select], unnamed: set[int]) -> None:
-    """Unwrap ``expr AS _col_0`` that qualification added, unless the alias is referred to."""
+def _drop_invented_aliases(outer: list[exp.Select], unnamed: set[int], columns: list[exp.Column] | None) -> None:
+    """Unwrap ``expr AS _col_0`` that qualification added, unless the alias is referred to.
+
+    ``columns``, when given, holds every column that can be unqualified after qualification
+    (the resolver's case); otherwise each select's columns are searched.
+    """
     for select in outer:
         for projection in select.expressions:
             if isinstance(projection, exp.Alias) and id(projection.this) in unnamed:
                 alias = projection.alias
-                used = any(c.name == alias and not c.table for c in select.find_all(exp.Column))
+                if columns is None:
+                    used = any(c.name == alias and not c.table for c in select.find_all(exp.Column))
+                else:
+                    used = any(c.name == alias and not c.table and _within(c, select) for c in columns)
                 if not used:
                     projection.replace(projection.this)
+
+
+def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False
 
 
 def _name_derived_tables(check: Check) -> None:
@@ -170,22 +184,33 @@ def _strip_schema_qualifiers(check: Check) -> None:
         column.set("db", None)
 
 
-def _qualify(check: Check) -> dict[int, tuple[exp.Column, Table]]:
-    """Qualify every column (fast path first); map each real-table column to its table."""
+def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[exp.Column] | None]:
+    """Qualify every column (fast path first); map each real-table column to its table.
+
+    Also returns, on the fast path, every column that may have been left unqualified: the
+    query's own (ORDER BY names of select aliases) and those the resolver wrote.
+    """
     tree = check.tree
     assert tree is not None
-    allowed = derived(check.manifest).allowed
+    allowed = check.names.allowed
+    # One select and nothing else: ``check.columns`` then lists every column of the tree
+    # (the passes before this one replace none but those they remove from it).
+    single = isinstance(tree, exp.Select) and len(check.queries) == 1 and check.queries[0] is tree and not check.with_clauses
     try:
-        resolution = resolve_columns(tree, {id(node): allowed[table.name.lower()] for node, table in check.reads})
+        resolution = resolve_columns(
+            tree,
+            {id(node): allowed[table.name.lower()] for node, table in check.reads},
+            check.columns if single else None,
+        )
     except Unsupported:
-        names = derived(check.manifest)
+        names = check.names
         try:
             qualify_columns(tree, names.schema, dialect=names.names_dialect)
             validate_qualify_columns(tree)
         except OptimizeError as exc:
             raise _unknown(check, exc) from None
-        return column_tables(tree, check.reads)
-    return _resolved_tables(resolution, check.reads)
+        return column_tables(tree, check.reads), None
+    return _resolved_tables(resolution, check.reads), check.columns + resolution.created
 
 
 def _resolved_tables(resolution: Resolution, reads: list[tuple[exp.Table, Table]]) -> dict[int, tuple[exp.Column, Table]]:
@@ -207,11 +232,12 @@ def check_columns(check: Check) -> None:
     _name_derived_tables(check)
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
-    check.column_tables = _qualify(check)
+    check.column_tables, created = _qualify(check)
     if unnamed:
-        _drop_invented_aliases(outer, unnamed)
+        _drop_invented_aliases(outer, unnamed, created)
+    names = check.names
     for column, table in check.column_tables.values():
-        declared = table.column(column.name)
+        declared = names.columns[table.name.lower()].get(column.name.lower())  # ``table.column``
         if declared is None or declared.denied:
             # Qualification wrote a qualifier that, in the column's own scope, names a table
             # without that column (an outer alias shadowed by an inner one): the engine would
@@ -222,5 +248,5 @@ def check_columns(check: Check) -> None:
                 "give the tables of a subquery aliases that differ from the outer query's, and qualify the column",
             )
         if declared.name != column.name:
-            column.set("this", identifier(declared.name, check.dialect))
+            column.set("this", names.identifier(declared.name))
         check.read_columns.add(f"{table.name}.{declared.name}")

@@ -18,6 +18,8 @@ from sqlglot.dialects.dialect import Dialect
 from structq.capabilities import Manifest, Table
 from structq.errors import SandboxViolation
 
+from .schema import Derived, derived
+
 __all__ = ["Check", "violation"]
 
 
@@ -54,6 +56,9 @@ class Check:
     comparisons: list[exp.Expr] = field(default_factory=list)
     bind_nodes: list[exp.Placeholder] = field(default_factory=list)
     forbidden: list[exp.Expr] = field(default_factory=list)
+    with_clauses: list[exp.With] = field(default_factory=list)
+    #: Every ``exp.Query`` node: selects, set operations, subqueries (the root included).
+    queries: list[exp.Query] = field(default_factory=list)
 
     #: The real tables read (``resolve_tables``): each node with its manifest entry.
     reads: list[tuple[exp.Table, Table]] = field(default_factory=list)
@@ -66,6 +71,16 @@ class Check:
     expanding: set[str] = field(default_factory=set)
     read_columns: set[str] = field(default_factory=set)
     sql: str = ""
+
+    _names: Derived | None = None
+
+    @property
+    def names(self) -> Derived:
+        """What ``schema.derived`` computes from the manifest, fetched once per check."""
+        found = self._names
+        if found is None:
+            found = self._names = derived(self.manifest)
+        return found
 
     def fail(self, code: str, message: str, hint: str) -> SandboxViolation:
         """The violation to raise; passes write ``raise check.fail(...)``."""

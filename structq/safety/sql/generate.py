@@ -55,7 +55,7 @@ def generate(check: Check) -> None:
     sql = check.dialect.generate(tree, copy=False, comments=False)
     if marker is not None:
         sql = sql.replace(marker, "\\:")
-    found = set(_TEXT_BIND.findall(sql))
+    found = set(_TEXT_BIND.findall(sql)) if ":" in sql else set()
     if found != set(check.params):
         raise check.fail(
             "unsupported",

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
-import warnings
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
@@ -21,16 +19,17 @@ from sqlglot.tokens import TokenType
 from structq.capabilities import REFERENCE
 
 from .context import Check
-from .schema import derived
+from .dialects import parse_text, tokenize
 
 __all__ = ["parse", "FORBIDDEN"]
 
 
-def _forbidden_classes() -> frozenset[type[exp.Expr]]:
-    """Every node kind that writes, changes state, or runs a command — wherever it sits.
+def _forbidden_roots() -> tuple[type[exp.Expr], ...]:
+    """The node kinds that write, change state, or run a command — wherever they sit.
 
-    Computed from sqlglot's own hierarchy (every ``DML``/``DDL`` subclass) plus the
-    statement kinds that are neither; a subclass of any of them is included too. Optimizer
+    sqlglot's own hierarchy (``DML``/``DDL``) plus the statement kinds that are neither;
+    ``FORBIDDEN`` holds every class of ``exp`` derived from one of them, and ``scan`` refuses
+    any other subclass too (a dialect may define its own). Optimizer
     hints (``/*+ … */``) are among them: MySQL's ``MAX_EXECUTION_TIME`` and ``SET_VAR`` hints
     would override the executor's timeout and session settings for the statement.
     """
@@ -47,11 +46,13 @@ def _forbidden_classes() -> frozenset[type[exp.Expr]]:
         cls = getattr(exp, name, None)
         if cls is not None:
             roots.append(cls)
-    every = [c for c in vars(exp).values() if isinstance(c, type) and issubclass(c, exp.Expr)]
-    return frozenset(c for c in every if issubclass(c, tuple(roots)))
+    return tuple(roots)
 
 
-FORBIDDEN = _forbidden_classes()
+_FORBIDDEN_ROOTS = _forbidden_roots()
+FORBIDDEN = frozenset(
+    c for c in vars(exp).values() if isinstance(c, type) and issubclass(c, exp.Expr) and issubclass(c, _FORBIDDEN_ROOTS)
+)
 _MODEL_PLACEHOLDERS = (exp.Placeholder, exp.Parameter, exp.SessionParameter)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.In, exp.NullSafeEQ, exp.NullSafeNEQ)
 #: Control, format (zero-width, bidi), separator and private-use characters.
@@ -64,7 +65,7 @@ def _swap_references(check: Check) -> str:
     matches = list(REFERENCE.finditer(text))
     if not matches:
         return text
-    tokens = check.dialect.tokenize(text)
+    tokens = tokenize(check.manifest.sql_dialect, text)
     opens = {t.start for t in tokens if t.token_type == TokenType.LT}
     closes = {t.end for t in tokens if t.token_type == TokenType.GT}
     nonce = secrets.token_hex(6)
@@ -111,9 +112,9 @@ def parse(check: Check) -> None:
     text = _swap_references(check)
     check.parsed_text = text
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            statements = [s for s in check.dialect.parse(text) if not _is_empty(s)]
+        # sqlglot reports through ``logging``, never ``warnings``: nothing to silence here
+        # (``warnings.catch_warnings`` would also change process-wide state per call).
+        statements = [s for s in parse_text(check.manifest.sql_dialect, text) if not _is_empty(s)]
     except (ParseError, TokenError) as exc:
         raise _parse_error(check, exc) from None
     if len(statements) != 1:
@@ -126,46 +127,104 @@ def parse(check: Check) -> None:
     scan(check)
 
 
+# What ``scan`` files each node class under, decided once per class (``_kind``).
+_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH = range(9)
+#: Added to a kind when the node is also a comparison (``_COMPARISONS``), and when it is a
+#: query (``exp.Query``: selects, set operations, subqueries).
+_COMPARISON = 16
+_QUERY = 32
+_kinds: dict[type, int] = {}
+
+
+def _kind(cls: type) -> int:
+    """The kind of a node class; a class may be a comparison on top of its kind."""
+    if cls is exp.Column:
+        kind = _COLUMN
+    elif cls is exp.Table:
+        kind = _TABLE
+    elif cls is exp.Subquery:
+        kind = _SUBQUERY
+    elif cls is exp.Identifier:
+        kind = _IDENTIFIER
+    elif cls in FORBIDDEN or issubclass(cls, _FORBIDDEN_ROOTS):
+        # The second test also catches subclasses defined outside ``exp`` (in a dialect).
+        kind = _FORBIDDEN
+    elif issubclass(cls, _MODEL_PLACEHOLDERS):
+        # Only a plain placeholder can be one of ours; which one is decided per node.
+        kind = _PLACEHOLDER if cls is exp.Placeholder else _FORBIDDEN
+    elif issubclass(cls, exp.Func):
+        kind = _FUNCTION
+    elif issubclass(cls, exp.With):
+        kind = _WITH
+    else:
+        kind = _SKIP
+    if issubclass(cls, _COMPARISONS):
+        kind += _COMPARISON
+    if issubclass(cls, exp.Query):
+        kind += _QUERY
+    _kinds[cls] = kind
+    return kind
+
+
 def scan(check: Check) -> None:
     """One walk over the tree, filing the nodes later passes look at.
 
     The same walk normalises every identifier for matching without regard to case
-    (``schema.py``: ``names_dialect``), which sqlglot's ``normalize_identifiers`` would do
-    in a walk of its own.
+    (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
+    identifier, quoted or not), which sqlglot's ``normalize_identifiers`` would do in a walk
+    of its own.
     """
     assert check.tree is not None
-    normalize = derived(check.manifest).names_dialect.normalize_identifier
+    lower = check.names.lower
+    kinds = _kinds
+    invisible = _INVISIBLE.search
+    columns, tables, subqueries = check.columns, check.tables, check.subqueries
+    functions, comparisons, forbidden = check.functions, check.comparisons, check.forbidden
     for node in check.tree.walk():
         cls = type(node)
-        if cls is exp.Column:
-            check.columns.append(node)
-        elif cls is exp.Table:
-            check.tables.append(node)
-        elif cls is exp.Subquery:
-            check.subqueries.append(node)
-        elif cls is exp.Identifier:
-            _check_identifier(check, node)
-            normalize(node)
-        elif cls in FORBIDDEN:
-            check.forbidden.append(node)
-        elif isinstance(node, _MODEL_PLACEHOLDERS):
-            if cls is exp.Placeholder and node.name in check.placeholders:
+        kind = kinds.get(cls)
+        if kind is None:
+            kind = _kind(cls)
+        if kind == _SKIP:
+            continue
+        if kind >= _COMPARISON:
+            if kind >= _QUERY:
+                check.queries.append(node)
+                kind -= _QUERY
+            if kind >= _COMPARISON:
+                comparisons.append(node)
+                kind -= _COMPARISON
+        if kind == _IDENTIFIER:
+            name = node.this
+            if invisible(name):
+                _invisible_identifier(check, name)
+            lowered = lower(name)
+            if lowered != name:
+                node.set("this", lowered)
+        elif kind == _COLUMN:
+            columns.append(node)
+        elif kind == _TABLE:
+            tables.append(node)
+        elif kind == _FUNCTION:
+            functions.append(node)
+        elif kind == _SUBQUERY:
+            subqueries.append(node)
+        elif kind == _FORBIDDEN:
+            forbidden.append(node)
+        elif kind == _PLACEHOLDER:
+            if node.name in check.placeholders:
                 check.bind_nodes.append(node)
             else:
-                check.forbidden.append(node)
-        elif isinstance(node, exp.Func):
-            check.functions.append(node)
-        if isinstance(node, _COMPARISONS):
-            check.comparisons.append(node)
+                forbidden.append(node)
+        elif kind == _WITH:
+            check.with_clauses.append(node)
 
 
-def _check_identifier(check: Check, node: exp.Identifier) -> None:
+def _invisible_identifier(check: Check, name: str) -> None:
     """Invisible characters in a name hide what a query does from the person reading it."""
-    found = _INVISIBLE.search(node.name)
-    if found:
-        char = found.group(0)
-        raise check.fail(
-            "parse_error",
-            f"identifier {node.name!r} contains the invisible character U+{ord(char):04X}",
-            "remove invisible and control characters from the query",
-        )
+    char = _INVISIBLE.search(name).group(0)  # type: ignore[union-attr]
+    raise check.fail(
+        "parse_error",
+        f"identifier {name!r} contains the invisible character U+{ord(char):04X}",
+        "remove invisible and control characters from the query",
+    )

@@ -29,6 +29,7 @@ three-part column names, star modifiers, recursive CTEs.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -41,6 +42,10 @@ _SELECT_ARGS = frozenset({"with_", "expressions", "distinct", "from_", "joins", 
                           "having", "order", "limit", "offset"})
 _UNION_ARGS = frozenset({"with_", "this", "expression", "distinct", "order", "limit", "offset"})
 _JOIN_ARGS = frozenset({"this", "on", "side", "kind"})
+_FROM_ARGS = frozenset({"this"})
+#: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
+_COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
+                   exp.Distinct)
 
 
 class Unsupported(Exception):
@@ -60,6 +65,8 @@ class Resolution:
     projections: list[tuple[exp.Select, list[exp.Expr]]] = field(default_factory=list)
     #: Positional ORDER BY terms of set operations: the literal and the output it names.
     positions: list[tuple[exp.Expr, str]] = field(default_factory=list)
+    #: The unqualified columns ``_apply`` wrote (references to output names).
+    created: list[exp.Column] = field(default_factory=list)
 
 
 def _lower(name: str) -> str:
@@ -69,10 +76,14 @@ def _lower(name: str) -> str:
 class _Sources:
     """The sources one scope selects from: alias → (node, {lower name: spelling})."""
 
-    def __init__(self, scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> None:
+    def __init__(self) -> None:
         self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
         #: The qualifier as the query spells the source's alias (quoted or not).
         self.spelling: dict[str, exp.Identifier] = {}
+
+    @classmethod
+    def of_scope(cls, scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> _Sources:
+        self = cls()
         for alias, (node, source) in scope.selected_sources.items():
             while isinstance(node, exp.Query) and node.alias != alias and node.parent is not None:
                 node = node.parent  # a derived table's query: its alias sits on the Subquery
@@ -90,6 +101,29 @@ class _Sources:
             else:
                 raise Unsupported("a source that is neither a declared table nor a query")
             self.by_alias[alias] = (source, columns)
+        return self
+
+    @classmethod
+    def of_select(cls, select: exp.Select, tables: dict[int, dict[str, str]]) -> _Sources:
+        """The sources of a select that is the whole query (``_single_scope``): its FROM and
+        JOIN tables, which must be every real table the query reads, under distinct names."""
+        self = cls()
+        from_ = select.args.get("from_")
+        if from_ is not None:
+            _check_shape(from_, _FROM_ARGS)
+        nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or ()]
+        for node in nodes:
+            if not isinstance(node, exp.Table) or id(node) not in tables or isinstance(node.this, exp.Func):
+                raise Unsupported("a source that is not a declared table")
+            alias = node.alias_or_name
+            if not alias or alias in self.by_alias:
+                raise Unsupported("two sources of one name")
+            written = node.args.get("alias")
+            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            self.by_alias[alias] = (node, tables[id(node)])
+        if len(self.by_alias) != len(tables):
+            raise Unsupported("a table read outside FROM and JOIN")
+        return self
 
     def owners(self, name: str) -> list[str]:
         lowered = _lower(name)
@@ -128,19 +162,24 @@ def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, 
     parent = scope.parent
     while parent is not None:
         if alias in parent.selected_sources:
-            return _Sources(parent, plan, tables)
+            return _Sources.of_scope(parent, plan, tables)
         parent = parent.parent
     return None
 
 
-def _plan_columns(scope: Scope, sources: _Sources, plan: Resolution, tables: dict[int, dict[str, str]]) -> None:
-    select = scope.expression
+def _plan_columns(
+    select: exp.Select,
+    columns: list[exp.Column],
+    sources: _Sources,
+    plan: Resolution,
+    outer: Callable[[str], _Sources | None],
+) -> None:
     renamed = {
         _lower(s.alias) for s in select.expressions
         if isinstance(s, exp.Alias) and not (isinstance(s.this, exp.Column) and _lower(s.this.name) == _lower(s.alias))
     }
     named = set(select.named_selects)
-    for column in scope.columns:
+    for column in columns:
         if id(column) in plan.columns:
             # A subquery's column, listed again here as possibly correlated: the inner scope
             # (resolved first) already bound it, and an unresolved one stopped the plan there.
@@ -152,17 +191,18 @@ def _plan_columns(scope: Scope, sources: _Sources, plan: Resolution, tables: dic
             if alias in sources.by_alias:
                 found: _Sources | None = sources
             else:
-                found = _outer_source(scope, alias, plan, tables)
+                found = outer(alias)
             if found is None:
                 raise Unsupported("qualifier without a source")
-            source, columns = found.by_alias[alias]
-            if _lower(column.name) not in columns:
+            source, names = found.by_alias[alias]
+            if _lower(column.name) not in names:
                 raise Unsupported("unknown column")
             plan.columns[id(column)] = (column, None, source)
             continue
-        clause = column.find_ancestor(exp.Where, exp.Group, exp.Having, exp.Order, exp.Select)
-        if not isinstance(clause, exp.Select) and _lower(column.name) in renamed:
-            raise Unsupported("a select alias used outside the select list")
+        if renamed and _lower(column.name) in renamed:
+            clause = column.find_ancestor(exp.Where, exp.Group, exp.Having, exp.Order, exp.Select)
+            if not isinstance(clause, exp.Select):
+                raise Unsupported("a select alias used outside the select list")
         owners = sources.owners(column.name)
         if len(owners) != 1:
             raise Unsupported("unknown or ambiguous column")
@@ -215,8 +255,8 @@ def _output_name(projection: exp.Expr, index: int) -> str:
 def _plan_select(scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> None:
     select = scope.expression
     _check_select(select)
-    sources = _Sources(scope, plan, tables)
-    _plan_columns(scope, sources, plan, tables)
+    sources = _Sources.of_scope(scope, plan, tables)
+    _plan_columns(select, scope.columns, sources, plan, lambda alias: _outer_source(scope, alias, plan, tables))
     projections = _expanded(select, sources, plan)
     if any(isinstance(p, exp.Subquery) for p in projections):
         raise Unsupported("unaliased scalar subquery in the select list")
@@ -258,15 +298,19 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
 def _apply(plan: Resolution) -> None:
     for column, qualifier, _ in plan.columns.values():
         if qualifier is not None:
-            column.set("table", qualifier.copy())
+            # A fresh node per column; an identifier holds only strings and flags, so this is
+            # what ``qualifier.copy()`` makes, without its generic deep copy.
+            column.set("table", exp.Identifier(**qualifier.args))
     for select, projections in plan.projections:
         select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
-        _alias_grouped_order(select)
+        _alias_grouped_order(select, plan.created)
     for literal, name in plan.positions:
-        literal.replace(exp.column(name))
+        reference = exp.column(name)
+        literal.replace(reference)
+        plan.created.append(reference)
 
 
-def _alias_grouped_order(select: exp.Select) -> None:
+def _alias_grouped_order(select: exp.Select, created: list[exp.Column]) -> None:
     """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias."""
     order = select.args.get("order")
     if order is None or not select.args.get("group"):
@@ -276,16 +320,56 @@ def _alias_grouped_order(select: exp.Select) -> None:
     for ordered in order.expressions:
         replacement = selects.get(ordered.this)
         if replacement is not None:
-            ordered.this.replace(exp.column(replacement.alias_or_name))
+            reference = exp.column(replacement.alias_or_name)
+            ordered.this.replace(reference)
+            created.append(reference)
 
 
-def resolve_columns(tree: exp.Expr, tables: dict[int, dict[str, str]]) -> Resolution:
+def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> bool:
+    """Whether ``Scope.columns`` leaves ``column`` out as a reference to a select alias: an
+    unqualified name of an output, in the select's own ORDER BY (not a window's)."""
+    if column.table or column.name not in named:
+        return False
+    clause = column.find_ancestor(*_COLUMN_CLAUSES)
+    return isinstance(clause, (exp.Order, exp.Distinct)) and clause.parent is select
+
+
+def _plan_single_select(select: exp.Select, columns: list[exp.Column], plan: Resolution,
+                        tables: dict[int, dict[str, str]]) -> None:
+    """``_plan_select`` for a query that is one select and nothing else, without scopes.
+
+    With no subquery, CTE or set operation there is one scope: its sources are the FROM and
+    JOIN tables, and its columns every column of the tree but the ``t.*`` stars and the
+    ORDER BY references to select aliases that ``Scope.columns`` leaves out. Any other column
+    is resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
+    """
+    _check_select(select)
+    sources = _Sources.of_select(select, tables)
+    named = set(select.named_selects)
+    own = [c for c in columns if not isinstance(c.this, exp.Star) and not _is_order_alias(c, select, named)]
+    _plan_columns(select, own, sources, plan, lambda alias: None)
+    projections = _expanded(select, sources, plan)
+    if any(isinstance(p, exp.Subquery) for p in projections):
+        raise Unsupported("unaliased scalar subquery in the select list")
+    plan.projections.append((select, projections))
+
+
+def resolve_columns(
+    tree: exp.Expr, tables: dict[int, dict[str, str]], columns: list[exp.Column] | None = None
+) -> Resolution:
     """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
 
     ``tables`` maps ``id()`` of each real-table node to its allowed columns (lower-case name
-    → manifest spelling).
+    → manifest spelling). ``columns``, when given, says that ``tree`` is a single select —
+    no other query, subquery or WITH anywhere in it — and lists every column node of the
+    tree: that one scope is then planned without sqlglot's scopes.
     """
     plan = Resolution()
+    if columns is not None:
+        assert isinstance(tree, exp.Select)
+        _plan_single_select(tree, columns, plan, tables)
+        _apply(plan)
+        return plan
     for scope in traverse_scope(tree):
         expression = scope.expression
         if isinstance(expression, exp.Select):

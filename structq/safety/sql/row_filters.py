@@ -16,7 +16,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .context import Check
-from .schema import derived
 
 __all__ = ["apply_row_filters", "VARIABLE_PREFIX"]
 
@@ -42,7 +41,7 @@ def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
 
 def apply_row_filters(check: Check) -> None:
     """Replace every read of a filtered table by its filtered derived table."""
-    filters = derived(check.manifest).filters
+    filters = check.names.filters
     if not filters:
         return
     for node, table in check.reads:

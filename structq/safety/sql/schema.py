@@ -13,14 +13,15 @@ used. Matching can only pick a declared name, never reach an undeclared one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
+from sqlglot.dialects.dialect import ASCII_LOWER, Dialect, NormalizationStrategy
 from sqlglot.schema import MappingSchema
 
-from structq.capabilities import Manifest
+from structq.capabilities import Column, Manifest, Table
 from structq.errors import SandboxViolation
 
 __all__ = ["Derived", "derived", "identifier", "needs_quotes"]
@@ -45,6 +46,9 @@ _NAME_SETTINGS = "{}, normalization_strategy = case_insensitive"
 class Derived:
     #: The dialect names are normalised and matched with (see the module docstring).
     names_dialect: Dialect
+    #: What ``names_dialect.normalize_identifier`` does to an identifier's text, as a plain
+    #: function of the text (``parse.scan`` applies it to every identifier).
+    lower: Callable[[str], str]
     #: Allowed columns only: a denied column does not exist as far as qualification knows.
     schema: MappingSchema
     #: Row filter predicate per table (lower-case name), parsed in the source dialect.
@@ -54,6 +58,17 @@ class Derived:
     #: Lower-case table name → its allowed columns, lower-case name → manifest spelling, in
     #: manifest order (what ``resolve.py`` resolves against and expands ``*`` to).
     allowed: dict[str, dict[str, str]]
+    #: Lower-case table name → its entry; per lower-case table name, lower-case column name →
+    #: its entry, denied ones included (``Manifest.table`` / ``Table.column`` as dictionaries).
+    tables: dict[str, Table]
+    columns: dict[str, dict[str, Column]]
+    #: Whether each table and column name, as the manifest spells it, needs quotes in the
+    #: source's dialect (``needs_quotes``).
+    quoted: dict[str, bool]
+
+    def identifier(self, name: str) -> exp.Identifier:
+        """``identifier(name, <the source's dialect>)``, for a name the manifest declares."""
+        return exp.Identifier(this=name, quoted=self.quoted[name])
 
 
 _cache: dict[tuple[int, str], tuple[Manifest, Derived]] = {}
@@ -78,6 +93,10 @@ def _filter(manifest: Manifest, table: str, dialect: str) -> exp.Expr | None:
     return exp.and_(*predicates, copy=False) if len(predicates) > 1 else predicates[0]
 
 
+def _ascii_lower(text: str) -> str:
+    return text.translate(ASCII_LOWER)
+
+
 def needs_quotes(name: str, dialect: Dialect) -> bool:
     """Whether ``name`` written unquoted would reach the engine as a different name."""
     return dialect.quote_identifier(exp.to_identifier(name), identify=False).quoted
@@ -96,6 +115,7 @@ def derived(manifest: Manifest) -> Derived:
     if hit is not None and hit[0] is manifest:
         return hit[1]
     names_dialect = Dialect.get_or_raise(_NAME_SETTINGS.format(dialect))
+    assert names_dialect.normalization_strategy is NormalizationStrategy.CASE_INSENSITIVE
     quoted = lambda name: exp.to_identifier(name, quoted=True).sql(dialect)  # noqa: E731
     mapping = {
         quoted(table.name): {quoted(c.name): _TYPES[c.type] for c in table.allowed_columns}
@@ -111,12 +131,26 @@ def derived(manifest: Manifest) -> Derived:
         predicate = _filter(manifest, table.name, dialect)
         if predicate is not None:
             filters[table.name.lower()] = predicate
+    by_name: dict[str, Table] = {}
+    columns: dict[str, dict[str, Column]] = {}
+    for table in manifest.tables:
+        # First match wins, as in ``Manifest.table`` and ``Table.column``.
+        if by_name.setdefault(table.name.lower(), table) is table:
+            entries = columns[table.name.lower()] = {}
+            for column in table.columns:
+                entries.setdefault(column.name.lower(), column)
+    source_dialect = Dialect.get_or_raise(dialect)
+    names = {t.name for t in manifest.tables} | {c.name for t in manifest.tables for c in t.columns}
     result = Derived(
         names_dialect=names_dialect,
+        lower=_ascii_lower if names_dialect.ASCII_ONLY_NORMALIZATION else str.lower,
         schema=MappingSchema(mapping, dialect=names_dialect),
         filters=filters,
         denied={name: frozenset(tables) for name, tables in denied.items()},
         allowed={t.name.lower(): {c.name.lower(): c.name for c in t.allowed_columns} for t in manifest.tables},
+        tables=by_name,
+        columns=columns,
+        quoted={name: needs_quotes(name, source_dialect) for name in names},
     )
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))

@@ -86,7 +86,7 @@ def _respell(check: Check, table: exp.Table, name: str) -> None:
         return
     if not table.alias:
         table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name, quoted=table.this.quoted)))
-    table.set("this", identifier(name, check.dialect))
+    table.set("this", check.names.identifier(name))
 
 
 def _check_qualifier(check: Check, table: exp.Table) -> None:
@@ -122,17 +122,18 @@ def _check_qualifier(check: Check, table: exp.Table) -> None:
 def resolve_tables(check: Check) -> None:
     """Record each real table read with its manifest entry; refuse anything undeclared."""
     assert check.tree is not None  # identifiers were normalised by ``parse.scan``
-    declared = [t.name for t in check.manifest.tables]
+    declared = check.names.tables
     for table in check.tables:
         if isinstance(table.this, exp.Func):
             _table_function(check, table)
             continue
-        if is_cte_reference(table):
-            continue
+        if check.with_clauses and is_cte_reference(table):
+            continue  # without a WITH anywhere, no name can be a CTE's
         if table.args.get("db") or table.args.get("catalog"):
             _check_qualifier(check, table)
-        entry = check.manifest.table(table.name)
+        entry = declared.get(table.name.lower())  # ``Manifest.table``, as a dictionary
         if entry is None:
+            declared = [t.name for t in check.manifest.tables]
             suggestion = closest(table.name, declared)
             hint = f"did you mean {suggestion!r}? " if suggestion else ""
             raise check.fail(

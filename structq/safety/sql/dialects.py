@@ -1,0 +1,54 @@
+"""The sqlglot objects each ``check_sql`` call needs, built once per dialect and reused.
+
+``Dialect.get_or_raise("postgres")`` builds a new dialect, and ``dialect.parse(text)`` a new
+tokenizer (whose construction alone costs a tenth of a parse) and parser, on every call. A
+dialect is immutable once built, so one instance per name is shared. Tokenizers and parsers
+keep the state of the text they are reading, so each thread gets its own pair per dialect;
+both reset that state at the start of every call (``TokenizerCore.tokenize``,
+``Parser._parse``), so reuse cannot carry anything from one query into the next.
+
+Generators are not reused: one keeps a counter for the names it invents (``_t0``, ``_t1``…),
+so a shared one would write different SQL for the same tree depending on what it wrote before.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.parser import Parser
+from sqlglot.tokens import Tokenizer
+
+__all__ = ["dialect", "parse_text", "tokenize"]
+
+_dialects: dict[str, Dialect] = {}
+_local = threading.local()
+
+
+def dialect(name: str) -> Dialect:
+    """The shared ``Dialect`` called ``name`` (as ``Dialect.get_or_raise`` reads it)."""
+    found = _dialects.get(name)
+    if found is None:
+        found = _dialects[name] = Dialect.get_or_raise(name)
+    return found
+
+
+def _readers(name: str, of: Dialect) -> tuple[Tokenizer, Parser]:
+    readers: dict[str, tuple[Tokenizer, Parser]] | None = getattr(_local, "readers", None)
+    if readers is None:
+        readers = _local.readers = {}
+    pair = readers.get(name)
+    if pair is None:
+        pair = readers[name] = (of.tokenizer(), of.parser())
+    return pair
+
+
+def parse_text(name: str, text: str) -> list:
+    """``dialect(name).parse(text)`` with this thread's tokenizer and parser for ``name``."""
+    tokenizer, parser = _readers(name, dialect(name))
+    return parser.parse(tokenizer.tokenize(text), text)
+
+
+def tokenize(name: str, text: str) -> list:
+    """``dialect(name).tokenize(text)`` with this thread's tokenizer for ``name``."""
+    return _readers(name, dialect(name))[0].tokenize(text)
