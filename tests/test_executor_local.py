@@ -202,6 +202,28 @@ class TestLimits:
     def test_limits_set_the_timeout(self) -> None:
         assert LocalExecutor({}, limits=Limits(timeout_s=2)).timeout_s == 2
 
+    def test_timeout_stops_a_statement_inside_one_long_function_call(self) -> None:
+        """The progress handler never runs inside a call; the deadline timer's interrupt
+        stops the statement right after it (each printf loops ~0.5 s past the size limit)."""
+        executor = LocalExecutor({"t": result(("x",), [(i,) for i in range(20)])}, timeout_s=0.1)
+        started = time.monotonic()
+        with pytest.raises(QueryTimeout):
+            executor.run(local("SELECT length(printf('%.*c', 300000000, 'x')) AS n FROM t"))
+        assert time.monotonic() - started < 3  # 20 calls would take ~10 s
+
+    def test_values_past_the_size_limit_are_a_clear_error(self) -> None:
+        executor = LocalExecutor({"t": result(("x",), [(1,)])})
+        with pytest.raises(ExecutionError) as info:
+            executor.run(local("SELECT length(replace(printf('%.*c', 5000, 'x'), 'x', "
+                               "printf('%.*c', 5000, 'y'))) AS n FROM t"))
+        assert not isinstance(info.value, QueryTimeout) and info.value.retryable
+        assert "too big" in info.value.message and "10 MB" in (info.value.hint or "")
+
+    def test_values_within_the_size_limit_are_built(self) -> None:
+        executor = LocalExecutor({"t": result(("x",), [(1,)])})
+        out = executor.run(local("SELECT length(printf('%.*c', 9000000, 'x')) AS n FROM t"))
+        assert out.rows == [(9_000_000,)]
+
 
 class TestRefusals:
     @pytest.mark.parametrize("statement", [

@@ -609,6 +609,29 @@ def test_top_hits_keep_only_allowed_fields() -> None:
     assert table.rows == [("研发", 1, [{"dept": "研发"}])]
 
 
+def test_nested_top_hits_return_their_allowed_sub_fields() -> None:
+    body = {"aggs": {"c": {"nested": {"path": "comments"}, "aggs": {"top": {"top_hits": {"size": 2}}}}}}
+    hit = {"_nested": {"field": "comments", "offset": 0}, "_source": {"by": "E1", "private": "x"}}
+    response = {"aggregations": {"c": {"doc_count": 3, "top": {"hits": {"hits": [hit]}}}}}
+    table = aggregation_rows(response, body, _index(), 100)
+    assert table.rows == [(3, [{"by": "E1"}])]
+
+
+def test_nested_top_hits_on_the_engine(executor: SearchExecutor) -> None:
+    body = {"aggs": {"c": {"nested": {"path": "comments"},
+                           "aggs": {"top": {"top_hits": {"size": 2, "_source": ["comments.by", "comments.text"]}}}}}}
+    (row,) = executor.run(search(body)).rows
+    assert len(row[1]) == 2 and all(set(doc) == {"by", "text"} for doc in row[1])
+
+
+def test_too_many_buckets_is_the_query_s_fault(executor: SearchExecutor) -> None:
+    """The engine answers HTTP 503; the query asked for too many buckets, it can be fixed."""
+    with pytest.raises(ExecutionError) as info:
+        executor.run(search({"aggs": {"h": {"histogram": {"field": "score", "interval": 0.00001}}}}))
+    assert type(info.value) is ExecutionError and info.value.retryable
+    assert "too_many_buckets_exception" in str(info.value) and "fewer buckets" in (info.value.hint or "")
+
+
 # --------------------------------------------------------------------------------------------
 # The embedded engine
 # --------------------------------------------------------------------------------------------

@@ -582,6 +582,24 @@ def test_unsupported_and_malformed_urls_are_config_errors() -> None:
         SqlExecutor(Manifest(source="s", kind="sql", url="not a url"))
 
 
+def test_sqlite_values_past_the_size_limit_are_a_clear_error(sqlite_target: Target) -> None:
+    executor = sqlite_target.executor()
+    with pytest.raises(ExecutionError) as info:
+        executor.run(sql("SELECT length(replace(printf('%.*c', 5000, 'x'), 'x', printf('%.*c', 5000, 'y'))) AS n"))
+    assert type(info.value) is ExecutionError and "10 MB" in (info.value.hint or "")
+    assert executor.run(sql("SELECT length(printf('%.*c', 1000, 'x')) AS n")).rows == [(1000,)]
+
+
+def test_sqlite_timeout_stops_a_statement_inside_one_long_function_call(sqlite_target: Target) -> None:
+    """One printf loops ~0.5 s; the deadline timer interrupts the statement right after it."""
+    executor = sqlite_target.executor(timeout_s=0.1)
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout):
+        executor.run(sql("SELECT length(printf('%.*c', 300000000, 'x')) AS n FROM items"))
+    assert time.monotonic() - started < 3
+    assert executor.run(sql("SELECT count(*) AS n FROM ids")).row_count == 1  # the connection is fine
+
+
 def test_in_memory_sqlite_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="in-memory"):
         SqlExecutor(Manifest(source="s", kind="sql", url="sqlite://")).run(sql("SELECT 1 AS one"))

@@ -686,3 +686,77 @@ def test_engine_highlight_and_keyword_multi_field(engine: Any) -> None:
                                               "filter": [{"term": {"title.keyword": "weekly report 1"}}]}},
                             "highlight": {"fields": {"content": {}}}})
     assert _ids(response) == {"r1"}
+
+
+# --- reference values are plain data ---------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [{"value": "x*", "case_insensitive": True}, ["a", "b"],
+                                   {"script": {"source": "return true"}}], ids=["object", "list", "script"])
+@pytest.mark.parametrize("body", [
+    {"query": {"term": {"author_id": "<p>"}}},
+    {"query": {"terms": {"author_id": "<p>"}}},
+    {"query": {"wildcard": {"author_id": "<p>"}}},
+    {"query": {"range": {"week_start_date": {"gte": "<p>"}}}},
+    {"query": {"ids": {"values": ["<p>"]}}},
+], ids=["term", "terms", "wildcard", "range", "ids"])
+def test_reference_values_that_are_not_plain_are_plan_errors(body: dict[str, Any], value: Any) -> None:
+    with pytest.raises(PlanError, match="reference <p> .*carries an? (object|list) value; only plain values"):
+        check(body, params={"p": [value]})
+
+
+def test_plain_reference_values_including_null_are_substituted() -> None:
+    safe = check({"query": {"terms": {"author_id": "<p>"}}}, params={"p": ["e1", 2, 1.5, True, None]})
+    assert safe.body["query"]["bool"]["must"][0] == {"terms": {"author_id": ["e1", 2, 1.5, True, None]}}
+
+
+# --- top_hits in buckets, histogram bounds, _source excludes ------------------------------
+
+
+@pytest.mark.parametrize(("aggs", "size"), [
+    ({"terms": {"field": "author_id", "size": 11}}, 10),                 # 110 documents
+    ({"terms": {"field": "author_id"}}, 11),                             # default terms size 10: 110
+    ({"range": {"field": "week_start_date", "ranges": [{"to": 1}, {"from": 1}]}}, 51),   # 102
+    ({"histogram": {"field": "week_start_date", "interval": 10}}, 2),    # unknown count: LIMIT × 2
+], ids=["terms", "default terms size", "range", "histogram"])
+def test_top_hits_in_buckets_stay_within_the_limit(aggs: dict[str, Any], size: int) -> None:
+    body = {"aggs": {"a": {**aggs, "aggs": {"t": {"top_hits": {"size": size}}}}}}
+    error = refused(body, "size_limit")
+    assert "aggs.a.aggs.t.top_hits" in error.message and f"at most {LIMIT}" in (error.hint or "")
+
+
+def test_top_hits_limit_multiplies_along_the_nesting_path() -> None:
+    inner = {"t": {"top_hits": {"size": 5}}}
+    ok = {"aggs": {"a": {"terms": {"field": "author_id", "size": 4},
+                         "aggs": {"b": {"terms": {"field": "department", "size": 5}, "aggs": inner}}}}}
+    assert check(ok).body["aggs"]["a"]["aggs"]["b"]["aggs"]["t"]["top_hits"]["size"] == 5   # 4 × 5 × 5 = 100
+    ok["aggs"]["a"]["terms"]["size"] = 5                                                    # 5 × 5 × 5 = 125
+    refused(ok, "size_limit")
+    single = {"aggs": {"n": {"nested": {"path": "comments"}, "aggs": {"t": {"top_hits": {"size": LIMIT}}}}}}
+    check(single)   # a single-bucket aggregation does not multiply
+
+
+@pytest.mark.parametrize("kind", ["histogram", "date_histogram"])
+def test_histogram_extended_bounds_need_min_doc_count(kind: str) -> None:
+    interval = {"interval": 1} if kind == "histogram" else {"fixed_interval": "1d"}
+    options = {"field": "week_start_date", **interval, "extended_bounds": {"min": 0, "max": 60_000}}
+    for min_doc_count in ({}, {"min_doc_count": 0}):
+        error = refused({"aggs": {"h": {kind: {**options, **min_doc_count}}}}, "size_limit")
+        assert "min_doc_count" in (error.hint or "")
+    check({"aggs": {"h": {kind: {**options, "min_doc_count": 1}}}})
+    check({"aggs": {"h": {kind: {"field": "week_start_date", **interval, "hard_bounds": {"min": 0, "max": 9}}}}})
+
+
+def test_source_excluding_every_readable_field_returns_no_source() -> None:
+    excludes = ["report_id", "author_id", "department", "week_start_date", "content", "title",
+                "projects_mentioned", "tenant_id", "reviewer", "comments"]
+    assert check({"_source": {"excludes": excludes}}).body["_source"] is False
+    assert check({"_source": []}).body["_source"] is False   # empty includes would mean every field
+    nested_out = check({"_source": {"excludes": ["reviewer"]}}).body["_source"]["includes"]
+    assert "reviewer.name" not in nested_out and "title" in nested_out
+
+
+def test_engine_accepts_source_excludes(engine: Any) -> None:
+    response = run(engine, {"_source": {"excludes": ["content"]}, "size": 2})
+    sources = [hit["_source"] for hit in response["hits"]["hits"]]
+    assert sources and all("content" not in s and "title" in s and "salary" not in s for s in sources)

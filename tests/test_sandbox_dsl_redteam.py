@@ -1,10 +1,10 @@
 """Red-team tests for the search-DSL sandbox, the search executor, references and the local
 executor, run on the real engine (osmem-server) through the real executor.
 
-Correctly blocked attacks are ordinary (parametrized) tests. Confirmed holes are tests that
-assert the SAFE behaviour, marked ``xfail(strict=True, reason="hole: …")``: they fail today,
-and turn into unexpected passes (failing the run) once the hole is closed, so the marker must
-be removed with the fix.
+Correctly blocked attacks are ordinary (parametrized) tests. The former holes (objects smuggled
+in reference values, top_hits multiplying the row cap, unbounded histograms, deep bodies, the
+local executor's timeout and allocation limits) are tests asserting the SAFE behaviour, so a
+regression fails the run.
 
 The engine accepts scripts (``test_the_engine_really_runs_scripts`` shows it), so every
 script refusal below is the only thing standing between a plan and code on the cluster.
@@ -651,8 +651,6 @@ def test_a_reference_cannot_name_a_field(executor: SearchExecutor) -> None:
     refused({"sort": ["<p>"]}, params={"p": ["ssn"]})
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a reference value that is an object is spliced into the body as DSL "
-                                       "options (wildcard leading '*' rule bypassed, any option injected)")
 def test_object_reference_values_are_refused_not_spliced_as_options(executor: SearchExecutor) -> None:
     params = {"p": [{"value": "*4", "case_insensitive": True}]}
     try:
@@ -665,8 +663,6 @@ def test_object_reference_values_are_refused_not_spliced_as_options(executor: Se
     assert result.rows == [], result.rows
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a 'script' key inside a reference value reaches the engine: "
-                                       "forbid_scripts runs before references are substituted")
 def test_script_objects_in_reference_values_never_reach_the_engine(executor: SearchExecutor) -> None:
     params = {"p": [{"script": {"source": "return true"}}]}
     for body in ({"query": {"term": {"author_id": "<p>"}}}, {"query": {"terms": {"author_id": "<p>"}}},
@@ -678,8 +674,6 @@ def test_script_objects_in_reference_values_never_reach_the_engine(executor: Sea
         assert '"script"' not in json.dumps(safe.body), safe.body
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a document planted in the data (object field) becomes DSL options "
-                                       "of a later step through <step.column> (end to end, real engine)")
 def test_planted_document_cannot_shape_a_later_query(manifest: Manifest) -> None:
     plan = Plan.parse({"steps": [
         {"output_key": "p", "source": "rt", "index": NOTES_INDEX,
@@ -702,8 +696,6 @@ def test_planted_document_cannot_shape_a_later_query(manifest: Manifest) -> None
 # ==========================================================================================
 
 
-@pytest.mark.xfail(strict=True, reason="hole: top_hits inside bucket aggregations multiply the row cap: "
-                                       "max_rows rows × (max_rows + 1) documents, truncation not reported")
 def test_top_hits_in_buckets_cannot_return_more_documents_than_max_rows(executor: SearchExecutor) -> None:
     body = {"aggs": {"a": {"terms": {"field": "tenant_id", "size": 2},
                            "aggs": {"t": {"top_hits": {"size": LIMIT}}}}}}
@@ -715,10 +707,6 @@ def test_top_hits_in_buckets_cannot_return_more_documents_than_max_rows(executor
     assert documents <= MAX_ROWS or result.truncated, (documents, MAX_ROWS)
 
 
-@pytest.mark.xfail(strict=True, reason="hole (low): histogram/date_histogram with min_doc_count 0 and "
-                                       "extended_bounds make the engine build buckets far past the row cap "
-                                       "(osmem stops at search.max_buckets=65535; the error then reads as "
-                                       "'source unavailable')")
 def test_histogram_bucket_count_is_capped_by_the_sandbox(executor: SearchExecutor) -> None:
     body = {"aggs": {"h": {"histogram": {"field": "score", "interval": 1, "min_doc_count": 0,
                                          "extended_bounds": {"min": 0, "max": 60_000}}}}}
@@ -817,17 +805,11 @@ def test_local_json_values_stay_data() -> None:
     assert result.rows == [({"k": 1},)]
 
 
-@pytest.mark.xfail(strict=True, reason="hole: printf('%.*c', N, 'x') is an allocation bomb (~N bytes per call, "
-                                       "up to 1 GB each; several per row add up) — the allowlist refuses "
-                                       "zeroblob/randomblob for this reason but allows printf")
 def test_local_printf_allocation_bomb_is_refused() -> None:
     with pytest.raises((SandboxViolation, ExecutionError)):
         local("SELECT length(printf('%.*c', 100000000, 'x')) AS n FROM a")
 
 
-@pytest.mark.xfail(strict=True, reason="hole: the local timeout (a progress handler every 1000 VM steps) does not "
-                                       "stop expensive single operations: replace()/printf() amplification runs "
-                                       "several times past timeout_s and completes")
 def test_local_timeout_holds_for_expensive_single_operations() -> None:
     sql = ("SELECT length(replace(printf('%.*c', 15000, 'x'), 'x', printf('%.*c', 15000, 'y'))) AS n FROM a")
     started = time.monotonic()

@@ -6,9 +6,9 @@ that the attack goes after:
 
 - **blocked** attacks are ordinary tests: the sandbox refuses them, or what it accepts is
   harmless (checked by running the rewrite on a real engine);
-- **holes** are tests that assert the SAFE behaviour and are marked
-  ``xfail(strict=True, reason="hole: …")``: they fail today, and the marker turns red the day
-  the hole is fixed, so the marker can be removed.
+- **former holes** are attacks that once got through (whole-row reads, NATURAL joins on a
+  denied column, unexpanded correlated stars, catalog casts, ``OPERATOR()``, allocation
+  bombs); each asserts the safe behaviour, so a regression fails the run.
 
 Real engines: SQLite always (an in-memory copy of ``sandbox_support.database()``, and a file
 for the executor); PostgreSQL and MariaDB through the session servers, read through a
@@ -978,7 +978,7 @@ def test_no_write_probe_gets_through(dialect: str) -> None:
 
 
 # ============================================================================================
-# HOLES — each asserts the safe behaviour and fails today
+# FORMER HOLES — each asserts the safe behaviour; each once got through
 # ============================================================================================
 
 # --- H1 (critical, PostgreSQL): whole-row references read every column, denied ones included
@@ -1005,15 +1005,11 @@ WHOLE_ROW = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="hole: PostgreSQL whole-row reference (SELECT p / to_jsonb(p) / (p).col / "
-                                       "CAST(p AS TEXT)) is accepted and reads denied columns")
 @pytest.mark.parametrize("query", WHOLE_ROW)
 def test_hole_whole_row_reference_is_refused(query: str) -> None:
     refused(query, "postgres")
 
 
-@pytest.mark.xfail(strict=True, reason="hole: whole-row reference leaks employee_performance.id_card through the "
-                                       "executor and a SELECT-only account")
 def test_hole_whole_row_reference_leaks_on_postgres(pg: dict[str, Any]) -> None:
     manifest_pg = manifest_for("postgres", pg["url"])
     executor = SqlExecutor(manifest_pg)
@@ -1056,29 +1052,24 @@ def _natural_join_extraction(engine: Engine, dialect: str) -> None:
     assert ("E1", 100) not in rows and ("E5", 500) not in rows, rows
 
 
-@pytest.mark.xfail(strict=True, reason="hole: NATURAL JOIN (SELECT 'x1' AS id_card) joins on the denied column")
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_hole_natural_join_on_denied_column_is_refused(dialect: str) -> None:
     refused(NATURAL_ORACLE.format(value="x1"), dialect)
 
 
-@pytest.mark.xfail(strict=True, reason="hole: NATURAL JOIN is an equality oracle on a denied column (SQLite)")
 def test_hole_natural_join_oracle_sqlite(sqlite_engine: Engine) -> None:
     _natural_join_oracle(sqlite_engine, "sqlite")
 
 
-@pytest.mark.xfail(strict=True, reason="hole: NATURAL JOIN extracts denied employees.salary (SQLite, no row filter)")
 def test_hole_natural_join_extraction_sqlite(sqlite_engine: Engine) -> None:
     _natural_join_extraction(sqlite_engine, "sqlite")
 
 
-@pytest.mark.xfail(strict=True, reason="hole: NATURAL JOIN oracle/extraction on a denied column (PostgreSQL)")
 def test_hole_natural_join_postgres(pg: dict[str, Any]) -> None:
     _natural_join_oracle(pg["reader"], "postgres")
     _natural_join_extraction(pg["reader"], "postgres")
 
 
-@pytest.mark.xfail(strict=True, reason="hole: NATURAL JOIN oracle/extraction on a denied column (MariaDB)")
 def test_hole_natural_join_mariadb(mariadb: dict[str, Any]) -> None:
     _natural_join_oracle(mariadb["reader"], "mysql")
     _natural_join_extraction(mariadb["reader"], "mysql")
@@ -1097,14 +1088,12 @@ CORRELATED_STAR = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="hole: an unexpanded correlated star (SELECT p.*) lets z.id_card through")
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("query", CORRELATED_STAR)
 def test_hole_correlated_star_is_refused(dialect: str, query: str) -> None:
     refused(query, dialect)
 
 
-@pytest.mark.xfail(strict=True, reason="hole: (SELECT p.*) reads employee_performance.id_card on PostgreSQL")
 def test_hole_correlated_star_leaks_on_postgres(pg: dict[str, Any]) -> None:
     for query in CORRELATED_STAR:
         result = accepted_or_none(query, "postgres")
@@ -1129,14 +1118,11 @@ CATALOG_CASTS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="hole: casts to regclass/regrole/regproc/regnamespace read pg_catalog "
-                                       "(names of undeclared tables, roles, functions)")
 @pytest.mark.parametrize("query", CATALOG_CASTS)
 def test_hole_catalog_casts_are_refused(query: str) -> None:
     refused(query, "postgres")
 
 
-@pytest.mark.xfail(strict=True, reason="hole: a regclass cast enumerates undeclared tables by oid (PostgreSQL)")
 def test_hole_catalog_casts_enumerate_tables_on_postgres(pg: dict[str, Any], pg_server) -> None:
     pg_server.execute([("CREATE TABLE IF NOT EXISTS payroll_secret (x int)", None)], database="sandbox_redteam")
     result = accepted_or_none("SELECT CAST('payroll_secret' AS regclass) AS r", "postgres")
@@ -1148,8 +1134,6 @@ def test_hole_catalog_casts_enumerate_tables_on_postgres(pg: dict[str, Any], pg_
 # --- H5 (low, PostgreSQL): OPERATOR(schema.op) calls an operator the allowlist never saw
 
 
-@pytest.mark.xfail(strict=True, reason="hole: OPERATOR(schema.op) is a schema-qualified call that bypasses the "
-                                       "function allowlist")
 @pytest.mark.parametrize("query", ["SELECT 1 OPERATOR(public.+) 1", "SELECT 1 OPERATOR(pg_catalog.+) 1"])
 def test_hole_qualified_operator_is_refused(query: str) -> None:
     refused(query, "postgres")
@@ -1159,7 +1143,6 @@ def test_hole_qualified_operator_is_refused(query: str) -> None:
 # refused for, and one function call is never interrupted by the statement timeout
 
 
-@pytest.mark.xfail(strict=True, reason="hole: printf('%.*c', 200000000, 'x') builds a 200 MB string in-process")
 def test_hole_sqlite_printf_allocation_bomb(sqlite_file: Path) -> None:
     query = "SELECT length(printf('%.*c', 200000000, 'x')) AS n"
     try:
@@ -1176,8 +1159,6 @@ def test_hole_sqlite_printf_allocation_bomb(sqlite_file: Path) -> None:
     assert rows[0][0] < 10_000_000, rows
 
 
-@pytest.mark.xfail(strict=True, reason="hole: nested replace() over a printf-built string outruns the SQLite "
-                                       "statement timeout (the progress handler never runs inside a call)")
 def test_hole_sqlite_timeout_inside_one_function_call(sqlite_file: Path) -> None:
     inner = "printf('%.*c', 40000000, 'x')"
     for i in range(10):
@@ -1195,3 +1176,74 @@ def test_hole_sqlite_timeout_inside_one_function_call(sqlite_file: Path) -> None
     finally:
         executor.close()
     assert time.monotonic() - started < 1.0
+
+
+# --- Variants of the holes above, and the other findings of the same review
+
+WHOLE_ROW_VARIANTS = [
+    "SELECT (p).employee_id FROM employee_performance p",
+    "SELECT (p.employee_id).x FROM employee_performance p",
+    "SELECT jsonb_build_array(p.*) FROM employee_performance p",
+    "SELECT COUNT(DISTINCT p) FROM employee_performance p",
+    "SELECT e.name FROM employees e WHERE e IS NOT NULL",
+    "SELECT x FROM (SELECT p FROM employee_performance p) AS x",
+    "WITH c AS (SELECT p FROM employee_performance p) SELECT * FROM c",
+    "SELECT * FROM employee_performance p, jsonb_array_elements('[1]') j",
+    "SELECT p.employee_id AS p FROM employee_performance p ORDER BY p || 'x'",
+    "SELECT p.employee_id AS p, ROW_NUMBER() OVER (ORDER BY p) AS r FROM employee_performance p",
+]
+
+
+@pytest.mark.parametrize("query", WHOLE_ROW_VARIANTS)
+def test_whole_row_variants_are_refused(query: str) -> None:
+    refused(query, "postgres")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("query", [
+    "WITH s AS (SELECT 'x1' AS id_card) SELECT COUNT(*) FROM employee_performance NATURAL JOIN s",
+    "SELECT COUNT(*) FROM (SELECT 'x1' AS id_card) s NATURAL JOIN employee_performance",
+    "SELECT COUNT(*) FROM employee_performance NATURAL LEFT JOIN (SELECT 'x1' AS id_card) s",
+    "SELECT COUNT(*) FROM employee_performance p JOIN (SELECT 'x1' AS id_card) s USING (id_card)",
+    "SELECT COUNT(*) FROM employees NATURAL JOIN (SELECT 100 AS salary) s",
+])
+def test_natural_and_using_joins_on_denied_columns_are_refused(dialect: str, query: str) -> None:
+    refused(query, dialect)
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM employees FOR SYSTEM_TIME ALL",
+    "SELECT * FROM departments FOR SYSTEM_TIME ALL",
+    "SELECT title FROM departments FOR SYSTEM_TIME AS OF TIMESTAMP '2020-01-01 00:00:00'",
+    "SELECT e.name FROM employees FOR SYSTEM_TIME BETWEEN '2020-01-01' AND '2030-01-01' AS e",
+])
+def test_mariadb_temporal_clauses_are_refused(query: str) -> None:
+    # On a filtered table the derived table of the row filter would drop the clause silently.
+    refused(query, "mysql")
+
+
+@pytest.mark.parametrize("dialect, query", [
+    ("sqlite", "SELECT length(printf('%200000000c', 'x')) AS n"),
+    ("sqlite", "SELECT length(printf('%.*c', 1000 * 1000, 'x')) AS n"),
+    ("sqlite", "SELECT length(format('%!.*c', 200000000, 'x')) AS n"),
+    ("postgres", "SELECT length(format('%1$*2$s', 'x', 200000000)) AS n"),
+    ("postgres", "SELECT length(rpad('x', 200000000, 'y')) AS n"),
+    ("mysql", "SELECT LENGTH(REPEAT('x', 200000000)) AS n"),
+    ("mysql", "SELECT LENGTH(LPAD('x', 200000000, 'y')) AS n"),
+])
+def test_string_allocation_bombs_are_refused(dialect: str, query: str) -> None:
+    refused(query, dialect)
+
+
+@pytest.mark.parametrize("query", ["SELECT 1 OPERATOR(+) 1", "SELECT d.title OPERATOR(pg_catalog.||) 'x' FROM departments d",
+                                   "SELECT CAST(CAST(d.dept_id AS oid) AS regclass) FROM departments d",
+                                   "SELECT d.title::regnamespace FROM departments d"])
+def test_more_postgres_catalog_paths_are_refused(query: str) -> None:
+    refused(query, "postgres")
+
+
+def test_confined_table_hides_denied_columns_from_the_engine_on_postgres(pg: dict[str, Any]) -> None:
+    """Second wall: the engine only ever sees employee_performance through its allowed columns."""
+    result = check("SELECT p.employee_id FROM employee_performance p ORDER BY p.employee_id", "postgres")
+    assert "id_card" not in (result.text or "")
+    assert [r[0] for r in run(pg["reader"], result)] == ["E1", "E2", "E3", "E4", "E5"]

@@ -642,3 +642,93 @@ def test_mysql_dual_is_refused() -> None:
 def test_unaliased_derived_table_is_resolved() -> None:
     result = check("SELECT title FROM (SELECT title FROM departments) ORDER BY title")
     assert "AS _d1" in result.text and result.columns == ("departments.title",)
+
+
+# ------------------------------------------------------------------------------------------
+# Table functions, casts, string sizes, partly denied tables
+# ------------------------------------------------------------------------------------------
+
+
+def test_postgres_generate_series_in_from_is_accepted() -> None:
+    # sqlglot parses it as ExplodingGenerateSeries: the table-function list must still match.
+    result = check("SELECT g.n FROM generate_series(1, 3) AS g(n)", "postgres")
+    assert "GENERATE_SERIES(1, 3) AS g(n)" in result.text
+
+
+def test_sqlite_json_each_in_from_is_accepted_and_runs(engine) -> None:
+    result = check("SELECT j.value FROM json_each('[1, 2, 3]') AS j ORDER BY j.value")
+    assert run(engine, result) == [(1,), (2,), (3,)]
+
+
+def test_sqlite_json_each_over_an_allowed_column_runs(engine) -> None:
+    result = check("SELECT e.employee_id, j.value FROM employees AS e, json_each('[1]') AS j ORDER BY e.employee_id")
+    assert [r[0] for r in run(engine, result)] == ["E1", "E2", "E3"]
+
+
+def test_table_function_called_as_a_scalar_is_still_refused() -> None:
+    assert refused("SELECT json_each('[1]') AS x").code == "denied_function"
+
+
+def test_star_over_a_table_function_is_refused() -> None:
+    # sqlglot cannot expand a star over a source of unknown columns: it would reach the engine.
+    refused("SELECT * FROM employee_performance AS p, jsonb_array_elements('[1]') AS j", "postgres")
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT CAST(d.budget AS NUMERIC(10, 2)) AS b FROM departments AS d",
+    "SELECT CAST(d.title AS VARCHAR(5)) AS t FROM departments AS d",
+    "SELECT CAST('2024-01-01' AS DATE) AS d",
+    "SELECT CAST(d.budget AS TEXT) AS t FROM departments AS d",
+])
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_casts_to_value_types_are_accepted(dialect: str, query: str) -> None:
+    check(query, dialect)
+
+
+@pytest.mark.parametrize("query", ["SELECT CAST(1 AS xid) AS x", "SELECT CAST('x' AS regtype) AS x",
+                                   "SELECT CAST('+' AS regoper) AS x", "SELECT CAST('x' AS public.mytype) AS x",
+                                   "SELECT CAST(1 AS oid) AS x"])
+def test_postgres_casts_to_catalog_types_are_refused(query: str) -> None:
+    assert "is not allowed" in refused(query, "postgres").message
+
+
+@pytest.mark.parametrize("dialect, query", [
+    ("sqlite", "SELECT printf('%5.2f', d.budget) AS x FROM departments AS d"),
+    ("postgres", "SELECT lpad(d.title, 10, '.') AS x FROM departments AS d"),
+    ("postgres", "SELECT repeat('*', d.budget) AS x FROM departments AS d"),
+    ("mysql", "SELECT RPAD(d.title, 1000, ' ') AS x FROM departments AS d"),
+])
+def test_small_or_data_sized_strings_are_accepted(dialect: str, query: str) -> None:
+    check(query, dialect)
+
+
+@pytest.mark.parametrize("dialect, query", [
+    ("sqlite", "SELECT printf('%1001d', 1) AS x"),
+    ("sqlite", "SELECT printf('%.*c', 5, 'x') AS x"),
+    ("sqlite", "SELECT printf(d.title, 1) AS x FROM departments AS d"),
+    ("postgres", "SELECT format('%*s', 5, 'x') AS x"),
+    ("postgres", "SELECT repeat('x', 100000000) AS x"),
+    ("postgres", "SELECT lpad('x', 1001, 'y') AS x"),
+    ("postgres", "SELECT repeat('x', 1000 * 1000) AS x"),
+    ("mysql", "SELECT SPACE(100000000) AS x"),
+])
+def test_constant_huge_strings_are_refused(dialect: str, query: str) -> None:
+    refused(query, dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_partly_denied_table_is_read_through_its_allowed_columns(dialect: str) -> None:
+    result = check("SELECT p.employee_id FROM employee_performance AS p", dialect)
+    assert "(SELECT employee_id, performance_grade, assessment_month FROM employee_performance) AS p" in result.text
+    assert "id_card" not in result.text
+
+
+def test_natural_join_over_allowed_columns_becomes_an_explicit_join(engine) -> None:
+    result = check("SELECT COUNT(*) AS n FROM employees NATURAL JOIN departments")
+    assert "NATURAL" not in result.text and "ON employees.dept_id = departments.dept_id" in result.text
+    assert run(engine, result) == [(3,)]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_natural_join_without_known_common_columns_is_refused(dialect: str) -> None:
+    refused("SELECT COUNT(*) AS n FROM departments NATURAL JOIN (SELECT 1 AS z) AS s", dialect)

@@ -55,7 +55,15 @@ from structq.capabilities.validate import LOCAL_SOURCE
 from structq.errors import ExecutionError, QueryTimeout
 
 from .base import ResultSet, register
-from .sql import NotAQuery, fetch, sqlite_deadline, sqlite_interrupted
+from .sql import (
+    SQLITE_TOO_BIG_HINT,
+    NotAQuery,
+    fetch,
+    limit_sqlite,
+    sqlite_deadline,
+    sqlite_interrupted,
+    sqlite_too_big,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -302,17 +310,11 @@ class LocalExecutor:
                 raw = connection.connection.dbapi_connection
                 _load(raw, self.tables)
                 raw.execute("PRAGMA query_only = ON")
-                raw.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)  # no ATTACH: no files at all
+                limit_sqlite(raw)  # after loading: the limits are for what the query builds
                 with sqlite_deadline(raw, self.timeout_s):
                     columns, rows, truncated = fetch(connection, query)
         except DBAPIError as exc:
-            cause = " ".join(str(exc.orig).split())
-            if sqlite_interrupted(exc.orig):
-                raise QueryTimeout(
-                    f"the local query ran longer than {self.timeout_s:g} s and was cancelled",
-                    hint="join on fewer rows, or aggregate in the source steps", cause=cause, **where,
-                ) from exc
-            raise ExecutionError(f"the local query failed: {cause}", cause=cause, **where) from exc
+            raise self._error(exc.orig, where) from exc
         except sqlite3.Error as exc:  # loading the tables, on the raw connection
             cause = " ".join(str(exc).split())
             raise ExecutionError(f"could not load earlier results for the local query: {cause}",
@@ -327,6 +329,15 @@ class LocalExecutor:
             query=query.text,
             params=dict(query.params),
         )
+
+    def _error(self, error: BaseException, where: dict[str, Any]) -> ExecutionError:
+        """The SQLite error of the query as the structq error that says what to change."""
+        cause = " ".join(str(error).split())
+        if sqlite_interrupted(error):
+            return QueryTimeout(f"the local query ran longer than {self.timeout_s:g} s and was cancelled",
+                                hint="join on fewer rows, or aggregate in the source steps", cause=cause, **where)
+        hint = SQLITE_TOO_BIG_HINT if sqlite_too_big(error) else None
+        return ExecutionError(f"the local query failed: {cause}", hint=hint, cause=cause, **where)
 
     def close(self) -> None:
         """Nothing to release: each run's database disappears with its connection."""

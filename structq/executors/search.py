@@ -55,6 +55,13 @@ Endpoint = Literal["search", "count"]
 _UNAVAILABLE_STATUSES = frozenset({429, 502, 503, 504})
 
 
+#: Better advice than "fix the query" for rejections whose fix is known.
+_REJECTION_HINTS = {
+    "too_many_buckets_exception": "ask for fewer buckets: a wider histogram interval, a range filter on "
+                                  "the field, min_doc_count 1, or a smaller size",
+}
+
+
 def redact_url(url: str) -> str:
     """``url`` without its password, for messages and logs."""
     try:
@@ -310,7 +317,8 @@ class SearchExecutor:
             return ExecutionError(
                 f"{flavour.label} rejected the query on index {query.index!r} "
                 f"(HTTP {failure.status}): {detail}", **common,
-                hint="fix the query: the engine's reason names the clause or field",
+                hint=_REJECTION_HINTS.get(failure.type or "",
+                                          "fix the query: the engine's reason names the clause or field"),
             )
         if failure.kind == "server" and failure.status in _UNAVAILABLE_STATUSES:
             return SourceUnavailable(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, ClassVar, Literal
 
@@ -70,6 +70,31 @@ def engine_error(body: Any) -> tuple[str | None, str | None]:
         if reason and reason != "all shards failed":
             return candidate.get("type"), str(reason)
     return error.get("type"), error.get("reason")
+
+
+#: Engine errors that are the query's fault whatever the HTTP status says: OpenSearch answers
+#: too many buckets with 503, which would otherwise read as "source unavailable".
+QUERY_FAULTS = frozenset({"too_many_buckets_exception"})
+
+
+def _error_types(body: Any) -> set[str]:
+    """Every ``type`` named anywhere in an engine error body (causes, shard failures)."""
+    if isinstance(body, dict):
+        found = {body["type"]} if isinstance(body.get("type"), str) else set()
+        return found.union(*(_error_types(v) for v in body.values()))
+    if isinstance(body, list):
+        return set().union(*(_error_types(v) for v in body))
+    return set()
+
+
+def api_failure(status: int | None, body: Any, fallback: str) -> Failure:
+    """The failure an engine's error answer stands for: by its status, unless the body names
+    an error that is the query's fault (then ``rejected``, so the planner can fix it)."""
+    error_type, reason = engine_error(body)
+    fault = sorted(QUERY_FAULTS & _error_types(body))
+    if fault:
+        return Failure("rejected", status, fault[0], reason or fallback)
+    return Failure(_kind_for_status(status), status, error_type, reason or fallback)
 
 
 def _kind_for_status(status: int | None) -> FailureKind:
@@ -142,11 +167,11 @@ class ElasticsearchFlavour(ClientFlavour):
         if isinstance(exc, elasticsearch.UnsupportedProductError):
             return Failure("wrong_product", type="unsupported_product", reason=str(exc))
         if isinstance(exc, elasticsearch.ApiError):
-            error_type, reason = engine_error(exc.body)
             status = getattr(exc.meta, "status", None)
             if status == 406:  # OpenSearch refuses the client's compatible-with media type
+                error_type, reason = engine_error(exc.body)
                 return Failure("wrong_product", status, error_type, reason or str(exc))
-            return Failure(_kind_for_status(status), status, error_type, reason or str(exc))
+            return api_failure(status, exc.body, str(exc))
         if isinstance(exc, elastic_transport.ConnectionTimeout):
             return Failure("timeout", type=type(exc).__name__, reason=str(exc))
         if isinstance(exc, (elastic_transport.ConnectionError, elastic_transport.TlsError)):
@@ -186,9 +211,8 @@ class OpenSearchFlavour(ClientFlavour):
             return Failure("unreachable", type=type(exc).__name__, reason=str(exc.info or exc))
         if isinstance(exc, opensearchpy.TransportError):
             status = exc.status_code if isinstance(exc.status_code, int) else None
-            error_type, reason = engine_error(exc.info)
-            return Failure(_kind_for_status(status), status, error_type or str(exc.error),
-                           reason or str(exc.error))
+            failure = api_failure(status, exc.info, str(exc.error))
+            return failure if failure.type else replace(failure, type=str(exc.error))
         if isinstance(exc, opensearchpy.SerializationError):
             return Failure("server", type="serialization_error", reason=str(exc))
         return None

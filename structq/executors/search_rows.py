@@ -286,8 +286,6 @@ def _metric_columns(name: str, result: Any) -> dict[str, Any]:
             pairs = []
         pairs.sort(key=lambda kv: _percent_order(kv[0]))
         return {f"{name}.{_percent_key(k)}": v for k, v in pairs}
-    if "hits" in result and isinstance(result["hits"], Mapping):  # top_hits
-        return {name: [h.get("_source") or {} for h in result["hits"].get("hits", [])]}
     out: dict[str, Any] = {}
     for key, value in result.items():
         if str(key).endswith("_as_string") or key == "meta":
@@ -367,8 +365,7 @@ class _AggWalk:
                 rowsets.append([{name: result["doc_count"], **row} for row in inner])
             elif agg_type == "top_hits" or (isinstance(result, Mapping) and "hits" in result):
                 # documents: only the allowed fields, as for hits
-                docs = _metric_columns(name, result)[name]
-                metrics[name] = [_allowed_document(doc, self.index) for doc in docs]
+                metrics[name] = _top_hits_documents(result, self.index)
             else:
                 metrics.update(_metric_columns(name, result))
 
@@ -481,6 +478,36 @@ def aggregation_rows(response: Mapping[str, Any], body: Mapping[str, Any], index
     truncated = walk.truncated or len(rows) > max_rows
     table_rows = [json_safe_row([row.get(c) for c in columns]) for row in rows[:max_rows]]
     return Table(tuple(columns), table_rows, truncated)
+
+
+def _top_hits_documents(result: Any, index: Index) -> list[dict[str, Any]]:
+    """A ``top_hits`` result's documents, each reduced to the allowed fields."""
+    hits = (result.get("hits") or {}).get("hits") if isinstance(result, Mapping) else None
+    return [_allowed_hit_source(hit, index) for hit in hits or [] if isinstance(hit, Mapping)]
+
+
+def _allowed_hit_source(hit: Mapping[str, Any], index: Index) -> dict[str, Any]:
+    """One hit's allowed ``_source``. Under a ``nested`` aggregation a hit is a nested
+    document: its ``_source`` holds the nested field's sub-fields, keyed relative to it
+    (``{"by": …}`` for ``comments.by``), and ``_nested`` says which field it comes from."""
+    source = hit.get("_source") or {}
+    nested = _nested_path(hit.get("_nested"))
+    if nested is None:
+        return _allowed_document(source, index)
+    declared = index.flat_fields().get(nested)
+    if declared is None or nested not in _allowed_paths(index):
+        return {}
+    pruned = _prune(source, tuple(declared.fields))
+    return dict(pruned) if isinstance(pruned, Mapping) else {}
+
+
+def _nested_path(identity: Any) -> str | None:
+    """``{"field": "a", "_nested": {"field": "b"}}`` → ``"a.b"``; None for a top-level hit."""
+    parts = []
+    while isinstance(identity, Mapping) and isinstance(identity.get("field"), str):
+        parts.append(identity["field"])
+        identity = identity.get("_nested")
+    return ".".join(parts) or None
 
 
 def _allowed_document(doc: Mapping[str, Any], index: Index) -> dict[str, Any]:

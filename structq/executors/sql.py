@@ -19,7 +19,8 @@ Per backend (each guard verified against the real server in ``tests/test_executo
 backend      read-only                               statement timeout
 ===========  ======================================  ==========================================
 SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
-             ``PRAGMA query_only``; no ATTACH        the deadline
+             ``PRAGMA query_only``; no ATTACH;       the deadline + a timer that interrupts
+             values and SQL text size-limited        a long single step at the deadline
 PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
              query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
              only`` per session; every statement     cancels the backend as a backstop
@@ -62,7 +63,8 @@ if TYPE_CHECKING:
     from structq.capabilities import Manifest
     from structq.safety.query import SafeQuery
 
-__all__ = ["NotAQuery", "SqlExecutor", "bind", "fetch", "sqlite_deadline", "sqlite_interrupted"]
+__all__ = ["NotAQuery", "SqlExecutor", "bind", "fetch", "limit_sqlite", "sqlite_deadline", "sqlite_interrupted",
+           "sqlite_too_big"]
 
 #: Longest wait for a connection to a server; a dead host fails within it.
 CONNECT_TIMEOUT_MAX_S = 5.0
@@ -72,6 +74,18 @@ CONNECT_TIMEOUT_MIN_S = 2.0
 BACKSTOP_GRACE_S = 0.5
 #: SQLite VM instructions between two looks at the clock.
 SQLITE_PROGRESS_STEPS = 1000
+#: Longest string or blob one SQLite value may be (``SQLITE_LIMIT_LENGTH``; SQLite's default is
+#: 1 GB). One function call — ``printf('%.*c', N, 'x')``, ``replace()``, ``||`` — builds its
+#: whole result before the VM can be stopped, so this is what bounds a call's memory and time.
+#: 10 MB is far above any value a question needs (a document's text, a JSON list of results).
+SQLITE_MAX_VALUE_BYTES = 10_000_000
+#: Longest SQL text (``SQLITE_LIMIT_SQL_LENGTH``; default 1 GB). The sandbox regenerates the
+#: query and list parameters are bound (``?`` each, at most 32,766), so real queries are a few
+#: kilobytes; a larger text is a mistake or an attack.
+SQLITE_MAX_SQL_BYTES = 1_000_000
+#: Advice when a value outgrows ``SQLITE_MAX_VALUE_BYTES``.
+SQLITE_TOO_BIG_HINT = (f"a value grew past {SQLITE_MAX_VALUE_BYTES // 1_000_000} MB (printf widths, replace, "
+                       "group_concat over many rows…): build smaller values, or return rows instead")
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,12 +132,30 @@ def sqlite_interrupted(error: BaseException) -> bool:
     return isinstance(error, sqlite3.OperationalError) and str(error) == "interrupted"
 
 
+def sqlite_too_big(error: BaseException) -> bool:
+    """Whether a SQLite error says a value or the SQL text outgrew the connection's limits."""
+    return isinstance(error, sqlite3.DataError) and ("too big" in str(error) or "too large" in str(error))
+
+
+def limit_sqlite(dbapi_connection: sqlite3.Connection) -> None:
+    """The size limits every SQLite connection that runs checked queries gets: values and
+    SQL text (see ``SQLITE_MAX_VALUE_BYTES``), and no ATTACH (it could create files).
+
+    Beyond the value limit SQLite fails the statement with "string or blob too big" —
+    except ``printf``/``format``, which return NULL instead."""
+    dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
+    dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_MAX_SQL_BYTES)
+    dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+
+
 @contextmanager
 def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> Iterator[None]:
     """Abort any statement on ``dbapi_connection`` that runs past ``timeout_s`` from now.
 
-    SQLite has no statement timeout; a progress handler, called every thousand VM steps,
-    that returns non-zero makes the statement fail with ``interrupted``.
+    SQLite has no statement timeout. A progress handler, called every thousand VM steps,
+    that returns non-zero makes the statement fail with ``interrupted``; but it is never
+    called inside one expensive step (a function call, a sort), so a timer also calls
+    ``interrupt()`` at the deadline, which stops the statement as soon as that step ends.
     """
     deadline = time.monotonic() + timeout_s
 
@@ -131,9 +163,11 @@ def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> I
         return 1 if time.monotonic() > deadline else 0
 
     dbapi_connection.set_progress_handler(past_deadline, SQLITE_PROGRESS_STEPS)
+    timer = _Backstop(dbapi_connection.interrupt, timeout_s)
     try:
         yield
     finally:
+        timer.finish()
         dbapi_connection.set_progress_handler(None, 0)
 
 
@@ -229,6 +263,10 @@ class _Backend:
         """Whether the driver error says the server is gone or refuses us (not the query)."""
         return False
 
+    def hint_for(self, error: BaseException) -> str | None:
+        """Advice for a query the database rejected, when its error has a known fix."""
+        return None
+
 
 class _SQLite(_Backend):
     label = "SQLite"
@@ -248,7 +286,7 @@ class _SQLite(_Backend):
                 raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
             connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
             connection.execute("PRAGMA query_only = ON")
-            connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)  # ATTACH could create files
+            limit_sqlite(connection)
             return connection
 
         # ``creator`` owns the connection; the URL only selects the dialect. QueuePool because
@@ -265,6 +303,9 @@ class _SQLite(_Backend):
 
     def is_unavailable(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.OperationalError) and "unable to open database" in str(error)
+
+    def hint_for(self, error: BaseException) -> str | None:
+        return SQLITE_TOO_BIG_HINT if sqlite_too_big(error) else None
 
 
 def _sqlite_path(url: "URL") -> str:
@@ -539,7 +580,8 @@ class SqlExecutor:
                 hint="check that the server is running and that the URL and credentials are right",
                 **where,
             )
-        return ExecutionError(f"source {self.source!r}: the database rejected the query: {cause}", **where)
+        return ExecutionError(f"source {self.source!r}: the database rejected the query: {cause}",
+                              hint=self._backend.hint_for(error), **where)
 
     def _timeout(self, where: dict[str, Any]) -> QueryTimeout:
         return QueryTimeout(

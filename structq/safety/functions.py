@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from sqlglot import exp
 
-__all__ = ["is_allowed", "function_name", "allowed_families", "TABLE_FUNCTIONS", "UNRESOLVED"]
+__all__ = ["is_allowed", "is_table_function", "function_name", "allowed_families", "TABLE_FUNCTIONS", "UNRESOLVED"]
 
 #: Class names that this sqlglot version does not define (a test keeps this empty).
 UNRESOLVED: list[str] = []
@@ -112,11 +112,17 @@ _GENERIC_ANONYMOUS = _names("ifnull nullif ceiling power mod log10 trunc")
 #: Dialect-specific classes on top of the common families.
 _DIALECT_CLASSES: dict[str, frozenset[type[exp.Expr]]] = {}
 
-#: Functions allowed in FROM as a table source (they read no table): per dialect.
+#: Functions allowed in FROM as a table source (they read no table): per dialect, by the name
+#: a person writes.
 TABLE_FUNCTIONS: dict[str, frozenset[str]] = {
     "sqlite": _names("json_each json_tree"),
     "postgres": _names("generate_series unnest jsonb_array_elements json_array_elements"),
     "mysql": frozenset(),
+}
+#: The classes sqlglot parses some of those into, under another name: PostgreSQL's
+#: ``generate_series`` in FROM becomes an ``ExplodingGenerateSeries``.
+_TABLE_FUNCTION_CLASSES: dict[str, frozenset[type[exp.Expr]]] = {
+    "postgres": _classes("ExplodingGenerateSeries GenerateSeries Unnest"),
 }
 
 
@@ -125,6 +131,13 @@ def function_name(node: exp.Func) -> str:
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
     return node.sql_name().lower()
+
+
+def is_table_function(node: exp.Func, dialect: str) -> bool:
+    """Whether ``node``, written in FROM, is one of the dialect's table functions."""
+    if type(node) in _TABLE_FUNCTION_CLASSES.get(dialect, ()):
+        return True
+    return isinstance(node, exp.Anonymous) and function_name(node) in TABLE_FUNCTIONS.get(dialect, ())
 
 
 def is_allowed(node: exp.Func, dialect: str, extra: Iterable[str]) -> bool:

@@ -86,19 +86,16 @@ def source(ctx: Context, value: Any, path: JsonPath) -> Any:
     be readable; includes default to the readable fields not excluded.
 
     The default includes leave the excluded fields out: the engines refuse a field both
-    included and excluded. When nothing is left, ``_source`` becomes ``false``, since empty
-    includes would mean every field."""
+    included and excluded. Empty includes become ``false``: the engines read them as every
+    field, unreadable ones included."""
     if isinstance(value, bool):
         return readable_source(ctx) if value else False
-    if isinstance(value, dict):
-        checked = _SOURCE_FILTER(ctx, value, path)
-        if "includes" not in checked and "include" not in checked:
-            excluded = _as_list(checked.get("excludes", checked.get("exclude", [])))
-            checked["includes"] = readable_source(ctx, excluded)
-            if not checked["includes"]:
-                return False
-        return checked
-    return _SOURCE_PATHS(ctx, value, path)
+    if not isinstance(value, dict):
+        return _SOURCE_PATHS(ctx, value, path) or False
+    checked = _SOURCE_FILTER(ctx, value, path)
+    if "includes" not in checked and "include" not in checked:
+        checked["includes"] = readable_source(ctx, _as_list(checked.get("excludes", checked.get("exclude", []))))
+    return checked if checked.get("includes", checked.get("include")) else False
 
 
 def with_default_source(ctx: Context, hits: dict[str, Any]) -> dict[str, Any]:

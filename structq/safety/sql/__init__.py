@@ -8,13 +8,17 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
 3. ``reject_placeholders``   only the sandbox binds values
 4. ``resolve_tables``        every real table declared; no qualifier but the manifest's schema
 5. ``read_double_quoted_strings``  SQLite's ``"x"`` that can only be a string becomes ``'x'``
-6. ``check_columns``         denied columns nowhere; every column resolves (``resolve.py``); stars expanded
+6. ``check_columns``         denied columns nowhere; every column resolves (``resolve.py``); stars
+                              expanded; no column read unnamed (``implicit.py``: whole rows, NATURAL)
 7. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
-8. ``check_enum_literals``   a literal compared with an enum column is one of its values
-9. ``apply_row_filters``     every read of a filtered table goes through its filter
-10. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
-11. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
-12. ``generate``             SQL regenerated from the tree, ``:name`` placeholders
+8. ``check_types``           cast targets are value types (no ``regclass``: catalogs)
+9. ``check_sizes``           no constant asks a string function for a huge string
+10. ``check_enum_literals``  a literal compared with an enum column is one of its values
+11. ``confine_reads``        every read of a filtered or partly denied table goes through a
+                              derived table of its allowed columns (and its row filter)
+12. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
+13. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
+14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders
 
 The order matters: checks run on the tree as written (after qualification), rewrites after
 every check has passed, generation last. Every refusal is a ``SandboxViolation`` with a stable
@@ -32,6 +36,7 @@ from structq.errors import SandboxViolation
 from ..query import SafeQuery
 from .calls import check_functions
 from .columns import check_columns
+from .confine import confine_reads
 from .context import Check
 from .dialects import dialect
 from .enums import check_enum_literals
@@ -39,10 +44,11 @@ from .generate import generate
 from .limit import enforce_limit
 from .parse import parse
 from .references import bind_references
-from .row_filters import apply_row_filters
+from .sizes import check_sizes
 from .statement import check_statement_kind, reject_placeholders
 from .strings import read_double_quoted_strings
 from .tables import resolve_tables
+from .types import check_types
 
 __all__ = ["check_sql", "RULES", "CODES"]
 
@@ -54,8 +60,10 @@ RULES: tuple[Callable[[Check], None], ...] = (
     read_double_quoted_strings,
     check_columns,
     check_functions,
+    check_types,
+    check_sizes,
     check_enum_literals,
-    apply_row_filters,
+    confine_reads,
     bind_references,
     enforce_limit,
     generate,

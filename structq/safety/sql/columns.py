@@ -21,6 +21,10 @@ aliasing every table and quoting every identifier buy nothing here).
 Qualification names every projection (``COUNT(*) AS _col_0``); on the outermost select those
 invented aliases are removed again so result columns keep the names the database gives them.
 
+Columns read without a column node naming them — whole rows (PostgreSQL's ``to_json(t)``),
+``t.*`` outside a select list, stars qualification could not expand, NATURAL / USING joins it
+could not rewrite — are refused by ``implicit.py``.
+
 Names match without regard to case (``schema.py``). Last, each column is mapped to the table
 it reads, scope by scope (``scopes.py``), for the enum check and for ``SafeQuery.columns``,
 and written in the manifest's spelling, quoted where needed (``"Name"`` on PostgreSQL).
@@ -38,6 +42,7 @@ from structq.capabilities.loader import closest
 
 from structq.capabilities import Table
 
+from . import implicit
 from .context import Check
 from .resolve import Resolution, Unsupported, resolve_columns
 from .scopes import column_tables
@@ -209,6 +214,7 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
             validate_qualify_columns(tree)
         except OptimizeError as exc:
             raise _unknown(check, exc) from None
+        implicit.check_after(check, tree)
         return column_tables(tree, check.reads), None
     return _resolved_tables(resolution, check.reads), check.columns + resolution.created
 
@@ -228,6 +234,7 @@ def check_columns(check: Check) -> None:
     tree = check.tree
     assert tree is not None
     _check_denied(check)
+    implicit.check_before(check)
     _strip_schema_qualifiers(check)
     _name_derived_tables(check)
     outer = _outer_selects(tree)

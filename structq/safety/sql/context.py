@@ -57,6 +57,10 @@ class Check:
     bind_nodes: list[exp.Placeholder] = field(default_factory=list)
     forbidden: list[exp.Expr] = field(default_factory=list)
     with_clauses: list[exp.With] = field(default_factory=list)
+    #: Every data type named (cast targets, typed literals), nested ones included.
+    types: list[exp.DataType] = field(default_factory=list)
+    #: Every ``a.b`` that is not a column: a qualified call, a field of a composite value.
+    dots: list[exp.Dot] = field(default_factory=list)
     #: Every ``exp.Query`` node: selects, set operations, subqueries (the root included).
     queries: list[exp.Query] = field(default_factory=list)
 

@@ -128,7 +128,7 @@ def parse(check: Check) -> None:
 
 
 # What ``scan`` files each node class under, decided once per class (``_kind``).
-_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH = range(9)
+_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT = range(11)
 #: Added to a kind when the node is also a comparison (``_COMPARISONS``), and when it is a
 #: query (``exp.Query``: selects, set operations, subqueries).
 _COMPARISON = 16
@@ -152,10 +152,15 @@ def _kind(cls: type) -> int:
     elif issubclass(cls, _MODEL_PLACEHOLDERS):
         # Only a plain placeholder can be one of ours; which one is decided per node.
         kind = _PLACEHOLDER if cls is exp.Placeholder else _FORBIDDEN
-    elif issubclass(cls, exp.Func):
+    elif issubclass(cls, exp.Func) or issubclass(cls, exp.Operator):
+        # ``OPERATOR(schema.op)`` calls a function by another name: the function check sees it.
         kind = _FUNCTION
     elif issubclass(cls, exp.With):
         kind = _WITH
+    elif issubclass(cls, exp.DataType):
+        kind = _TYPE
+    elif issubclass(cls, exp.Dot):
+        kind = _DOT
     else:
         kind = _SKIP
     if issubclass(cls, _COMPARISONS):
@@ -218,6 +223,10 @@ def scan(check: Check) -> None:
                 forbidden.append(node)
         elif kind == _WITH:
             check.with_clauses.append(node)
+        elif kind == _TYPE:
+            check.types.append(node)
+        elif kind == _DOT:
+            check.dots.append(node)
 
 
 def _invisible_identifier(check: Check, name: str) -> None:

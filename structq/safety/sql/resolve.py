@@ -2,8 +2,10 @@
 
 sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
 sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
-from one ``traverse_scope``, and gives up (``Unsupported``) on anything it does not model:
-the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
+from one ``traverse_scope`` — or, when the query is one select with no subquery, CTE or set
+operation (most are), straight from its FROM / JOIN tables and the columns ``parse.scan``
+collected, without building scopes — and gives up (``Unsupported``) on anything it does not
+model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
 

@@ -55,6 +55,8 @@ class Derived:
     filters: dict[str, exp.Expr]
     #: Lower-case denied column name → names of the tables that deny it.
     denied: dict[str, frozenset[str]]
+    #: Lower-case names of the tables that deny at least one column.
+    partial: frozenset[str]
     #: Lower-case table name → its allowed columns, lower-case name → manifest spelling, in
     #: manifest order (what ``resolve.py`` resolves against and expands ``*`` to).
     allowed: dict[str, dict[str, str]]
@@ -147,6 +149,7 @@ def derived(manifest: Manifest) -> Derived:
         schema=MappingSchema(mapping, dialect=names_dialect),
         filters=filters,
         denied={name: frozenset(tables) for name, tables in denied.items()},
+        partial=frozenset(table for tables in denied.values() for table in tables),
         allowed={t.name.lower(): {c.name.lower(): c.name for c in t.allowed_columns} for t in manifest.tables},
         tables=by_name,
         columns=columns,

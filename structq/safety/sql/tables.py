@@ -23,6 +23,12 @@ systems). Where the query named the table without an alias and in another spelli
 old name becomes the alias, so the query's ``name.column`` references still resolve. An
 accepted schema qualifier is kept (a reader sees where the table lives) and written in the
 manifest's spelling too.
+
+A table reference carries only what reads the table as it is now: an alias, index hints,
+``ONLY``, a sample, a partition, ``WITH ORDINALITY``. Temporal clauses (MariaDB's ``FOR
+SYSTEM_TIME ALL``, ``AS OF``, ``CHANGES``…) are refused: sqlglot rewrites some into another
+dialect's syntax (``FOR TIMESTAMP ALL``), and the row filter's derived table would drop the
+clause silently — a filter, or the query's meaning, must never be lost without a word.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from sqlglot import exp
 
 from structq.capabilities.loader import closest
 
-from ..functions import TABLE_FUNCTIONS, function_name
+from ..functions import TABLE_FUNCTIONS, function_name, is_table_function
 from .context import Check
 from .schema import identifier
 
@@ -41,6 +47,23 @@ __all__ = ["resolve_tables", "is_cte_reference", "SYSTEM_SCHEMAS"]
 SYSTEM_SCHEMAS = frozenset(
     "information_schema pg_catalog pg_toast pg_temp mysql performance_schema sys sqlite_temp_master temp".split()
 )
+
+
+#: What a table reference may carry besides its name (see the module docstring).
+_TABLE_ARGS = frozenset(
+    "this db catalog alias laterals joins pivots hints ordinality only partition sample indexed".split()
+)
+_CLAUSE_NAMES = {"version": "FOR SYSTEM_TIME / AS OF", "when": "AT / BEFORE", "system_time": "FOR SYSTEM_TIME"}
+
+
+def _check_clauses(check: Check, table: exp.Table) -> None:
+    for key, value in table.args.items():
+        if value and key not in _TABLE_ARGS:
+            raise check.fail(
+                "unsupported",
+                f"the clause {_CLAUSE_NAMES.get(key, key.upper())} on table {table.name!r} is not supported",
+                "read the table as it is now, without temporal (FOR SYSTEM_TIME, AS OF) or other clauses",
+            )
 
 
 def _defines(ctes: list[exp.CTE], name: str) -> bool:
@@ -70,9 +93,9 @@ def is_cte_reference(table: exp.Table) -> bool:
 
 def _table_function(check: Check, table: exp.Table) -> None:
     func = table.this
-    name = function_name(func)
-    allowed = TABLE_FUNCTIONS.get(check.manifest.sql_dialect, frozenset())
-    if name not in allowed:
+    if not is_table_function(func, check.manifest.sql_dialect):
+        name = function_name(func)
+        allowed = TABLE_FUNCTIONS.get(check.manifest.sql_dialect, frozenset())
         raise check.fail(
             "denied_function",
             f"the table function {name}() is not allowed in FROM",
@@ -124,6 +147,7 @@ def resolve_tables(check: Check) -> None:
     assert check.tree is not None  # identifiers were normalised by ``parse.scan``
     declared = check.names.tables
     for table in check.tables:
+        _check_clauses(check, table)
         if isinstance(table.this, exp.Func):
             _table_function(check, table)
             continue

@@ -1,0 +1,84 @@
+"""Pass 11: each read of a table with a row filter or a denied column becomes a derived table.
+
+``FROM employees e`` becomes ``FROM (SELECT <allowed columns> FROM employees WHERE <filter>)
+AS e``, keeping the alias (and the schema qualifier, index hints, ``ONLY``, a sample), wherever
+the read sits: CTEs, subqueries, both sides of a set operation, either side of an outer join.
+The filter stays *inside* the derived table so an outer join keeps its meaning (a filter in the
+outer WHERE would turn a LEFT JOIN into an inner one; one in the ON clause would not hide the
+rows of the preserved side).
+
+A table with denied columns and no filter gets the same derived table without the WHERE. The
+checks before this pass already refuse every way they know of to read a column that no
+column node names (``implicit.py``: whole rows, ``t.*`` in an expression, NATURAL joins);
+this rewrite is the second wall behind them: whatever the engine expands or compares
+implicitly — a whole-row value, a star, a NATURAL join's common columns — it can only find the
+allowed columns. Databases merge such a derived table into the outer query, so it costs
+nothing at run time.
+
+The filter's ``:var`` becomes the bound parameter ``var_<name>`` with the caller's value; a
+variable the caller did not supply is an error (``missing_variable``), never a silent
+no-filter.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from structq.capabilities import Table
+
+from .context import Check
+
+__all__ = ["confine_reads", "VARIABLE_PREFIX"]
+
+VARIABLE_PREFIX = "var_"
+
+
+def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
+    predicate = predicate.copy()
+    for placeholder in list(predicate.find_all(exp.Placeholder)):
+        name = placeholder.name
+        if name not in check.variables:
+            raise check.fail(
+                "missing_variable",
+                f"table {table!r} has a row filter that needs the variable {name!r}, which was not supplied",
+                f"pass vars={{{name!r}: …}}; without it the table cannot be read",
+            )
+        bound = exp.Placeholder(this=VARIABLE_PREFIX + name)
+        placeholder.replace(bound)
+        check.bind_nodes.append(bound)
+        check.params[VARIABLE_PREFIX + name] = check.variables[name]
+    return predicate
+
+
+def _confined(check: Check, node: exp.Table, table: Table, predicate: exp.Expr | None) -> exp.Subquery:
+    """The derived table that stands for ``node``: its allowed columns, its filtered rows."""
+    if node.args.get("pivots") or node.args.get("joins") or node.args.get("laterals"):
+        raise check.fail(
+            "unsupported",
+            f"pivots or lateral joins on the table {table.name!r} are not supported",
+            "select from the table in a subquery first",
+        )
+    names = check.names
+    source = node.copy()
+    source.set("alias", None)
+    inner = exp.Select(expressions=[exp.Column(this=names.identifier(c.name)) for c in table.allowed_columns])
+    inner = inner.from_(source, copy=False)
+    if predicate is not None:
+        inner = inner.where(_bind_variables(check, table.name, predicate), copy=False)
+    written = node.args.get("alias")
+    alias = written.this.copy() if isinstance(written, exp.TableAlias) else exp.to_identifier(node.alias_or_name)
+    return exp.Subquery(this=inner, alias=exp.TableAlias(this=alias))
+
+
+def confine_reads(check: Check) -> None:
+    """Replace every read of a filtered or partly denied table by its derived table."""
+    names = check.names
+    filters, partial = names.filters, names.partial
+    if not filters and not partial:
+        return
+    for node, table in check.reads:
+        key = table.name.lower()
+        predicate = filters.get(key)
+        if predicate is None and key not in partial:
+            continue
+        node.replace(_confined(check, node, table, predicate))

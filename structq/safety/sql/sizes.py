@@ -1,0 +1,97 @@
+"""Pass 5b: string-building functions may not be asked for huge strings by a constant.
+
+``randomblob`` and ``zeroblob`` are off the function allowlist because one call allocates as
+much as it is told to. Allowed functions can be told the same: SQLite's
+``printf('%.*c', 200000000, 'x')`` builds a 200 MB string inside one call (where no statement
+timeout can interrupt it), and so do ``printf('%200000000c', 'x')``, PostgreSQL's
+``format('%*s', …)``, and ``repeat`` / ``lpad`` / ``rpad`` / MySQL's ``space`` with a large
+count. Refused here:
+
+- a width or precision taken from an argument (``*`` in a ``printf`` / ``format`` format
+  string): write the number in the format instead;
+- a width, precision or count written as a number larger than ``MAX_WIDTH``;
+- a ``printf`` / ``format`` whose format string is not a string literal (its directives could
+  not be read), and a count that is a constant expression rather than a number.
+
+A count computed from columns (``repeat('*', t.stars)``) is allowed: its size follows the
+data, and the executor's limits (statement timeout, result size) bound it. ``MAX_WIDTH``
+leaves room for any padding a report needs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from .context import Check
+
+__all__ = ["check_sizes", "MAX_WIDTH"]
+
+#: The largest width, precision or repeat count a query may write.
+MAX_WIDTH = 1000
+
+#: A directive's flags, position, width and precision, up to (not including) its type letter.
+_DIRECTIVE = re.compile(r"%[^A-Za-z%]*")
+_NUMBER = re.compile(r"\d+")
+
+
+def _format_string(node: exp.Func) -> exp.Expr | None:
+    """The format argument of ``printf`` / ``format``, or None for any other function."""
+    if isinstance(node, exp.Format):
+        return node.this
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "printf":
+        return node.expressions[0] if node.expressions else None
+    return None
+
+
+def _count(node: exp.Func) -> exp.Expr | None:
+    """The length or count argument of a function that repeats or pads a string."""
+    if isinstance(node, exp.Repeat):
+        return node.args.get("times")
+    if isinstance(node, exp.Pad):
+        return node.expression
+    if isinstance(node, exp.Space):
+        return node.this
+    return None
+
+
+def _check_format(check: Check, node: exp.Func, fmt: exp.Expr) -> None:
+    if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+        raise check.fail(
+            "unsupported",
+            f"the format of {node.sql(check.dialect)!r} must be a string literal",
+            "write the format string in the query ('%d items')",
+        )
+    for directive in _DIRECTIVE.findall(fmt.this):
+        if "*" in directive or any(int(n) > MAX_WIDTH for n in _NUMBER.findall(directive)):
+            raise check.fail(
+                "unsupported",
+                f"the format directive {directive!r}… asks for a width or precision that is "
+                f"taken from an argument or larger than {MAX_WIDTH}",
+                f"write widths and precisions as numbers of at most {MAX_WIDTH} in the format string",
+            )
+
+
+def _check_count(check: Check, node: exp.Func, count: exp.Expr) -> None:
+    if isinstance(count, exp.Literal) and count.is_int and int(count.this) <= MAX_WIDTH:
+        return
+    if not isinstance(count, exp.Literal) and count.find(exp.Column) is not None:
+        return  # computed from the data (see the module docstring)
+    raise check.fail(
+        "unsupported",
+        f"{node.sql(check.dialect)!r}: the length must be a number of at most {MAX_WIDTH} or computed from columns",
+        f"repeat or pad to at most {MAX_WIDTH} characters",
+    )
+
+
+def check_sizes(check: Check) -> None:
+    """Refuse constant requests for huge strings (see the module docstring)."""
+    for node in check.functions:
+        fmt = _format_string(node)
+        if fmt is not None:
+            _check_format(check, node, fmt)
+            continue
+        count = _count(node)
+        if count is not None:
+            _check_count(check, node, count)
