@@ -52,7 +52,7 @@ class Settings:
         env = os.environ
         values: dict[str, object] = {
             "llm": env.get("STRUCTQ_LLM") or None,
-            "max_repairs": int(env.get("STRUCTQ_MAX_REPAIRS", "2")),
+            "max_repairs": _whole_number("STRUCTQ_MAX_REPAIRS", env.get("STRUCTQ_MAX_REPAIRS", "2")),
             "timezone": env.get("STRUCTQ_TIMEZONE", "local"),
             "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
             "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),
@@ -60,3 +60,11 @@ class Settings:
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _whole_number(name: str, text: str) -> int:
+    from structq.errors import ConfigError
+
+    if not text.strip().isdigit():
+        raise ConfigError(f"{name}={text!r} is not a whole number", hint=f"set {name} to 0, 1, 2, …")
+    return int(text)

@@ -25,15 +25,16 @@ __all__ = ["StructqTool", "StructqToolInput", "describe_capabilities"]
 
 
 class StructqToolInput(BaseModel):
-    """Arguments of the tool."""
+    """Arguments of the tool: the question only.
+
+    Row-filter variables (``tenant_id``…) are fixed by the application when it creates the tool
+    (``agent.as_tool(vars=…)``), never chosen by the calling model: a prompt-injected model that
+    could set them could read another tenant's rows.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(description="The question about the company's data, in natural language (any language).")
-    vars: dict[str, str | int | float] | None = Field(
-        default=None,
-        description="Caller variables required by row-level policies, e.g. {\"tenant_id\": 7}. Usually omitted.",
-    )
 
 
 def describe_capabilities(capabilities: "CapabilitySet", *, max_objects: int = 8) -> str:
@@ -111,17 +112,21 @@ class StructqTool(BaseTool):
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     handle_tool_error: bool = True
     agent: Any = Field(exclude=True)
+    #: Row-filter variables for every question, set by the application (see ``StructqToolInput``).
+    vars: dict[str, Any] = Field(default_factory=dict, exclude=True)
 
     @classmethod
-    def from_agent(cls, agent: "Agent", *, name: str = "company_data", description: str | None = None) -> "StructqTool":
-        return cls(agent=agent, name=name, description=description or describe_capabilities(agent.capabilities))
+    def from_agent(cls, agent: "Agent", *, name: str = "company_data", description: str | None = None,
+                   vars: dict[str, Any] | None = None) -> "StructqTool":
+        return cls(agent=agent, name=name, vars=dict(vars or {}),
+                   description=description or describe_capabilities(agent.capabilities))
 
-    def _run(self, question: str, vars: dict[str, Any] | None = None, **_: Any) -> tuple[str, dict[str, Any]]:
+    def _run(self, question: str, **_: Any) -> tuple[str, dict[str, Any]]:
         with _structq_errors_as_tool_errors():
-            answer = self.agent.ask(question, vars=vars)  # safe inside a running event loop too
+            answer = self.agent.ask(question, vars=self.vars)  # safe inside a running event loop too
         return _reply(answer)
 
-    async def _arun(self, question: str, vars: dict[str, Any] | None = None, **_: Any) -> tuple[str, dict[str, Any]]:
+    async def _arun(self, question: str, **_: Any) -> tuple[str, dict[str, Any]]:
         with _structq_errors_as_tool_errors():
-            answer = await self.agent.aask(question, vars=vars)
+            answer = await self.agent.aask(question, vars=self.vars)
         return _reply(answer)

@@ -222,3 +222,24 @@ def test_render_shows_meanings_and_hides_denied_columns(tmp_path: Path) -> None:
     assert "row filter, added automatically: tenant_id = :tenant_id" in text
     assert "id_card" not in text
     assert "meta.team keyword" in text
+
+
+def test_variables_expand_only_in_url_and_documents(tmp_path: Path) -> None:
+    text = GOOD.replace("description: 人事与项目数据库", "description: 预算 $5 与 ${NOT_EXPANDED}")
+    manifest, _ = load_manifest_text(text, env={"NOT_EXPANDED": "x"})
+    assert manifest.description == "预算 $5 与 ${NOT_EXPANDED}"  # text, not a variable
+    manifest, _ = load_manifest_text(SEARCH.replace("documents: reports.jsonl", "documents: ${DOCS}/r.jsonl"),
+                                     env={"DOCS": "/data"})
+    assert manifest.index("weekly_reports").documents == "/data/r.jsonl"
+
+
+def test_relative_sqlite_path_resolves_against_the_manifest_folder(tmp_path: Path) -> None:
+    from structq.capabilities import load_manifest
+
+    (tmp_path / "sub").mkdir()
+    path = write(tmp_path / "sub", "hr.yaml", GOOD)
+    manifest, _ = load_manifest(path, env={})
+    assert manifest.url == f"sqlite:///{(tmp_path / 'sub' / 'demo' / 'company.db').resolve()}"
+    absolute, _ = load_manifest(write(tmp_path, "abs.yaml", GOOD.replace(
+        "${HR_DB_URL:-sqlite:///demo/company.db}", "sqlite:////srv/hr.db?mode=ro")), env={})
+    assert absolute.url == "sqlite:////srv/hr.db?mode=ro"

@@ -391,13 +391,10 @@ def test_independent_steps_run_concurrently(recording) -> None:
         step_sql("staff", "SELECT employee_id FROM employees WHERE department = '法务部'"),
         step_sql("lines", "SELECT COUNT(*) AS n FROM sales WHERE sale_date LIKE '2026-01%'", source="sales"),
     ])
-    started = time.perf_counter()
     result = runner.run(plan)
-    elapsed = time.perf_counter() - started
     calls = pool.by_step()
     assert set(calls) == {"staff", "lines"}
     assert calls["staff"].started < calls["lines"].ended and calls["lines"].started < calls["staff"].ended
-    assert elapsed < 2 * 0.3
     assert all(step.row_count for step in result.steps.values())
 
 

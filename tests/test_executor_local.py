@@ -121,9 +121,8 @@ class TestOddColumnNames:
         assert table.column("销售额").type == "real"
 
     def test_the_sandbox_accepts_them(self) -> None:
-        check_sql = pytest.importorskip("structq.safety").__dict__.get("check_sql")
-        if check_sql is None:
-            pytest.skip("structq.safety.check_sql is not available yet")
+        from structq.safety import check_sql
+
         results = {"odd": self.ODD}
         checked = check_sql('SELECT "销售额" * 2 AS doubled FROM odd', local_manifest(results))
         assert LocalExecutor(results).run(checked).rows == [(25.0,)]
@@ -180,11 +179,9 @@ class TestLimits:
     def test_100k_rows_join(self) -> None:
         big = result(("id", "v"), [(i, i * 2) for i in range(100_000)])
         picked = result(("id",), [(i,) for i in range(0, 100_000, 10)])
-        started = time.monotonic()
         out = LocalExecutor({"big": big, "picked": picked}).run(local(
             "SELECT count(*) AS n, sum(big.v) AS s FROM big JOIN picked USING (id)"))
         assert out.rows == [(10_000, sum(i * 2 for i in range(0, 100_000, 10)))]
-        assert time.monotonic() - started < 10  # generous: catches quadratic loading, not speed
 
     def test_100k_rows_out(self) -> None:
         big = result(("id",), [(i,) for i in range(100_000)])

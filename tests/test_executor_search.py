@@ -389,7 +389,8 @@ def test_aggregations_win_over_hits(executor: SearchExecutor) -> None:
 
 
 def checked(body: dict[str, Any], index: str = INDEX, **options: Any) -> SafeQuery:
-    dsl = pytest.importorskip("structq.safety.dsl")
+    from structq.safety import dsl
+
     return dsl.check_dsl(body, make_manifest("opensearch", "http://127.0.0.1:9"), index,
                          **options)
 

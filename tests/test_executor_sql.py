@@ -667,3 +667,98 @@ def test_json_safe_row_keeps_plain_values() -> None:
 
 def test_result_set_defaults() -> None:
     assert ResultSet(columns=("a",), rows=[(1,)]).row_count == 1
+
+
+# ============================================================================================
+# Fast paths: raw cursor rows, column-wise normalisation, whole-list binding
+# ============================================================================================
+
+
+class TestListBinding:
+    """Lists bound by the executors' own fast paths (PostgreSQL int arrays, MariaDB int lists)
+    and by the drivers' (everything else) select the same rows."""
+
+    @pytest.mark.parametrize("values", [
+        [-5, 3, 7, IDS, IDS + 1],
+        [1, 40_000],  # int4 on PostgreSQL
+        [1, 2**40, 99_999],  # int8
+        [-(2**15), 2**15 - 1, 12],  # the int2 bounds
+        [-(2**15) - 1, 2**31 - 1, 5],  # just past them
+        [-(2**63), 2**63 - 1, 8],  # the int8 bounds
+        [],
+        [4, None, 6],  # NULLs: the driver's path
+    ])
+    def test_int_lists_of_every_width(self, target: Target, values: list[Any]) -> None:
+        executor = target.executor()
+        expected = len({v for v in values if v is not None and 1 <= v <= IDS})
+        predicate, params, expanding = target.dialect.in_list("id", "ref", values)
+        got = executor.run(sql("SELECT count(*) AS n FROM ids WHERE " + predicate, params=params,
+                               expanding=expanding))
+        assert got.rows == [(expected,)]
+        if None not in values:  # NOT IN with a NULL is never true
+            negated = executor.run(sql("SELECT count(*) AS n FROM ids WHERE NOT (" + predicate + ")",
+                                       params=params, expanding=expanding))
+            assert negated.rows == [(IDS - expected,)]
+
+    def test_rows_are_plain_tuples(self, target: Target) -> None:
+        result = target.executor().run(sql("SELECT id, name, price, created FROM items WHERE id <= 3 ORDER BY id"))
+        assert {type(row) for row in result.rows} == {tuple}
+        assert result.rows[0] == (1, "item 1", 1.99, "2024-01-02")
+
+
+def test_mysql_int_list_renders_plain_ints_only() -> None:
+    from structq.executors.sql import _MySQLIntList
+
+    assert _MySQLIntList.literal(_MySQLIntList([1, -2, 2**70])) == "(1,-2,1180591620717411303424)"
+    for bad in ([], [True], [1, "2) OR (1=1"], [1.5], [1, None]):
+        with pytest.raises(TypeError):
+            _MySQLIntList.literal(_MySQLIntList(bad))
+
+
+def test_mysql_fast_path_needs_the_registered_encoder() -> None:
+    from structq.executors.sql import _MYSQL, _MySQLIntList
+
+    query = sql("SELECT count(*) AS n FROM ids WHERE id IN :ref", params={"ref": [1, 2]},
+                expanding=frozenset({"ref"}))
+    registered = type("Conn", (), {"encoders": {_MySQLIntList: _MySQLIntList.literal}})()
+    clause, params = _MYSQL.statement(registered, query)
+    assert type(params["ref"]) is _MySQLIntList and not clause._bindparams["ref"].expanding
+    clause, params = _MYSQL.statement(object(), query)  # no encoders: SQLAlchemy expands
+    assert params["ref"] == [1, 2] and clause._bindparams["ref"].expanding
+    for other in ([], [1, "a"], [True, 2], [1, None]):
+        clause, params = _MYSQL.statement(registered, sql(query.text or "", params={"ref": other},
+                                                          expanding=frozenset({"ref"})))
+        assert params["ref"] == other and clause._bindparams["ref"].expanding
+
+
+def test_postgres_int_arrays_get_psycopg_s_type() -> None:
+    from structq.executors.sql import _pg_int_array
+
+    assert _pg_int_array([1, 2, 3]).oid == 1005 and _pg_int_array([1, 2, 3]).text == b"{1,2,3}"
+    assert _pg_int_array([-(2**15), 2**15 - 1]).oid == 1005
+    assert _pg_int_array([2**15]).oid == 1007 and _pg_int_array([-(2**15) - 1]).oid == 1007
+    assert _pg_int_array([2**31]).oid == 1016 and _pg_int_array([-(2**63)]).oid == 1016
+    for other in ([], [2**63], [1, None], [True], [1, 2.0], ["1"]):
+        assert _pg_int_array(other) is None
+
+
+@pytest.mark.parametrize("rows", [
+    [(1, "a", 1.5), (2, None, 2.0)],
+    [(1, 2.5), (2, float("nan")), (3, float("-inf"))],  # a bad float in the last row only
+    [(i, "x") for i in range(50)] + [(Decimal("0.1"), dt.date(2024, 1, 2))],  # late Decimal and date
+    [(1, b"\x00"), (2, memoryview(b"a")), (3, bytearray(b"b")), (4, uuid.UUID(int=4))],
+    [(dt.datetime(2024, 1, 1, 9), dt.time(1), dt.timedelta(seconds=90)), (None, None, None)],
+    [(Colour.RED, [Decimal("1.5")], {"k": Decimal("2")}, {2, 1})],
+    [(True, False, None)],
+    [[1, 2], (3, Decimal("4"))],  # lists and tuples
+    [(1,), (2, 3)],  # ragged
+])
+def test_json_safe_rows_matches_row_by_row(rows: list[Any]) -> None:
+    from structq.executors.values import json_safe_rows
+
+    expected = [json_safe_row(row) for row in rows]
+    for got in (json_safe_rows(rows), json_safe_rows(iter(rows))):
+        assert got == expected
+        assert [tuple(map(type, row)) for row in got] == [tuple(map(type, row)) for row in expected]
+        assert {type(row) for row in got} == {tuple}
+        json.dumps(got, allow_nan=False)

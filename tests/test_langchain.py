@@ -96,9 +96,8 @@ def test_as_tool_is_a_base_tool_described_from_the_manifests(make_agent, demo_ca
 
     assert isinstance(tool, BaseTool) and isinstance(tool, StructqTool) and tool.name == TOOL
     assert tool.args_schema is StructqToolInput
-    assert set(StructqToolInput.model_fields) == {"question", "vars"}
+    assert set(StructqToolInput.model_fields) == {"question"}  # row-filter vars are never the model's to choose
     assert StructqToolInput.model_fields["question"].is_required()
-    assert not StructqToolInput.model_fields["vars"].is_required()
     assert tool.response_format == "content_and_artifact" and tool.handle_tool_error is True
     for manifest in demo_capabilities:
         assert f"- {manifest.source}: " in tool.description
@@ -123,7 +122,7 @@ def test_args_schema_converts_to_an_openai_tool_definition(make_agent) -> None:
     assert function["name"] == TOOL and function["description"] == tool.description
     parameters = function["parameters"]
     assert parameters["type"] == "object" and parameters["required"] == ["question"]
-    assert set(parameters["properties"]) == {"question", "vars"}
+    assert set(parameters["properties"]) == {"question"}
     assert parameters["properties"]["question"]["type"] == "string"
 
 
@@ -288,3 +287,25 @@ def test_create_agent_reads_a_tool_error_and_rephrases(make_agent) -> None:
     assert failed.status == "error" and failed.content.startswith("ConfigError:") and "Hint:" in failed.content
     assert_answer_message(answered, "call_2", "sales")
     assert outer.calls == 3
+
+
+def test_row_filter_variables_come_from_the_application_never_the_model(demo_capabilities) -> None:
+    from structq.capabilities import CapabilitySet, Policies, RowFilter
+
+    hr = demo_capabilities["hr"].model_copy(update={
+        "policies": Policies(row_filters=[RowFilter(table="employees", where="region = :region")]),
+        "examples": [],
+    })
+    plan = {"steps": [{"output_key": "regions", "source": "hr",
+                       "query": "SELECT DISTINCT region FROM employees"}]}
+    model = scripted(plan_reply(plan), text_reply("只有华东 [regions]"))
+    agent = Agent(CapabilitySet([hr]), llm=model, settings=Settings(cache_enabled=False, audit_enabled=False))
+    tool = agent.as_tool(vars={"region": "华东"})
+    try:
+        message = tool.invoke({"name": TOOL, "args": {"question": "有哪些大区的员工？"}, "id": "c1", "type": "tool_call"})
+        assert message.artifact["steps"][0]["rows"] == [["华东"]]  # the application's filter held
+        with pytest.raises(Exception, match="vars"):  # the model cannot pass its own
+            tool.invoke({"question": "有哪些大区的员工？", "vars": {"region": "华北"}})
+        assert model.calls == 2  # plan + answer for the first call; the second never reached the agent
+    finally:
+        agent.close()

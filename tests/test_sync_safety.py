@@ -202,6 +202,7 @@ def test_foreign_keys_become_references_and_values_are_profiled(manifest: Path, 
         CREATE TABLE visits (id INTEGER PRIMARY KEY, employee_id INTEGER REFERENCES employees(id),
                              kind TEXT NOT NULL);
         INSERT INTO visits VALUES (1, 1, 'onsite'), (2, 2, 'remote');
+        INSERT INTO offices VALUES (1, 'north'), (2, 'south');
     """)
     result = sync("-m", str(manifest), "--write", "--profile-values", "5")
     assert result.exit_code == 0, result.output
@@ -209,7 +210,7 @@ def test_foreign_keys_become_references_and_values_are_profiled(manifest: Path, 
     assert "{name: employee_id, type: integer, references: employees.id, draft: true}" in text
     assert "{name: kind, type: text, nullable: false, values: {onsite: onsite, remote: remote}, draft: true}" in text
     # a person-described column gets a proposal marked draft; its description stays
-    assert "{name: status, type: text, description: 状态, draft: true, values: {active: active, left: left}}" in text
+    assert "{name: city, type: text, description: 城市, draft: true, values: {north: north, south: south}}" in text
     assert "- {name: id, type: integer, description: 工号}" in text  # keys are never profiled
     manifest_obj, _ = load_manifest(manifest)
     assert manifest_obj.table("visits").draft

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structq.config import Settings
-from structq.errors import ModelError, StructqError
+from structq.errors import ConfigError, ModelError, StructqError
 
 from .audit import AuditLog
 from .bridge import run_sync
@@ -77,10 +77,16 @@ class Answer:
 
 
 def _today(timezone: str | None) -> dt.date:
+    """Today in the configured time zone (relative dates in questions resolve against it)."""
     if timezone and timezone != "local":
-        from zoneinfo import ZoneInfo
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-        return dt.datetime.now(ZoneInfo(timezone)).date()
+        try:
+            zone = ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigError(f"unknown time zone {timezone!r}",
+                              hint="set STRUCTQ_TIMEZONE to an IANA name such as Asia/Shanghai, or to 'local'") from None
+        return dt.datetime.now(zone).date()
     return dt.date.today()
 
 

@@ -48,6 +48,7 @@ class AuditLog:
         error: BaseException | None,
         attempts: int,
     ) -> dict[str, Any]:
+        planned = {step["output_key"]: step.get("query") for step in (plan or {}).get("steps", [])}
         entry = {
             "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
             "question": question,
@@ -55,7 +56,7 @@ class AuditLog:
             "plan_source": plan_source,
             "plan": plan,
             "attempts": attempts,
-            "steps": [self._step(s) for s in run.steps.values()] if run else [],
+            "steps": [self._step(s, planned.get(s.output_key)) for s in run.steps.values()] if run else [],
             "notes": run.notes if run else [],
             "model_calls": model_calls,
             "answer": answer,
@@ -73,12 +74,16 @@ class AuditLog:
                 os.close(fd)
         return entry
 
-    def _step(self, step: Any) -> dict[str, Any]:
+    def _step(self, step: Any, planned_query: Any) -> dict[str, Any]:
+        # SQL runs with placeholders, so its final text holds no values. A search body runs with
+        # the values substituted (row-filter variables, earlier steps' rows): log it as planned.
+        holds_values = step.index is not None and not self.include_data
         out = {
             "output_key": step.output_key,
             "source": step.source,
             "index": step.index,
-            "query": step.query,
+            "query": planned_query if holds_values else step.query,
+            "query_as": "planned" if holds_values else "ran",
             "params": {k: _describe(v) for k, v in step.params.items()},
             "row_count": step.row_count,
             "truncated": step.truncated,

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import threading
 import time
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,14 +28,23 @@ if TYPE_CHECKING:
 __all__ = ["normalise_question", "VerifiedPlans", "PlanCache"]
 
 
-def normalise_question(question: str) -> str:
-    """Fold width and case, drop punctuation and symbols, collapse whitespace.
+#: Punctuation that carries no meaning in a question: quotes, brackets, sentence marks.
+#: Math symbols (``>``, ``<``, ``+``, ``%``), ``-`` and separators inside numbers are kept:
+#: "销售额>100" and "销售额<100" must never share a plan.
+_DROPPED = re.compile(r"[\s\"'`“”‘’「」『』《》〈〉()（）\[\]【】{}?？!！。、，,;；:：~～…·]+")
+_NUMBER_SEPARATOR = re.compile(r"(?<=\d)[.,](?=\d)")
 
-    ``“‘星火’项目组里…？”`` and ``'星火'项目组里…?`` normalise to the same text.
+
+def normalise_question(question: str) -> str:
+    """Fold width and case, drop quotes and sentence punctuation, collapse whitespace.
+
+    ``“‘星火’项目组里…？”`` and ``'星火'项目组里…?`` normalise to the same text; ``1,500`` and
+    ``1.500`` (or ``>`` and ``<``) do not.
     """
     folded = unicodedata.normalize("NFKC", question).casefold()
-    kept = "".join(" " if unicodedata.category(ch)[0] in "PSZ" else ch for ch in folded)
-    return " ".join(kept.split())
+    protected = _NUMBER_SEPARATOR.sub(lambda m: "\x00" if m.group() == "." else "\x01", folded)
+    words = _DROPPED.sub(" ", protected).split()
+    return " ".join(words).replace("\x00", ".").replace("\x01", ",")
 
 
 class VerifiedPlans:
@@ -58,8 +70,15 @@ class PlanCache:
         with self._connect() as db:
             db.execute("CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, question TEXT, plan TEXT, created REAL)")
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=5)
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection that commits on success and is always closed."""
+        db = sqlite3.connect(self.path, timeout=5)
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
 
     @staticmethod
     def key(question: str, *, fingerprint: str, model: str, today: str, context: str) -> str:

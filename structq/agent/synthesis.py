@@ -3,7 +3,8 @@
 With a model: the answer prompt holds the question, each step's result (capped) and the notes;
 the reply is checked for figures that appear nowhere in the results, the question or the plan
 (a wrong number is worse than no answer: such a reply is replaced by the deterministic rendering,
-with a note). Without a model: a deterministic rendering, per-step tables and a one-line summary,
+with a note; so is a failed or empty reply). The check is a net, not a proof: it reads Arabic
+numerals only (not 三倍 or 两千) and cannot tell two real figures swapped. Without a model: a deterministic rendering, per-step tables and a one-line summary,
 in the question's language.
 """
 
@@ -14,7 +15,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from structq.errors import ModelError, SynthesisError
+from structq.errors import ModelError
 
 from .llm import CallLog, invoke, reply_text
 from .planner import template
@@ -136,10 +137,12 @@ def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> 
     try:
         reply = invoke(model, messages, purpose="answer", log=log)
     except ModelError as exc:
-        raise SynthesisError(f"writing the answer failed: {exc.message}", hint=exc.hint) from exc
+        # The data was read and is correct: show it rather than lose it to a model failure.
+        return render_deterministic(question, run), [f"the answer could not be written ({exc.message}); "
+                                                     "showing the results instead"]
     text = reply_text(reply).strip()
     if not text:
-        raise SynthesisError("the model returned an empty answer")
+        return render_deterministic(question, run), ["the model returned an empty answer; showing the results instead"]
     invented = unsupported_numbers(text, run, question=question)
     if invented:
         note = (f"the model's answer mentioned figures not found in the results ({', '.join(invented[:5])}); "

@@ -36,6 +36,13 @@ NON_MANIFEST_NAMES = re.compile(r"^(eval|.*\.eval)\.ya?ml$")
 #: both keep the line and column of every node.
 _COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+#: The only keys whose values expand ``${VAR}``: where a deployment differs (hosts, secrets,
+#: folders). Elsewhere a ``$`` is text (a regex in a row filter, a price in a description).
+EXPANDED_KEYS = frozenset({"url", "documents"})
+
+#: A SQLite URL with a relative path: it resolves against the manifest's folder, like ``documents``.
+_RELATIVE_SQLITE = re.compile(r"^(sqlite(?:\+\w+)?:///)(?!/|file:|:memory:)([^?]+)(\?.*)?$")
+
 _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -112,7 +119,7 @@ class _Builder:
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
         value = self._constructor.construct_object(node, deep=True)
-        if isinstance(value, str) and "$" in value:
+        if isinstance(value, str) and "$" in value and path and path[-1] in EXPANDED_KEYS:
             value = _interpolate(value, self.env, lambda name: self._missing_var(node, name))
         return value
 
@@ -276,6 +283,10 @@ def load_manifest(path: str | Path, *, env: Mapping[str, str] | None = None) -> 
     except OSError as exc:
         raise ManifestError(f"cannot read the file: {exc.strerror}", file=str(path)) from None
     manifest, positions = load_manifest_text(text, str(path), env=env)
+    relative = _RELATIVE_SQLITE.match(manifest.url)
+    if relative:
+        database = (path.resolve().parent / relative.group(2)).resolve()
+        manifest = manifest.model_copy(update={"url": f"{relative.group(1)}{database}{relative.group(3) or ''}"})
     manifest._path = path.resolve()
     return manifest, positions
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,7 +49,10 @@ def bundled_manifests() -> Path:
     for candidate in (here / "_bundled" / "capabilities", here.parent / "capabilities"):
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError("the bundled demo manifests are missing from this installation")
+    from structq.errors import ConfigError
+
+    raise ConfigError("the bundled demo manifests are missing from this installation",
+                      hint='reinstall structq (pip install --force-reinstall "structq[embedded]"), or pass -m PATH')
 
 
 def resolve_manifests(path: Path) -> Path:
@@ -65,7 +69,12 @@ def load_capabilities(path: Path) -> "CapabilitySet":
 
 
 def parse_vars(pairs: list[str] | None) -> dict[str, Any]:
-    """``["tenant_id=7"]`` → ``{"tenant_id": 7}`` (integers and numbers become numbers)."""
+    """``["tenant_id=7"]`` → ``{"tenant_id": 7}``.
+
+    A value becomes a number only when writing the number back gives the same text (``7``,
+    ``-3``, ``2.5``); ``007``, ``1_000``, ``1e3`` and ``nan`` stay text, since a guessed type
+    would make a filter silently match nothing.
+    """
     out: dict[str, Any] = {}
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
@@ -76,11 +85,10 @@ def parse_vars(pairs: list[str] | None) -> dict[str, Any]:
 
 
 def _number_or_text(value: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
+    if re.fullmatch(r"-?(0|[1-9][0-9]*)", value):
+        return int(value)
+    if re.fullmatch(r"-?(0|[1-9][0-9]*)\.[0-9]+", value) and repr(float(value)) == value:
+        return float(value)
     return value
 
 

@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from structq.capabilities.model import Index, Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
@@ -63,18 +62,23 @@ _REJECTION_HINTS = {
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its password, for messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable url>"
-    if parts.password is None:
+    """``url`` without its password, for messages and logs; never raises.
+
+    Everything between the user name's colon and the last ``@`` is hidden: that is what
+    SQLAlchemy and the search clients read as the password, which may itself hold ``/``, ``?``,
+    ``#`` or ``@`` (``urlsplit`` would misread such a URL and show part of it), and no port or
+    host is parsed, so a malformed one cannot make the message itself fail. A URL whose
+    scheme was forgotten (``user:pw@host/db``) is redacted too. At worst a password-less URL
+    with an ``@`` in its path loses a little more than its password.
+    """
+    head, sep, rest = url.partition("://")
+    if not sep:
+        head, rest = "", url
+    userinfo, at, tail = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    if not at or not colon or any(c in user for c in "/?#"):
         return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else "***@"
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+    return f"{head}{sep}{user}:***@{tail}"
 
 
 def _has_aggregations(body: Mapping[str, Any]) -> bool:

@@ -24,8 +24,11 @@ a wrong number in an answer is worse than a number shown as text. A float is use
 shortest printed form equals the database's value exactly, which covers ordinary prices and
 ratios; anything else keeps every digit as a string.
 
-Pure Python (no numpy); the common types (str, int, float, None) take a fast path because
-results of 100k rows pass through here.
+Pure Python (no numpy); results of 100k rows pass through here, so ``json_safe_rows`` looks at
+the exact type of every value in one C-level pass (``set(map(type, …))``) and returns the rows
+untouched when all are plain; otherwise it converts only the columns that hold something else,
+value by value, with the same ``json_safe`` rules (a column is never skipped on the evidence of
+its first rows: every value's type is seen).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import enum
+import itertools
 import math
 import numbers
 import uuid
@@ -111,6 +115,22 @@ _CONVERTERS: tuple[tuple[type | tuple[type, ...], Callable[[Any], Any]], ...] = 
 )
 
 
+#: Converters by exact type, for the column-wise path: the same converter the ``isinstance``
+#: chain above picks for a value of exactly that type (anything else goes through ``json_safe``).
+_EXACT: dict[type, Callable[[Any], Any]] = {
+    float: _float,
+    Decimal: _decimal,
+    dt.datetime: _iso,
+    dt.date: _iso,
+    dt.time: _iso,
+    dt.timedelta: _seconds,
+    bytes: _binary,
+    bytearray: _binary,
+    memoryview: _binary,
+    uuid.UUID: str,
+}
+
+
 def json_safe(value: Any) -> Any:
     """``value`` as a JSON-safe value, by the rules in the module docstring."""
     if type(value) in _PLAIN:
@@ -138,5 +158,33 @@ def _finite(value: Any) -> bool:
 
 
 def json_safe_rows(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    """Rows as tuples of JSON-safe values."""
-    return [json_safe_row(row) for row in rows]
+    """Rows as tuples of JSON-safe values (the same values ``json_safe_row`` gives, faster).
+
+    Driver rows are usually plain tuples of ``int``/``str``/``None``: one pass over the types
+    of all values proves it and the rows are returned as they are. Otherwise each column is
+    checked the same way and only the columns that need it are converted.
+    """
+    rows = rows if isinstance(rows, list) else list(rows)
+    if not rows:
+        return []
+    kinds = set(map(type, itertools.chain.from_iterable(rows)))
+    if kinds <= _PLAIN_OR_FLOAT and (float not in kinds or _all_finite(itertools.chain.from_iterable(rows))):
+        return rows if set(map(type, rows)) == {tuple} else list(map(tuple, rows))
+    widths = set(map(len, rows))
+    if len(widths) != 1:  # ragged rows (not from a cursor): row by row
+        return [json_safe_row(row) for row in rows]
+    columns = [_json_safe_column(column) for column in zip(*rows)]
+    return list(zip(*columns))
+
+
+def _json_safe_column(values: tuple[Any, ...]) -> Sequence[Any]:
+    kinds = set(map(type, values))
+    if kinds <= _PLAIN or (kinds <= _PLAIN_OR_FLOAT and _all_finite(values)):
+        return values
+    plain, exact = _PLAIN, _EXACT
+    return [value if type(value) in plain else exact.get(type(value), json_safe)(value) for value in values]
+
+
+def _all_finite(values: Iterable[Any]) -> bool:
+    """No float in ``values`` is NaN or infinite (other values are ignored)."""
+    return all(map(math.isfinite, (v for v in values if type(v) is float)))

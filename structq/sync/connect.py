@@ -1,138 +1,168 @@
-"""Opening a source for sync: read-only, fail fast, and one error for "cannot reach it".
+"""Opening a source for sync: read-only, time-limited, and one error for "cannot reach it".
 
-Sync only reads catalogs (and, with ``--profile-values``, distinct values), so every
-connection it opens is as read-only as the engine allows. A SQLite file is opened with
-``mode=ro``: without it, a mistyped path would silently create an empty database and the
-next sync would report every table as dropped.
+Sync only reads catalogs (and, with ``--profile-values``, distinct values), yet it runs the
+same guards as a question's query, because the SQL executor decides them in one place
+(``structq.executors.sql``): which driver a URL runs with (plain ``postgresql://`` and
+``mysql://`` URLs get psycopg 3 and PyMySQL, the drivers the extras install and the guards
+are tested with), how a connection is opened read-only (a SQLite file with ``mode=ro``, so a
+mistyped path never creates an empty database that the next sync would read as "every table
+dropped"), and which statements make a transaction read-only with a server-side statement
+timeout. Search sources are opened through the executor's client flavours for the same reason.
+
+Every URL that reaches a message goes through ``redact_url``: a manifest's URL usually carries
+a password through ``${VAR}`` interpolation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError, SourceUnavailable
+from structq.executors.embedded import is_embedded
+from structq.executors.search import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from structq.capabilities import Manifest
 
-__all__ = ["sql_connection", "search_client", "CONNECT_TIMEOUT_S"]
+__all__ = ["SqlSource", "sql_connection", "search_client", "engine_index_names", "READ_TIMEOUT_S"]
 
-#: Seconds to wait for a source to answer before calling it unavailable.
-CONNECT_TIMEOUT_S = 10
-
-#: Driver options that bound the connect time, by SQLAlchemy backend name.
-_CONNECT_ARGS: dict[str, dict[str, Any]] = {
-    "postgresql": {"connect_timeout": CONNECT_TIMEOUT_S},
-    "mysql": {"connect_timeout": CONNECT_TIMEOUT_S},
-    "mariadb": {"connect_timeout": CONNECT_TIMEOUT_S},
-    "sqlite": {"timeout": CONNECT_TIMEOUT_S},
-}
+#: Seconds one read of sync may run: the whole catalog read, or one column's distinct values.
+#: A large schema's catalog takes longer to read than a question's query may run, so the
+#: source's ``limits.timeout_s`` is a floor here, not the limit; but a sync never hangs.
+READ_TIMEOUT_S = 60.0
 
 
-def readonly_url(url: str) -> Any:
-    """The SQLAlchemy URL to open for reading; SQLite files become ``file:…?mode=ro&uri=true``."""
+def _timeout(manifest: "Manifest") -> float:
+    return max(float(manifest.limits.timeout_s), READ_TIMEOUT_S)
+
+
+@dataclass(frozen=True)
+class SqlSource:
+    """An open connection to a SQL source, read through guarded transactions only."""
+
+    connection: "Connection"
+    backend: Any  # structq.executors.sql._Backend: the per-database guards
+    timeout_s: float
+
+    @contextmanager
+    def transaction(self) -> Iterator["Connection"]:
+        """One read-only transaction with a statement timeout, always rolled back.
+
+        The backend's setup statements are the executor's: on PostgreSQL ``SET TRANSACTION
+        READ ONLY`` and a transaction-local ``statement_timeout``, which a rollback undoes, so
+        every transaction needs them again; its guard adds the client-side backstop (and the
+        only deadline SQLite has).
+        """
+        from sqlalchemy import text
+
+        connection = self.connection
+        try:
+            for step in self.backend.setup(connection, self.timeout_s):
+                connection.execute(text(step.sql), step.params or {})
+            with self.backend.guard(connection.connection.dbapi_connection, self.timeout_s):
+                yield connection
+        finally:
+            connection.rollback()
+
+    def timed_out(self, error: BaseException) -> bool:
+        """Whether a SQLAlchemy error is the statement timeout (or its backstop) firing."""
+        return self.backend.is_timeout(getattr(error, "orig", None) or error)
+
+
+def _sql_backend(manifest: "Manifest") -> tuple[Any, Any]:
+    """(backend, SQLAlchemy URL with the backend's driver) for ``manifest``'s URL."""
     from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from structq.executors.sql import _backend_for
 
     try:
-        parsed = make_url(url)
-    except Exception as exc:  # noqa: BLE001 - SQLAlchemy raises ArgumentError and ValueError
-        raise ConfigError(f"not a database URL: {url!r} ({exc})",
-                          hint="write it as dialect+driver://user@host:port/database") from None
-    database = parsed.database
-    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:" and not database.startswith("file:"):
-        parsed = parsed.set(database=f"file:{database}", query={**parsed.query, "mode": "ro", "uri": "true"})
-    return parsed
-
-
-def _safe(url: Any) -> str:
-    return url.render_as_string(hide_password=True)
+        url = make_url(manifest.url)
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        # Never the parser's message: SQLAlchemy's repeats the whole URL, password included.
+        raise ConfigError(f"source {manifest.source!r}: not a database URL: {redact_url(manifest.url)}",
+                          hint="write it as dialect://user@host:port/database, e.g. postgresql://…, "
+                               "mysql://… or sqlite:///PATH") from None
+    try:
+        backend = _backend_for(url)
+    except ConfigError as err:
+        raise ConfigError(f"source {manifest.source!r}: {err.message}", hint=err.hint) from None
+    return backend, url.set(drivername=backend.drivername)
 
 
 @contextmanager
-def sql_connection(manifest: "Manifest") -> Iterator["Connection"]:
-    """A connection to ``manifest``'s database; ``SourceUnavailable`` when it cannot be opened."""
-    from sqlalchemy import create_engine, exc
+def sql_connection(manifest: "Manifest") -> Iterator[SqlSource]:
+    """``manifest``'s database, opened as the SQL executor opens it; ``SourceUnavailable``
+    when it cannot be reached, ``ConfigError`` for a bad URL or a missing driver."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import DBAPIError
 
-    url = readonly_url(manifest.url)
-    try:
-        engine = create_engine(url, connect_args=_CONNECT_ARGS.get(url.get_backend_name(), {}))
-    except (ImportError, exc.NoSuchModuleError) as err:
-        raise ConfigError(f"source {manifest.source!r}: no driver for {url.drivername} ({err})",
-                          hint="pip install 'structq[postgres]' or 'structq[mysql]'") from None
+    backend, url = _sql_backend(manifest)
+    backend.check_driver()
+    timeout_s = _timeout(manifest)
+    engine_url, arguments = backend.engine_arguments(url, timeout_s)
+    engine = create_engine(engine_url, **arguments)
     try:
         try:
             connection = engine.connect()
-        except exc.DBAPIError as err:
-            from sqlalchemy.engine import make_url
-
+        except DBAPIError as err:
             cause = str(err.orig).strip().splitlines()[0] if err.orig else str(err)
             raise SourceUnavailable(
-                f"source {manifest.source!r} is unavailable: cannot connect to "
-                f"{_safe(make_url(manifest.url))}: {cause}",
+                f"source {manifest.source!r} is unavailable: cannot connect to {redact_url(manifest.url)}: {cause}",
                 source=manifest.source, cause=cause,
                 hint="check that the server runs and the URL (and its ${VARS}) are right",
             ) from None
         with connection:
-            yield connection
+            yield SqlSource(connection, backend, timeout_s)
     finally:
         engine.dispose()
 
 
-def _opensearch(url: str) -> tuple[Any, tuple[type[BaseException], ...]]:
-    from opensearchpy import OpenSearch
-    from opensearchpy import exceptions as ose
-
-    client = OpenSearch(hosts=[url], timeout=CONNECT_TIMEOUT_S, max_retries=0)
-    return client, (ose.ConnectionError, ose.AuthenticationException, ose.AuthorizationException)
-
-
-def _elasticsearch(url: str) -> tuple[Any, tuple[type[BaseException], ...]]:
-    import elastic_transport
-    from elasticsearch import AuthenticationException, AuthorizationException, Elasticsearch
-
-    client = Elasticsearch(url, request_timeout=CONNECT_TIMEOUT_S, max_retries=0)
-    return client, (elastic_transport.ConnectionError, AuthenticationException, AuthorizationException)
-
-
-#: The official client for each search kind (ES 8+ clients refuse OpenSearch, and vice versa).
-_SEARCH_CLIENTS: dict[str, Callable[[str], tuple[Any, tuple[type[BaseException], ...]]]] = {
-    "opensearch": _opensearch,
-    "elasticsearch": _elasticsearch,
-}
+#: What makes a search source unavailable rather than the request wrong (``Failure.kind``).
+_UNAVAILABLE = frozenset({"unreachable", "timeout", "auth", "wrong_product"})
 
 
 @contextmanager
 def search_client(manifest: "Manifest") -> Iterator[Any]:
-    """A client for ``manifest``'s cluster; its connection failures become ``SourceUnavailable``."""
-    try:
-        if is_embedded(manifest.url):  # the in-process engine: started and loaded on demand
-            from structq.executors.embedded import acquire
+    """A client for ``manifest``'s cluster, built by the search executor's client flavour
+    (the embedded engine is started and loaded on demand, and released afterwards); its
+    connection failures become ``SourceUnavailable``."""
+    from structq.executors import embedded
+    from structq.executors.base import executor_class
+    from structq.executors.search_clients import OpenSearchFlavour
 
-            client, unreachable = _opensearch(acquire(manifest))
-        else:
-            client, unreachable = _SEARCH_CLIENTS[manifest.kind](manifest.url)
-    except ImportError as err:
-        raise ConfigError(f"source {manifest.source!r}: the {manifest.kind} client is not installed ({err})",
-                          hint=f"pip install 'structq[{manifest.kind}]'") from None
+    if is_embedded(manifest.url):
+        flavour, url = OpenSearchFlavour(), embedded.acquire(manifest)
+    else:
+        flavour, url = executor_class(manifest.kind).flavour, manifest.url
     try:
-        yield client
-    except unreachable as err:
-        raise SourceUnavailable(
-            f"source {manifest.source!r} is unavailable: cannot reach {manifest.kind} at {_redact(manifest.url)}",
-            source=manifest.source, cause=str(err)[:300],
-            hint="check that the cluster runs and the URL (and its ${VARS}) are right",
-        ) from None
+        try:
+            client = flavour.connect(url, _timeout(manifest))
+        except ValueError as err:  # the client could not read the URL
+            raise ConfigError(f"source {manifest.source!r}: bad url {redact_url(url)}: {redact_url(str(err))}",
+                              hint="write it as http(s)://[user:password@]host:port, or `embedded`") from None
+        try:
+            yield client
+        except Exception as err:
+            failure = flavour.failure(err)
+            if failure is None or failure.kind not in _UNAVAILABLE:
+                raise
+            raise SourceUnavailable(
+                f"source {manifest.source!r} is unavailable: cannot reach {manifest.kind} at {redact_url(manifest.url)} "
+                f"({failure.kind})",
+                source=manifest.source, cause=redact_url(failure.reason or "")[:300],
+                hint="check that the cluster runs and the URL (and its ${VARS}) are right",
+            ) from None
+        finally:
+            flavour.close(client)
     finally:
-        client.close()
-
-
-def is_embedded(url: str) -> bool:
-    """Whether the source is the in-process search engine (``url: embedded``)."""
-    return url.strip().lower() == "embedded"
+        if is_embedded(manifest.url):
+            embedded.release()
 
 
 def engine_index_names(manifest: "Manifest") -> dict[str, str]:
@@ -143,15 +173,3 @@ def engine_index_names(manifest: "Manifest") -> dict[str, str]:
     from structq.executors.embedded import physical_index
 
     return {physical_index(manifest, i.name): i.name for i in manifest.indices}
-
-
-def _redact(url: str) -> str:
-    """A URL without its password, for messages."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        host = parts.hostname or ""
-        netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url

@@ -127,8 +127,10 @@ class SourceDiff:
         """Whether ``--write`` has anything to apply (held drops change nothing)."""
         return any(not c.held for c in self.changes) or bool(self.proposals)
 
-    def with_proposals(self, proposals: Sequence[Proposal]) -> SourceDiff:
-        return SourceDiff(self.source, self.file, self.changes, tuple(proposals), self.warnings, self.renames)
+    def with_proposals(self, proposals: Sequence[Proposal], notes: Sequence[str] = ()) -> SourceDiff:
+        """This diff with ``--profile-values``' proposals, and its notes (what it skipped) as warnings."""
+        return SourceDiff(self.source, self.file, self.changes, tuple(proposals), (*self.warnings, *notes),
+                          self.renames)
 
 
 # --- what the manifest declares, in the snapshot's shape ------------------------------------

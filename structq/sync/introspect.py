@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, SearchField, Table
 
-from .connect import engine_index_names, is_embedded, search_client, sql_connection
+from structq.executors.embedded import is_embedded
+
+from .connect import engine_index_names, search_client, sql_connection
 from .snapshot import DbObject, Member, Snapshot
 
 if TYPE_CHECKING:
@@ -127,7 +129,7 @@ def _read_sql(manifest: "Manifest", scope: Scope) -> Snapshot:
     from sqlalchemy import inspect
     from sqlalchemy.engine.reflection import ObjectKind
 
-    with sql_connection(manifest) as connection:
+    with sql_connection(manifest) as source, source.transaction() as connection:
         inspector = inspect(connection)
         views = set(inspector.get_view_names(schema=scope.schema))
         names = [n for n in [*inspector.get_table_names(schema=scope.schema), *sorted(views)] if scope.wants(n)]

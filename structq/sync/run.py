@@ -94,7 +94,8 @@ def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profil
     snapshot = introspect(manifest)
     found = diff_manifest(manifest, snapshot, examples=examples)
     if profile_values:
-        found = found.with_proposals(propose_values(manifest, snapshot, found, profile_values))
+        profile = propose_values(manifest, snapshot, found, profile_values)
+        found = found.with_proposals(profile.proposals, profile.notes)
     after = merge_text(text, manifest, found, str(path))
     if after != text:
         _check_merged(after, found, manifest, snapshot, examples)
