@@ -358,3 +358,154 @@ def test_names_the_database_allows_are_quoted(manifest: Path, db: Path) -> None:
     assert '- {name: "line no", type: integer, primary_key: true, draft: true}' in text
     assert "- {name: 单价, type: real, draft: true}" in text
     assert sync("-m", str(manifest), "--check").exit_code == 0
+
+
+# --- the executor's guards: drivers, read-only transactions, timeouts, redaction ---------------
+
+
+@pytest.mark.parametrize("server_fixture, plain_scheme", [("pg_server", "postgresql"), ("mariadb_server", "mysql")])
+def test_plain_server_url_runs_with_the_extras_drivers_read_only(
+        request: pytest.FixtureRequest, server_fixture: str, plain_scheme: str, tmp_path: Path) -> None:
+    """``postgresql://`` / ``mysql://`` without a driver name: sync connects with psycopg 3 /
+    PyMySQL (the extras' drivers), and every transaction it reads in is read-only."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import DBAPIError
+
+    from structq.capabilities import load_manifest_text
+    from structq.sync.connect import sql_connection
+
+    server = request.getfixturevalue(server_fixture)
+    name = f"plain_{plain_scheme}_{tmp_path.name[-8:]}".replace("-", "_")
+    with create_engine(server.create_database(name)).begin() as c:
+        c.execute(text("CREATE TABLE offices (id INTEGER PRIMARY KEY, city VARCHAR(20))"))
+    reader = make_url(server.create_readonly_user(name, f"r{tmp_path.name[-6:]}".replace("-", "_"), "pw_s3cret"))
+    url = reader.set(drivername=plain_scheme).render_as_string(hide_password=False)
+    assert url.startswith(f"{plain_scheme}://") and "pw_s3cret@127.0.0.1:" in url
+
+    path = tmp_path / "hr.yaml"
+    path.write_text(f"source: hr\nkind: sql\nurl: {url}\n"
+                    "tables:\n  - name: offices\n    columns:\n      - {name: id, type: integer}\n", encoding="utf-8")
+    result = sync("-m", str(path), "--check", "--json")
+    assert result.exit_code == 1, result.output
+    assert [a["object"] for a in json.loads(result.stdout)["sources"][0]["added"]] == ["offices.city"]
+
+    m, _ = load_manifest_text(path.read_text(encoding="utf-8"), str(path))
+    with sql_connection(m) as source:
+        for _ in range(2):  # every transaction, not only the first one
+            with source.transaction() as connection, pytest.raises(DBAPIError) as refused:
+                connection.execute(text("CREATE TABLE written (x INTEGER)"))
+            assert "read" in str(refused.value.orig).lower()  # "read-only transaction"
+        if plain_scheme == "postgresql":
+            with source.transaction() as connection:
+                assert connection.execute(text("SHOW statement_timeout")).scalar() == "1min"
+
+
+def test_sqlite_reads_are_query_only(manifest: Path) -> None:
+    from sqlalchemy import text
+
+    from structq.sync.connect import sql_connection
+
+    m, _ = load_manifest(manifest)
+    with sql_connection(m) as source, source.transaction() as connection:
+        assert connection.execute(text("PRAGMA query_only")).scalar() == 1
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://u:s3cret@db.example:notaport/hr",  # a port that is not a number
+    "postgresql//u:s3cret@db.example/hr",            # not a URL at all
+    "u:s3cret@db.example/hr",                        # the scheme forgotten
+    "oracle://u:s3cret@db.example/hr",               # no read-only executor for it
+    "postgresql://u:s3/cret@db.example/hr",          # a password urlsplit misreads
+    "postgresql://u:s3cret@127.0.0.1:9/hr",          # nobody listening
+])
+def test_a_password_never_appears_in_messages(tmp_path: Path, url: str) -> None:
+    path = tmp_path / "hr.yaml"
+    path.write_text(MANIFEST.format(db="x").replace("sqlite:///x", url), encoding="utf-8")
+    for args in (["--check"], ["--check", "--json"]):
+        result = sync("-m", str(path), *args)
+        assert result.exit_code not in (0, 1)
+        shown = result.output + str(result.exception or "")
+        assert "u:***@" in shown or "not a database URL" in shown or "oracle" in shown, shown
+        assert "s3cret" not in shown and "cret@" not in shown, shown
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("postgresql://u:s3cret@h:5432/db", "postgresql://u:***@h:5432/db"),
+    ("http://admin:s3cret@127.0.0.1:9200", "http://admin:***@127.0.0.1:9200"),
+    ("postgresql://u:s3cret@h:abc/db", "postgresql://u:***@h:abc/db"),   # bad port: no ValueError
+    ("postgresql://u:s3/c?r#et@h/db", "postgresql://u:***@h/db"),
+    ("mysql://u:s3@cret@h/db", "mysql://u:***@h/db"),
+    ("u:s3cret@h/db", "u:***@h/db"),
+    ("postgresql//u:s3cret@h/db", "postgresql//u:***@h/db"),
+    ("http://[::1", "http://[::1"),                                      # urlsplit would raise
+    ("http://h:9200", "http://h:9200"),
+    ("http://user@h", "http://user@h"),
+    ("sqlite:///data/x@y.db", "sqlite:///data/x@y.db"),
+    ("embedded", "embedded"),
+])
+def test_redact_url_is_total(url: str, shown: str) -> None:
+    from structq.executors.search import redact_url
+
+    assert redact_url(url) == shown
+
+
+def test_profile_values_skips_row_filtered_tables(manifest: Path) -> None:
+    """employees has a row filter: its distinct statuses are every tenant's, so they are not
+    written into the manifest (nor, from there, into prompts); the warning says so."""
+    execute(manifest.parent.parent / "hr.db", "INSERT INTO offices VALUES (1, 'north')")
+    entry = json.loads(sync("-m", str(manifest), "--check", "--json", "--profile-values", "5").stdout)["sources"][0]
+    assert [c["object"] for c in entry["changed"] if c["attribute"] == "values"] == ["offices.city"]
+    assert any(w.startswith("employees: values not profiled, it has row filters") for w in entry["warnings"])
+    assert sync("-m", str(manifest), "--write", "--profile-values", "5").exit_code == 0
+    assert "- {name: status, type: text, description: 状态}\n" in manifest.read_text(encoding="utf-8")
+
+
+def test_profile_values_that_time_out_are_skipped(manifest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A column whose distinct values take longer than the read timeout is left out, with a
+    warning; the rest of the sync goes on."""
+    from structq.sync import connect
+
+    monkeypatch.setattr(connect, "READ_TIMEOUT_S", 0.2)
+    manifest.write_text(manifest.read_text(encoding="utf-8").replace(
+        "kind: sql\n", "kind: sql\nlimits: {timeout_s: 0.2}\n"), encoding="utf-8")
+    execute(manifest.parent.parent / "hr.db", """
+        CREATE VIEW slow AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100000000)
+        SELECT 'c' || (n % 3) AS code FROM r;
+        INSERT INTO offices VALUES (1, 'north');
+    """)
+    entry = json.loads(sync("-m", str(manifest), "--check", "--json", "--profile-values", "5").stdout)["sources"][0]
+    assert "slow.code: values not profiled, reading them took longer than 0.2 s" in entry["warnings"]
+    assert [c["object"] for c in entry["changed"] if c["attribute"] == "values"] == ["offices.city"]
+
+
+def test_profile_values_on_the_embedded_engine(tmp_path: Path) -> None:
+    """``url: embedded`` keeps each index under a name of its own; profiling reads that one."""
+    from structq.executors import embedded
+
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps(d) for d in [
+        {"_id": "1", "author_id": "E1", "status": "draft"},
+        {"_id": "2", "author_id": "E2", "status": "final"},
+    ]) + "\n", encoding="utf-8")
+    path = tmp_path / "reports.yaml"
+    path.write_text(textwrap.dedent("""\
+        source: reports
+        kind: opensearch
+        url: embedded
+        indices:
+          - name: emb_profiled
+            documents: docs.jsonl
+            fields:
+              - {name: author_id, type: keyword, description: 作者}
+              - {name: status, type: keyword}
+        """), encoding="utf-8")
+    embedded.stop()
+    try:
+        result = sync("-m", str(path), "--check", "--json", "--profile-values", "5")
+        assert result.exit_code == 1, result.output
+        changed = json.loads(result.stdout)["sources"][0]["changed"]
+        assert {c["object"]: c["to"] for c in changed} == {
+            "emb_profiled.author_id": ["E1", "E2"], "emb_profiled.status": ["draft", "final"]}
+        assert embedded._ENGINE._holders == 0  # sync gave back what it acquired
+    finally:
+        embedded.stop()

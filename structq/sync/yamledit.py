@@ -130,7 +130,8 @@ class TextDocument:
         return dash
 
     def _require_block(self, node: Any, what: str) -> None:
-        if node.fa.flow_style():
+        # ruamel does not mark an empty ``[]`` as flow style, and it has no item to anchor an edit
+        if node.fa.flow_style() or not len(node):
             line = node.lc.line
             raise YamlEditError(f"{self._where(line)}: {what} is written in flow style ([…] or {{…}}); "
                                 "write it as an indented block so sync can edit it")
