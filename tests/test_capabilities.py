@@ -243,3 +243,9 @@ def test_relative_sqlite_path_resolves_against_the_manifest_folder(tmp_path: Pat
     absolute, _ = load_manifest(write(tmp_path, "abs.yaml", GOOD.replace(
         "${HR_DB_URL:-sqlite:///demo/company.db}", "sqlite:////srv/hr.db?mode=ro")), env={})
     assert absolute.url == "sqlite:////srv/hr.db?mode=ro"
+
+
+@pytest.mark.parametrize("where", ["DROP TABLE employees", "tenant_id = 1; DELETE FROM employees", "tenant_id = ("])
+def test_a_row_filter_must_be_one_condition(tmp_path: Path, where: str) -> None:
+    err = load_error(tmp_path, ("hr.yaml", GOOD.replace('"tenant_id = :tenant_id"', f'"{where}"')))
+    assert "row filter" in err.message and err.line == line_of(GOOD, "tenant_id = :tenant_id")

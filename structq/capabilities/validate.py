@@ -78,33 +78,40 @@ def _check_tables(m: Manifest, pos: Positions) -> None:
 
 
 def _check_row_filters(m: Manifest, pos: Positions) -> None:
+    check = _check_sql_row_filter if m.kind == "sql" else _check_search_row_filter
     for fi, rf in enumerate(m.policies.row_filters):
-        here = ("policies", "row_filters", fi)
-        if m.kind == "sql":
-            if not rf.table or not rf.where or rf.index or rf.term:
-                raise pos.error(here, "a sql row filter has exactly 'table' and 'where'",
-                                hint="{table: employees, where: \"tenant_id = :tenant_id\"}")
-            table = m.table(rf.table)
-            if table is None:
-                raise pos.error((*here, "table"), f"row filter on undeclared table {rf.table!r}",
-                                **_did_you_mean(rf.table, [t.name for t in m.tables]))
-            try:
-                sqlglot.parse_one(f"SELECT 1 FROM t WHERE {rf.where}", read=m.sql_dialect)
-            except sqlglot.errors.ParseError as exc:
-                raise pos.error((*here, "where"), f"row filter is not a valid SQL condition: {exc}") from None
-        else:
-            if not rf.index or not rf.term or rf.table or rf.where:
-                raise pos.error(here, "a search row filter has exactly 'index' and 'term'",
-                                hint="{index: reports, term: {tenant_id: \":tenant_id\"}}")
-            index = m.index(rf.index)
-            if index is None:
-                raise pos.error((*here, "index"), f"row filter on undeclared index {rf.index!r}",
-                                **_did_you_mean(rf.index, [i.name for i in m.indices]))
-            fields = index.flat_fields()
-            for name in rf.term:
-                if name not in fields:
-                    raise pos.error((*here, "term"), f"row filter on undeclared field {name!r}",
-                                    **_did_you_mean(name, list(fields)))
+        check(m, rf, pos, ("policies", "row_filters", fi))
+
+
+def _check_sql_row_filter(m: Manifest, rf, pos: Positions, here: tuple) -> None:
+    if not rf.table or not rf.where or rf.index or rf.term:
+        raise pos.error(here, "a sql row filter has exactly 'table' and 'where'",
+                        hint="{table: employees, where: \"tenant_id = :tenant_id\"}")
+    if m.table(rf.table) is None:
+        raise pos.error((*here, "table"), f"row filter on undeclared table {rf.table!r}",
+                        **_did_you_mean(rf.table, [t.name for t in m.tables]))
+    try:
+        condition = sqlglot.parse_one(rf.where, read=m.sql_dialect)  # parsed alone, never pasted into SQL
+    except sqlglot.errors.ParseError as exc:
+        raise pos.error((*here, "where"), f"row filter is not a valid SQL condition: {exc}") from None
+    if not isinstance(condition, exp.Condition):
+        raise pos.error((*here, "where"), f"row filter must be one SQL condition, not a {condition.key.upper()} statement",
+                        hint="e.g. \"tenant_id = :tenant_id\"")
+
+
+def _check_search_row_filter(m: Manifest, rf, pos: Positions, here: tuple) -> None:
+    if not rf.index or not rf.term or rf.table or rf.where:
+        raise pos.error(here, "a search row filter has exactly 'index' and 'term'",
+                        hint="{index: reports, term: {tenant_id: \":tenant_id\"}}")
+    index = m.index(rf.index)
+    if index is None:
+        raise pos.error((*here, "index"), f"row filter on undeclared index {rf.index!r}",
+                        **_did_you_mean(rf.index, [i.name for i in m.indices]))
+    fields = index.flat_fields()
+    for name in rf.term:
+        if name not in fields:
+            raise pos.error((*here, "term"), f"row filter on undeclared field {name!r}",
+                            **_did_you_mean(name, list(fields)))
 
 
 def check_examples(m: Manifest, pos: Positions, sources: Mapping[str, Manifest]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,55 +217,34 @@ class TextDocument:
 
     def _flow_close(self, mapping: Any) -> tuple[int, int]:
         """Line and column of the ``}`` that closes a flow mapping."""
-        line, col = mapping.lc.line, mapping.lc.col
-        depth, quote = 0, ""
-        while line < len(self.lines):
-            text = self.lines[line]
-            while col < len(text):
-                ch = text[col]
-                if quote:
-                    if ch == "\\" and quote == '"':
-                        col += 1
-                    elif ch == quote:
-                        quote = ""
-                elif ch in "\"'":
-                    quote = ch
-                elif ch == "#" and col > 0 and text[col - 1] in " \t":
-                    break
-                elif ch in "{[":
-                    depth += 1
-                elif ch in "}]":
-                    depth -= 1
-                    if depth == 0:
-                        return line, col
-                col += 1
-            line, col = line + 1, 0
+        depth = 0
+        for line, col, ch in _unquoted(self.lines, mapping.lc.line, mapping.lc.col, comments=True):
+            if ch in "{[":
+                depth += 1
+            elif ch in "}]":
+                depth -= 1
+                if depth == 0:
+                    return line, col
         raise YamlEditError(f"{self._where(mapping.lc.line)}: unterminated flow mapping")
 
     @staticmethod
     def _flow_value_end(text: str, col: int) -> int:
-        depth, quote = 0, ""
-        while col < len(text):
-            ch = text[col]
-            if quote:
-                if ch == "\\" and quote == '"':
-                    col += 1
-                elif ch == quote:
-                    quote = ""
-            elif ch in "\"'":
-                quote = ch
-            elif ch in "{[":
+        """Column just past a value inside a flow mapping on one line (before ``,`` or ``}``)."""
+        depth, end = 0, len(text)
+        for _, at, ch in _unquoted([text], 0, col, comments=False):
+            if ch in "{[":
                 depth += 1
             elif ch in "}]":
                 if depth == 0:
+                    end = at
                     break
                 depth -= 1
             elif ch == "," and depth == 0:
+                end = at
                 break
-            col += 1
-        while col > 0 and text[col - 1] == " ":
-            col -= 1
-        return col
+        while end > 0 and text[end - 1] == " ":
+            end -= 1
+        return end
 
     # --- result -------------------------------------------------------------------------------
 
@@ -285,3 +264,29 @@ class TextDocument:
         if not self._newline_at_end and out.endswith(self.newline) and not self.text.endswith("\n"):
             out = out[: -len(self.newline)]
         return out
+
+
+def _unquoted(lines: list[str], line: int, col: int, *, comments: bool) -> Iterator[tuple[int, int, str]]:
+    """Each character outside quoted scalars from (line, col) on, as (line, col, char).
+
+    Flow collections are scanned for their brackets and commas; a quoted scalar may contain
+    either, and a ``#`` after a blank starts a comment (when ``comments``) that ends the line.
+    """
+    quote = ""
+    while line < len(lines):
+        text = lines[line]
+        while col < len(text):
+            ch = text[col]
+            if quote:
+                if ch == "\\" and quote == '"':
+                    col += 1
+                elif ch == quote:
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch
+            elif comments and ch == "#" and col > 0 and text[col - 1] in " \t":
+                break
+            else:
+                yield line, col, ch
+            col += 1
+        line, col = line + 1, 0
