@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from structq.capabilities import CapabilitySet, Manifest
 from structq.capabilities.loader import load_manifest_text
 from structq.capabilities.model import Limits
 from structq.errors import ExecutionError, PlanError, SandboxViolation
+from structq.executors.base import ResultSet
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 Row = tuple[Any, ...]
@@ -584,6 +586,37 @@ def test_local_step_joins_results_of_two_sources(engine: Engine, company: sqlite
         WHERE e.department = '销售部'""")
     assert want
     assert_same_rows(result.final.rows, want, order=lambda row: row[3], descending=True)
+
+
+class _FixedPool(ExecutorPool):
+    """Every source answers with the same result, notes included."""
+
+    def __init__(self, capabilities: CapabilitySet, answer: ResultSet) -> None:
+        super().__init__(capabilities)
+        self.answer = answer
+
+    def get(self, manifest: Manifest) -> Any:
+        return SimpleNamespace(run=lambda query: self.answer, close=lambda: None)
+
+
+def test_executor_notes_reach_the_run_notes_with_their_step(demo_capabilities: CapabilitySet) -> None:
+    """A NUMERIC column as values.py hands it on: the local step compares it as numbers, and
+    both the source's estimate and the local step's rounding are in the run's notes."""
+    amounts = ResultSet(("amount",), [(9.5,), (100.25,), ("0.1000000000000000055",)],
+                        notes=("the distinct count is an estimate",))
+    plan = plan_of([
+        {"output_key": "sales", "source": "hr", "query": "SELECT employee_id FROM employees"},
+        {"output_key": "big", "source": "local", "query": "SELECT amount FROM sales WHERE amount > 50"},
+    ])
+    with Engine(demo_capabilities, executors=_FixedPool(demo_capabilities, amounts)) as runner:
+        result = runner.run(plan)
+    assert result.final.rows == [(100.25,)]
+    assert result.notes == [
+        "step 'sales': the distinct count is an estimate",
+        "step 'big': column 'amount' of step 'sales': 1 value(s) have more digits than a double holds and "
+        "were rounded for this step (e.g. 0.1000000000000000055 became 0.1)",
+    ]
+    assert result.steps["sales"].notes == ("the distinct count is an estimate",)
 
 
 # ============================================================================================

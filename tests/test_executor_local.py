@@ -140,6 +140,14 @@ class TestTypes:
         ([], "text"),
         ([2**63], "text"),
         ([-(2**63), 2**63 - 1], "integer"),
+        ([9.5, 100.25, "0.1000000000000000055", "NaN"], "real"),  # a NUMERIC column via values.py
+        (["0.1000000000000000055", None], "real"),
+        ([1, "12", "-3.5e2"], "real"),  # a document holding "12" where others hold 12
+        (["007", "12"], "text"),  # digits, but not numbers values.py had to write as text
+        (["1.2"], "text"),
+        (["NaN", "Infinity"], "text"),
+        ([1, "12 "], "text"),
+        ([1, "1_000"], "text"),
     ])
     def test_inference(self, values: list[Any], expected: str) -> None:
         assert infer_column_type(values) == expected
@@ -151,6 +159,37 @@ class TestTypes:
     def test_mixed_text_and_huge_ints_are_kept_exactly(self) -> None:
         out = LocalExecutor({"t": result(("v",), [(2**70,), ("x",)])}).run(local("SELECT v FROM t ORDER BY rowid"))
         assert out.rows == [(str(2**70),), ("x",)]
+
+    def test_a_numeric_column_with_exact_decimal_text_compares_as_numbers(self) -> None:
+        from decimal import Decimal
+
+        from structq.executors.values import json_safe_rows
+
+        rows = json_safe_rows([(Decimal("9.5"),), (Decimal("100.25"),), (Decimal("0.1000000000000000055"),),
+                               (Decimal("NaN"),)])
+        assert rows == [(9.5,), (100.25,), ("0.1000000000000000055",), ("NaN",)]
+        executor = LocalExecutor({"sales": result(("amount",), rows)})
+        assert executor.run(local("SELECT amount FROM sales WHERE amount > 50")).rows == [(100.25,)]
+        out = executor.run(local("SELECT max(amount) AS top, min(amount) AS low FROM sales"))
+        assert out.rows == [(100.25, 0.1)]
+        assert out.notes == (
+            "column 'amount' of step 'sales': 1 value(s) have more digits than a double holds and were "
+            "rounded for this step (e.g. 0.1000000000000000055 became 0.1)",
+            "column 'amount' of step 'sales': 1 NaN value(s) were loaded as NULL (SQLite has no NaN)",
+        )
+
+    def test_exact_numbers_need_no_note(self) -> None:
+        out = LocalExecutor({"monthly": MONTHLY, "t": result(("v",), [(1,), ("2.5",), ("Infinity",)])}).run(
+            local("SELECT v FROM t ORDER BY v"))
+        assert out.rows == [(1.0,), (2.5,), ("Infinity",)] and out.notes == ()
+
+    def test_numbers_kept_as_text_are_noted(self) -> None:
+        out = LocalExecutor({"t": result(("v",), [(10,), ("about 9",)]), "ids": result(("id",), [(2**64,)])}).run(
+            local("SELECT v FROM t ORDER BY v"))
+        assert out.rows == [("10",), ("about 9",)]
+        assert [note.split(" holds")[0] for note in out.notes] == ["column 'id' of step 'ids'",
+                                                                   "column 'v' of step 't'"]
+        assert all("loaded as text" in note for note in out.notes)
 
     def test_manifest_shape(self) -> None:
         manifest = local_manifest({"members": MEMBERS, "monthly": MONTHLY}, limits=Limits(max_rows=7))

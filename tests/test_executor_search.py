@@ -345,6 +345,16 @@ def test_metrics_only_give_one_row(executor: SearchExecutor) -> None:
     assert {"score_pct.50", "score_pct.99.5"} <= set(row)
     assert row["score_stats.count"] == 30 and row["score_stats.max"] == max(scores)
     assert result.columns[:2] == ("avg_score", "authors")
+    # 10 authors is far below the precision threshold: exact; percentiles never are
+    assert result.notes == ("aggregation 'score_pct': percentiles are estimates (computed from a sketch "
+                            "of the values), not exact",)
+
+
+def test_a_cardinality_past_its_precision_threshold_is_noted(executor: SearchExecutor) -> None:
+    body = {"size": 0, "aggs": {"authors": {"cardinality": {"field": "author_id", "precision_threshold": 5}}}}
+    result = executor.run(search(body))
+    assert result.notes == ("aggregation 'authors': the distinct count is an estimate (HyperLogLog++, exact "
+                            "only below 5)",)
 
 
 def test_composite_key_parts_become_columns(executor: SearchExecutor) -> None:
@@ -357,6 +367,53 @@ def test_composite_key_parts_become_columns(executor: SearchExecutor) -> None:
     counts = Counter((r["dept"], r["week_start_date"][:7] + "-01T00:00:00.000Z") for r in REPORTS)
     assert {(row[0], row[1]): row[2] for row in result.rows} == dict(counts)
     assert not result.truncated
+
+
+def test_composite_date_keys_are_shown_in_the_source_time_zone(executor: SearchExecutor) -> None:
+    body = {"size": 0, "aggs": {"pages": {"composite": {"size": 100, "sources": [
+        {"month": {"date_histogram": {"field": "week_start_date", "calendar_interval": "month",
+                                      "time_zone": "+08:00"}}}]}}}}
+    result = executor.run(search(body))
+    counts = Counter(r["week_start_date"][:7] + "-01T00:00:00.000+08:00" for r in REPORTS)
+    assert dict(result.rows) == dict(counts)
+
+
+@pytest.mark.parametrize("zone,shown", [
+    (None, "2024-02-29T16:00:00.000Z"),
+    ("+08:00", "2024-03-01T00:00:00.000+08:00"),
+    ("Asia/Shanghai", "2024-03-01T00:00:00.000+08:00"),
+    ("-05:30", "2024-02-29T10:30:00.000-05:30"),
+])
+def test_composite_date_keys_without_an_engine(zone: str | None, shown: str) -> None:
+    march_in_shanghai = 1709222400000  # 2024-03-01T00:00+08:00
+    histogram = {"field": "week_start_date", "calendar_interval": "month", **({"time_zone": zone} if zone else {})}
+    body = {"aggs": {"pages": {"composite": {"sources": [{"month": {"date_histogram": histogram}},
+                                                          {"formatted": {"date_histogram": histogram}}]}}}}
+    response = {"aggregations": {"pages": {"buckets": [
+        {"key": {"month": march_in_shanghai, "formatted": "2024-03"}, "doc_count": 2}]}}}
+    assert aggregation_rows(response, body, _index(), 100).rows == [(shown, "2024-03", 2)]
+
+
+def test_terms_count_errors_are_noted() -> None:
+    body = {"aggs": {"by_dept": {"terms": {"field": "dept"}, "aggs": {"by_author": {"terms": {"field": "author_id"}}}}}}
+    response = {"aggregations": {"by_dept": {"doc_count_error_upper_bound": 0, "buckets": [
+        {"key": "a", "doc_count": 9, "by_author": {"doc_count_error_upper_bound": 2, "buckets": [
+            {"key": "E1", "doc_count": 5}]}},
+        {"key": "b", "doc_count": 7, "by_author": {"doc_count_error_upper_bound": 3, "buckets": [
+            {"key": "E2", "doc_count": 4, "doc_count_error_upper_bound": 1}]}}]}}}
+    table = aggregation_rows(response, body, _index(), 100)
+    assert table.notes == ("aggregation 'by_author': the document counts per bucket may be off by up to 3 "
+                           "(terms are counted shard by shard)",)
+    response["aggregations"]["by_dept"]["doc_count_error_upper_bound"] = -1
+    assert "could not bound" in aggregation_rows(response, body, _index(), 100).notes[0]
+
+
+@pytest.mark.parametrize("size", ["5000", 5.0, True, [10]])
+def test_a_size_that_is_not_an_integer_is_refused(size: Any) -> None:
+    executor = create_executor(make_manifest("opensearch", "http://127.0.0.1:9"))
+    with pytest.raises(ExecutionError, match="whole number"):
+        executor.run(SafeQuery(source="reports", kind="search", limit=101, max_rows=100, index=INDEX,
+                               body={"size": size, "query": {"match_all": {}}}))
 
 
 def test_bucket_truncation(executor: SearchExecutor) -> None:
@@ -701,7 +758,7 @@ def test_index_mapping_from_manifest_types(tmp_path: Path) -> None:
         "author_id": {"type": "keyword"},
         "content": {"type": "text"},
         "week_start_date": {"type": "date"},
-        "hours": {"type": "scaled_float", "scaling_factor": 100},
+        "hours": {"type": "double"},  # scaled_float: no factor to round by
         "author": {"type": "object", "properties": {"name": {"type": "keyword"}}},
         "meta": {"type": "object", "properties": {"team": {"type": "keyword"}}},
         "comments": {"type": "nested", "properties": {"by": {"type": "keyword"}}},
@@ -759,6 +816,32 @@ def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) 
     finally:
         first.close()
         second.close()
+
+
+@pytest.mark.parametrize("ending", ["stopped", "killed", "refused"])
+def test_a_restarted_embedded_engine_is_found_again(tmp_path: Path, embedded_engine: None, ending: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client of a dead engine is dropped: the engine starts again (on another port) and
+    the query runs there, its indices reloaded. ``refused``: the death is only seen as a
+    refused connection (the engine's URL looks unchanged), which is retried once."""
+    manifest = write_embedded(tmp_path, "emb_restart", EMBEDDED_DOCS)
+    count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10, index="emb_restart",
+                      body={"size": 0})
+    executor = create_executor(manifest)
+    try:
+        assert executor.run(count).rows == [(3,)]
+        old_url = embedded.engine_url()
+        if ending == "stopped":
+            embedded.stop()
+        else:
+            embedded._ENGINE._server.process.kill()
+            embedded._ENGINE._server.process.wait()
+        if ending == "refused":
+            monkeypatch.setattr(embedded, "engine_url", lambda: old_url)
+        assert executor.run(count).rows == [(3,)]
+        assert embedded.engine_url() is not None
+    finally:
+        executor.close()
 
 
 def test_concurrent_first_use_starts_and_loads_once(tmp_path: Path,

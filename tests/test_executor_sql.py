@@ -481,6 +481,28 @@ class TestThroughTheSandbox:
         finally:
             executor.close()
 
+    @pytest.mark.parametrize("query,columns", [
+        ("SELECT i.id, t.item_id AS id, i.id FROM items i JOIN tags t ON t.item_id = i.id "
+         "ORDER BY i.id, t.tag FETCH FIRST 3 ROWS ONLY", ("id", "id_2", "id_3")),
+        ("SELECT id + 1, id + 1 FROM items ORDER BY id FETCH FIRST 3 ROWS ONLY", None),
+    ])
+    def test_wrapped_limits_with_repeated_column_names(self, target: Target, query: str,
+                                                       columns: tuple[str, ...] | None) -> None:
+        """FETCH makes the sandbox wrap the query in ``SELECT * FROM (…) q``, which MariaDB
+        refuses when a name repeats: repeated names get a suffix on every engine."""
+        from structq.safety import check_sql
+
+        manifest = target.manifest(max_rows=2)
+        executor = SqlExecutor(manifest)
+        try:
+            result = executor.run(check_sql(query, manifest))
+        finally:
+            executor.close()
+        assert result.row_count == 2 and result.truncated
+        assert len(set(result.columns)) == len(result.columns) == len(result.rows[0])
+        if columns is not None:
+            assert result.columns == columns
+
 
 # ============================================================================================
 # Engines that stop, files that are missing, URLs that are wrong
@@ -582,6 +604,33 @@ def test_unsupported_and_malformed_urls_are_config_errors() -> None:
         SqlExecutor(Manifest(source="s", kind="sql", url="not a url"))
 
 
+@pytest.mark.parametrize("url", [
+    "postgresql://reader:s3cret@db.example:notaport/shop",
+    "mysql://reader:s3cret@x:leak@db.example/shop",  # '@' in the password: "x:leak@db…" reads as host:port
+])
+def test_a_bad_port_is_a_config_error_without_the_password(url: str) -> None:
+    with pytest.raises(ConfigError, match="port is not a number") as info:
+        SqlExecutor(Manifest(source="s", kind="sql", url=url))
+    assert "s3cret" not in str(info.value) and "leak" not in str(info.value)
+    assert "reader:***@" in str(info.value)
+
+
+def test_a_bad_port_exits_with_the_configuration_status(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from structq.cli import app
+
+    (tmp_path / "shop.yaml").write_text(
+        "source: shop\nkind: sql\nurl: postgresql://reader:s3cret@db.example:notaport/shop\n"
+        "description: shop\ntables:\n  - {name: ids, description: ids, columns: [{name: id, type: integer}]}\n",
+        encoding="utf-8")
+    (tmp_path / "plan.yaml").write_text("steps:\n  - {output_key: ids, source: shop, query: SELECT id FROM ids}\n",
+                                        encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "plan.yaml"), "--manifests", str(tmp_path / "shop.yaml")])
+    assert result.exit_code == 3, result.output
+    assert "s3cret" not in result.output
+
+
 def test_sqlite_values_past_the_size_limit_are_a_clear_error(sqlite_target: Target) -> None:
     executor = sqlite_target.executor()
     with pytest.raises(ExecutionError) as info:
@@ -635,6 +684,8 @@ class Colour(__import__("enum").Enum):
     (Decimal("0.1000000000000000055511151231257827"), "0.1000000000000000055511151231257827"),
     (Decimal("12345678901234567.89"), "12345678901234567.89"),
     (Decimal("NaN"), "NaN"),
+    (Decimal("sNaN"), "NaN"),  # float() refuses a signalling NaN
+    (Decimal("-sNaN"), "NaN"),
     (Decimal("-Infinity"), "-Infinity"),
     (float("inf"), "Infinity"),
     (1.5, 1.5),

@@ -7,7 +7,9 @@ whole run to one thread: a thread hop per step and a new event loop per ``run`` 
 millisecond per plan, more than the sandbox, on queries that take a fraction of that.
 References are resolved from earlier results and handed to the sandbox as parameter values.
 A step whose input is empty is not run (its dependents neither): the note names the empty step
-and its purpose. Truncation anywhere is recorded in the notes, never silent.
+and its purpose. Truncation anywhere is recorded in the notes, never silent, and so is what
+an executor says is not exact about its rows (``ResultSet.notes``: estimated counts, rounded
+numbers), each note prefixed with its step.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class StepResult:
     truncated: bool = False
     elapsed_ms: float = 0.0
     skipped: str | None = None
+    #: The executor's notes on what is not exact about ``rows`` (also in the run's notes).
+    notes: tuple[str, ...] = ()
 
     @property
     def row_count(self) -> int:
@@ -320,6 +324,7 @@ class _Run:
 
     def _record(self, result: StepResult) -> None:
         self.results[result.output_key] = result
+        self.notes.extend(f"step {result.output_key!r}: {note}" for note in result.notes)
         if result.skipped:
             self.notes.append(f"step {result.output_key!r} {result.skipped}")
         elif result.truncated:
@@ -352,6 +357,7 @@ class _Run:
             rows=list(result.rows),
             truncated=result.truncated,
             elapsed_ms=result.elapsed_ms,
+            notes=tuple(result.notes),
         )
 
 

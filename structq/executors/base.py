@@ -28,6 +28,11 @@ class ResultSet:
     ``truncated`` is True when the source had more than ``max_rows`` rows; ``rows`` then
     holds exactly ``max_rows`` of them. ``query`` is what actually ran (SQL text or the
     request body), for citations and the audit log.
+
+    ``notes`` say what about the rows is not exact, in words for the answer: estimates the
+    engine made (approximate counts, percentiles) and values that had to be rounded or kept
+    as text to be stored. The engine adds them to the run's notes, so nothing approximate
+    reaches an answer as if it were exact.
     """
 
     columns: tuple[str, ...]
@@ -36,6 +41,7 @@ class ResultSet:
     elapsed_ms: float = 0.0
     query: Any = None
     params: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def row_count(self) -> int:

@@ -16,6 +16,11 @@ Loading is the only write path in structq, and it writes to this private engine 
 executors themselves never call anything but search and count.
 
 Document lines are JSON objects; an ``_id`` key, when present, becomes the document id.
+
+Field types map one to one, except ``scaled_float``: it needs a ``scaling_factor``, which a
+manifest cannot declare, and any factor rounds the stored values (a factor of 100 turns 12.345
+into 12.35 for every search and aggregation, silently). The embedded engine maps it to
+``double``, which keeps the documents' values; a real cluster uses its own mapping.
 """
 
 from __future__ import annotations
@@ -61,8 +66,6 @@ _INSTALL_HINT = 'pip install "structq[embedded]"'
 _BATCH = 5000
 _START_TIMEOUT_S = 30.0
 _STOP_GRACE_S = 5.0
-# Numbers that need a parameter OpenSearch will not default.
-_SCALING_FACTOR = 100
 # A step may pass up to ``max_intermediate_rows`` (≤ 10,000,000) rows on, fetched with
 # ``size = rows + 1``; the engine's default window stops ``from + size`` at 10,000.
 _MAX_RESULT_WINDOW = 10_000_001
@@ -84,8 +87,8 @@ def _field_mapping(field: SearchField) -> dict[str, Any]:
         if field.fields:
             spec["properties"] = _properties(field.fields)
         return spec
-    if field.type == "scaled_float":
-        return {"type": "scaled_float", "scaling_factor": _SCALING_FACTOR}
+    if field.type == "scaled_float":  # no factor to scale by: keep the values (module docstring)
+        return {"type": "double"}
     # text uses the default (standard) analyzer, which splits CJK text per character, so a
     # match on 星火 finds 星火项目 as it would on a stock Elasticsearch.
     return {"type": field.type}

@@ -21,13 +21,25 @@ values come back as they went in:
 type       values                           stored as
 =========  ===============================  ================================================
 integer    ints (and bools mixed in)        INTEGER
-real       ints and floats                  REAL
+real       ints and floats, and numbers     REAL; numeric text as the nearest double
+           written as text (see below)
 boolean    bools only                       0/1, read back as ``True``/``False``
 json       any list or dict                 JSON text, read back as lists/dicts
 text       anything else; ints too big for  TEXT (``True`` as ``'true'``)
            64 bits (a wrong number is worse
            than text)
 =========  ===============================  ================================================
+
+Numbers written as text: ``values.py`` keeps a ``Decimal`` that no double holds exactly as
+its digits (``"0.1000000000000000055"``) and NaN/infinity as ``"NaN"``/``"Infinity"``, so a
+``NUMERIC`` column can arrive as ``[9.5, 100.25, "0.1000000000000000055"]``. Declared TEXT, such
+a column would compare as text (``amount > 50`` false for 100.25, ``max`` picking ``"9.5"``),
+a wrong answer with nothing to show for it. So a column whose strings are all numbers — any
+numeric literal beside real numbers, or only such ``values.py`` strings — is REAL: each
+string is stored as the nearest double, and NaN as NULL (SQLite has no NaN). What that
+changes is never silent: the result's ``notes`` say which column of which step lost digits
+(with an example) or NaNs, and which columns holding numbers stayed text (numbers mixed with
+words, or integers beyond 64 bits) and so compare and sort as text.
 
 Booleans and JSON read back as such only when a result column *is* a table column
 (``SELECT flag FROM t``); an expression over them (``flag AND x``, ``json_extract(…)``) comes
@@ -41,11 +53,14 @@ sqlglot, duplicates get ``_2``, ``_3`` suffixes, and an empty name becomes ``col
 from __future__ import annotations
 
 import json
+import math
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -55,6 +70,7 @@ from structq.capabilities.validate import LOCAL_SOURCE
 from structq.errors import ExecutionError, QueryTimeout
 
 from .base import ResultSet, register
+from .values import json_safe
 from .sql import (
     SQLITE_TOO_BIG_HINT,
     NotAQuery,
@@ -97,25 +113,66 @@ def _as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+#: A numeric literal as a database or a JSON document writes one (no spaces, no ``_``).
+_NUMBER_TEXT = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+#: How ``values.py`` writes the numbers JSON has no literal for.
+_NON_FINITE_TEXT = frozenset({"NaN", "Infinity", "-Infinity"})
+_NUMBERS = frozenset({bool, int, float})
+
+
+def _is_number_text(value: str) -> bool:
+    """Whether ``value`` spells a number: a numeric literal, or NaN/±Infinity."""
+    return value in _NON_FINITE_TEXT or _NUMBER_TEXT.fullmatch(value) is not None
+
+
+def _kept_as_text(value: str) -> bool:
+    """Whether ``value`` is exactly how ``values.py`` writes a number it cannot give as a
+    float (``"0.1000000000000000055"``, ``"NaN"``) — text that is a number, not a word
+    made of digits (``"007"`` and ``"1.2"`` would have arrived as numbers)."""
+    return _is_number_text(value) and json_safe(Decimal(value)) == value
+
+
+def _strings_are_numbers(strings: list[str], with_numbers: bool) -> bool:
+    """Whether a column's strings are numbers that travelled as text.
+
+    Beside real numbers any numeric literal counts (a document may hold ``"12"`` where
+    others hold 12). In a column of strings only, only ``values.py``'s own number strings do,
+    and one must be finite: ids, codes and versions written with digits stay text.
+    """
+    if with_numbers:
+        return all(map(_is_number_text, strings))
+    return all(map(_kept_as_text, strings)) and not set(strings) <= _NON_FINITE_TEXT
+
+
+def _as_real(value: Any) -> Any:
+    """A number for a REAL column: numeric text as the nearest double, NaN as NULL."""
+    if type(value) is not str:
+        return value
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
 @dataclass(frozen=True)
 class _ColumnType:
     """A manifest type, how SQLite declares it, and how a Python value is stored in it."""
 
     name: str
     declared: str
-    store: Callable[[Any], Any] | None  # None: the value is stored as it is
+    store: Callable[[Any], Any] | None  # None: every value is stored as it is
+    #: Values of these types are stored as they are; only a column holding others is converted.
+    native: frozenset[type] = field(default_factory=frozenset)
 
 
-# sqlite3 binds bools as 0/1 and INTEGER/REAL affinities convert numbers, so only JSON and
-# text that holds non-text values need converting before they are stored.
+# sqlite3 binds bools as 0/1 and INTEGER/REAL affinities take numbers, so only JSON, numbers
+# written as text and text columns that hold non-text values need converting.
 _TYPES = {
     t.name: t
     for t in (
         _ColumnType("integer", "INTEGER", None),
-        _ColumnType("real", "REAL", None),
+        _ColumnType("real", "REAL", _as_real, _NUMBERS),
         _ColumnType("boolean", _BOOLEAN_DECL, None),
         _ColumnType("json", _JSON_DECL, _as_json),
-        _ColumnType("text", "TEXT", _as_text),
+        _ColumnType("text", "TEXT", _as_text, frozenset({str})),
     )
 }
 
@@ -123,7 +180,8 @@ _TYPES = {
 def infer_column_type(values: Iterable[Any]) -> str:
     """``integer``, ``real``, ``boolean``, ``json`` or ``text`` for a column's values.
 
-    Looks at every non-null value, so the answer does not depend on row order.
+    Looks at every non-null value, so the answer does not depend on row order. Strings that
+    are numbers (see the module docstring) make a column ``real``, not ``text``.
     """
     values = values if isinstance(values, (list, tuple)) else list(values)
     kinds = set(map(type, values)) - {type(None)}
@@ -131,15 +189,52 @@ def infer_column_type(values: Iterable[Any]) -> str:
         kinds = (kinds - {tuple}) | {list}
     if list in kinds or dict in kinds:
         return "json"
-    if not kinds or not kinds <= {bool, int, float}:
-        return "text"
     if kinds == {bool}:
         return "boolean"
-    if int in kinds:
-        numbers = [v for v in values if v is not None]
-        if not (_INT64[0] <= min(numbers) and max(numbers) <= _INT64[1]):
-            return "text"  # SQLite integers are 64-bit; text keeps every digit
-    return "real" if float in kinds else "integer"
+    if not kinds or not kinds <= _NUMBERS | {str}:
+        return "text"
+    if str in kinds:
+        strings = [v for v in values if type(v) is str]
+        if not _strings_are_numbers(strings, with_numbers=bool(kinds & {int, float})):
+            return "text"
+    if int in kinds and not _fits_int64(values):
+        return "text"  # SQLite integers are 64-bit; text keeps every digit
+    return "real" if kinds & {float, str} else "integer"
+
+
+def _fits_int64(values: Iterable[Any]) -> bool:
+    ints = [v for v in values if type(v) is int]
+    return _INT64[0] <= min(ints) and max(ints) <= _INT64[1]
+
+
+def _rounded_by_real(value: Any) -> bool:
+    """Whether a REAL column stores ``value`` as a different number (numeric text with more
+    digits than a double holds, an integer beyond 2**53)."""
+    if type(value) is int:
+        return float(value) != value
+    if type(value) is str and value not in _NON_FINITE_TEXT:
+        return Decimal(value) != Decimal(float(value))
+    return False
+
+
+def _load_notes(step: str, column: str, kind: str, values: tuple[Any, ...]) -> list[str]:
+    """What storing ``values`` as ``kind`` changed, for the result's notes (see the module
+    docstring): numbers rounded or NaNs dropped in a REAL column, numbers kept as text."""
+    where = f"column {column!r} of step {step!r}"
+    if kind == "text" and any(type(v) in (int, float) for v in values):
+        return [f"{where} holds numbers with text or integers beyond 64 bits, so it was loaded as "
+                "text: comparisons, sorting, min and max on it are textual ('10' < '9')"]
+    if kind != "real":
+        return []
+    rounded = [v for v in values if _rounded_by_real(v)]
+    notes = []
+    if rounded:
+        notes.append(f"{where}: {len(rounded)} value(s) have more digits than a double holds and were "
+                     f"rounded for this step (e.g. {rounded[0]} became {float(rounded[0])!r})")
+    nans = values.count("NaN")
+    if nans:
+        notes.append(f"{where}: {nans} NaN value(s) were loaded as NULL (SQLite has no NaN)")
+    return notes
 
 
 @dataclass(frozen=True)
@@ -149,13 +244,15 @@ class LocalTable:
     name: str
     columns: tuple[tuple[str, str], ...]
     rows: list[tuple[Any, ...]]
+    #: What loading changed (rounded numbers, numbers kept as text), in words.
+    notes: tuple[str, ...] = ()
 
     def stored_rows(self) -> Iterable[tuple[Any, ...]]:
         """Rows converted for storage in the declared column types."""
         stores = {
-            i: _TYPES[kind].store
-            for i, (_, kind) in enumerate(self.columns)
-            if _TYPES[kind].store is not None and (kind != "text" or not self._all_text(i))
+            i: column_type.store
+            for i, column_type in enumerate(_TYPES[kind] for _, kind in self.columns)
+            if column_type.store is not None and not self._all_native(i, column_type.native)
         }
         if not stores:
             return self.rows
@@ -164,8 +261,8 @@ class LocalTable:
             for row in self.rows
         )
 
-    def _all_text(self, index: int) -> bool:
-        return set(map(type, (row[index] for row in self.rows))) <= {str, type(None)}
+    def _all_native(self, index: int, native: frozenset[type]) -> bool:
+        return set(map(type, (row[index] for row in self.rows))) <= native | {type(None)}
 
 
 def _unique_names(columns: Iterable[str]) -> list[str]:
@@ -201,7 +298,9 @@ def describe_results(results: Mapping[str, ResultSet]) -> list[LocalTable]:
             )
         by_column = list(zip(*result.rows)) if result.rows else [()] * len(names)
         kinds = [infer_column_type(values) for values in by_column]
-        tables.append(LocalTable(key, tuple(zip(names, kinds)), result.rows))
+        notes = [note for name, kind, values in zip(names, kinds, by_column)
+                 for note in _load_notes(key, name, kind, values)]
+        tables.append(LocalTable(key, tuple(zip(names, kinds)), result.rows, tuple(notes)))
     return tables
 
 
@@ -328,6 +427,7 @@ class LocalExecutor:
             elapsed_ms=(time.monotonic() - started) * 1000,
             query=query.text,
             params=dict(query.params),
+            notes=tuple(note for table in self.tables for note in table.notes),
         )
 
     def _error(self, error: BaseException, where: dict[str, Any]) -> ExecutionError:

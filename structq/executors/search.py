@@ -42,6 +42,7 @@ from structq.executors.search_clients import (
     engine_error,
 )
 from structq.executors.search_rows import Table, aggregation_rows, count_rows, hit_rows
+from structq.executors.urls import redact_url
 from structq.safety.query import SafeQuery
 
 __all__ = ["SearchExecutor", "ElasticsearchExecutor", "OpenSearchExecutor", "redact_url"]
@@ -59,27 +60,6 @@ _REJECTION_HINTS = {
     "too_many_buckets_exception": "ask for fewer buckets: a wider histogram interval, a range filter on "
                                   "the field, min_doc_count 1, or a smaller size",
 }
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password, for messages and logs; never raises.
-
-    Everything between the user name's colon and the last ``@`` is hidden: that is what
-    SQLAlchemy and the search clients read as the password, which may itself hold ``/``, ``?``,
-    ``#`` or ``@`` (``urlsplit`` would misread such a URL and show part of it), and no port or
-    host is parsed, so a malformed one cannot make the message itself fail. A URL whose
-    scheme was forgotten or misspelt (``user:pw@host/db``, ``postgresql//user:pw@…``) is
-    redacted too. At worst a password-less URL with an ``@`` in its path loses a little more
-    than its password.
-    """
-    head, sep, rest = url.partition("://")
-    if not sep:
-        head, rest = "", url
-    userinfo, at, tail = rest.rpartition("@")
-    user, colon, _ = userinfo.partition(":")
-    if not at or not colon or (sep and any(c in user for c in "/?#")):  # a path, not a user
-        return url
-    return f"{head}{sep}{user}:***@{tail}"
 
 
 def _has_aggregations(body: Mapping[str, Any]) -> bool:
@@ -124,6 +104,8 @@ class SearchExecutor:
         self._lock = threading.Lock()
         self._client: Any = None
         self._client_flavour: ClientFlavour = self.flavour
+        #: The URL the client speaks to: the embedded engine's changes when it restarts.
+        self._client_url: str | None = None
         self._holds_engine = False
 
     # -- public ---------------------------------------------------------------------------------
@@ -164,17 +146,13 @@ class SearchExecutor:
             elapsed_ms=(time.perf_counter() - started) * 1000,
             query=request,
             params=dict(query.params),
+            notes=table.notes,
         )
 
     def close(self) -> None:
         """Close the client; give back the embedded engine (stopped when nobody holds it)."""
         with self._lock:
-            client, self._client = self._client, None
-            holds_engine, self._holds_engine = self._holds_engine, False
-        if client is not None:
-            self._client_flavour.close(client)
-        if holds_engine:
-            embedded.release()
+            self._drop_client()
 
     # -- the request ----------------------------------------------------------------------------
 
@@ -207,49 +185,84 @@ class SearchExecutor:
         The sandbox already caps ``size`` at ``max_rows + 1``; capping again here means a
         hand-built or buggy query still cannot fetch more, and truncation stays detectable.
         With aggregations ``size`` becomes 0: their rows are the answer, so hits would be
-        fetched only to be discarded.
+        fetched only to be discarded. A ``size`` that is not an integer (``"5000"``, ``5.5``,
+        ``true``) cannot be compared with the cap, so it is refused rather than guessed at.
         """
         body = dict(query.body or {})
         body["timeout"] = f"{max(1, round(self.timeout_s * 1000))}ms"
         size = body.get("size")
+        if size is not None and type(size) is not int:
+            raise ExecutionError(
+                f"the request's size must be a whole number, not {size!r}",
+                source=self.manifest.source, query=str(query),
+                hint=f'write it as a number, e.g. "size": {min(10, query.limit)}',
+            )
         if _has_aggregations(body):
             body["size"] = 0  # the answer is the aggregation rows; hits would be thrown away
-        elif size is None or (isinstance(size, int) and size > query.limit):
+        elif size is None or size > query.limit:
             body["size"] = query.limit
         return body
 
     def _call(self, endpoint: Endpoint, query: SafeQuery, body: dict[str, Any]) -> dict[str, Any]:
-        """The only place that talks to the engine, and only to ``search`` or ``count``."""
-        client, flavour = self._connection()
-        call = client.count if endpoint == "count" else client.search
-        index = query.index
-        if self._holds_engine:  # the embedded engine keeps each declared index under its own name
-            index = embedded.physical_index(self.manifest, query.index)
-        try:
-            response = call(index=index, body=body)
-        except Exception as exc:
-            failure = flavour.failure(exc)
-            if failure is None:
-                raise
-            raise self._error(failure, flavour, query) from exc
-        return flavour.response_body(response)
+        """The only place that talks to the engine, and only to ``search`` or ``count``.
+
+        An embedded engine that refuses the connection has died since the client was made:
+        the client is dropped, the engine started (and loaded) again, and the request sent
+        once more. A server of the manifest's is never retried: its outage is the answer.
+        """
+        for attempt in range(2):
+            client, flavour = self._connection()
+            call = client.count if endpoint == "count" else client.search
+            index = query.index
+            if self._holds_engine:  # the embedded engine keeps each declared index under its own name
+                index = embedded.physical_index(self.manifest, query.index)
+            try:
+                response = call(index=index, body=body)
+            except Exception as exc:
+                failure = flavour.failure(exc)
+                if failure is None:
+                    raise
+                if attempt == 0 and failure.kind == "unreachable" and self._holds_engine:
+                    self._forget(client)
+                    continue
+                raise self._error(failure, flavour, query) from exc
+            return flavour.response_body(response)
+        raise AssertionError("the second attempt returns or raises")
 
     def _connection(self) -> tuple[Any, ClientFlavour]:
+        """The client, made on first use — and made again when the embedded engine it spoke
+        to has stopped or restarted on another port since."""
         with self._lock:
+            if self._client is not None and self._holds_engine and embedded.engine_url() != self._client_url:
+                self._drop_client()
             if self._client is None:
                 url, flavour = self._url_and_flavour()
                 try:
                     self._client = flavour.connect(url, self.timeout_s)
-                except ValueError as exc:
-                    if self._holds_engine:
-                        self._holds_engine = False
-                        embedded.release()
+                except ValueError:
+                    self._drop_client()
+                    # The client's own message may quote part of the password: leave it out.
                     raise ConfigError(
-                        f"source {self.manifest.source!r}: bad url {redact_url(url)!r}: {exc}",
+                        f"source {self.manifest.source!r}: bad url {redact_url(url)!r}",
                         hint="write it as http(s)://[user:password@]host:port, or `embedded`",
                     ) from None
-                self._client_flavour = flavour
+                self._client_flavour, self._client_url = flavour, url
             return self._client, self._client_flavour
+
+    def _forget(self, client: Any) -> None:
+        """Drop ``client`` if it is still the current one (another thread may have replaced it)."""
+        with self._lock:
+            if self._client is client:
+                self._drop_client()
+
+    def _drop_client(self) -> None:
+        """Close the client and give back the embedded engine; the caller holds the lock."""
+        client, self._client, self._client_url = self._client, None, None
+        if client is not None:
+            self._client_flavour.close(client)
+        if self._holds_engine:
+            self._holds_engine = False
+            embedded.release()
 
     def _url_and_flavour(self) -> tuple[str, ClientFlavour]:
         if embedded.is_embedded(self.manifest.url):

@@ -11,11 +11,18 @@ Pure functions over decoded JSON; no client, no I/O. Three shapes of answer:
 
 The manifest, not the engine, decides which fields leave this module: a field the manifest
 denies (or does not declare) is dropped even if the engine returned it.
+
+Some aggregations answer with estimates, and a number shown as exact when it is not is worse
+than no number: ``Table.notes`` says so for ``terms`` counts with a ``doc_count_error_upper_bound``
+above 0, ``cardinality`` values at or above the ``precision_threshold`` (HyperLogLog++ counts
+exactly, up to rare hash collisions, only below it) and percentiles (t-digest or HDR sketches).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import re
+import zoneinfo
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -52,6 +59,8 @@ class Table:
     columns: tuple[str, ...]
     rows: list[tuple[Any, ...]]
     truncated: bool = False
+    #: What about the rows is an estimate (see the module docstring).
+    notes: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,12 +306,62 @@ def _metric_columns(name: str, result: Any) -> dict[str, Any]:
     return out
 
 
-def _epoch_ms_to_iso(value: Any) -> Any:
-    """Composite ``date_histogram`` keys arrive as epoch milliseconds; show them as dates."""
+_OFFSET = re.compile(r"([+-])(\d{1,2})(?::?(\d{2}))?")
+
+
+def _zone(name: Any) -> _dt.tzinfo:
+    """The zone a ``date_histogram``'s ``time_zone`` names: an offset (``+08:00``) or a tz
+    database name (``Asia/Shanghai``). UTC when there is none — or when this machine does not
+    know the name, in which case the label is still the right instant, written in UTC."""
+    if not isinstance(name, str) or name.upper() in ("", "Z", "UTC"):
+        return _dt.timezone.utc
+    offset = _OFFSET.fullmatch(name)
+    if offset:
+        sign, hours, minutes = offset.groups()
+        delta = _dt.timedelta(hours=int(hours), minutes=int(minutes or 0))
+        return _dt.timezone(-delta if sign == "-" else delta)
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return _dt.timezone.utc
+
+
+def _epoch_ms_to_iso(value: Any, zone: _dt.tzinfo = _dt.timezone.utc) -> Any:
+    """Composite ``date_histogram`` keys arrive as epoch milliseconds (a bucket's first
+    instant) with no ``key_as_string``; show them as the engine would, in the source's
+    ``time_zone`` — a ``+08:00`` month starts on the 1st there, the day before in UTC. A key
+    the engine already formatted (the source has a ``format``) is kept as it is."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        stamp = _dt.datetime.fromtimestamp(value / 1000, tz=_dt.timezone.utc)
-        return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+        stamp = _dt.datetime.fromtimestamp(value / 1000, tz=zone)
+        text = stamp.isoformat(timespec="milliseconds")
+        return text[:-6] + "Z" if text.endswith("+00:00") else text  # as the engines write UTC
     return value
+
+
+def _date_sources(params: Mapping[str, Any]) -> dict[str, _dt.tzinfo]:
+    """The ``date_histogram`` sources of a composite aggregation, with their time zones."""
+    return {
+        str(source_name): _zone(spec["date_histogram"].get("time_zone"))
+        for source in params.get("sources", []) if isinstance(source, Mapping)
+        for source_name, spec in source.items()
+        if isinstance(spec, Mapping) and isinstance(spec.get("date_histogram"), Mapping)
+    }
+
+
+#: Precision threshold of ``cardinality`` when the request sets none, and its ceiling.
+_CARDINALITY_THRESHOLD = (3000, 40000)
+_PERCENTILE_TYPES = frozenset({"percentiles", "percentile_ranks", "median_absolute_deviation", "boxplot"})
+
+
+def _cardinality_estimated(params: Mapping[str, Any], result: Any) -> int | None:
+    """The precision threshold a ``cardinality`` value reached (so it is an estimate), else None."""
+    default, ceiling = _CARDINALITY_THRESHOLD
+    threshold = params.get("precision_threshold", default)
+    threshold = min(threshold, ceiling) if isinstance(threshold, int) else default
+    value = result.get("value") if isinstance(result, Mapping) else None
+    if isinstance(value, (int, float)) and value >= threshold:
+        return threshold
+    return None
 
 
 @dataclass
@@ -312,26 +371,59 @@ class _AggWalk:
     index: Index
     key_columns: list[str] = field(default_factory=list)
     truncated: bool = False
+    #: Aggregation name → the note on its estimate (one per aggregation, however many buckets).
+    estimates: dict[str, str] = field(default_factory=dict)
+    #: ``terms`` name → the largest count error any of its buckets reported (-1: unbounded).
+    count_errors: dict[str, int] = field(default_factory=dict)
 
     def key(self, name: str) -> None:
         if name not in self.key_columns:
             self.key_columns.append(name)
+
+    # -- estimates ----------------------------------------------------------------------------
+
+    def notes(self) -> tuple[str, ...]:
+        """The notes on every estimate the walk met, in the order met."""
+        counts = [
+            f"aggregation {name!r}: the document counts per bucket are estimates (the engine could not "
+            "bound their error)" if error < 0 else
+            f"aggregation {name!r}: the document counts per bucket may be off by up to {error} "
+            "(terms are counted shard by shard)"
+            for name, error in self.count_errors.items()
+        ]
+        return (*counts, *self.estimates.values())
+
+    def note_count_error(self, name: str, result: Mapping[str, Any], buckets: Any) -> None:
+        """Record a ``terms`` count error: the aggregation's bound and any bucket's own."""
+        bounds = [result.get("doc_count_error_upper_bound")]
+        if isinstance(buckets, list):
+            bounds += [b.get("doc_count_error_upper_bound") for b in buckets if isinstance(b, Mapping)]
+        bounds = [b for b in bounds if isinstance(b, int) and not isinstance(b, bool) and b != 0]
+        if not bounds:
+            return
+        error = -1 if min(bounds) < 0 else max(bounds)
+        known = self.count_errors.get(name, 0)
+        self.count_errors[name] = -1 if -1 in (known, error) else max(known, error)
+
+    def note_metric(self, name: str, agg_type: str | None, params: Mapping[str, Any], result: Any) -> None:
+        """Record a metric that is an estimate: percentiles, or a large ``cardinality``."""
+        if agg_type in _PERCENTILE_TYPES:
+            self.estimates.setdefault(name, f"aggregation {name!r}: {agg_type} are estimates (computed from "
+                                            "a sketch of the values), not exact")
+        elif agg_type == "cardinality" and (threshold := _cardinality_estimated(params, result)) is not None:
+            self.estimates.setdefault(name, f"aggregation {name!r}: the distinct count is an estimate "
+                                            f"(HyperLogLog++, exact only below {threshold})")
 
     # -- bucket keys ------------------------------------------------------------------------
 
     def bucket_keys(self, name: str, agg_type: str | None, params: Mapping[str, Any],
                     key: Any, bucket: Mapping[str, Any]) -> dict[str, Any]:
         if agg_type == "composite" and isinstance(bucket.get("key"), Mapping):
-            date_parts = {
-                source_name
-                for source in params.get("sources", []) if isinstance(source, Mapping)
-                for source_name, spec in source.items()
-                if isinstance(spec, Mapping) and "date_histogram" in spec
-            }
+            date_parts = _date_sources(params)
             out = {}
             for part, value in bucket["key"].items():
                 self.key(str(part))
-                out[str(part)] = _epoch_ms_to_iso(value) if part in date_parts else value
+                out[str(part)] = _epoch_ms_to_iso(value, date_parts[part]) if part in date_parts else value
             return out
         self.key(name)
         return {name: bucket.get("key_as_string", key)}
@@ -367,6 +459,7 @@ class _AggWalk:
                 # documents: only the allowed fields, as for hits
                 metrics[name] = _top_hits_documents(result, self.index)
             else:
+                self.note_metric(name, agg_type, params, result)
                 metrics.update(_metric_columns(name, result))
 
         rows = [row for rowset in rowsets for row in rowset]
@@ -388,6 +481,7 @@ class _AggWalk:
         if (result.get("sum_other_doc_count") or 0) > 0:
             self.truncated = True  # terms: buckets beyond `size` were left out
         buckets = result["buckets"]
+        self.note_count_error(name, result, buckets)
         if (agg_type == "composite" and result.get("after_key") is not None
                 and len(buckets) >= int(params.get("size", 10))):
             self.truncated = True  # a full page: later pages may hold more buckets
@@ -477,7 +571,7 @@ def aggregation_rows(response: Mapping[str, Any], body: Mapping[str, Any], index
 
     truncated = walk.truncated or len(rows) > max_rows
     table_rows = [json_safe_row([row.get(c) for c in columns]) for row in rows[:max_rows]]
-    return Table(tuple(columns), table_rows, truncated)
+    return Table(tuple(columns), table_rows, truncated, walk.notes())
 
 
 def _top_hits_documents(result: Any, index: Index) -> list[dict[str, Any]]:

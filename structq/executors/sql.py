@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
 
 from .base import ResultSet, register
+from .urls import redact_url
 from .values import json_safe_rows
 
 if TYPE_CHECKING:
@@ -604,6 +605,26 @@ def _backend_for(url: "URL") -> _Backend:
 # --------------------------------------------------------------------------------------------
 
 
+def _parse_url(manifest: "Manifest") -> "URL":
+    """The manifest's URL parsed, or a ``ConfigError`` that shows it without its password.
+
+    SQLAlchemy raises ``ArgumentError`` for an unparseable URL and a bare ``ValueError`` for
+    a port that is not a number. Neither message is shown: the first quotes the whole URL and
+    the second the "port", which is part of the password when the password holds ``@``.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(manifest.url)
+    except (ArgumentError, ValueError) as exc:
+        problem = "its port is not a number" if type(exc) is ValueError else "it is not a database URL"
+        raise ConfigError(
+            f"source {manifest.source!r}: cannot parse the database URL {redact_url(manifest.url)!r}: {problem}",
+            hint="e.g. sqlite:///data/company.db, postgresql://user@host:5432/db, mysql://user@host/db",
+        ) from None
+
+
 @register("sql")
 class SqlExecutor:
     """Runs ``SafeQuery`` objects against one SQL source, read-only, time-limited and capped.
@@ -613,21 +634,12 @@ class SqlExecutor:
     """
 
     def __init__(self, manifest: "Manifest") -> None:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
         self.manifest = manifest
         self.source = manifest.source
         self.timeout_s = float(manifest.limits.timeout_s)
         #: No query returns more rows than a step may pass on, whatever it asks for.
         self.row_cap = max(manifest.limits.max_rows, manifest.limits.max_intermediate_rows)
-        try:
-            url = make_url(manifest.url)
-        except ArgumentError as exc:
-            raise ConfigError(
-                f"source {self.source!r}: cannot parse the database URL: {exc}",
-                hint="e.g. sqlite:///data/company.db, postgresql://user@host/db, mysql://user@host/db",
-            ) from None
+        url = _parse_url(manifest)
         self._backend = _backend_for(url)
         self._url = url.set(drivername=self._backend.drivername)
         self._engine: Engine | None = None

@@ -8,7 +8,8 @@ driver value                becomes
 ==========================  ==================================================================
 ``Decimal``                 ``int`` when integral; ``float`` when the float prints back as the
                             same number (``19.99``); otherwise ``str`` (``"0.1000000000000000055"``)
-``float`` NaN / ±infinity   ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no such numbers)
+``float``/``Decimal`` NaN   ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (JSON has no such numbers;
+(also sNaN) / ±infinity     a signalling ``Decimal('sNaN')`` is a NaN too)
 ``datetime``/``date``/      ISO 8601 text (``"2024-03-01"``, ``"2024-03-01T09:30:00+08:00"``)
 ``time``
 ``timedelta``               seconds (``int`` when whole); MySQL ``TIME`` arrives as a timedelta
@@ -54,8 +55,10 @@ _PLAIN_OR_FLOAT = _PLAIN | {float}
 
 
 def _decimal(value: Decimal) -> int | float | str:
-    if not value.is_finite():
-        return _non_finite(float(value))
+    if value.is_nan():  # quiet or signalling: float() refuses a signalling NaN
+        return "NaN"
+    if value.is_infinite():
+        return "-Infinity" if value.is_signed() else "Infinity"
     if value == value.to_integral_value():
         return int(value)
     as_float = float(value)
