@@ -1,4 +1,5 @@
-"""Helpers the sandbox tests share: the test manifest per dialect and a small SQLite database.
+"""Helpers the sandbox tests share: the test manifest per dialect and a small SQLite database
+(also behind a SQLAlchemy engine, for running checked queries).
 
 ``manifest_from_columns`` (build a permissive Manifest from ``{table: [columns]}``) lives in
 ``bench/corpora.py`` because the benchmark needs it too; tests build theirs from YAML.
@@ -9,6 +10,10 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 from pathlib import Path
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import StaticPool
 
 from structq.capabilities import Manifest, load_manifest_text
 
@@ -62,3 +67,10 @@ def database() -> sqlite3.Connection:
     )
     db.commit()
     return db
+
+
+def database_engine() -> Engine:
+    """``database()`` behind a SQLAlchemy engine. The in-memory data lives in that one
+    connection, so the engine hands out only it (``StaticPool``); dispose the engine after."""
+    db = database()
+    return create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)

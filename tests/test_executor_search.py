@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from es_proxy import EsProxy
+from search_support import load_indices
 from servers import SearchServer
 from structq.capabilities import load_manifest, load_manifest_text
 from structq.capabilities.model import Manifest
@@ -132,27 +133,15 @@ def search(body: dict[str, Any], *, max_rows: int = 100, index: str = INDEX) -> 
 
 def _load(url: str) -> None:
     """Create the test indices with the same mapping the embedded engine would build."""
-    from opensearchpy import OpenSearch
-
     manifest = make_manifest("opensearch", url)
-    client = OpenSearch(hosts=[url], timeout=30)
-    try:
-        for index, docs in ((INDEX, REPORTS),
-                            (BIG_INDEX, [{"_id": f"p{i}", "person_id": f"P{i:05d}"}
-                                         for i in range(0, 70_000, 7_000)])):
-            if client.indices.exists(index=index):
-                client.indices.delete(index=index)
-            spec = manifest.index(index)
-            assert spec is not None
-            client.indices.create(index=index,
-                                  body={"mappings": embedded.index_mapping(spec)})
-            lines: list[dict[str, Any]] = []
-            for doc in docs:
-                doc = dict(doc)
-                lines += [{"index": {"_index": index, "_id": doc.pop("_id")}}, doc]
-            assert not client.bulk(body=lines, refresh=True)["errors"]
-    finally:
-        client.close()
+    indices = []
+    for index, docs in ((INDEX, REPORTS),
+                        (BIG_INDEX, [{"_id": f"p{i}", "person_id": f"P{i:05d}"}
+                                     for i in range(0, 70_000, 7_000)])):
+        spec = manifest.index(index)
+        assert spec is not None
+        indices.append((index, embedded.index_mapping(spec), docs))
+    load_indices(url, indices)
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from es_proxy import EsProxy
+from search_support import load_indices
 from servers import SearchServer
 from structq.agent.engine import Engine
 from structq.agent.plan import Plan, coerce_search_queries
@@ -116,23 +117,13 @@ RT = make_manifest()
 
 
 def _load(url: str) -> None:
-    from opensearchpy import OpenSearch
-
-    client = OpenSearch(hosts=[url], timeout=30)
-    try:
-        for index, docs in ((DOCS_INDEX, DOCS), (OTHER_INDEX, [{"_id": "o1", "x": "OTHER-DATA"}]),
-                            (SECRET_INDEX, [{"_id": "s1", "x": "TOPSECRET"}]), (NOTES_INDEX, NOTES)):
-            if client.indices.exists(index=index):
-                client.indices.delete(index=index)
-            spec = RT.index(index)
-            client.indices.create(index=index, body={"mappings": embedded.index_mapping(spec)} if spec else {})
-            lines: list[dict[str, Any]] = []
-            for doc in docs:
-                doc = dict(doc)
-                lines += [{"index": {"_index": index, "_id": doc.pop("_id")}}, doc]
-            assert not client.bulk(body=lines, refresh=True)["errors"]
-    finally:
-        client.close()
+    """The red-team indices; SECRET_INDEX is on the engine but undeclared, so it has no mapping."""
+    indices = []
+    for index, docs in ((DOCS_INDEX, DOCS), (OTHER_INDEX, [{"_id": "o1", "x": "OTHER-DATA"}]),
+                        (SECRET_INDEX, [{"_id": "s1", "x": "TOPSECRET"}]), (NOTES_INDEX, NOTES)):
+        spec = RT.index(index)
+        indices.append((index, embedded.index_mapping(spec) if spec else None, docs))
+    load_indices(url, indices)
 
 
 @pytest.fixture(scope="module")

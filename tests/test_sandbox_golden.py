@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import bindparam, create_engine, text
-from sqlalchemy.pool import StaticPool
+from sqlalchemy import bindparam, text
 
-from sandbox_support import FIXTURES, database, manifest
+from sandbox_support import FIXTURES, database_engine, manifest
 from structq.safety import check_sql
 
 PARAMS = {"members": ["E1", "E3"], "top.dept_id": [2]}
@@ -87,8 +86,7 @@ def test_rewrite_matches_golden(case: Case) -> None:
 
 @pytest.fixture(scope="module")
 def engine():
-    db = database()
-    engine = create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+    engine = database_engine()
     yield engine
     engine.dispose()
 

@@ -29,10 +29,9 @@ import pytest
 import sqlglot
 from sqlalchemy import bindparam, create_engine, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.pool import StaticPool
 from sqlglot import exp
 
-from sandbox_support import FIXTURES, SCHEMA, database, manifest
+from sandbox_support import FIXTURES, SCHEMA, database, database_engine, manifest
 from structq.capabilities import Manifest, load_manifest_text
 from structq.errors import ExecutionError, PlanError, SandboxViolation
 from structq.executors.sql import SqlExecutor
@@ -115,8 +114,7 @@ _DATA = {
 
 @pytest.fixture(scope="module")
 def sqlite_engine() -> Iterator[Engine]:
-    db = database()
-    engine = create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+    engine = database_engine()
     yield engine
     engine.dispose()
 

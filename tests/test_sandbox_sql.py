@@ -10,11 +10,9 @@ import json
 
 import pytest
 import sqlglot
-from sqlalchemy import bindparam, create_engine, text
-from sqlalchemy.pool import StaticPool
-from sqlglot import exp
+from sqlalchemy import bindparam, text
 
-from sandbox_support import database, manifest
+from sandbox_support import database_engine, manifest
 from structq.errors import PlanError, SandboxViolation
 from structq.safety import SafeQuery, check_sql
 from structq.safety.functions import UNRESOLVED
@@ -460,8 +458,7 @@ def test_messages_and_hints(query: str, dialect: str, code: str, in_message: str
 
 @pytest.fixture(scope="module")
 def engine():
-    db = database()
-    engine = create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+    engine = database_engine()
     yield engine
     engine.dispose()
 

@@ -75,6 +75,7 @@ from .sql import (
     SQLITE_TOO_BIG_HINT,
     NotAQuery,
     fetch,
+    fetched_result,
     limit_sqlite,
     sqlite_deadline,
     sqlite_interrupted,
@@ -411,7 +412,7 @@ class LocalExecutor:
                 raw.execute("PRAGMA query_only = ON")
                 limit_sqlite(raw)  # after loading: the limits are for what the query builds
                 with sqlite_deadline(raw, self.timeout_s):
-                    columns, rows, truncated = fetch(connection, query)
+                    fetched = fetch(connection, query)
         except DBAPIError as exc:
             raise self._error(exc.orig, where) from exc
         except sqlite3.Error as exc:  # loading the tables, on the raw connection
@@ -420,15 +421,8 @@ class LocalExecutor:
                                  cause=cause, **where) from exc
         except NotAQuery:
             raise ExecutionError("the local source runs queries only", cause="not a query", **where) from None
-        return ResultSet(
-            columns=columns,
-            rows=rows,
-            truncated=truncated,
-            elapsed_ms=(time.monotonic() - started) * 1000,
-            query=query.text,
-            params=dict(query.params),
-            notes=tuple(note for table in self.tables for note in table.notes),
-        )
+        return fetched_result(query, fetched, started,
+                              notes=tuple(note for table in self.tables for note in table.notes))
 
     def _error(self, error: BaseException, where: dict[str, Any]) -> ExecutionError:
         """The SQLite error of the query as the structq error that says what to change."""

@@ -62,6 +62,21 @@ _REJECTION_HINTS = {
 }
 
 
+#: Failures of the connection rather than the query: the error class, what happened (after
+#: "<where> "; ``str.format`` fields ``detail``, ``status``, ``timeout_s``) and what to do.
+#: One table, so each kind's message and advice read side by side.
+_CONNECTION_FAILURES: dict[str, tuple[type[ExecutionError], str, str]] = {
+    "unreachable": (SourceUnavailable, "is unreachable ({detail})",
+                    "check that the engine is running and that the manifest's url is right"),
+    "timeout": (QueryTimeout, "did not answer within {timeout_s:g} s",
+                "narrow the query with filters, or raise limits.timeout_s"),
+    "auth": (SourceUnavailable, "refused the credentials (HTTP {status}: {detail})",
+             "put user:password in the url through ${VAR} interpolation"),
+    "wrong_product": (SourceUnavailable, "does not answer as Elasticsearch ({detail})",
+                      "an OpenSearch server needs `kind: opensearch` in the manifest"),
+}
+
+
 def _has_aggregations(body: Mapping[str, Any]) -> bool:
     return bool(body.get("aggs") or body.get("aggregations"))
 
@@ -311,26 +326,10 @@ class SearchExecutor:
         common: dict[str, Any] = {"source": source, "query": str(query), "cause": failure.reason}
         detail = ": ".join(p for p in (failure.type, failure.reason) if p)
 
-        if failure.kind == "unreachable":
-            return SourceUnavailable(
-                f"{where} is unreachable ({detail})", **common,
-                hint="check that the engine is running and that the manifest's url is right",
-            )
-        if failure.kind == "timeout":
-            return QueryTimeout(
-                f"{where} did not answer within {self.timeout_s:g} s", **common,
-                hint="narrow the query with filters, or raise limits.timeout_s",
-            )
-        if failure.kind == "auth":
-            return SourceUnavailable(
-                f"{where} refused the credentials (HTTP {failure.status}: {detail})", **common,
-                hint="put user:password in the url through ${VAR} interpolation",
-            )
-        if failure.kind == "wrong_product":
-            return SourceUnavailable(
-                f"{where} does not answer as Elasticsearch ({detail})", **common,
-                hint="an OpenSearch server needs `kind: opensearch` in the manifest",
-            )
+        if failure.kind in _CONNECTION_FAILURES:
+            error_class, what, hint = _CONNECTION_FAILURES[failure.kind]
+            message = what.format(detail=detail, status=failure.status, timeout_s=self.timeout_s)
+            return error_class(f"{where} {message}", **common, hint=hint)
         if failure.kind == "rejected":
             return ExecutionError(
                 f"{flavour.label} rejected the query on index {query.index!r} "

@@ -26,6 +26,11 @@ __all__ = ["Failure", "ClientFlavour", "ElasticsearchFlavour", "OpenSearchFlavou
 #: would multiply the wait before a dead source is reported.
 MAX_RETRIES = 1
 
+#: The retry options both libraries' clients take under the same names: one place for the
+#: policy, so the two flavours cannot drift apart. A timed-out request is not retried (it
+#: would double the wait for a query that is too slow anyway).
+_RETRY_OPTIONS: dict[str, Any] = {"max_retries": MAX_RETRIES, "retry_on_timeout": False}
+
 FailureKind = Literal["unreachable", "timeout", "auth", "wrong_product", "rejected", "server",
                       "unknown"]
 
@@ -153,12 +158,7 @@ class ElasticsearchFlavour(ClientFlavour):
 
     def connect(self, url: str, timeout_s: float) -> Any:
         es = self.import_library()
-        return es.Elasticsearch(
-            url,
-            request_timeout=timeout_s,
-            max_retries=MAX_RETRIES,
-            retry_on_timeout=False,
-        )
+        return es.Elasticsearch(url, request_timeout=timeout_s, **_RETRY_OPTIONS)
 
     def failure(self, exc: BaseException) -> Failure | None:
         import elastic_transport
@@ -195,12 +195,7 @@ class OpenSearchFlavour(ClientFlavour):
 
     def connect(self, url: str, timeout_s: float) -> Any:
         opensearchpy = self.import_library()
-        return opensearchpy.OpenSearch(
-            hosts=[url],
-            timeout=timeout_s,
-            max_retries=MAX_RETRIES,
-            retry_on_timeout=False,
-        )
+        return opensearchpy.OpenSearch(hosts=[url], timeout=timeout_s, **_RETRY_OPTIONS)
 
     def failure(self, exc: BaseException) -> Failure | None:
         import opensearchpy

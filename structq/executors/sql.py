@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from structq.capabilities import Manifest
     from structq.safety.query import SafeQuery
 
-__all__ = ["NotAQuery", "SqlExecutor", "bind", "fetch", "limit_sqlite", "sqlite_deadline", "sqlite_interrupted",
-           "sqlite_too_big"]
+__all__ = ["NotAQuery", "SqlExecutor", "bind", "fetch", "fetched_result", "limit_sqlite", "sqlite_deadline",
+           "sqlite_interrupted", "sqlite_too_big"]
 
 #: Longest wait for a connection to a server; a dead host fails within it.
 CONNECT_TIMEOUT_MAX_S = 5.0
@@ -108,11 +108,14 @@ def bind(query: "SafeQuery", expanding: frozenset[str] | None = None) -> "TextCl
 #: A statement ready for ``Connection.execute``: the clause and its parameters.
 Statement = tuple["TextClause", dict[str, Any]]
 
+#: What ``fetch`` returns: the column names, the JSON-safe rows and whether rows were cut off.
+Fetched = tuple[tuple[str, ...], list[tuple[Any, ...]], bool]
+
 
 def fetch(
     connection: "Connection", query: "SafeQuery", row_cap: int | None = None, *,
     statement: Statement | None = None,
-) -> tuple[tuple[str, ...], list[tuple[Any, ...]], bool]:
+) -> Fetched:
     """Run ``query`` on ``connection``: (columns, JSON-safe rows, truncated).
 
     At most ``max_rows + 1`` rows are ever fetched, whatever the query says; ``row_cap``
@@ -132,6 +135,24 @@ def fetch(
         result.close()
     truncated = len(rows) > max_rows
     return columns, json_safe_rows(rows[:max_rows]), truncated
+
+
+def fetched_result(
+    query: "SafeQuery", fetched: Fetched, started: float, notes: tuple[str, ...] = (),
+) -> ResultSet:
+    """The ``ResultSet`` of what ``fetch`` returned for ``query``, timed from ``started``
+    (a ``time.monotonic()`` reading): the SQL engines and the local executor report a run
+    the same way, with the SQL text and parameters that ran."""
+    columns, rows, truncated = fetched
+    return ResultSet(
+        columns=columns,
+        rows=rows,
+        truncated=truncated,
+        elapsed_ms=(time.monotonic() - started) * 1000,
+        query=query.text,
+        params=dict(query.params),
+        notes=notes,
+    )
 
 
 def _fetch_rows(result: "CursorResult[Any]", size: int) -> list[Any]:
@@ -701,7 +722,7 @@ class SqlExecutor:
                 dbapi_connection = connection.connection.dbapi_connection
                 statement = self._backend.statement(dbapi_connection, query)
                 with self._backend.guard(dbapi_connection, self.timeout_s):
-                    columns, rows, truncated = fetch(connection, query, self.row_cap, statement=statement)
+                    fetched = fetch(connection, query, self.row_cap, statement=statement)
                 connection.rollback()  # read-only anyway; never commit
         except DBAPIError as exc:
             raise self._translate(exc.orig, exc.connection_invalidated, phase, query,
@@ -713,14 +734,7 @@ class SqlExecutor:
             ) from None
         except SQLAlchemyError as exc:  # pool exhausted, closed result, …
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
-        return ResultSet(
-            columns=columns,
-            rows=rows,
-            truncated=truncated,
-            elapsed_ms=(time.monotonic() - started) * 1000,
-            query=query.text,
-            params=dict(query.params),
-        )
+        return fetched_result(query, fetched, started)
 
     def ping(self) -> float:
         """Connect, run ``SELECT 1`` read-only and return the round trip in milliseconds.
