@@ -247,31 +247,27 @@ def exercise(target: Target, root: Path, capsys: pytest.CaptureFixture[str]) -> 
     )
 
 
+def exercise_then_dispose(target, corpora: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``exercise`` one engine, releasing its connections whatever happens."""
+    try:
+        exercise(target, corpora, capsys)
+    finally:
+        target.dispose()
+
+
 def test_accepted_hostile_statements_change_nothing_on_sqlite(
     shared_corpora: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    target = SQLiteTarget(tmp_path / "hostile.db")
-    try:
-        exercise(target, shared_corpora, capsys)
-    finally:
-        target.dispose()
+    exercise_then_dispose(SQLiteTarget(tmp_path / "hostile.db"), shared_corpora, capsys)
 
 
 def test_accepted_hostile_statements_change_nothing_on_postgres(
     shared_corpora: Path, pg_server: PostgresServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    target = PostgresTarget(pg_server)
-    try:
-        exercise(target, shared_corpora, capsys)
-    finally:
-        target.dispose()
+    exercise_then_dispose(PostgresTarget(pg_server), shared_corpora, capsys)
 
 
 def test_accepted_hostile_statements_change_nothing_on_mariadb(
     shared_corpora: Path, mariadb_server: MariaDBServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    target = MariaDBTarget(mariadb_server)
-    try:
-        exercise(target, shared_corpora, capsys)
-    finally:
-        target.dispose()
+    exercise_then_dispose(MariaDBTarget(mariadb_server), shared_corpora, capsys)
