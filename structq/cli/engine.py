@@ -58,7 +58,7 @@ def status(json_out: JsonOpt = False) -> None:
               f"up {_duration(report['uptime_s'])}, idle {_duration(report['idle_s'])} "
               f"of {_duration(report['idle_stop_after_s'])}"
               + (f", {memory / 2**20:,.0f} MiB" if memory else "")
-              + f", {len(report['holders'])} command(s) using it")
+              + f", {len(report['holders'])} command(s) using it", soft_wrap=True)
     for name, index in sorted(report["indices"].items()):
         loaded = datetime.fromtimestamp(index["loaded_at"]).strftime("%Y-%m-%d %H:%M:%S")
         out.print(f"  {name}: {index['documents_loaded']:,} documents from {index['documents']} "
