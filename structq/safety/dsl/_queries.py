@@ -7,7 +7,8 @@ Allowed are the clauses a question over declared fields needs: full-text (``matc
 ``nested``, ``function_score`` without scripts). Everything else is refused — notably
 ``query_string`` (its syntax names arbitrary fields), ``regexp`` (cost), ``more_like_this``,
 ``percolate``, joins and ``wrapper`` (they read other documents or hide a query); see
-``REASONS`` in ``_context``.
+``REASONS`` in ``_context``. On a row-filtered index the expanding ones (``fuzzy``,
+``fuzziness``, phrase prefixes) and ``min_score`` are refused too: see ``_tenant``.
 """
 
 from __future__ import annotations
