@@ -235,3 +235,11 @@ def test_indices_without_row_filters_keep_relevance(engine_url: str) -> None:
     scores = [row[result.columns.index("_score")] for row in result.rows]
     assert all(s is not None and s > 0 for s in scores) and len(set(scores)) > 1
     assert scores == sorted(scores, reverse=True) and not result.notes
+
+
+def test_the_planner_is_told_before_it_plans() -> None:
+    """The catalogue the model reads says what a row-filtered index does not do."""
+    from structq.capabilities.render import render_manifest
+
+    hint = "matches without relevance scores: sort by a field; no min_score, fuzzy"
+    assert hint in render_manifest(TB) and hint not in render_manifest(UNFILTERED)
