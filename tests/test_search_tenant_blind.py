@@ -110,6 +110,8 @@ SAME: dict[str, dict[str, Any]] = {
     "collapse": {"query": {"match": {"content": "apple"}}, "collapse": {"field": "author"}},
     "highlight ranked by score": {"query": {"match": {"content": "apple report"}},
                                   "highlight": {"order": "score", "fields": {"content": {"number_of_fragments": 1}}}},
+    "plain highlighter": {"query": {"match": {"content": "apple"}},
+                          "highlight": {"type": "plain", "fields": {"content": {"fragment_size": 10}}}},
     "count": {"size": 0, "query": {"match": {"content": "banana"}}},
     "total hits": {"track_total_hits": True, "query": {"prefix": {"content": "ch"}}},
     "terms agg with counts errors": {"size": 0, "aggs": {"t": {"terms": {"field": "author", "size": 2}}}},
@@ -145,6 +147,8 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
                                  "index_statistics"),
     "in highlight_query": ({"highlight": {"highlight_query": {"fuzzy": {"content": "appla"}},
                                           "fields": {"content": {}}}}, "index_statistics"),
+    "fvh highlighter": ({"highlight": {"type": "fvh", "fields": {"content": {}}}}, "index_statistics"),
+    "fvh highlighter on one field": ({"highlight": {"fields": {"content": {"type": "fvh"}}}}, "index_statistics"),
     "deep inside a bool": ({"query": {"bool": {"should": [
         {"match": {"content": {"query": "x", "fuzziness": 2}}}]}}}, "index_statistics"),
     # Refused on every index for the same reason.

@@ -22,7 +22,8 @@ Two mechanisms hold it:
    documents match from index-wide data even in filter context: ``min_score`` (top level and
    in ``function_score``), ``fuzzy`` and ``fuzziness`` (term expansion by similarity),
    ``match_phrase_prefix`` and ``multi_match`` of type ``phrase_prefix`` (prefix expansion
-   capped by ``max_expansions``). ``simple_query_string`` keeps its syntax but loses the fuzzy
+   capped by ``max_expansions``), and the ``fvh`` highlighter (fragments weighed by document
+   frequencies). ``simple_query_string`` keeps its syntax but loses the fuzzy
    operator (``word~2``): its ``flags`` are set to every operator but ``FUZZY``.
 
 Refused on every index already, for the same reason (``REASONS`` in ``_context``):
@@ -30,8 +31,8 @@ Refused on every index already, for the same reason (``REASONS`` in ``_context``
 ``rescore``, ``more_like_this``, ``global``, and ``terms`` with ``min_doc_count: 0``.
 Left alone because they read only the matching documents: ``prefix``/``wildcard`` (the
 default rewrite matches every term with the prefix, without a cap), metrics and bucket
-aggregations (``cardinality`` and ``percentiles`` sketch the hits' values only), and
-highlighting (fragments are ranked by in-document statistics).
+aggregations (``cardinality`` and ``percentiles`` sketch the hits' values only), and the
+``unified`` and ``plain`` highlighters (fragments ranked by in-document statistics).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from ._context import Context, JsonPath
 from ._grammar import Check, data
 
 __all__ = ["unless_row_filtered", "min_score", "fuzziness", "multi_match_type", "simple_query_string_flags",
-           "SAFE_SIMPLE_FLAGS"]
+           "highlighter_type", "SAFE_SIMPLE_FLAGS"]
 
 #: ``simple_query_string`` operators, all but ``FUZZY`` (``NEAR``/``SLOP`` are the phrase ``~N``).
 SAFE_SIMPLE_FLAGS = ("AND", "ESCAPE", "NEAR", "NOT", "OR", "PHRASE", "PRECEDENCE", "PREFIX", "SLOP",
@@ -98,6 +99,16 @@ def multi_match_type(ctx: Context, value: Any, path: JsonPath) -> Any:
     if ctx.row_filtered and checked in _EXPANDING_TYPES:
         refuse_statistics(ctx, f"multi_match type {checked!r}", path,
                           'use type "phrase" (exact words), or a bool of prefix queries')
+    return checked
+
+
+def highlighter_type(ctx: Context, value: Any, path: JsonPath) -> Any:
+    """``highlight.type``: the fast vector highlighter weighs each term by its document
+    frequency in the segment (other tenants' documents included) to pick and rank fragments;
+    ``unified`` (the default) and ``plain`` rank them by in-document statistics only."""
+    checked = data(ctx, value, path)
+    if ctx.row_filtered and checked == "fvh":
+        refuse_statistics(ctx, "the fvh highlighter", path, 'leave type out (unified), or write "plain"')
     return checked
 
 
