@@ -114,7 +114,7 @@ def highlighter_type(ctx: Context, value: Any, path: JsonPath) -> Any:
 
 def simple_query_string_flags(shape: Check) -> Check:
     """``simple_query_string`` on a row-filtered index: ``flags`` without ``FUZZY`` (an absent
-    or ``ALL`` value becomes every other operator, so ``word~2`` searches ``word`` exactly)."""
+    or ``ALL`` value becomes every other operator, so ``word~2`` is plain text)."""
 
     def checked(ctx: Context, value: Any, path: JsonPath) -> Any:
         out = shape(ctx, value, path)
