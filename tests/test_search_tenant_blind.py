@@ -222,11 +222,14 @@ def test_simple_query_string_loses_only_the_fuzzy_operator(flags: str | None, se
     assert unfiltered.body["query"]["simple_query_string"] == clause
 
 
-def test_hits_of_a_row_filtered_index_have_no_score_and_say_why(executor: SearchExecutor) -> None:
-    result = executor.run(check_dsl({"query": {"match": {"content": "apple"}}}, TB, MIXED, vars=VARS))
+@pytest.mark.parametrize(("extra", "noted"), [({}, True), ({"sort": [{"n": "desc"}], "track_scores": True}, False)],
+                         ids=["unsorted", "sorted"])
+def test_hits_of_a_row_filtered_index_have_no_score_and_say_why(executor: SearchExecutor, extra: dict[str, Any],
+                                                                noted: bool) -> None:
+    result = executor.run(check_dsl({"query": {"match": {"content": "apple"}}, **extra}, TB, MIXED, vars=VARS))
     at = result.columns.index("_score")
     assert result.rows and all(row[at] is None for row in result.rows)
-    assert any("row filter" in note and "sort by a field" in note for note in result.notes)
+    assert any("row filter" in note and "sort by a field" in note for note in result.notes) == noted
 
 
 def test_indices_without_row_filters_keep_relevance(engine_url: str) -> None:

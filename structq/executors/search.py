@@ -90,16 +90,18 @@ def _wants_count(body: Mapping[str, Any]) -> bool:
     return body.get("size") == 0 and not _has_aggregations(body)
 
 
-def _unscored(table: Table, index: Index) -> Table:
+def _unscored(table: Table, index: Index, body: Mapping[str, Any]) -> Table:
     """Hits of a row-filtered index: the sandbox runs the query in filter context (relevance
     would read other tenants' term statistics), so the engine's score is the same constant
-    for every hit. An empty ``_score`` and a note say so, rather than a number that reads
-    as "not relevant"."""
+    for every hit. An empty ``_score`` says so, rather than a number that reads as "not
+    relevant"; without a sort, a note tells why the hits come in no particular order."""
     at = table.columns.index("_score")
     rows = [(*row[:at], None, *row[at + 1:]) for row in table.rows]
-    note = (f"index {index.name!r} has a row filter: hits are matched, not ranked by relevance "
-            "(_score is empty); sort by a field to order them")
-    return Table(table.columns, rows, table.truncated, (*table.notes, note))
+    notes = table.notes
+    if rows and not body.get("sort"):
+        notes += (f"index {index.name!r} has a row filter: hits are matched, not ranked by relevance "
+                  "(_score is empty); sort by a field to order them",)
+    return Table(table.columns, rows, table.truncated, notes)
 
 
 class SearchExecutor:
@@ -326,7 +328,7 @@ class SearchExecutor:
         if _has_aggregations(body):
             return aggregation_rows(response, body, index, max_rows)
         table = hit_rows(response, body, index, max_rows)
-        return _unscored(table, index) if self.manifest.row_filters_for(index.name) else table
+        return _unscored(table, index, body) if self.manifest.row_filters_for(index.name) else table
 
     # -- errors ---------------------------------------------------------------------------------
 
