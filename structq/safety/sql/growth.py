@@ -140,6 +140,15 @@ def string_aggregate_source(node: exp.Expr, subject: exp.Expr | None) -> exp.Exp
     return None
 
 
+#: Calls whose result is a string at least as long as their string input.
+_CARRIERS: tuple[type[exp.Expr], ...] = (exp.Repeat, exp.Replace, exp.RegexpReplace, exp.Paren, exp.Lower, exp.Upper)
+
+
+def _grows_string(node: exp.Expr | None) -> bool:
+    """Whether ``node`` builds a string out of its arguments (where constant sizes add up)."""
+    return node is not None and (isinstance(node, _CARRIERS) or _is_builder(node))
+
+
 def _is_builder(node: exp.Expr) -> bool:
     if isinstance(node, _BUILDERS):
         return True
@@ -191,7 +200,7 @@ def check_growth(check: Check) -> None:
         constant = _constant_size(node, sizes)
         if constant is not None:
             top = node
-            while top.parent is not None and _constant_size(top.parent, sizes) is not None:
+            while _grows_string(top.parent) and _constant_size(top.parent, sizes) is not None:
                 top = top.parent
             total = _constant_size(top, sizes) or 0
             if total > MAX_CONSTANT_CHARS:
