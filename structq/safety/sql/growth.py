@@ -35,7 +35,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .context import Check
-from .sizes import MAX_WIDTH
+from .sizes import MAX_WIDTH, format_padding
 
 __all__ = ["check_growth", "string_aggregate_source", "MAX_GROWTH", "MAX_CONSTANT_CHARS"]
 
@@ -73,50 +73,54 @@ def _count(node: exp.Expr | None) -> int:
     return MAX_WIDTH
 
 
+def _replace_factor(check: Check, node: exp.Replace | exp.RegexpReplace) -> int:
+    """How many times a replacement can multiply the size of its input (see the docstring)."""
+    replacement = node.args.get("replacement")
+    to = _literal_text(replacement) if replacement is not None else ""
+    if to is None:
+        raise check.fail(
+            "string_size",
+            f"{node.sql(check.dialect)[:200]!r}: the replacement must be a string literal",
+            "write the replacement text in the query: replace(name, '-', ' ')",
+        )
+    if isinstance(node, exp.RegexpReplace):
+        return 1 + len(to)  # each match may become the replacement with \0 / \& copies of itself
+    source = _literal_text(node.expression)
+    if not source:
+        return max(1, len(to))
+    return max(1, -(-len(to) // len(source)))
+
+
 def _factor(check: Check, node: exp.Expr) -> int | None:
     """How many times ``node`` can multiply the size of its input, or None if it is no such call."""
     if isinstance(node, exp.Repeat):
         return _count(node.args.get("times"))
     if isinstance(node, (exp.Replace, exp.RegexpReplace)):
-        replacement = node.args.get("replacement")
-        to = _literal_text(replacement) if replacement is not None else ""
-        if to is None:
-            raise check.fail(
-                "string_size",
-                f"{node.sql(check.dialect)[:200]!r}: the replacement must be a string literal",
-                "write the replacement text in the query: replace(name, '-', ' ')",
-            )
-        if isinstance(node, exp.RegexpReplace):
-            return 1 + len(to)  # each match may become the replacement with \0 / \& copies of itself
-        source = _literal_text(node.expression)
-        if not source:
-            return max(1, len(to))
-        return max(1, -(-len(to) // len(source)))
+        return _replace_factor(check, node)
     return None
 
 
-def _constant_size(node: exp.Expr, sizes: dict[int, int | None]) -> int | None:
+def _constant_size(check: Check, node: exp.Expr, sizes: dict[int, int | None]) -> int | None:
     """An upper bound on the characters of ``node`` when it is built from literals only."""
     key = id(node)
     if key in sizes:
         return sizes[key]
+    parts = [] if isinstance(node, _DATA) else [_constant_size(check, c, sizes) for c in node.iter_expressions()]
     size: int | None
-    if isinstance(node, _DATA):
+    if isinstance(node, _DATA) or None in parts:
         size = None
     elif isinstance(node, exp.Literal):
         size = len(node.this)
     elif isinstance(node, (exp.Pad, exp.Space)):
         size = _count(node.expression if isinstance(node, exp.Pad) else node.this)
-        size = size if all(_constant_size(c, sizes) is not None for c in node.iter_expressions()) else None
     else:
-        parts = [_constant_size(child, sizes) for child in node.iter_expressions()]
-        size = None if None in parts else sum(p for p in parts if p is not None)
-        if size is not None and isinstance(node, (exp.Repeat, exp.Replace, exp.RegexpReplace)):
-            inner = _constant_size(node.this, sizes) or 0
-            size = max(size, inner * (_count(node.args.get("times")) if isinstance(node, exp.Repeat) else 1))
-            if not isinstance(node, exp.Repeat):
-                to = _literal_text(node.args.get("replacement")) or ""
-                size = max(size, inner * max(1, len(to)) + len(to))
+        factor = _factor(check, node)
+        if factor is None:
+            size = sum(p or 0 for p in parts) + (format_padding(node) or 0)
+        else:
+            inner = sizes.get(id(node.this)) or 0
+            replacement = _literal_text(node.args.get("replacement")) or ""
+            size = inner * factor + len(replacement)
     sizes[key] = size
     return size
 
@@ -158,7 +162,7 @@ def _is_builder(node: exp.Expr) -> bool:
 def _check_recursive_member(check: Check, member: exp.Expr) -> None:
     """No compounding growth in the recursive member of a ``WITH RECURSIVE`` CTE."""
     for node in member.walk():
-        if _factor(check, node) not in (None, 1) and _constant_size(node, {}) is None:
+        if _factor(check, node) not in (None, 1) and _constant_size(check, node, {}) is None:
             raise check.fail(
                 "string_size",
                 f"{node.sql(check.dialect)[:200]!r} multiplies a value on every step of a recursive query",
@@ -195,14 +199,15 @@ def check_growth(check: Check) -> None:
     product = 1
     for node in check.tree.walk():
         factor = _factor(check, node)
-        if factor is None:
+        sized = factor is not None or isinstance(node, (exp.Pad, exp.Space)) or format_padding(node) is not None
+        if not sized:
             continue
-        constant = _constant_size(node, sizes)
+        constant = _constant_size(check, node, sizes)
         if constant is not None:
             top = node
-            while _grows_string(top.parent) and _constant_size(top.parent, sizes) is not None:
+            while _grows_string(top.parent) and _constant_size(check, top.parent, sizes) is not None:
                 top = top.parent
-            total = _constant_size(top, sizes) or 0
+            total = _constant_size(check, top, sizes) or 0
             if total > MAX_CONSTANT_CHARS:
                 raise check.fail(
                     "string_size",
@@ -210,6 +215,8 @@ def check_growth(check: Check) -> None:
                     f"build constant strings of at most {MAX_CONSTANT_CHARS:,} characters",
                 )
             continue
+        if factor is None:
+            continue  # padding and widths: a fixed number of characters, added to the data's
         source = string_aggregate_source(node, node.this)
         if source is not None and factor > 1:
             raise check.fail(

@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from .context import Check
 
-__all__ = ["check_sizes", "MAX_WIDTH"]
+__all__ = ["check_sizes", "format_padding", "MAX_WIDTH"]
 
 #: The largest width, precision or repeat count a query may write.
 MAX_WIDTH = 1000
@@ -44,6 +44,15 @@ def _format_string(node: exp.Func) -> exp.Expr | None:
     if isinstance(node, exp.Anonymous) and node.name.lower() == "printf":
         return node.expressions[0] if node.expressions else None
     return None
+
+
+def format_padding(node: exp.Expr) -> int | None:
+    """The characters the widths and precisions of a ``printf`` / ``format`` call can add
+    (``printf('%10s|%5d', …)``: 15), or None when ``node`` is no such call with a literal format."""
+    fmt = _format_string(node) if isinstance(node, exp.Func) else None
+    if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+        return None
+    return sum(max(map(int, _NUMBER.findall(d)), default=0) for d in _DIRECTIVE.findall(fmt.this))
 
 
 def _count(node: exp.Func) -> exp.Expr | None:
