@@ -28,6 +28,8 @@ from corpora import hostile_manifest
 from servers import MariaDBServer, PostgresServer
 from structq.capabilities.model import Limits, Manifest
 from structq.errors import ExecutionError, QueryTimeout, SandboxViolation
+from structq.executors.base import ResultSet
+from structq.executors.local import LocalExecutor
 from structq.executors.sql import SqlExecutor
 from structq.safety import SafeQuery, check_sql
 from test_sandbox_hostile_exec import load_tables
@@ -92,7 +94,7 @@ ATTACKS = [
     # --- LIKE / GLOB ----------------------------------------------------------------------
     Attack("longest LIKE pattern over the longest string a query may build (runs)", {
         "*": f"SELECT u.id FROM users AS u WHERE repeat(repeat('a', 1000), 10) LIKE '{_P100}'",
-        "sqlite": f"SELECT u.id FROM users AS u WHERE replace(printf('%1000c', ' '), ' ', 'aaaaaaaaaa') LIKE '{_P100}'",
+        "sqlite": f"SELECT u.id FROM users AS u WHERE replace(printf('%990c', ' '), ' ', 'aaaaaaaaaa') LIKE '{_P100}'",
     }, None),
     Attack("LIKE pattern too long", {"*": "SELECT u.id FROM users AS u WHERE u.name LIKE '%" + "a%" * 500 + "'"},
            "pattern"),
@@ -307,3 +309,36 @@ def test_sqlite_regexp_is_re2_and_keeps_other_threads_running(engine: Engine) ->
         assert "RE2" in (caught.value.hint or "")
     finally:
         executor.close()
+
+
+def test_sqlite_like_pattern_limit_holds_for_bound_patterns(engine: Engine) -> None:
+    """The connection's own LIKE pattern limit is the second guard behind the sandbox's rule:
+    a pattern that reaches SQLite some other way (bound, here) is refused by SQLite itself."""
+    if engine.dialect != "sqlite":
+        pytest.skip("SQLITE_LIMIT_LIKE_PATTERN_LENGTH is SQLite's")
+    executor = SqlExecutor(engine.manifest())
+    long_pattern = "%" + "a%" * 500
+    query = SafeQuery(source="hostile", kind="sql", limit=51, max_rows=50,
+                      text="SELECT u.id FROM users AS u WHERE u.name LIKE :p", params={"p": long_pattern})
+    try:
+        with pytest.raises(ExecutionError, match="too complex"):
+            executor.run(query)
+        assert executor.run(SafeQuery(source="hostile", kind="sql", limit=51, max_rows=50,
+                                      text="SELECT u.id FROM users AS u WHERE u.name LIKE :p",
+                                      params={"p": "%ob%"})).rows == [(2,)]
+    finally:
+        executor.close()
+
+
+def test_local_executor_regexp_is_re2() -> None:
+    """Steps' results queried locally (an in-memory SQLite) get the same REGEXP."""
+    rows = [("a" * 1000 + "!",), ("abc",)]
+    executor = LocalExecutor({"t": ResultSet(columns=("x",), rows=rows)}, timeout_s=TIMEOUT_S)
+    query = SafeQuery(source="local", kind="sql", limit=11, max_rows=10,
+                      text="SELECT length(x) AS n FROM t WHERE x REGEXP '^(a+)+$' OR x REGEXP '^ab'")
+    started = time.monotonic()
+    found: list[Any] = []
+    worker = threading.Thread(target=lambda: found.append(executor.run(query)), daemon=True)
+    worker.start()
+    assert gone_within(started, GONE_WITHIN_S, worker.is_alive)
+    assert [tuple(row) for row in found[0].rows] == [(3,)]
