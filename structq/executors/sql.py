@@ -77,6 +77,9 @@ CONNECT_TIMEOUT_MAX_S = 5.0
 CONNECT_TIMEOUT_MIN_S = 2.0
 #: How long after the server-side timeout the client-side backstop steps in.
 BACKSTOP_GRACE_S = 0.5
+#: How long after the server-side timeout a MySQL/MariaDB client stops waiting on its socket:
+#: after the backstop's ``KILL QUERY`` (at ``BACKSTOP_GRACE_S``) has had time to answer.
+SOCKET_GRACE_S = 0.9
 #: SQLite VM instructions between two looks at the clock.
 SQLITE_PROGRESS_STEPS = 1000
 #: Longest string or blob one SQLite value may be (``SQLITE_LIMIT_LENGTH``; SQLite's default is
@@ -494,7 +497,7 @@ class _MySQL(_Backend):
         # sends KILL QUERY at timeout_s + grace (``guard``); a server that stops answering is
         # caught by the socket timeouts after that. PyMySQL also waits for the login greeting
         # under read_timeout, so a hung server cannot hold a connect past it.
-        backstop = timeout_s + 2 * BACKSTOP_GRACE_S
+        backstop = timeout_s + SOCKET_GRACE_S
         connect_args = {
             "connect_timeout": _connect_timeout(timeout_s),
             "read_timeout": backstop,
