@@ -47,6 +47,8 @@ ACCEPTED = [
     ("postgres", "SELECT regexp_replace(u.name, '[aeiou]', '', 'g') AS n, regexp_match(u.email, '@(.*)$') AS d "
                  "FROM users AS u"),
     ("postgres", "SELECT u.id FROM users AS u WHERE u.name LIKE '%' || 'li' || '%'"),
+    ("postgres", "SELECT substring(u.name FROM 2 FOR 3) AS a, substring(u.name, length(u.email) - u.id) AS b, "
+                 "substring(u.email FROM '@(.*)$') AS c FROM users AS u"),
     ("postgres", "SELECT repeat('-', 40) || u.name || repeat('-', 40) AS banner FROM users AS u"),
     ("postgres", "SELECT lpad(CAST(u.id AS TEXT), 8, '0') AS code, repeat(u.name, 3) AS r FROM users AS u"),
     ("postgres", "SELECT replace(u.name, ',', '') AS a, replace(u.name, '-', ' - ') AS b FROM users AS u"),
@@ -73,6 +75,8 @@ REFUSED = [
     ("postgres", "SELECT u.id FROM users AS u WHERE u.name SIMILAR TO u.username", "pattern"),
     ("postgres", "SELECT u.id FROM users AS u WHERE u.name ~ lower(u.username)", "pattern"),
     ("mysql", "SELECT u.id FROM users AS u WHERE u.name REGEXP CONCAT(u.username, '+')", "pattern"),
+    ("postgres", "SELECT substring(u.name FROM u.username) AS a FROM users AS u", "pattern"),  # text: a regex
+    ("postgres", "SELECT substring(u.name, u.status || '+') AS a FROM users AS u", "pattern"),
     # matches over aggregated text
     ("postgres", "SELECT u.status FROM users AS u GROUP BY u.status HAVING string_agg(u.name, '') LIKE '%a%b%'",
      "pattern"),

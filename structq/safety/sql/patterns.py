@@ -14,6 +14,8 @@ a 10-character pattern. So, on every dialect:
   data or an earlier step makes it;
 - a pattern is at most ``MAX_PATTERN_CHARS`` characters long (the longest pattern among the
   gold queries of the defog, Spider and BIRD corpora is 31 characters);
+- PostgreSQL's ``substring(s FROM p)`` is a regular expression when ``p`` is text: its
+  argument is a pattern unless it is a number (a numeric literal, column or arithmetic);
 - the text a pattern is matched against may not come from a string aggregate
   (``group_concat``, ``string_agg``, ``array_agg``…), whose size grows with the row count:
   ``growth.string_aggregate_source`` says where one could flow in.
@@ -45,6 +47,12 @@ _REGEXP_FUNCTIONS = tuple(
 )
 #: Nodes a constant pattern may be built of (``LOWER('%Abc%')``, ``'%' || 'abc' || '%'``).
 _CONSTANT_PATTERN_NODES = (exp.Literal, exp.Null, exp.Lower, exp.Upper, exp.Paren, exp.DPipe, exp.Concat)
+#: Calls whose result is a number whatever their arguments.
+_NUMBER_CALLS = (exp.Length, exp.StrPosition, exp.Count, exp.Extract)
+#: Arithmetic: a number when all its operands are.
+_ARITHMETIC = (exp.Paren, exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Abs, exp.Round, exp.Floor,
+               exp.Ceil, exp.Greatest, exp.Least)
+_NUMERIC_TYPES = frozenset({"integer", "real", "numeric"})
 #: Lists of patterns: ``LIKE ANY (ARRAY[…])``, ``LIKE ALL (…)``.
 _PATTERN_LISTS = (exp.Any, exp.All, exp.Array, exp.Tuple, exp.Paren)
 
@@ -65,6 +73,33 @@ def pattern_of(node: exp.Expr) -> tuple[exp.Expr, exp.Expr | None] | None:
         if name in ("like", "glob") and len(args) >= 2:
             return args[0], args[1]
     return None
+
+
+def _numeric(check: Check, node: exp.Expr) -> bool:
+    """Whether ``node`` is certainly a number (so ``substring(s FROM node)`` is a position)."""
+    if isinstance(node, exp.Literal):
+        return not node.is_string
+    if isinstance(node, _NUMBER_CALLS):
+        return True
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(*exp.DataType.NUMERIC_TYPES)
+    if isinstance(node, exp.Column):
+        found = check.column_tables.get(id(node))
+        column = found[1].column(node.name) if found else None
+        return column is not None and column.type in _NUMERIC_TYPES
+    if isinstance(node, _ARITHMETIC):
+        return all(_numeric(check, part) for part in node.iter_expressions())
+    return False
+
+
+def _postgres_substring_pattern(check: Check, node: exp.Expr) -> tuple[exp.Expr, exp.Expr | None] | None:
+    """``(pattern, subject)`` for a PostgreSQL ``substring(s FROM p)`` whose ``p`` may be text."""
+    if check.manifest.sql_dialect != "postgres" or not isinstance(node, exp.Substring):
+        return None
+    start = node.args.get("start")
+    if start is None or _numeric(check, start):
+        return None
+    return start, node.this
 
 
 def _literal_length(pattern: exp.Expr) -> int | None:
@@ -103,7 +138,7 @@ def check_patterns(check: Check) -> None:
     """Refuse patterns that are not short literals, and matches over aggregated text."""
     assert check.tree is not None
     for node in check.tree.walk():
-        found = pattern_of(node)
+        found = pattern_of(node) or _postgres_substring_pattern(check, node)
         if found is None:
             continue
         pattern, subject = found
