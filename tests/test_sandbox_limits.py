@@ -53,6 +53,10 @@ ACCEPTED = [
     ("postgres", "SELECT lpad(CAST(u.id AS TEXT), 8, '0') AS code, repeat(u.name, 3) AS r FROM users AS u"),
     ("postgres", "SELECT replace(u.name, ',', '') AS a, replace(u.name, '-', ' - ') AS b FROM users AS u"),
     ("postgres", "SELECT string_agg(u.name, ',') AS names FROM users AS u WHERE u.name LIKE 'a%'"),
+    ("postgres", "SELECT u.name || ' ' || u.email || ' (' || u.status || ')' AS a, u.name || u.name AS b "
+                 "FROM users AS u"),
+    ("postgres", "WITH t AS (SELECT u.name || ' ' || u.email AS full, u.status FROM users AS u) "
+                 "SELECT t.full || ' <' || t.status || '>' AS y FROM t"),
     ("postgres", "WITH RECURSIVE p(id, path) AS (SELECT u.id, u.name FROM users AS u WHERE u.id = 1 UNION ALL "
                  "SELECT e.id, p.path || '/' || e.name FROM p JOIN events AS e ON e.user_id = p.id WHERE e.id > p.id) "
                  "SELECT p.path FROM p"),
@@ -95,6 +99,9 @@ REFUSED = [
     ("postgres", "SELECT repeat(string_agg(u.name, ''), 2) AS n FROM users AS u", "string_size"),
     ("sqlite", "SELECT " + " || ".join(["printf('%1000c', 'x')"] * 11) + " AS n", "string_size"),
     ("mysql", "SELECT REPEAT(REPEAT('ab', 1000), 1000) AS n", "string_size"),
+    ("postgres", "WITH c AS (SELECT repeat(u.name, 2) AS x FROM users AS u) SELECT "
+                 + " || ".join(["c.x"] * 6) + " AS y FROM c", "string_size"),
+    ("postgres", "SELECT " + " || ".join(["u.name"] * 11) + " AS y FROM users AS u", "string_size"),
     ("postgres", "WITH RECURSIVE r(a, b, n) AS (SELECT 'x', 'y', 1 UNION ALL SELECT r.a || r.b, r.a || r.b, r.n + 1 "
                  "FROM r WHERE r.n < 40) SELECT length(r.a) AS l FROM r", "string_size"),
     ("postgres", "WITH RECURSIVE r(s, n) AS (SELECT 'x', 1 UNION ALL SELECT repeat(r.s, 2), r.n + 1 FROM r "

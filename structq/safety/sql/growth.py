@@ -14,7 +14,11 @@ pass bounds what those numbers can add up to:
   whole query, to at most ``MAX_GROWTH``. The whole query, not one nesting chain: a CTE or a
   derived table hands a grown value on under a new column name, and the product over every
   call bounds every chain, whatever names it goes through. The replacement of ``replace`` /
-  ``regexp_replace`` must be a literal (a column could be as long as the data);
+  ``regexp_replace`` must be a literal (a column could be as long as the data). A
+  concatenation (``||``, ``concat``, ``printf``…) counts too, as the number of values it joins,
+  when it joins one value twice (``x || x || x``) or joins values of a CTE, a derived table
+  or a subquery (which may have been grown already): concatenating distinct table columns
+  only rebuilds a row, but ``c.x || c.x || …`` repeated thousands of times would not;
 - **recursion**: the recursive member of ``WITH RECURSIVE`` runs once per row it produced,
   so growth there compounds: it may not call a multiplying function on data, and a
   concatenation (``||``, ``concat``, ``printf``, JSON/array constructors) may use at most one
@@ -159,6 +163,20 @@ def _is_builder(node: exp.Expr) -> bool:
     return isinstance(node, exp.Anonymous) and node.name.lower() in _ANONYMOUS_BUILDERS
 
 
+def _concat_factor(check: Check, node: exp.Expr) -> int:
+    """How many times an outermost concatenation can multiply the size of the data it joins:
+    1 when it joins distinct columns of declared tables, else the number of values joined."""
+    if node.parent is not None and _is_builder(node.parent):
+        return 1
+    columns = list(node.find_all(exp.Column))
+    queries = list(node.find_all(exp.Query))
+    seen = {(c.table, c.name) for c in columns}
+    derived = any(id(c) not in check.column_tables for c in columns)
+    if not queries and not derived and len(seen) == len(columns):
+        return 1
+    return len(columns) + len(queries)
+
+
 def _check_recursive_member(check: Check, member: exp.Expr) -> None:
     """No compounding growth in the recursive member of a ``WITH RECURSIVE`` CTE."""
     for node in member.walk():
@@ -199,6 +217,8 @@ def check_growth(check: Check) -> None:
     product = 1
     for node in check.tree.walk():
         factor = _factor(check, node)
+        if factor is None and _is_builder(node) and _constant_size(check, node, sizes) is None:
+            factor = _concat_factor(check, node)
         sized = factor is not None or isinstance(node, (exp.Pad, exp.Space)) or format_padding(node) is not None
         if not sized:
             continue
@@ -217,7 +237,7 @@ def check_growth(check: Check) -> None:
             continue
         if factor is None:
             continue  # padding and widths: a fixed number of characters, added to the data's
-        source = string_aggregate_source(node, node.this)
+        source = string_aggregate_source(node, node if _is_builder(node) else node.this)
         if source is not None and factor > 1:
             raise check.fail(
                 "string_size",
