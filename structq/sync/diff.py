@@ -19,7 +19,7 @@ Rules that protect what people wrote:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .snapshot import DbObject, Member, Snapshot
@@ -27,7 +27,7 @@ from .snapshot import DbObject, Member, Snapshot
 if TYPE_CHECKING:
     from structq.capabilities import Example, Manifest
 
-__all__ = ["Change", "Proposal", "SourceDiff", "diff_manifest", "REFINEMENTS"]
+__all__ = ["Change", "Denial", "Proposal", "SourceDiff", "diff_manifest", "REFINEMENTS"]
 
 #: (stored type, declared type) pairs where the declaration is a valid narrower reading.
 REFINEMENTS = frozenset({
@@ -96,6 +96,20 @@ class Proposal:
 
 
 @dataclass(frozen=True)
+class Denial:
+    """A new column or field written ``access: deny`` because it looks secret or personal."""
+
+    kind: str  # column | field
+    path: tuple[str, ...]
+    category: str  # secret | personal
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True)
 class SourceDiff:
     """Everything that differs between one manifest and its source."""
 
@@ -105,6 +119,8 @@ class SourceDiff:
     proposals: tuple[Proposal, ...] = ()
     warnings: tuple[str, ...] = ()
     renames: tuple[str, ...] = ()
+    #: New members that will be written ``access: deny``, and why.
+    denials: tuple[Denial, ...] = ()
 
     @property
     def added(self) -> list[Change]:
@@ -129,8 +145,11 @@ class SourceDiff:
 
     def with_proposals(self, proposals: Sequence[Proposal], notes: Sequence[str] = ()) -> SourceDiff:
         """This diff with ``--profile-values``' proposals, and its notes (what it skipped) as warnings."""
-        return SourceDiff(self.source, self.file, self.changes, tuple(proposals), (*self.warnings, *notes),
-                          self.renames)
+        return replace(self, proposals=tuple(proposals), warnings=(*self.warnings, *notes))
+
+    def with_denials(self, denials: Sequence[Denial], notes: Sequence[str] = ()) -> SourceDiff:
+        """This diff with the new members to deny, and what the content check could not read."""
+        return replace(self, denials=tuple(denials), warnings=(*self.warnings, *notes))
 
 
 # --- what the manifest declares, in the snapshot's shape ------------------------------------

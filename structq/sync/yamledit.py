@@ -162,6 +162,18 @@ class TextDocument:
         lines = tuple(pad + text + self.newline for item in items for text in item)
         self._edits.append(_Lines(end, end, lines, len(self._edits)))
 
+    def put_top_list(self, key: str, items: list[list[str]]) -> None:
+        """Write top-level ``key:`` as a block list of ``items`` at the end of the file, in place
+        of an absent, empty (``key:``) or flow-empty (``key: []``) value."""
+        if key in self.root:
+            value = self.root[key]
+            if value is not None and len(value):
+                raise YamlEditError(f"{self.file}: {key!r} already has items; append to it instead")
+            self.remove_key(self.root, key)
+        end = len(self.lines)
+        lines = [f"{key}:"] + ["  " + text for item in items for text in item]
+        self._edits.append(_Lines(end, end, tuple(text + self.newline for text in lines), len(self._edits)))
+
     def delete_item(self, seq: Any, i: int) -> None:
         start, end = self.item_extent(seq, i)
         line = self.lines[start]
