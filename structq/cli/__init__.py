@@ -14,6 +14,7 @@ from .sandbox import sandbox
 from .sync import sync
 from .demo import demo
 from .eval import eval_
+from .init import init
 from .run import run
 
 app = typer.Typer(
@@ -51,6 +52,7 @@ app.command()(ask)
 app.command()(plan)
 app.command()(run)
 app.command()(chat)
+app.command()(init)
 app.command()(check)
 app.command()(sandbox)
 app.command()(sync)
