@@ -239,3 +239,26 @@ def test_init_on_the_demo_denies_id_card_and_salary(demo_data: Any, tmp_path: Pa
     assert result.exit_code == 0, result.output
     denied = {d["object"] for d in json.loads(result.stdout)["denied"]}
     assert {"employees.id_card", "employees.monthly_salary"} <= denied, denied
+
+
+def test_init_on_defog_ewallet_denies_its_secrets(shared_corpora: Path, tmp_path: Path) -> None:
+    """A third-party schema nobody here wrote: its password hashes and API keys are denied by
+    name, its UUID transaction references by content, and none of their values is written."""
+    db = shared_corpora / "legit" / "defog" / "sqlite" / "ewallet.db"
+    result = CliRunner().invoke(app, ["init", "--source", "ewallet", "--url", f"sqlite:///{db}", "-m", str(tmp_path),
+                                      "--json", "--profile-values", "20"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    denied = {d["object"]: d["kind"] for d in summary["denied"]}
+    assert denied["user_setting_snapshot.password_hash"] == "secret"
+    assert denied["user_setting_snapshot.api_key"] == "secret"
+    assert {"users.email", "users.phone_number", "wallet_transactions_daily.ip_address"} <= set(denied)
+    text = (tmp_path / "ewallet.yaml").read_text(encoding="utf-8")
+    with sqlite3.connect(db) as c:
+        stored = [v for (v,) in c.execute("SELECT password_hash FROM user_setting_snapshot UNION "
+                                          "SELECT api_key FROM user_setting_snapshot UNION SELECT email FROM users")]
+    assert stored and not any(str(v) in text for v in stored if v)
+    # values were proposed only where they are codes, never for keys or denied columns
+    proposed = set(summary["values_proposed"])
+    assert proposed and not proposed & set(denied)
+    assert not any(name.endswith(("_id", ".id")) for name in proposed)
