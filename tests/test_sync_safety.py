@@ -32,14 +32,14 @@ tables:
   - name: employees
     description: 员工
     columns:
-      - {{name: id, type: integer, description: 工号}}
+      - {{name: id, type: integer, description: 工号, primary_key: true}}
       - {{name: tenant, type: integer}}
       - {{name: status, type: text, description: 状态}}
       - {{name: fax, type: text}}   # old
   - name: offices
     description: 办公室
     columns:
-      - {{name: id, type: integer}}
+      - {{name: id, type: integer, primary_key: true}}
       - {{name: city, type: text}}
       - {{name: zone, type: text, description: 区域}}
 examples:
@@ -213,7 +213,7 @@ def test_foreign_keys_become_references_and_values_are_profiled(manifest: Path, 
     # an undescribed column gets a proposal marked draft (a suggestion); a described one is untouched
     assert "{name: city, type: text, draft: true, values: {north: north, south: south}}" in text
     assert "- {name: zone, type: text, description: 区域}\n" in text
-    assert "- {name: id, type: integer, description: 工号}" in text  # keys are never profiled
+    assert "- {name: id, type: integer, description: 工号, primary_key: true}\n" in text  # keys are never profiled
     manifest_obj, _ = load_manifest(manifest)
     assert manifest_obj.table("visits").draft
 
@@ -227,7 +227,7 @@ def test_dropped_last_column_keeps_trailing_comment_and_new_one_goes_before_it(t
         tables:
           - name: offices
             columns:
-              - {{name: id, type: integer}}
+              - {{name: id, type: integer, primary_key: true}}
               - {{name: city, type: text}}
 
         # --- end of tables ---
@@ -237,7 +237,7 @@ def test_dropped_last_column_keeps_trailing_comment_and_new_one_goes_before_it(t
     execute(db, "DROP TABLE employees")
     assert sync("-m", str(path), "--write").exit_code == 0
     assert path.read_text(encoding="utf-8").endswith(
-        "      - {name: id, type: integer}\n      - {name: town, type: text, draft: true}\n\n# --- end of tables ---\n")
+        "      - {name: id, type: integer, primary_key: true}\n      - {name: town, type: text, draft: true}\n\n# --- end of tables ---\n")
 
 
 # --- CLI contract ---------------------------------------------------------------------------------

@@ -8,7 +8,11 @@ Rules that protect what people wrote:
 
 * A declared type that is a narrower *reading* of the stored type is kept (dates stored as
   text in SQLite, booleans stored as integers): only a real contradiction is a change.
-* ``nullable`` and ``primary_key`` are compared only where the manifest states them.
+* ``nullable``, ``primary_key`` and ``references`` are compared where the manifest states them,
+  and a change is drift. Where it does not, what the database says is *filled in*
+  (``primary_key: true``, ``nullable: false``, a foreign key's ``references``): written by
+  ``--write`` but not drift, since nothing disagrees. A declared reference the database has no
+  foreign key for is kept: people declare logical references that no constraint enforces.
 * A rename cannot be told from a drop plus an add; when a dropped and an added column of one
   table share a type it is reported as a *probable rename*, and nothing is carried over.
 * A dropped table or index that a row filter or a verified example still needs is **held**:
@@ -54,6 +58,8 @@ class Change:
     new: Any = None
     #: A drop left in place because policies or examples still need it.
     held: bool = False
+    #: States an unstated fact (``old`` is None): written, but not drift.
+    fill: bool = False
 
     @property
     def name(self) -> str:
@@ -77,6 +83,8 @@ class Change:
                 ]
         elif self.action == "change":
             out.update({"attribute": self.attribute, "from": self.old, "to": self.new})
+            if self.fill:
+                out["fill"] = True
         else:
             out["held"] = self.held
         return out
@@ -132,11 +140,16 @@ class SourceDiff:
 
     @property
     def changed(self) -> list[Change]:
-        return [c for c in self.changes if c.action == "change"]
+        return [c for c in self.changes if c.action == "change" and not c.fill]
+
+    @property
+    def filled(self) -> list[Change]:
+        """Unstated keys and nullability the write fills in from the database."""
+        return [c for c in self.changes if c.fill]
 
     @property
     def drift(self) -> bool:
-        return bool(self.changes or self.proposals)
+        return any(not c.fill for c in self.changes) or bool(self.proposals)
 
     @property
     def writable(self) -> bool:
@@ -306,10 +319,8 @@ class _Differ:
             if not _compatible(r.type, m.type):
                 self.changes.append(Change("change", self.member_kind, here, attribute="type", old=m.type, new=r.type,
                                            member=r))
-            if m.nullable is not None and r.nullable is not None and m.nullable != r.nullable:
-                self.changes.append(Change("change", self.member_kind, here, attribute="nullable", old=m.nullable, new=r.nullable))
-            if m.primary_key is not None and m.primary_key != r.primary_key:
-                self.changes.append(Change("change", self.member_kind, here, attribute="primary_key", old=m.primary_key, new=r.primary_key))
+            if not self.search:
+                self._keys(here, m, r)
             if m.members or r.members:
                 self._members(here, m.members, r.members)
         mine_names = {m.name.lower() for m in mine}
@@ -317,6 +328,23 @@ class _Differ:
         for r in added:
             self.changes.append(Change("add", self.member_kind, (*path, r.name), member=r))
         self._member_renames(path, dropped, added)
+
+    def _keys(self, path: tuple[str, ...], m: Member, r: Member) -> None:
+        """``primary_key``, ``nullable`` and ``references``: drift where stated, filled where not."""
+        def record(attribute: str, old: Any, new: Any) -> None:
+            self.changes.append(Change("change", self.member_kind, path, attribute=attribute, old=old, new=new,
+                                       fill=old is None))
+
+        if m.primary_key is not None and m.primary_key != r.primary_key:
+            record("primary_key", m.primary_key, r.primary_key)
+        elif m.primary_key is None and r.primary_key:
+            record("primary_key", None, True)
+        if m.nullable is not None and r.nullable is not None and m.nullable != r.nullable and not r.primary_key:
+            record("nullable", m.nullable, r.nullable)
+        elif m.nullable is None and r.nullable is False and not r.primary_key:
+            record("nullable", None, False)
+        if r.references and (m.references or "").lower() != r.references.lower() and r.references.count(".") == 1:
+            record("references", m.references, r.references)
 
     def _drop_member(self, path: tuple[str, ...]) -> None:
         obj, member = path[0], ".".join(path[1:])
@@ -381,6 +409,24 @@ def _dangling_references(manifest: "Manifest", changes: Sequence[Change]) -> lis
     return out
 
 
+def _resolvable_references(manifest: "Manifest", snapshot: Snapshot, changes: list[Change]) -> list[Change]:
+    """Leave out reference changes whose target the manifest will not declare (it would not load)."""
+    if manifest.is_search:
+        return changes
+    final = {(t.name.lower(), c.name.lower()) for t in manifest.tables for c in t.columns}
+    final |= {(c.obj.name.lower(), m.name.lower()) for c in changes if c.action == "add" and c.obj for m in c.obj.members}
+    final -= {(c.path[0].lower(), c.path[1].lower()) for c in changes if c.action == "drop" and len(c.path) == 2}
+    gone = {c.path[0].lower() for c in changes if c.action == "drop" and len(c.path) == 1 and not c.held}
+
+    def keep(c: Change) -> bool:
+        if c.attribute != "references" or c.new is None:
+            return True
+        table, column = c.new.lower().split(".", 1)
+        return (table, column) in final and table not in gone
+
+    return [c for c in changes if keep(c)]
+
+
 def diff_manifest(manifest: "Manifest", snapshot: Snapshot, *, examples: Sequence["Example"] | None = None) -> SourceDiff:
     """What ``--write`` would change to make ``manifest`` true to ``snapshot``.
 
@@ -390,7 +436,7 @@ def diff_manifest(manifest: "Manifest", snapshot: Snapshot, *, examples: Sequenc
     users = _users(manifest, manifest.examples if examples is None else examples)
     differ = _Differ(manifest, snapshot, users)
     differ.run(declared(manifest))
-    changes = differ.changes
+    changes = _resolvable_references(manifest, snapshot, differ.changes)
     unreferenced = _dangling_references(manifest, changes)
     warnings = differ.warnings + [
         f"column {c.name} referenced {c.old}, which was dropped; the reference is removed" for c in unreferenced

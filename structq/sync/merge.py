@@ -166,6 +166,8 @@ class _Merger:
         _, _, node = self._node(change.path)
         if change.new is None:
             self.doc.remove_key(node, change.attribute)
+        elif change.attribute not in node:
+            self.doc.add_key(node, change.attribute, scalar(change.new))
         else:
             self.doc.set_value(node, change.attribute, scalar(change.new))
 
