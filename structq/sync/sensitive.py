@@ -75,6 +75,20 @@ _CJK_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("personal", "a date of birth", ("出生日期", "生日")),
 )
 
+#: Distinctive words also found inside longer ones, for names stored without separators or case
+#: (PostgreSQL folds ``sbCustEmail`` to ``sbcustemail``). Only words that are not part of
+#: common harmless words (``ssn`` is inside ``businessname``, so it is not here).
+_INNER_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("secret", "a password or its hash", ("password", "passwd")),
+    ("secret", "a token or key", ("apikey", "secret", "privatekey", "accesstoken")),
+    ("personal", "pay", ("salary",)),
+    ("personal", "a phone number", ("phone",)),
+    ("personal", "an email address", ("email",)),
+    ("personal", "a postal address", ("address",)),
+    ("personal", "a bank or card number", ("creditcard", "cardnumber", "accountnumber")),
+    ("personal", "a date of birth", ("birthdate", "birthday", "dateofbirth")),
+)
+
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 
@@ -97,9 +111,10 @@ def by_name(name: str) -> Verdict | None:
         for rule in rules:
             if _contains(found, rule):
                 return Verdict(kind, f"the name {tail!r} says it holds {what}")
-    for kind, what, parts in _CJK_RULES:
+    joined = "".join(found)
+    for kind, what, parts in (*_INNER_RULES, *_CJK_RULES):
         for part in parts:
-            if part in tail:
+            if part in tail or part in joined:
                 return Verdict(kind, f"the name {tail!r} says it holds {what}")
     return None
 
