@@ -39,10 +39,19 @@ def _synonyms(synonyms: list[str]) -> str:
     return f" (also: {', '.join(synonyms)})" if synonyms else ""
 
 
+def _coverage(c: Column) -> str:
+    """``sale_date: 2023-01-01 … 2026-10-31, ISO date text``: which period exists, and how to write it."""
+    if c.coverage is None:
+        return ""
+    stored = f", stored as {c.coverage.format}" if c.coverage.format else ""
+    return f" (data covers {c.coverage.min} … {c.coverage.max}{stored})"
+
+
 def _column(c: Column) -> str:
     flags = " PK" if c.primary_key else ""
     ref = f" → {c.references}" if c.references else ""
-    return f"    {c.name} {c.type}{flags}{ref}{_described(c.description, c.draft)}{_synonyms(c.synonyms)}{_values(c.values, c.draft)}"
+    return (f"    {c.name} {c.type}{flags}{ref}{_described(c.description, c.draft)}{_synonyms(c.synonyms)}"
+            f"{_coverage(c)}{_values(c.values, c.draft)}")
 
 
 def _table(t: Table, m: Manifest) -> list[str]:

@@ -129,6 +129,8 @@ class SourceDiff:
     renames: tuple[str, ...] = ()
     #: New members that will be written ``access: deny``, and why.
     denials: tuple[Denial, ...] = ()
+    #: Measured ``coverage`` of new date columns (path → {min, max, format}).
+    coverage: tuple[tuple[tuple[str, ...], dict[str, str]], ...] = ()
 
     @property
     def added(self) -> list[Change]:
@@ -159,6 +161,12 @@ class SourceDiff:
     def with_proposals(self, proposals: Sequence[Proposal], notes: Sequence[str] = ()) -> SourceDiff:
         """This diff with ``--profile-values``' proposals, and its notes (what it skipped) as warnings."""
         return replace(self, proposals=tuple(proposals), warnings=(*self.warnings, *notes))
+
+    def with_coverage(self, new: dict[tuple[str, ...], dict[str, str]], refreshes: Sequence[Change],
+                      notes: Sequence[str] = ()) -> SourceDiff:
+        """This diff with new columns' coverage and refreshed coverage of declared ones (not drift)."""
+        return replace(self, coverage=tuple(new.items()), changes=(*self.changes, *refreshes),
+                       warnings=(*self.warnings, *notes))
 
     def with_denials(self, denials: Sequence[Denial], notes: Sequence[str] = ()) -> SourceDiff:
         """This diff with the new members to deny, and what the content check could not read."""

@@ -45,6 +45,7 @@ class _Merger:
         self.diff = diff
         self.values = {p.path: p.values for p in diff.proposals}
         self.denied = {d.path: d for d in diff.denials}
+        self.coverage = dict(diff.coverage)
         self.final = self._final_members(manifest, diff)
         self.offset = self._sequence_offset()
 
@@ -112,6 +113,8 @@ class _Merger:
             pairs.append(("nullable", False))
         if (values := self.values.get(path)) is not None:
             pairs.append(("values", {v: v for v in values}))
+        if (coverage := self.coverage.get(path)) is not None:
+            pairs.append(("coverage", coverage))
         denial = self.denied.get(path)
         if denial is not None:
             pairs.append(("access", "deny"))
@@ -164,12 +167,16 @@ class _Merger:
 
     def _change(self, change: Change) -> None:
         _, _, node = self._node(change.path)
+        text = flow_map(change.new.items()) if isinstance(change.new, dict) else scalar(change.new)
         if change.new is None:
             self.doc.remove_key(node, change.attribute)
         elif change.attribute not in node:
-            self.doc.add_key(node, change.attribute, scalar(change.new))
+            self.doc.add_key(node, change.attribute, text)
+        elif isinstance(change.new, dict):  # a mapping value: replaced whole
+            self.doc.remove_key(node, change.attribute)
+            self.doc.add_key(node, change.attribute, text)
         else:
-            self.doc.set_value(node, change.attribute, scalar(change.new))
+            self.doc.set_value(node, change.attribute, text)
 
     def _add_members(self, parent: tuple[str, ...], changes: list[Change]) -> None:
         _, _, node = self._node(parent)

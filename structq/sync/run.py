@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from structq.errors import ManifestError, StructqError
 
+from .coverage import measure_coverage
 from .deny import find_denials
 from .diff import SourceDiff, diff_manifest
 from .history import Version, replace_manifest
@@ -99,6 +100,7 @@ def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profil
     found = diff_manifest(manifest, snapshot, examples=examples)
     if found.added:
         found = found.with_denials(*find_denials(manifest, found))
+    found = measure_coverage(manifest, found)
     if profile_values:
         profile = propose_values(manifest, snapshot, found, profile_values)
         found = found.with_proposals(profile.proposals, profile.notes)
