@@ -15,6 +15,7 @@ from .sync import sync
 from .demo import demo
 from .eval import eval_
 from .init import init
+from .describe import describe
 from .run import run
 
 app = typer.Typer(
@@ -53,6 +54,7 @@ app.command()(plan)
 app.command()(run)
 app.command()(chat)
 app.command()(init)
+app.command()(describe)
 app.command()(check)
 app.command()(sandbox)
 app.command()(sync)
