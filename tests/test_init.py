@@ -59,35 +59,24 @@ def _sqlite(tmp_path: Path, request: pytest.FixtureRequest) -> Source:
     return Source("shop", f"sqlite:///{path}")
 
 
-def _run_admin(url: str, statements: list[str]) -> None:
-    from sqlalchemy import create_engine, text
-
-    engine = create_engine(url)
-    with engine.begin() as connection:
-        for statement in statements:
-            connection.execute(text(statement))
-    engine.dispose()
-
-
 def _postgres(tmp_path: Path, request: pytest.FixtureRequest) -> Source:
     server = request.getfixturevalue("pg_server")
     database = f"init_pg_{next(_counter)}"
-    admin = server.create_database(database)
+    server.create_database(database)
     statements = ["CREATE SCHEMA people", "SET search_path TO people"] + _sql_statements("VARCHAR(80)", comments=False)
     statements += ["COMMENT ON TABLE people.teams IS 'teams of the company'",
                    "COMMENT ON COLUMN people.teams.title IS 'team name'",
                    "CREATE TABLE public.elsewhere (id INTEGER PRIMARY KEY)"]
-    _run_admin(admin, statements)
-    reader = server.create_readonly_user(database, f"reader{next(_counter)}", "pw-s3cret-9")
-    role = reader.split("://", 1)[1].split(":", 1)[0]
-    _run_admin(admin, [f"GRANT USAGE ON SCHEMA people TO {role}", f"GRANT SELECT ON ALL TABLES IN SCHEMA people TO {role}"])
+    reader = server.create_readonly_user(database, role := f"reader{next(_counter)}", "pw-s3cret-9")
+    statements += [f"GRANT USAGE ON SCHEMA people TO {role}", f"GRANT SELECT ON ALL TABLES IN SCHEMA people TO {role}"]
+    server.execute([(s, None) for s in statements], database=database)
     return Source("hrpg", reader, schema="people", secret="pw-s3cret-9")
 
 
 def _mariadb(tmp_path: Path, request: pytest.FixtureRequest) -> Source:
     server = request.getfixturevalue("mariadb_server")
-    admin = server.create_database(f"init_maria_{next(_counter)}")
-    _run_admin(admin, _sql_statements("VARCHAR(80)", comments=True))
+    admin = server.create_database(database := f"init_maria_{next(_counter)}")
+    server.execute([(s, None) for s in _sql_statements("VARCHAR(80)", comments=True)], database=database)
     return Source("hrmaria", admin)
 
 
