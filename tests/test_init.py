@@ -104,8 +104,18 @@ def _search(tmp_path: Path, request: pytest.FixtureRequest) -> Source:
     return Source("searchidx", server.url, kind="opensearch", include=(f"{prefix}*",))
 
 
+def _elasticsearch(tmp_path: Path, request: pytest.FixtureRequest) -> Source:
+    """The same index through the test proxy that makes osmem answer like Elasticsearch."""
+    from es_proxy import EsProxy
+
+    built = _search(tmp_path, request)
+    proxy = EsProxy(built.url).__enter__()
+    request.addfinalizer(lambda: proxy.__exit__(None, None, None))
+    return Source("esidx", proxy.url, kind="elasticsearch", include=built.include)
+
+
 ENGINES: dict[str, Callable[[Path, pytest.FixtureRequest], Source]] = {
-    "sqlite": _sqlite, "postgres": _postgres, "mariadb": _mariadb, "search": _search,
+    "sqlite": _sqlite, "postgres": _postgres, "mariadb": _mariadb, "search": _search, "elasticsearch": _elasticsearch,
 }
 
 
