@@ -87,3 +87,29 @@ def test_hand_written_date_columns_are_not_measured(tmp_path: Path) -> None:
 ])
 def test_stored_format(value: Any, expected: str) -> None:
     assert stored_format(value) == expected
+
+
+def test_suggested_values_are_refreshed_without_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A draft's profiled values follow the data (a new status appears) and are not drift; a
+    meaning a person wrote for one of them is kept."""
+    import sqlite3
+
+    db = tmp_path / "o.db"
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT)")
+        c.executemany("INSERT INTO orders (status) VALUES (?)", [("open",), ("open",), ("paid",), ("paid",)])
+    caps = tmp_path / "caps"
+    assert CliRunner().invoke(app, ["init", "--source", "o", "--url", f"sqlite:///{db}", "-m", str(caps)]).exit_code == 0
+    monkeypatch.setenv("O_URL", f"sqlite:///{db}")
+    path = caps / "o.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "values: {open: open, paid: paid}" in text
+    path.write_text(text.replace("paid: paid", "paid: 已付款"), encoding="utf-8")
+    with sqlite3.connect(db) as c:
+        c.executemany("INSERT INTO orders (status) VALUES (?)", [("void",), ("void",)])
+    checked = CliRunner().invoke(app, ["sync", "-m", str(caps), "--check", "--json", "--profile-values", "20"])
+    assert checked.exit_code == 0, checked.output
+    entry = json.loads(checked.stdout)["sources"][0]
+    assert [(f["object"], f["to"]) for f in entry["filled"]] == [("orders.status", ["open", "paid", "void"])]
+    assert CliRunner().invoke(app, ["sync", "-m", str(caps), "--write", "--profile-values", "20"]).exit_code == 0
+    assert "values: {open: open, paid: 已付款, void: void}" in path.read_text(encoding="utf-8")

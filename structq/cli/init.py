@@ -82,9 +82,9 @@ def init(
                                                       help="Only objects matching this glob (repeatable).")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", metavar="GLOB",
                                                       help="Leave out objects matching this glob (repeatable).")] = None,
-    profile_values: Annotated[int | None, typer.Option("--profile-values", metavar="N", min=1,
-                                                       help="Also suggest 'values' for coded text columns with at most "
-                                                            "N distinct values.")] = None,
+    profile_values: Annotated[int, typer.Option("--profile-values", metavar="N", min=0,
+                                                help="Suggest 'values' for coded text columns with at most N distinct "
+                                                     "values (0: none).")] = 20,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -92,7 +92,7 @@ def init(
         from structq.sync.init import init_manifest
 
         result = init_manifest(manifests, source, url, kind=kind, schema=schema, include=include or (),
-                               exclude=exclude or (), profile_values=profile_values)
+                               exclude=exclude or (), profile_values=profile_values or None)
         # The only place the URL is shown: stderr, once; the file holds ${NAME_URL}.
         sys.stderr.write(f"the manifest reads its URL from ${result.variable}; set it where structq runs:\n"
                          f"  export {result.variable}={shlex.quote(result.url)}\n")

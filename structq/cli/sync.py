@@ -99,8 +99,9 @@ def _entry(plan: "SyncPlan") -> dict[str, Any]:
         "dropped": [c.as_dict() for c in d.dropped],
         "changed": [c.as_dict() for c in d.changed]
         + [{"object": p.name, "kind": p.kind, "attribute": "values", "from": None, "to": list(p.values)}
-           for p in d.proposals],
-        "filled": [c.as_dict() for c in d.filled],
+           for p in d.proposals if not p.refresh],
+        "filled": [c.as_dict() for c in d.filled]
+        + [{"object": p.name, "kind": p.kind, "attribute": "values", "to": list(p.values)} for p in d.proposals if p.refresh],
         "denied": [{"object": x.name, "kind": x.category, "reason": x.reason} for x in d.denials],
         "renames": list(d.renames),
         "warnings": list(d.warnings),
@@ -116,6 +117,8 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
         out.print(f"[green]in sync[/] {plan.source} ({plan.path})")
         for c in d.filled:
             out.print(f"  [cyan]+[/] {c.kind} {c.name}: {c.attribute} {c.new} (stated from the database)")
+        for p in d.proposals:
+            out.print(f"  [cyan]~[/] {p.kind} {p.name}: suggested values now ({', '.join(p.values)})")
         return
     out.print(f"[yellow]drift[/] {plan.source} ({plan.path})")
     for c in d.added:

@@ -97,6 +97,8 @@ class Proposal:
     kind: str
     path: tuple[str, ...]
     values: tuple[str, ...]
+    #: Replaces earlier suggestions (a draft's values) rather than adding values: not drift.
+    refresh: bool = False
 
     @property
     def name(self) -> str:
@@ -151,7 +153,7 @@ class SourceDiff:
 
     @property
     def drift(self) -> bool:
-        return any(not c.fill for c in self.changes) or bool(self.proposals)
+        return any(not c.fill for c in self.changes) or any(not p.refresh for p in self.proposals)
 
     @property
     def writable(self) -> bool:

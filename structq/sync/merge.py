@@ -194,6 +194,11 @@ class _Merger:
 
     def _propose(self, proposal: Proposal) -> None:
         _, _, node = self._node(proposal.path)
+        if proposal.refresh:  # new suggestions for a draft's; meanings people wrote are kept
+            meanings = {str(k): v for k, v in (node.get("values") or {}).items()}
+            self.doc.remove_key(node, "values")
+            self.doc.add_key(node, "values", flow_map((v, meanings.get(v, v)) for v in proposal.values))
+            return
         self.doc.add_key(node, "values", flow_map((v, v) for v in proposal.values))
         if "draft" not in node:
             self.doc.add_key(node, "draft", "true")

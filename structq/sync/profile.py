@@ -18,7 +18,9 @@ columns whose read timed out are named in the sync's warnings.
 Proposed values are *suggestions*: the column is marked ``draft: true``, which the planner's
 prompt shows as values seen in the data and the sandbox does not enforce (data that has no
 ``'Sunday'`` row yet must not make ``'Sunday'`` illegal). A person who removes ``draft``
-accepts them, and from then on they are the only legal literals.
+accepts them, and from then on they are the only legal literals. Until then each
+``--profile-values`` run refreshes them (meanings people wrote are kept), which is listed but is
+not drift.
 
 Reads go through ``samples.distinct_counts`` (read-only, time-limited, one per column).
 """
@@ -74,7 +76,9 @@ def _targets(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, notes: 
             declared.add((obj.name.lower(), m.name.lower()))
             keyish = getattr(m, "primary_key", False) or getattr(m, "references", None) or is_key_name(m.name)
             described = bool(m.description) and not m.draft
-            if path in dropped or m.values or m.denied or keyish or described or (obj.name,) in dropped:
+            suggested = bool(m.values) and m.draft  # profiled before, not accepted: refreshed
+            if path in dropped or (m.values and not suggested) or m.denied or keyish or described \
+                    or (obj.name,) in dropped:
                 continue
             if by_name(m.name) is not None:
                 continue
@@ -102,6 +106,7 @@ def propose_values(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, l
     if not targets or limit < 1:
         return profile
     kind = "field" if manifest.is_search else "column"
+    current = _suggested(manifest)
     for path, counted in distinct_counts(manifest, targets, limit, profile.notes).items():
         texts = [str(v) for v, _ in counted if v is not None]
         if not counted or len(counted) > limit or len(texts) != len(counted):
@@ -110,5 +115,16 @@ def propose_values(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, l
             continue
         if sum(n for _, n in counted) < MIN_REPEATS * len(counted) or by_content(texts) is not None:
             continue  # mostly unique (names, free text), or secret-looking: not codes
-        profile.proposals.append(Proposal(kind, path, tuple(sorted(set(texts)))))
+        values = tuple(sorted(set(texts)))
+        if path not in current:
+            profile.proposals.append(Proposal(kind, path, values))
+        elif set(values) != current[path]:
+            profile.proposals.append(Proposal(kind, path, values, refresh=True))
     return profile
+
+
+def _suggested(manifest: "Manifest") -> dict[Target, set[str]]:
+    """Declared draft members with values: suggestions from an earlier profile, refreshed (not drift)."""
+    objects = manifest.indices if manifest.is_search else manifest.tables
+    return {(o.name, m.name): set(m.values) for o in objects
+            for m in (o.fields if manifest.is_search else o.columns) if m.values and m.draft}
