@@ -261,3 +261,22 @@ def test_init_on_defog_ewallet_denies_its_secrets(shared_corpora: Path, tmp_path
     proposed = set(summary["values_proposed"])
     assert proposed and not proposed & set(denied)
     assert not any(name.endswith(("_id", ".id")) for name in proposed)
+
+
+def test_profiling_the_demo_never_touches_a_described_column(demo_env: dict[str, str], demo_capabilities: Any,
+                                                            tmp_path: Path) -> None:
+    """The bundled manifests are written by people: ``--profile-values`` proposes nothing for
+    columns they described (``project_name`` once got values and ``draft: true``)."""
+    import shutil
+
+    from conftest import REPO_ROOT
+
+    caps = tmp_path / "caps"
+    shutil.copytree(REPO_ROOT / "capabilities", caps)
+    result = CliRunner().invoke(app, ["sync", "-m", str(caps), "--check", "--json", "--profile-values", "50"], env=demo_env)
+    assert result.exit_code in (0, 1), result.output
+    described = {f"{m.source}:{t.name}.{c.name}" for m in demo_capabilities for t in m.tables for c in t.columns
+                 if c.description and not c.draft}
+    proposed = {f"{s['source']}:{c['object']}" for s in json.loads(result.stdout)["sources"]
+                for c in s["changed"] + s["filled"] if c.get("attribute") == "values"}
+    assert described and not proposed & described
