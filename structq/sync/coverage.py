@@ -6,7 +6,7 @@ hand-written manifest without one is never read for it). A refresh is written by
 and listed, but it is not drift: data that grows is not a schema that changed.
 
 Never measured: denied columns, and tables with row filters (their range would be every
-tenant's). One ``MIN``/``MAX`` read per column, read-only and time-limited like every sync read.
+tenant's). One ``MIN``/``MAX`` read per table, read-only and time-limited like every sync read.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .connect import sql_connection
 from .diff import Change, SourceDiff
-from .samples import Target
+from .samples import Target, by_object
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
@@ -87,19 +87,21 @@ def measure_coverage(manifest: "Manifest", diff: SourceDiff) -> SourceDiff:
     found: dict[Target, dict[str, str]] = {}
     notes: list[str] = []
     with sql_connection(manifest) as source:
-        for path, _ in targets:
-            col = column(path[1])
-            query = select(func.min(col), func.max(col)).select_from(table(path[0], schema=schema))
+        for name, paths in by_object([path for path, _ in targets]).items():
+            bounds = [f(column(p[1])) for p in paths for f in (func.min, func.max)]
+            query = select(*bounds).select_from(table(name, schema=schema))
             try:
                 with source.transaction() as connection:
-                    low, high = connection.execute(query).one()
+                    row = connection.execute(query).one()
             except DBAPIError as err:
                 if not source.timed_out(err):
                     raise
-                notes.append(f"{'.'.join(path)}: coverage not measured, reading it took longer than {source.timeout_s:g} s")
+                notes.append(f"{name}: coverage not measured, reading it took longer than {source.timeout_s:g} s")
                 continue
-            if low is not None and high is not None:
-                found[path] = {"min": _as_text(low), "max": _as_text(high), "format": stored_format(low)}
+            for i, path in enumerate(paths):
+                low, high = row[2 * i], row[2 * i + 1]
+                if low is not None and high is not None:
+                    found[path] = {"min": _as_text(low), "max": _as_text(high), "format": stored_format(low)}
     refreshes = []
     for path, new in targets:
         measured = found.get(path)

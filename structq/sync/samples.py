@@ -1,10 +1,10 @@
 """Reading stored values for sync: distinct values per column or field, through ``connect``.
 
 Two readers share the read-only, time-limited sessions of ``connect``: ``distinct_counts``
-(each distinct value with how often it occurs, for ``--profile-values``) and ``samples``
-(a few distinct values, for the content check of ``sensitive.py``). One transaction per
-column, so one slow column costs its own timeout and not the others'; a column whose read
-timed out is named in ``notes`` and left out.
+(each distinct value with how often it occurs, for ``--profile-values``; one transaction per
+column, so one slow column costs its own timeout and not the others') and ``samples`` (a few
+values from the first rows, for the content check of ``sensitive.py`` and ``describe``; one
+read per table). What timed out is named in ``notes`` and left out.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .connect import engine_index_names, search_client, sql_connection
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
-__all__ = ["Target", "distinct_counts", "samples"]
+__all__ = ["Target", "by_object", "distinct_counts", "samples", "SAMPLE_ROWS"]
 
 Target = tuple[str, ...]  # (object, member[, sub-member…])
 
@@ -26,8 +26,8 @@ def _schema(manifest: "Manifest") -> str | None:
     return (manifest.sync.schema_ if manifest.sync else None) or manifest.schema_
 
 
-def _sql_counts(manifest: "Manifest", targets: list[Target], limit: int, notes: list[str],
-                skipped: str = "values not profiled") -> dict[Target, list[tuple[Any, int]]]:
+def _sql_counts(manifest: "Manifest", targets: list[Target], limit: int,
+                notes: list[str]) -> dict[Target, list[tuple[Any, int]]]:
     from sqlalchemy import column, func, select, table
     from sqlalchemy.exc import DBAPIError
 
@@ -43,7 +43,7 @@ def _sql_counts(manifest: "Manifest", targets: list[Target], limit: int, notes: 
             except DBAPIError as err:
                 if not source.timed_out(err):
                     raise
-                notes.append(f"{'.'.join(path)}: {skipped}, reading them took longer than {source.timeout_s:g} s")
+                notes.append(f"{'.'.join(path)}: values not profiled, reading them took longer than {source.timeout_s:g} s")
     return found
 
 
@@ -94,17 +94,50 @@ def _search_samples(manifest: "Manifest", targets: list[Target], limit: int,
                     notes: list[str]) -> dict[Target, list[Any]]:
     """From documents' ``_source`` (text fields have no terms aggregation)."""
     engine_name = {declared: name for name, declared in engine_index_names(manifest).items()}
-    by_index: dict[str, list[Target]] = {}
-    for path in targets:
-        by_index.setdefault(path[0], []).append(path)
     found: dict[Target, list[Any]] = {}
     with search_client(manifest) as client:
-        for index, paths in by_index.items():
+        for index, paths in by_object(targets).items():
             body = {"size": max(limit * 5, 50), "_source": sorted({".".join(p[1:]) for p in paths})}
             hits = client.search(index=engine_name.get(index, index), body=body).get("hits", {}).get("hits", [])
             for path in paths:
                 seen = [v for hit in hits for v in _pluck(hit.get("_source") or {}, path[1:]) if v is not None]
                 found[path] = list(dict.fromkeys(map(str, seen)))[:limit]
+    return found
+
+
+def by_object(targets: list[Target]) -> dict[str, list[Target]]:
+    """Targets grouped by their table or index, in first-seen order."""
+    grouped: dict[str, list[Target]] = {}
+    for path in targets:
+        grouped.setdefault(path[0], []).append(path)
+    return grouped
+
+
+#: Rows read per table for samples: one query per table, however many columns it has.
+SAMPLE_ROWS = 200
+
+
+def _sql_samples(manifest: "Manifest", targets: list[Target], limit: int, notes: list[str]) -> dict[Target, list[Any]]:
+    """The first ``SAMPLE_ROWS`` rows' non-null values, per column: one read per table, so a
+    first sync of a 1,000-table schema costs 1,000 small reads, not one per column."""
+    from sqlalchemy import column, select, table
+    from sqlalchemy.exc import DBAPIError
+
+    found: dict[Target, list[Any]] = {}
+    with sql_connection(manifest) as source:
+        for name, paths in by_object(targets).items():
+            query = select(*(column(p[1]) for p in paths)).select_from(table(name, schema=_schema(manifest))) \
+                .limit(SAMPLE_ROWS)
+            try:
+                with source.transaction() as connection:
+                    rows = connection.execute(query).all()
+            except DBAPIError as err:
+                if not source.timed_out(err):
+                    raise
+                notes.append(f"{name}: not checked for secrets, reading it took longer than {source.timeout_s:g} s")
+                continue
+            for i, path in enumerate(paths):
+                found[path] = list(dict.fromkeys(row[i] for row in rows if row[i] is not None))[:limit]
     return found
 
 
@@ -114,5 +147,4 @@ def samples(manifest: "Manifest", targets: list[Target], limit: int, notes: list
         return {}
     if manifest.is_search:
         return _search_samples(manifest, targets, limit, notes)
-    return {path: [v for v, _ in pairs][:limit]
-            for path, pairs in _sql_counts(manifest, targets, limit, notes, "not checked for secrets").items()}
+    return _sql_samples(manifest, targets, limit, notes)
