@@ -280,3 +280,18 @@ def test_profiling_the_demo_never_touches_a_described_column(demo_env: dict[str,
     proposed = {f"{s['source']}:{c['object']}" for s in json.loads(result.stdout)["sources"]
                 for c in s["changed"] + s["filled"] if c.get("attribute") == "values"}
     assert described and not proposed & described
+
+
+@pytest.mark.parametrize("seed", ["", "tables:\n", "tables: []\n", "tables: []   # filled by sync\nexamples: []\n"])
+def test_sync_fills_a_manifest_that_declares_no_tables(seed: str, tmp_path: Path) -> None:
+    """A seed without tables (absent, empty or ``[]``) is synced, not a crash."""
+    db = tmp_path / "seed.db"
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, label TEXT)")
+    path = tmp_path / "seed.yaml"
+    path.write_text(f"source: seed\nkind: sql\nurl: sqlite:///{db}\n{seed}", encoding="utf-8")
+    written = CliRunner().invoke(app, ["sync", "-m", str(path), "--write"])
+    assert written.exit_code == 0, written.output
+    manifest, _ = load_manifest(path)
+    assert [c.name for c in manifest.table("t").columns] == ["id", "label"]
+    assert CliRunner().invoke(app, ["sync", "-m", str(path), "--check"]).exit_code == 0

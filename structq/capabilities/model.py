@@ -272,6 +272,12 @@ class Manifest(_Strict):
 
     _path: Path | None = PrivateAttr(default=None)
 
+    @field_validator("tables", "indices", mode="before")
+    @classmethod
+    def _empty_list(cls, value: Any) -> Any:
+        """``tables:`` with nothing under it is an empty list (a seed for ``structq sync``)."""
+        return [] if value is None else value
+
     @property
     def path(self) -> Path | None:
         """The file this manifest was loaded from (None when built in code)."""
