@@ -18,7 +18,7 @@ from structq.sync.sensitive import by_content, by_name, words
     ("contact_email", "personal"), ("e_mail", "personal"), ("address_billing", "personal"),
     ("postal_code", "personal"), ("iban", "personal"), ("card_number", "personal"),
     ("credit_card", "personal"), ("ip_address", "personal"), ("date_of_birth", "personal"),
-    ("sbcustemail", "personal"), ("sbcustphone", "personal"), ("contact.email", "personal"),
+    ("sbcustemail", "personal"), ("sbcustphone", "personal"), ("sbcustpostalcode", "personal"), ("contact.email", "personal"),
     ("身份证号", "personal"), ("月薪", "personal"), ("手机号码", "personal"), ("家庭住址", "personal"),
     ("登录密码", "secret"),
 ])

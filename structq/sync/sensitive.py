@@ -84,7 +84,7 @@ _INNER_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("personal", "pay", ("salary",)),
     ("personal", "a phone number", ("phone",)),
     ("personal", "an email address", ("email",)),
-    ("personal", "a postal address", ("address",)),
+    ("personal", "a postal address", ("address", "postalcode", "zipcode", "postcode")),
     ("personal", "a bank or card number", ("creditcard", "cardnumber", "accountnumber")),
     ("personal", "a date of birth", ("birthdate", "birthday", "dateofbirth")),
 )
