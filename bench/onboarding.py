@@ -166,12 +166,17 @@ def onboard(db: Database, folder: Path) -> Outcome:
     return outcome
 
 
+#: Tally labels by a word of the reason, in order (name and content reasons share a label).
+_LABELS = (("password", "password/hash"), ("hex digest", "hash"), ("token", "token/key"), ("API key", "token/key"),
+           ("UUID", "UUID key"), ("identity", "ID number"), ("ID number", "ID number"), ("pay", "salary"),
+           ("phone", "phone"), ("email", "email"), ("postal", "address"), ("card", "bank/card"), ("IP", "IP address"),
+           ("birth", "date of birth"))
+
+
 def _why(reason: str) -> str:
-    """``the name 'x' says it holds a phone number`` → ``phone number`` (for the tally)."""
-    for marker in ("says it holds ", "values look like ", "it is an "):
-        if marker in reason:
-            return reason.split(marker, 1)[1].removeprefix("a ").removeprefix("an ")
-    return reason
+    """``the name 'x' says it holds a phone number`` → ``phone (name)``, for the tally."""
+    label = next((label for word, label in _LABELS if word in reason), reason)
+    return f"{label} ({'name' if reason.startswith('the name') else 'content'})"
 
 
 def report(outcomes: list[Outcome]) -> None:
