@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 __all__ = [
     "SQL_COLUMN_TYPES",
     "SEARCH_FIELD_TYPES",
+    "Coverage",
     "Column",
     "Table",
     "SearchField",
@@ -60,6 +61,18 @@ def _enum_keys(values: dict[Any, str] | None) -> dict[str, str] | None:
     return {str(k).lower() if isinstance(k, bool) else str(k): str(v) for k, v in values.items()}
 
 
+class Coverage(_Strict):
+    """The period a date column's data covers and how its values are stored, as ``structq
+    init``/``sync`` last measured them: the planner needs both to turn "last quarter" into a
+    literal that matches something (a question about "the past 7 days" of data that ended last
+    year deserves a warning, not an empty result)."""
+
+    min: str
+    max: str
+    #: How the values are stored: ``date``, ``datetime``, ``ISO date text``, ``epoch seconds``…
+    format: str = ""
+
+
 class Column(_Strict):
     """One column of a table. ``access: deny`` columns may appear nowhere in a query."""
 
@@ -72,6 +85,8 @@ class Column(_Strict):
     synonyms: list[str] = Field(default_factory=list)
     primary_key: bool = False
     nullable: bool | None = None
+    #: Measured by sync for date columns; refreshed by every sync, never drift.
+    coverage: Coverage | None = None
     #: Added by ``structq sync`` and not yet described by a person.
     draft: bool = False
 
@@ -258,6 +273,12 @@ class Manifest(_Strict):
     _path: Path | None = PrivateAttr(default=None)
     #: (the tables list it was built from, its length, lower-cased name → table); see ``table``.
     _table_lookup: tuple[list[Table], int, dict[str, Table]] | None = PrivateAttr(default=None)
+
+    @field_validator("tables", "indices", mode="before")
+    @classmethod
+    def _empty_list(cls, value: Any) -> Any:
+        """``tables:`` with nothing under it is an empty list (a seed for ``structq sync``)."""
+        return [] if value is None else value
 
     @property
     def path(self) -> Path | None:

@@ -3,7 +3,9 @@
 One line per column or field, denied ones left out (the model should not even learn their
 names), enum values with their meanings, references as arrows, row filters as notes.
 Objects that ``structq sync`` added but nobody has described yet are rendered too (they are
-real and queryable), marked ``(undescribed)`` so the model treats their meaning with care.
+real and queryable), marked ``(undescribed)`` so the model treats their meaning with care; the
+``values`` of such a draft were profiled from the data, so they are shown as values seen, not as
+the only legal ones (the sandbox does not enforce them either).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ if TYPE_CHECKING:
 __all__ = ["render_capabilities", "render_manifest"]
 
 
-def _values(values: dict[str, str] | None) -> str:
+def _values(values: dict[str, str] | None, draft: bool = False) -> str:
+    """Accepted values are the only legal literals; a draft's were seen in the data (suggestions)."""
     if not values:
         return ""
-    return " values: " + ", ".join(f"{k}={v}" if v and v != k else k for k, v in values.items())
+    label = " values seen in the data (not a complete list): " if draft else " values: "
+    return label + ", ".join(f"{k}={v}" if v and v != k else k for k, v in values.items())
 
 
 def _described(text: str, draft: bool) -> str:
@@ -35,10 +39,19 @@ def _synonyms(synonyms: list[str]) -> str:
     return f" (also: {', '.join(synonyms)})" if synonyms else ""
 
 
+def _coverage(c: Column) -> str:
+    """``sale_date: 2023-01-01 … 2026-10-31, ISO date text``: which period exists, and how to write it."""
+    if c.coverage is None:
+        return ""
+    stored = f", stored as {c.coverage.format}" if c.coverage.format else ""
+    return f" (data covers {c.coverage.min} … {c.coverage.max}{stored})"
+
+
 def _column(c: Column) -> str:
     flags = " PK" if c.primary_key else ""
     ref = f" → {c.references}" if c.references else ""
-    return f"    {c.name} {c.type}{flags}{ref}{_described(c.description, c.draft)}{_synonyms(c.synonyms)}{_values(c.values)}"
+    return (f"    {c.name} {c.type}{flags}{ref}{_described(c.description, c.draft)}{_synonyms(c.synonyms)}"
+            f"{_coverage(c)}{_values(c.values, c.draft)}")
 
 
 def _table(t: Table, m: Manifest) -> list[str]:
@@ -52,7 +65,7 @@ def _field(f: SearchField, prefix: str = "") -> list[str]:
     if f.denied:
         return []
     name = prefix + f.name
-    lines = [f"    {name} {f.type}{_described(f.description, f.draft)}{_synonyms(f.synonyms)}{_values(f.values)}"]
+    lines = [f"    {name} {f.type}{_described(f.description, f.draft)}{_synonyms(f.synonyms)}{_values(f.values, f.draft)}"]
     for sub in f.fields:
         lines += _field(sub, name + ".")
     return lines

@@ -15,6 +15,8 @@ from .sync import sync
 from .demo import demo
 from .engine import configure_daemon, engine_app
 from .eval import eval_
+from .init import init
+from .describe import describe
 from .run import run
 
 app = typer.Typer(
@@ -57,6 +59,8 @@ app.command()(ask)
 app.command()(plan)
 app.command()(run)
 app.command()(chat)
+app.command()(init)
+app.command()(describe)
 app.command()(check)
 app.command()(sandbox)
 app.command()(sync)

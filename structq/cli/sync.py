@@ -99,7 +99,10 @@ def _entry(plan: "SyncPlan") -> dict[str, Any]:
         "dropped": [c.as_dict() for c in d.dropped],
         "changed": [c.as_dict() for c in d.changed]
         + [{"object": p.name, "kind": p.kind, "attribute": "values", "from": None, "to": list(p.values)}
-           for p in d.proposals],
+           for p in d.proposals if not p.refresh],
+        "filled": [c.as_dict() for c in d.filled]
+        + [{"object": p.name, "kind": p.kind, "attribute": "values", "to": list(p.values)} for p in d.proposals if p.refresh],
+        "denied": [{"object": x.name, "kind": x.category, "reason": x.reason} for x in d.denials],
         "renames": list(d.renames),
         "warnings": list(d.warnings),
         "written": plan.written,
@@ -112,6 +115,10 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
     d = plan.diff
     if not d.drift:
         out.print(f"[green]in sync[/] {plan.source} ({plan.path})")
+        for c in d.filled:
+            out.print(f"  [cyan]+[/] {c.kind} {c.name}: {c.attribute} {c.new} (stated from the database)")
+        for p in d.proposals:
+            out.print(f"  [cyan]~[/] {p.kind} {p.name}: suggested values now ({', '.join(p.values)})")
         return
     out.print(f"[yellow]drift[/] {plan.source} ({plan.path})")
     for c in d.added:
@@ -128,8 +135,12 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
             out.print(f"  [cyan]~[/] {c.kind} {c.name}: {c.attribute} {c.old} removed")
         else:
             out.print(f"  [cyan]~[/] {c.kind} {c.name}: {c.attribute} {c.old} → {c.new}")
+    for c in d.filled:
+        out.print(f"  [cyan]+[/] {c.kind} {c.name}: {c.attribute} {c.new} (stated from the database)")
     for p in d.proposals:
         out.print(f"  [cyan]~[/] {p.kind} {p.name}: values proposed ({', '.join(p.values)})")
+    for x in d.denials:
+        out.print(f"  [red]✗[/] {x.kind} {x.name}: access: deny ({x.reason})", highlight=False)
     for r in d.renames:
         out.print(f"  [magenta]?[/] {r}")
     for w in d.warnings:

@@ -277,9 +277,10 @@ class Context:
             )
 
     def check_enum(self, name: str, literal: Any, path: JsonPath) -> None:
-        """A literal compared with an enum field must be one of its ``values``."""
+        """A literal compared with an enum field must be one of its ``values`` — unless they are a
+        ``draft`` field's, which profiling suggested and no person accepted."""
         declared = self._declared(name)
-        legal = self.fields[declared].values if declared else None
+        legal = self.fields[declared].values if declared and not self.fields[declared].draft else None
         if not legal or self.reference(literal) is not None:
             return
         text = str(literal).lower() if isinstance(literal, bool) else str(literal)
