@@ -53,11 +53,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-def _enum_keys(values: dict[Any, str] | None) -> dict[str, str] | None:
+def _enum_keys(values: Any) -> Any:
     """YAML reads ``{1: 男}`` with an int key; enums compare as text, so keys become strings."""
-    if values is None:
-        return None
-    return {str(k).lower() if isinstance(k, bool) else str(k): str(v) for k, v in values.items()}
+    if not isinstance(values, dict):
+        return values  # the wrong shape: pydantic reports it, the loader explains the form
+    return {str(k) if k is None else _text(k): _text(v) for k, v in values.items()}
+
+
+def _text(value: Any) -> Any:
+    """A scalar as enum text (``true``, ``1``, an empty meaning as ``""``); a list or mapping is
+    left as it is, for pydantic to refuse: a meaning is one piece of text."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, (str, int, float)) else value
 
 
 class Column(_Strict):
@@ -146,6 +156,9 @@ class Index(_Strict):
         return out
 
 
+_Scalar = str | int | float | bool
+
+
 class RowFilter(_Strict):
     """A predicate added to every read of a table or index, in every scope.
 
@@ -158,7 +171,8 @@ class RowFilter(_Strict):
     table: str | None = None
     where: str | None = None
     index: str | None = None
-    term: dict[str, Any] | None = None
+    #: field → ``:var``, a literal, or a list of literals (applied as ``terms``).
+    term: dict[str, _Scalar | list[_Scalar]] | None = None
 
     @property
     def variables(self) -> list[str]:

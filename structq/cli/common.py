@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 
+#: click's usage errors and exits pass through ``errors_to_exit`` untouched. typer vendors click
+#: in recent versions and uses it in older ones; its own exception names the right class.
+_CLICK_EXITS = (typer.Exit, typer.Abort, *(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"))
+
 ManifestsOpt = Annotated[
     Path,
     typer.Option("-m", "--manifests", help="Manifest file or folder of manifests.", envvar="STRUCTQ_MANIFESTS"),
@@ -130,12 +134,26 @@ def errors_to_exit(verbose: bool = False) -> Iterator[None]:
     try:
         yield
     except StructqError as exc:
-        if verbose or os.environ.get("STRUCTQ_DEBUG"):
-            import traceback
-
-            traceback.print_exc()
+        _traceback_if(verbose)
         message, hint = describe(exc)
         fail(message, hint=hint, code=exit_code_for(exc))
+    except _CLICK_EXITS:
+        raise
+    except OSError as exc:  # a file or folder the command was pointed at
+        _traceback_if(verbose)
+        where = f" {exc.filename}" if exc.filename else ""
+        fail(f"cannot use{where}: {exc.strerror or exc}", hint="check the path and its permissions", code=EXIT_FAILED)
+    except Exception as exc:  # a bug: still one line, the traceback only on request
+        _traceback_if(verbose)
+        fail(f"unexpected {type(exc).__name__}: {exc}",
+             hint="run again with -v for the traceback, and please report it", code=EXIT_FAILED)
+
+
+def _traceback_if(verbose: bool) -> None:
+    if verbose or os.environ.get("STRUCTQ_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
 
 
 def describe(exc: "StructqError") -> tuple[str, str | None]:

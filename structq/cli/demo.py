@@ -38,7 +38,7 @@ def demo(
     from structq.config import default_demo_dir
 
     out = console()
-    target = (directory or default_demo_dir()).expanduser().resolve()
+    target = _writable_folder((directory or default_demo_dir()).expanduser().resolve())
     os.environ["STRUCTQ_DEMO_DIR"] = str(target)  # the bundled manifests point at ${STRUCTQ_DEMO_DIR}
     with errors_to_exit(verbose):
         _ensure_data(target, scale, rebuild, out)
@@ -53,6 +53,21 @@ def demo(
             if agent.has_model:
                 _answer_open_question(agent, out)
         _next_steps(out, manifests, target, with_model=agent.has_model)
+
+
+def _writable_folder(target: Path) -> Path:
+    """``--dir`` as a folder structq can write, or a usage error saying why not."""
+    if target.exists() and not target.is_dir():
+        raise typer.BadParameter(f"{target} is a file, not a folder", param_hint="--dir")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot create the folder {target}: {exc.strerror or exc} "
+                                 "(choose a folder you can write, e.g. --dir /tmp/structq-demo)",
+                                 param_hint="--dir") from None
+    if not os.access(target, os.W_OK):
+        raise typer.BadParameter(f"cannot write in {target} (choose a folder you can write)", param_hint="--dir")
+    return target
 
 
 def _ensure_data(target: Path, scale: float, rebuild: bool, out) -> None:
