@@ -62,8 +62,9 @@ def main() -> None:
     """Console-script entry point: whatever escapes a command is still one line, not a traceback."""
     import sys
 
-    from .common import errors_to_exit
+    from .common import errors_to_exit, plain_when_piped
 
+    plain_when_piped(app)
     try:
         with errors_to_exit(verbose=bool({"-v", "--verbose"} & set(sys.argv[1:]))):
             app()

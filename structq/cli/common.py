@@ -96,10 +96,26 @@ def _number_or_text(value: str) -> Any:
     return value
 
 
+#: Width when the output is not a terminal: lines are never wrapped for a pipe or a file, so
+#: ``grep`` and ``cut`` see whole rows (panels shrink to their content; see ``render.panel``).
+PIPE_WIDTH = 10_000
+
+
 def console(stderr: bool = False) -> "Console":
+    """Rich output for a terminal; for a pipe or a file, no colour codes and no wrapping."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    out = Console(stderr=stderr, highlight=False)
+    if out.is_terminal:
+        return out
+    return Console(stderr=stderr, highlight=False, width=PIPE_WIDTH, color_system=None, emoji=False)
+
+
+def plain_when_piped(app: typer.Typer) -> None:
+    """Help and usage errors as plain text when stdout or stderr is not a terminal: no boxes,
+    no colour codes, and no help text cut to fit a box (rich crops wrapped CJK lines)."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        app.rich_markup_mode = None
 
 
 def print_json(document: Any) -> None:

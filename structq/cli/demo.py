@@ -97,15 +97,12 @@ def _ensure_data(target: Path, scale: float, rebuild: bool, out) -> None:
 
 
 def _answer_examples(agent, out) -> None:
-    from rich.markup import escape
-    from rich.rule import Rule
-
-    from .render import print_answer, print_plan, print_queries, print_results
+    from .render import heading, print_answer, print_plan, print_queries, print_results
 
     examples = [example for _, example in agent.capabilities.examples()]
     out.print(f"\nAnswering the {len(examples)} verified example questions (plans from the manifests, no model):")
     for i, example in enumerate(examples, 1):
-        out.print(Rule(f"[bold]{i}. {escape(example.question)}", align="left"))
+        heading(out, f"{i}. {example.question}")
         with out.status("running the plan …"):
             answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
         print_plan(out, answer.plan)
@@ -115,11 +112,9 @@ def _answer_examples(agent, out) -> None:
 
 
 def _answer_open_question(agent, out) -> None:
-    from rich.rule import Rule
+    from .render import heading, print_answer, print_plan
 
-    from .render import print_answer, print_plan
-
-    out.print(Rule(f"[bold]Your model plans a new question: {OPEN_QUESTION}", align="left"))
+    heading(out, f"Your model plans a new question: {OPEN_QUESTION}")
     with out.status("planning with the model …"):
         answer = agent.ask(OPEN_QUESTION, today=DEMO_TODAY)
     print_plan(out, answer.plan)
@@ -127,13 +122,13 @@ def _answer_open_question(agent, out) -> None:
 
 
 def _next_steps(out, manifests: Path, data: Path, *, with_model: bool) -> None:
-    from rich.panel import Panel
+    from .render import panel
 
     model_line = ("" if with_model else
                   "Configure a model first: --llm openai:gpt-4o-mini, or STRUCTQ_LLM, or OPENAI_API_KEY\n"
                   "(OPENAI_BASE_URL for any OpenAI-compatible server).\n")
-    out.print(Panel(
-        f"{model_line}"
+    out.print(panel(
+        out, f"{model_line}"
         f"Ask your own question:\n"
         f"  STRUCTQ_DEMO_DIR={data} structq ask \"华东区去年哪个季度销售额最高？\" -m {manifests} --show-plan\n"
         f"The manifests describing the demo sources are in {manifests}.\n"
