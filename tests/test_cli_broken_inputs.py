@@ -257,3 +257,31 @@ def test_ask_answers_when_audit_log_or_cache_cannot_be_written(setting, warnings
     for warning in warnings:
         assert result.stderr.count(warning) == 1, result.stderr  # warned once
     assert all(line.startswith("structq: warning: ") for line in result.stderr.splitlines())
+
+
+# --- the demo: data not built, or only the core install -------------------------------------
+
+
+def test_the_demo_data_not_built_yet_says_to_run_structq_demo(env, tmp_path) -> None:
+    result = invoke(["ask", VERIFIED], {**env, "STRUCTQ_DEMO_DIR": str(tmp_path / "never-built")})
+    assert_one_clean_line(result, 4, "hint: the demo data is not built yet", "run `structq demo` first")
+    assert "server is running" not in result.stderr
+
+
+def test_the_demo_with_only_the_core_install_answers_the_sql_examples(tmp_path, demo_capabilities) -> None:
+    """The embedded extra is made absent by a package of its name that fails to import,
+    first on the path: what a core-only install looks like to structq."""
+    blocker = tmp_path / "site" / "osmem_server"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text('raise ImportError("not installed")\n')
+    env = {"PYTHONPATH": os.pathsep.join([str(blocker.parent), str(REPO_ROOT)]),
+           "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0", "STRUCTQ_LLM": None, "OPENAI_API_KEY": None}
+    result = console_script("demo", "--dir", str(tmp_path / "demo"), "--scale", "0.05", env=env)
+    assert_one_clean_line(result, 0)
+    search = [e.question for m, e in demo_capabilities.examples() if any(s.source == "reports" for s in e.steps)]
+    sections = result.stdout.split("\n── ")[1:]
+    assert len(sections) == len(list(demo_capabilities.examples())) and search
+    for section in sections:
+        skipped = 'skipped: the embedded search engine is not installed (pip install "structq[embedded]")' in section
+        assert skipped == any(section.split("\n", 1)[0].endswith(q) for q in search), section[:300]
+        assert skipped or "Answer" in section

@@ -152,7 +152,7 @@ def errors_to_exit(verbose: bool = False) -> Iterator[None]:
     except StructqError as exc:
         _traceback_if(verbose)
         message, hint = describe(exc)
-        fail(message, hint=hint, code=exit_code_for(exc))
+        fail(message, hint=_demo_hint(message) or hint, code=exit_code_for(exc))
     except _CLICK_EXITS:
         raise
     except OSError as exc:  # a file or folder the command was pointed at
@@ -163,6 +163,19 @@ def errors_to_exit(verbose: bool = False) -> Iterator[None]:
         _traceback_if(verbose)
         fail(f"unexpected {type(exc).__name__}: {exc}",
              hint="run again with -v for the traceback, and please report it", code=EXIT_FAILED)
+
+
+def _demo_hint(message: str) -> str | None:
+    """When a source is unusable because the demo data was never built, say how to build it
+    (not "check that the server is running")."""
+    from structq.config import default_demo_dir
+    from structq.demo import DATABASE_NAME
+
+    folder = default_demo_dir()
+    if str(folder) not in message or (folder / DATABASE_NAME).exists():
+        return None
+    return (f"the demo data is not built yet in {folder}: run `structq demo` first "
+            "(or point STRUCTQ_DEMO_DIR at a folder where it was built)")
 
 
 def _traceback_if(verbose: bool) -> None:

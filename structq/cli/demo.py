@@ -99,12 +99,20 @@ def _ensure_data(target: Path, scale: float, rebuild: bool, out) -> None:
 def _answer_examples(agent, out) -> None:
     from .render import heading, print_answer, print_plan, print_queries, print_results
 
+    from rich.markup import escape
+
+    from structq.errors import ConfigError
+
     examples = [example for _, example in agent.capabilities.examples()]
     out.print(f"\nAnswering the {len(examples)} verified example questions (plans from the manifests, no model):")
     for i, example in enumerate(examples, 1):
         heading(out, f"{i}. {example.question}")
-        with out.status("running the plan …"):
-            answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
+        try:
+            with out.status("running the plan …"):
+                answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
+        except ConfigError as exc:  # e.g. the embedded search engine is not installed: the others still run
+            out.print(f"[yellow]skipped:[/] {escape(exc.message)}" + (f" ({escape(exc.hint)})" if exc.hint else ""))
+            continue
         print_plan(out, answer.plan)
         print_queries(out, answer.results)
         print_results(out, answer.results)
