@@ -43,6 +43,7 @@ SQL_MANIFEST: dict[str, Any] = {
     }],
     "functions": ["julianday"],
     "examples": [{"question": "all staff", "reasoning": "one table", "answer_with": "a list",
+                  "today": "2026-11-30", "period": "year", "shift": True,
                   "steps": [{"output_key": "staff", "source": "hr", "purpose": "everyone",
                              "query": "SELECT employee_id FROM employees"}]}],
     "sync": {"schema": "main", "include": ["*"], "exclude": ["tmp_*"]},

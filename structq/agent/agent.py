@@ -217,7 +217,7 @@ class Agent:
                     context: str) -> tuple[Plan | None, str | None]:
         """A plan that needs no model call: a verified example, then the cache."""
         if not context:
-            verified = self.verified.get(question)
+            verified = self.verified.get(question, today)
             if verified is not None:
                 return verified, "verified"
         if use_cache and self.cache is not None and self.has_model:

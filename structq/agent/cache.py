@@ -8,6 +8,7 @@ the model, today's date (relative dates change meaning daily) and the conversati
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -52,10 +53,23 @@ class VerifiedPlans:
     """The manifests' examples by normalised question."""
 
     def __init__(self, capabilities: "CapabilitySet") -> None:
-        self._plans = {normalise_question(ex.question): Plan.from_example(ex) for _, ex in capabilities.examples()}
+        self._plans = {normalise_question(ex.question): (Plan.from_example(ex), ex)
+                       for _, ex in capabilities.examples()}
 
-    def get(self, question: str) -> Plan | None:
-        return self._plans.get(normalise_question(question))
+    def get(self, question: str, today: dt.date | None = None) -> Plan | None:
+        """The verified plan for ``question``; an example with relative dates is moved to the
+        period ``today`` falls in (see ``relative.py``)."""
+        found = self._plans.get(normalise_question(question))
+        if found is None:
+            return None
+        plan, example = found
+        if example.today is None or example.period is None or today is None:
+            return plan
+        from .relative import periods_between, shift_plan
+
+        if not example.shift:
+            return plan if periods_between(example.today, today, example.period) == 0 else None
+        return shift_plan(plan, example.today, example.period, today)
 
     def __len__(self) -> int:
         return len(self._plans)

@@ -8,12 +8,13 @@ rules that need no file positions.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 __all__ = [
     "SQL_COLUMN_TYPES",
@@ -215,12 +216,30 @@ class ExampleStep(_Strict):
 
 
 class Example(_Strict):
-    """A verified plan: a question whose normalised text matches skips the LLM."""
+    """A verified plan: a question whose normalised text matches skips the LLM.
+
+    A question with relative time (去年, 上个季度, last month) declares the day its dates were
+    resolved for (``today``) and the calendar unit its words count in (``period``). Asked on
+    a day in another period, the plan's dates move by the periods in between (去年第三季度
+    asked in 2028 reads 2027's third quarter), never answering a stale period. ``shift: false``
+    is for dates that do not move by whole periods (三月第一周 starts on a different day each
+    year): the example then matches only within ``today``'s period and is planned afresh after.
+    """
 
     question: str = Field(min_length=1)
     reasoning: str = ""
     steps: list[ExampleStep] = Field(min_length=1)
     answer_with: str = ""
+    today: dt.date | None = None
+    period: Literal["year", "quarter", "month", "week", "day"] | None = None
+    shift: bool = True
+
+    @model_validator(mode="after")
+    def _today_with_period(self) -> "Example":
+        if (self.today is None) != (self.period is None):
+            raise ValueError("a relative-date example gives both today: (the day its dates were resolved for) "
+                             "and period: (year, quarter, month, week or day)")
+        return self
 
 
 class SyncSettings(_Strict):
