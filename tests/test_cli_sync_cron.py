@@ -93,3 +93,19 @@ def test_the_cron_recipe_mails_drift_and_errors_as_what_they_are(cron, folder: P
     (tmp_path / "structq.env").write_text(f"HR_DB_URL=sqlite:///{folder / 'hr.db'}\n")
     code, mail = cron()  # the env file gives the URL: back to the drift report
     assert code == 1 and mail.startswith("subject: structq: schema drift")
+
+
+def test_the_diff_is_a_patch_that_applies(folder: Path, tmp_path: Path) -> None:
+    import shutil
+
+    with sqlite3.connect(folder / "hr.db") as db:
+        db.execute("ALTER TABLE employees ADD COLUMN region TEXT")
+    (folder / "hr.yaml").write_text(MANIFEST.rstrip("\n"), encoding="utf-8")  # no final newline, even
+    copy = shutil.copytree(folder, tmp_path / "copy")
+    report = CliRunner().invoke(app, ["sync", "--check", "--diff", "-m", str(folder)])
+    assert report.exit_code == 1, report.output
+    applied = subprocess.run(["patch", "-p1"], input=report.stdout, cwd=copy, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    written = CliRunner().invoke(app, ["sync", "--write", "-m", str(folder)])
+    assert written.exit_code == 0, written.output
+    assert (copy / "hr.yaml").read_bytes() == (folder / "hr.yaml").read_bytes()

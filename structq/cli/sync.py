@@ -108,6 +108,20 @@ def _entry(plan: "SyncPlan") -> dict[str, Any]:
     }
 
 
+def _patch(plan: "SyncPlan") -> str:
+    """The YAML change as a unified diff that ``patch -p1`` applies in the manifest's folder
+    (``a/hr.yaml`` / ``b/hr.yaml`` headers, a marked missing final newline)."""
+    import difflib
+
+    name = plan.path.name
+    lines = []
+    for line in difflib.unified_diff(plan.before.decode("utf-8").splitlines(keepends=True),
+                                     plan.after.decode("utf-8").splitlines(keepends=True),
+                                     fromfile=f"a/{name}", tofile=f"b/{name}"):
+        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
 def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> None:
     d = plan.diff
     if not d.drift:
@@ -135,7 +149,9 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
     for w in d.warnings:
         out.print(f"  [yellow]![/] {w}")
     if show_diff and plan.after != plan.before:
-        out.print(plan.unified_diff(), markup=False, highlight=False, end="")
+        out.file.flush()
+        sys.stdout.write(_patch(plan))  # bytes as they are: a console would wrap long lines
+        sys.stdout.flush()
     if write and plan.written:
         out.print(f"  wrote {plan.path}; previous version saved as {plan.saved.path if plan.saved else '-'}")
     elif write and plan.after == plan.before:
