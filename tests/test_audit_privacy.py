@@ -18,13 +18,15 @@ VERIFIED = "华东区在职的研发部员工有哪些？"
 
 
 def _texts(value: Any) -> set[str]:
-    """The row values an audit line could leak: text of two characters or more, numbers as text."""
+    """The row values an audit line could leak, as text: words of two characters or more, and
+    figures of five or more (shorter ones coincide with row counts and timings)."""
     if isinstance(value, (list, tuple)):
         return set().union(*(_texts(v) for v in value)) if value else set()
     if isinstance(value, dict):
         return _texts(list(value.values()))
     text = str(value) if value is not None and not isinstance(value, bool) else ""
-    return {text} if len(text) >= 2 else set()
+    numeric = text.replace(".", "", 1).replace("-", "", 1).isdigit()
+    return {text} if len(text) >= (5 if numeric else 2) else set()
 
 
 def _env(tmp_path: Path, **extra: str | None) -> dict[str, str | None]:
