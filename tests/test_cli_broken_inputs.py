@@ -182,7 +182,7 @@ def _eval_file(folder: Path, text: str) -> Path:
     return path
 
 
-BROKEN_MANIFESTS = ["ask", "plan", "run", "chat", "check", "sandbox", "eval"]
+BROKEN_MANIFESTS = ["ask", "plan", "run", "chat", "check", "sandbox", "eval", "sync"]
 
 
 @pytest.mark.parametrize("command", BROKEN_MANIFESTS)
@@ -193,7 +193,7 @@ def test_every_command_reports_broken_manifests_as_exit_3(command, broken, tmp_p
     plan.write_text("steps: [{output_key: a, source: hr, query: SELECT 1}]\n", encoding="utf-8")
     args = {
         "ask": ["ask", VERIFIED], "plan": ["plan", VERIFIED], "run": ["run", str(plan)], "chat": ["chat"],
-        "check": ["check"], "sandbox": ["sandbox", "--source", "hr", "SELECT 1"],
+        "check": ["check"], "sandbox": ["sandbox", "--source", "hr", "SELECT 1"], "sync": ["sync", "--check"],
         "eval": ["eval", str(_eval_file(tmp_path, "questions: [{question: q, expect_rows: [[1]]}]\n"))],
     }[command]
     result = CliRunner().invoke(app, [*args, "-m", str(folder)], env=env, input="/quit\n")
