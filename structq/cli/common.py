@@ -155,6 +155,8 @@ def errors_to_exit(verbose: bool = False) -> Iterator[None]:
         fail(message, hint=_demo_hint(message) or hint, code=exit_code_for(exc))
     except _CLICK_EXITS:
         raise
+    except BrokenPipeError:  # `structq … | head` stopped reading: nothing left to say
+        raise typer.Exit(EXIT_FAILED) from None
     except OSError as exc:  # a file or folder the command was pointed at
         _traceback_if(verbose)
         where = f" {exc.filename}" if exc.filename else ""
