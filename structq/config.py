@@ -44,6 +44,8 @@ class Settings:
     timezone: str = "local"
     audit_path: Path | None = None
     audit_enabled: bool = True
+    #: Keep the answer text in the audit line (it quotes result rows, so off by default).
+    audit_answers: bool = False
     cache_enabled: bool = True
 
     @classmethod
@@ -56,6 +58,7 @@ class Settings:
             "timezone": env.get("STRUCTQ_TIMEZONE", "local"),
             "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
             "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),
+            "audit_answers": env.get("STRUCTQ_AUDIT_ANSWERS", "0") in ("1", "on", "true"),
             "cache_enabled": env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})

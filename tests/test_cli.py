@@ -191,9 +191,9 @@ def test_run_prints_result_tables(structq, tmp_path: Path) -> None:
 
 def test_run_of_a_missing_file_says_which(structq, tmp_path: Path) -> None:
     result = structq("run", str(tmp_path / "nowhere.yaml"))
-    assert result.exit_code == 1
-    assert error_line(result).startswith("structq: error: cannot read plan file")
-    assert "nowhere.yaml" in error_line(result) and "Traceback" not in result.output
+    assert result.exit_code == 2  # a usage error: the argument names no readable file
+    assert "cannot read plan file" in result.stderr
+    assert "nowhere.yaml" in result.stderr and "Traceback" not in result.output
 
 
 def test_run_of_a_plan_with_an_unknown_source_is_a_plan_error(structq, tmp_path: Path) -> None:

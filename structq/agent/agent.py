@@ -109,7 +109,9 @@ class Agent:
         self.engine = Engine(capabilities)
         self.verified = VerifiedPlans(capabilities)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
-        self.audit = audit if audit is not None else (AuditLog(self.settings.audit_path) if self.settings.audit_enabled else None)
+        self.audit = audit if audit is not None else (
+            AuditLog(self.settings.audit_path, include_answer=self.settings.audit_answers)
+            if self.settings.audit_enabled else None)
 
     @classmethod
     def from_path(cls, path: str | Path, *, llm: "BaseChatModel | str | None" = None, **kwargs: Any) -> "Agent":
@@ -121,7 +123,7 @@ class Agent:
     def _default_cache() -> PlanCache:
         from structq.config import user_cache_dir
 
-        return PlanCache(user_cache_dir() / "plans.sqlite")
+        return PlanCache(user_cache_dir() / "plans.sqlite", best_effort=True)
 
     def close(self) -> None:
         self.engine.close()
@@ -215,7 +217,7 @@ class Agent:
                     context: str) -> tuple[Plan | None, str | None]:
         """A plan that needs no model call: a verified example, then the cache."""
         if not context:
-            verified = self.verified.get(question)
+            verified = self.verified.get(question, today)
             if verified is not None:
                 return verified, "verified"
         if use_cache and self.cache is not None and self.has_model:

@@ -70,8 +70,17 @@ app.add_typer(engine_app, name="engine")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: whatever escapes a command is still one line, not a traceback."""
+    import sys
+
+    from .common import errors_to_exit, plain_when_piped
+
+    plain_when_piped(app)
+    try:
+        with errors_to_exit(verbose=bool({"-v", "--verbose"} & set(sys.argv[1:]))):
+            app()
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
 
 
 __all__ = ["app", "main"]

@@ -23,7 +23,16 @@ from .common import (
     print_json,
 )
 
-QuestionArg = Annotated[str, typer.Argument(help="The question, in any language.")]
+
+
+def _question(value: str) -> str:
+    """An empty or blank question is a usage error (exit 2), not a question for the model."""
+    if not value.strip():
+        raise typer.BadParameter("the question is empty; ask something, e.g. \"华东区有多少员工？\"")
+    return value
+
+
+QuestionArg = Annotated[str, typer.Argument(help="The question, in any language.", callback=_question)]
 
 
 def ask(

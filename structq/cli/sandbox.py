@@ -137,7 +137,7 @@ def sandbox(
 
     Prints the rewritten query (row filters, row cap, allowed columns or _source), its bound values, what it reads and its row limit; a refused query prints the violation's code, message and hint. Nothing is sent to the source.
 
-    [b]Examples[/b]
+    Examples:
 
       structq sandbox -m capabilities --source hr --var tenant_id=7 "SELECT * FROM employees"
 

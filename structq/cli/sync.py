@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -33,7 +35,7 @@ _SOURCE_LINE = re.compile(r"^source:\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)", re.MULTI
 
 HELP = """Compare manifests with their databases and search indices; report or apply the drift.
 
-New tables, columns and fields are added with their types and the database's comments, marked [bold]draft: true[/] (undescribed); dropped ones are removed; type changes are applied. Descriptions, values, synonyms, access flags, examples, policies and YAML comments are kept. Every write first saves the previous file under .history/<source>/.
+New tables, columns and fields are added with their types and the database's comments, marked draft: true (undescribed); dropped ones are removed; type changes are applied. Descriptions, values, synonyms, access flags, examples, policies and YAML comments are kept. Every write first saves the previous file under .history/<source>/.
 
 Exit codes: 0 in sync (or written), 1 drift found by --check (or a failure), 2 usage, 3 manifest or configuration error, 4 a source is unavailable.
 
@@ -47,9 +49,7 @@ Examples:
 
   structq sync --rollback -s hr         # undo the last write
 
-A crontab line (every night at 02:00; mail the report when a manifest drifted):
-
-  0 2 * * * cd /srv/sq && structq sync --check >drift.txt || mail -s drift ops <drift.txt
+For cron, use scripts/sync_cron.sh (README, "Cron"): absolute paths, an env file for the URLs, --quiet, and a mail that tells drift (1) from errors (3, 4).
 """
 
 
@@ -111,6 +111,20 @@ def _entry(plan: "SyncPlan") -> dict[str, Any]:
     }
 
 
+def _patch(plan: "SyncPlan") -> str:
+    """The YAML change as a unified diff that ``patch -p1`` applies in the manifest's folder
+    (``a/hr.yaml`` / ``b/hr.yaml`` headers, a marked missing final newline)."""
+    import difflib
+
+    name = plan.path.name
+    lines = []
+    for line in difflib.unified_diff(plan.before.decode("utf-8").splitlines(keepends=True),
+                                     plan.after.decode("utf-8").splitlines(keepends=True),
+                                     fromfile=f"a/{name}", tofile=f"b/{name}"):
+        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
 def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> None:
     d = plan.diff
     if not d.drift:
@@ -146,7 +160,9 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
     for w in d.warnings:
         out.print(f"  [yellow]![/] {w}")
     if show_diff and plan.after != plan.before:
-        out.print(plan.unified_diff(), markup=False, highlight=False, end="")
+        out.file.flush()
+        sys.stdout.write(_patch(plan))  # bytes as they are: a console would wrap long lines
+        sys.stdout.flush()
     if write and plan.written:
         out.print(f"  wrote {plan.path}; previous version saved as {plan.saved.path if plan.saved else '-'}")
     elif write and plan.after == plan.before:
@@ -154,6 +170,18 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
 
 
 # --- commands -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def _in_folder(folder: Path) -> Iterator[None]:
+    """Run inside the manifest's folder, so a relative SQLite path resolves against it, as it
+    does for ``check`` and ``ask`` (cron runs from the home folder)."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 def _rollback(manifests: Path, source: str | None, version: str | None, json_out: bool) -> None:
@@ -183,6 +211,7 @@ def sync(
     profile_values: Annotated[int | None, typer.Option("--profile-values", metavar="N", min=1,
                                                        help="Propose 'values' for text columns with at most N distinct values.")] = None,
     show_diff: Annotated[bool, typer.Option("--diff", help="Also print the unified diff of the YAML.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing for manifests in sync (for cron).")] = False,
     rollback: Annotated[bool, typer.Option("--rollback", help="Restore the previous saved version of one manifest "
                                            "(or VERSION, a name under .history/<source>/).")] = False,
     version: Annotated[str | None, typer.Argument(metavar="[VERSION]", help="With --rollback: the version to restore.",
@@ -214,8 +243,8 @@ def sync(
             label = _source_of(path) or path.name
             spinner = status_console.status(f"syncing {label}…") if sys.stderr.isatty() else nullcontext()
             try:
-                with spinner:
-                    plan = plan_sync(path, examples=examples, profile_values=profile_values)
+                with spinner, _in_folder(path.resolve().parent):
+                    plan = plan_sync(path.resolve(), examples=examples, profile_values=profile_values)
                     if write:
                         plan = write_sync(plan)
             except SourceUnavailable as exc:
@@ -227,7 +256,7 @@ def sync(
                 continue
             drifted = drifted or plan.diff.drift
             entries.append(_entry(plan))
-            if not json_out:
+            if not json_out and not (quiet and not plan.diff.drift):
                 _print_plan(out, plan, write=write, show_diff=show_diff)
         if json_out:
             print_json({"sources": entries})
