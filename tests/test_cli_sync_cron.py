@@ -50,6 +50,14 @@ def test_a_relative_sqlite_path_resolves_against_the_manifest_folder(folder: Pat
     assert not (Path.cwd() / "hr.db").exists()
 
 
+def test_a_relative_manifest_folder_is_found_from_where_the_command_runs(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(folder.parent)
+    result = CliRunner().invoke(app, ["sync", "--check", "-m", folder.name])
+    assert result.exit_code == 0, result.output
+    assert "in sync hr" in result.stdout
+
+
 def test_quiet_prints_nothing_in_sync_and_the_drift_otherwise(folder: Path) -> None:
     quiet = CliRunner().invoke(app, ["sync", "--check", "--quiet", "-m", str(folder)])
     assert quiet.exit_code == 0 and quiet.stdout == ""

@@ -242,9 +242,10 @@ def sync(
         for path in files:
             label = _source_of(path) or path.name
             spinner = status_console.status(f"syncing {label}…") if sys.stderr.isatty() else nullcontext()
+            absolute = path.resolve()  # before moving into its folder, where a relative path means another file
             try:
-                with spinner, _in_folder(path.resolve().parent):
-                    plan = plan_sync(path.resolve(), examples=examples, profile_values=profile_values)
+                with spinner, _in_folder(absolute.parent):
+                    plan = plan_sync(absolute, examples=examples, profile_values=profile_values)
                     if write:
                         plan = write_sync(plan)
             except SourceUnavailable as exc:

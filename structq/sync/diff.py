@@ -194,7 +194,7 @@ class _Differ:
                 dropped.append(m)
                 self._drop_member(here)
                 continue
-            if not _compatible(r.type, m.type):
+            if r.type != m.type and (self.snapshot.exact_types or not _compatible(r.type, m.type)):
                 self.changes.append(Change("change", self.member_kind, here, attribute="type", old=m.type, new=r.type,
                                            member=r))
             if not self.search:
