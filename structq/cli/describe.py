@@ -21,7 +21,7 @@ from .common import (
 
 HELP = """Ask the configured chat model to describe draft tables and columns (or indices and fields).
 
-The model sees names, types, keys, references and neighbouring tables — and, only with [bold]--samples[/], up to 5 distinct values per column, never from a denied column, a row-filtered table, or values that look secret or personal. Descriptions and synonyms are added only where none exist; everything stays [bold]draft: true[/] for a person to review, and every comment and hand-written key is kept. Tables are sent in small batches. The previous file is saved under .history/<source>/.
+The model sees names, types, keys, references and neighbouring tables — and, only with --samples, up to 5 distinct values per column, never from a denied column, a row-filtered table, or values that look secret or personal. Descriptions and synonyms are added only where none exist; everything stays draft: true for a person to review, and every comment and hand-written key is kept. Tables are sent in small batches. The previous file is saved under .history/<source>/.
 
 Examples:
 

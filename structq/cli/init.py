@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 HELP = """Draft a manifest for one source from the live database or search cluster.
 
-Writes [bold]DIR/NAME.yaml[/] with every table and view (or index) in scope: columns or fields (object and nested sub-fields too) with their types, primary keys, nullability, foreign keys as references, and the database's comments as descriptions. Everything is marked [bold]draft: true[/]. Columns whose name or stored values look secret or personal (passwords, tokens, ID card numbers, salaries, phone numbers, emails, addresses, card numbers, IP addresses…) are written [bold]access: deny[/] with a comment saying why, and listed at the end: review them.
+Writes DIR/NAME.yaml with every table and view (or index) in scope: columns or fields (object and nested sub-fields too) with their types, primary keys, nullability, foreign keys as references, and the database's comments as descriptions. Everything is marked draft: true. Columns whose name or stored values look secret or personal (passwords, tokens, ID card numbers, salaries, phone numbers, emails, addresses, card numbers, IP addresses and the like) are written access: deny with a comment saying why, and listed at the end: review them.
 
 The URL is not written into the file: the manifest reads it from the variable NAME_URL, whose value is printed once on stderr. An existing file is never overwritten (use structq sync to update it).
 
