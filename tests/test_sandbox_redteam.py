@@ -128,21 +128,31 @@ def sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _load(server: Any) -> tuple[str, str]:
-    """Create the test tables on ``server``; returns (admin URL, read-only URL)."""
-    admin = server.create_database("sandbox_redteam")
-    statements: list[tuple[Any, Any]] = [(s.strip(), None) for s in SCHEMA.split(";") if s.strip()]
+def _load(server: Any, dialect: str) -> tuple[str, str]:
+    """Create the test tables where the manifest (``schema: hr``) says they live — schema
+    ``hr`` of a PostgreSQL database, the MariaDB database ``hr`` — since the sandbox
+    qualifies every table with it; returns (admin URL, read-only URL)."""
+    name = "sandbox_redteam" if dialect == "postgres" else "hr"
+    admin = server.create_database(name)
+    statements: list[tuple[Any, Any]] = []
+    if dialect == "postgres":
+        statements += [("CREATE SCHEMA hr", None), ("SET search_path TO hr", None)]
+    statements += [(s.strip(), None) for s in SCHEMA.split(";") if s.strip()]
     source = database()
     for table, insert in _DATA.items():
         for row in source.execute(f"SELECT * FROM {table}"):
             statements.append((insert, row))
-    server.execute(statements, database="sandbox_redteam")
-    return admin, server.create_readonly_user("sandbox_redteam", "redteam_reader", "r3d-team")
+    server.execute(statements, database=name)
+    reader = server.create_readonly_user(name, "redteam_reader", "r3d-team")
+    if dialect == "postgres":
+        server.execute([("GRANT USAGE ON SCHEMA hr TO redteam_reader", None),
+                        ("GRANT SELECT ON ALL TABLES IN SCHEMA hr TO redteam_reader", None)], database=name)
+    return admin, reader
 
 
 @pytest.fixture(scope="module")
 def pg(pg_server) -> Iterator[dict[str, Any]]:
-    admin, reader = _load(pg_server)
+    admin, reader = _load(pg_server, "postgres")
     engines = {"admin": create_engine(admin), "reader": create_engine(reader), "url": reader}
     yield engines
     engines["admin"].dispose()
@@ -151,7 +161,7 @@ def pg(pg_server) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def mariadb(mariadb_server) -> Iterator[dict[str, Any]]:
-    admin, reader = _load(mariadb_server)
+    admin, reader = _load(mariadb_server, "mysql")
     engines = {"admin": create_engine(admin), "reader": create_engine(reader), "url": reader}
     yield engines
     engines["admin"].dispose()

@@ -19,6 +19,9 @@ from structq.safety.functions import UNRESOLVED
 from structq.safety.sql import CODES
 
 DIALECTS = ["sqlite", "postgres", "mysql"]
+#: What the sandbox writes before each table of the test manifest (``schema: hr``): every
+#: dialect but SQLite qualifies tables with the declared schema.
+QUALIFIER = {"sqlite": "", "postgres": "hr.", "mysql": "hr."}
 VARS = {"tenant_id": 7}
 
 
@@ -557,7 +560,7 @@ def test_double_quoted_string_elsewhere_says_use_single_quotes() -> None:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_table_names_match_without_case_and_keep_manifest_spelling(dialect: str) -> None:
     result = check("SELECT D.title FROM DEPARTMENTS D", dialect)
-    assert "FROM departments AS d" in result.text
+    assert f"FROM {QUALIFIER[dialect]}departments AS d" in result.text
     result = check("SELECT Departments.title FROM Departments", dialect)
     assert "FROM departments" in result.text and result.tables == ("departments",)
 
@@ -567,7 +570,7 @@ def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
     tables = [t.model_copy(update={"name": "Departments"}) if t.name == "departments" else t for t in base.tables]
     mixed = base.model_copy(update={"tables": tables})
     result = check_sql("SELECT * FROM departments", mixed)
-    assert 'FROM "Departments" AS departments' in result.text
+    assert 'FROM hr."Departments" AS departments' in result.text
 
 
 def test_reused_alias_is_resolved_per_scope() -> None:
@@ -716,7 +719,8 @@ def test_constant_huge_strings_are_refused(dialect: str, query: str) -> None:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_partly_denied_table_is_read_through_its_allowed_columns(dialect: str) -> None:
     result = check("SELECT p.employee_id FROM employee_performance AS p", dialect)
-    assert "(SELECT employee_id, performance_grade, assessment_month FROM employee_performance) AS p" in result.text
+    assert ("(SELECT employee_id, performance_grade, assessment_month FROM "
+            f"{QUALIFIER[dialect]}employee_performance) AS p") in result.text
     assert "id_card" not in result.text
 
 

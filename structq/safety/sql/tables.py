@@ -24,6 +24,14 @@ old name becomes the alias, so the query's ``name.column`` references still reso
 accepted schema qualifier is kept (a reader sees where the table lives) and written in the
 manifest's spelling too.
 
+Every declared table the query reads is then written qualified with the manifest's ``schema``
+(on PostgreSQL, MySQL/MariaDB and any other dialect but SQLite), whether or not the query
+qualified it: an unqualified name resolves through the session's ``search_path`` (or the
+connection's current database), where an undeclared table of the same name in ``public`` or
+in the URL's database would answer instead of the declared one. The executor pins the session
+to the same schema as a second guard. SQLite is left unqualified: its connection holds one
+database file (ATTACH is disabled), so a bare name has nowhere else to resolve.
+
 A table reference carries only what reads the table as it is now: an alias, index hints,
 ``ONLY``, a sample, a partition, ``WITH ORDINALITY``. Temporal clauses (MariaDB's ``FOR
 SYSTEM_TIME ALL``, ``AS OF``, ``CHANGES``…) are refused: sqlglot rewrites some into another
@@ -34,6 +42,7 @@ clause silently — a filter, or the query's meaning, must never be lost without
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from structq.capabilities.loader import closest
 
@@ -41,7 +50,7 @@ from ..functions import TABLE_FUNCTIONS, function_name, is_table_function
 from .context import Check
 from .schema import identifier
 
-__all__ = ["resolve_tables", "is_cte_reference", "SYSTEM_SCHEMAS"]
+__all__ = ["resolve_tables", "is_cte_reference", "qualifying_schema", "qualify_tables", "SYSTEM_SCHEMAS"]
 
 #: Schemas that hold the engine's catalogs and settings, never business tables (lower case).
 SYSTEM_SCHEMAS = frozenset(
@@ -142,10 +151,25 @@ def _check_qualifier(check: Check, table: exp.Table) -> None:
         table.set("db", identifier(schema, check.dialect))
 
 
+def qualifying_schema(schema: str | None, dialect: str) -> str | None:
+    """The schema every emitted table is qualified with, or None (see the module docstring)."""
+    if not schema or dialect == "sqlite" or schema.lower() in SYSTEM_SCHEMAS:
+        return None
+    return schema
+
+
+def qualify_tables(tree: exp.Expr, schema: str, dialect: Dialect) -> None:
+    """Qualify every real, unqualified table of ``tree`` with ``schema`` (row-filter subqueries)."""
+    for table in tree.find_all(exp.Table):
+        if not isinstance(table.this, exp.Func) and not table.args.get("db") and not is_cte_reference(table):
+            table.set("db", identifier(schema, dialect))
+
+
 def resolve_tables(check: Check) -> None:
     """Record each real table read with its manifest entry; refuse anything undeclared."""
     assert check.tree is not None  # identifiers were normalised by ``parse.scan``
     declared = check.names.tables
+    schema = qualifying_schema(check.manifest.schema_, check.manifest.sql_dialect)
     for table in check.tables:
         _check_clauses(check, table)
         if isinstance(table.this, exp.Func):
@@ -172,4 +196,6 @@ def resolve_tables(check: Check) -> None:
                 "alias the columns in the select list instead (col AS name)",
             )
         _respell(check, table, entry.name)
+        if schema is not None and not table.args.get("db"):
+            table.set("db", identifier(schema, check.dialect))
         check.reads.append((table, entry))
