@@ -420,8 +420,7 @@ REJECTION_COLUMNS = ("corpus", "dialect", "database", "code", "message", "reason
 REJECTION_REASONS: dict[str, str] = {
     "parse_error": "rule: fail closed on what sqlglot cannot read (here a keyword such as ALTER used as a "
     "column name, or an expression in LIMIT); a sandbox must not guess what it cannot parse",
-    "unknown_table": "rule: the table is not declared in the manifest, or is a system catalog; MySQL's "
-    "FROM DUAL included, because the regenerated query would quote it as `dual`, a real table's name",
+    "unknown_table": "rule: the table is not declared in the manifest, or is a system catalog",
     "denied_function": "rule: the function is not on the allowlist (side effects, I/O, system information)",
     "placeholder": "rule: only the sandbox binds values",
 }
@@ -437,8 +436,7 @@ REJECTIONS_HEADER = """\
 #   parse_error     sqlglot cannot parse the text (Spider's column named ALTER, a LIMIT with an
 #                   arithmetic expression): refused because the sandbox never guesses. Queries
 #                   that do not parse are also left out of the acceptance figures.
-#   unknown_table   an undeclared or system table, or a qualifier other than the manifest's schema;
-#                   also MySQL's FROM DUAL, which sqlglot would regenerate as the quoted `dual`.
+#   unknown_table   an undeclared or system table, or a qualifier other than the manifest's schema.
 #   denied_function a function with side effects, I/O or system information.
 #   placeholder     a bind parameter written by the query's author.
 """

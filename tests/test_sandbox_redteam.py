@@ -428,7 +428,7 @@ UNDECLARED_PER_DIALECT = [
     ("mysql", "SELECT * FROM sandbox_redteam.secrets"),
     ("mysql", "SELECT * FROM information_schema.processlist"),
     ("mysql", "SELECT title FROM departments UNION SELECT v FROM secrets"),
-    ("mysql", "SELECT 1 FROM dual"),
+    ("mysql", "SELECT 1 FROM `dual`"),
     ("mysql", "SELECT * FROM secrets PARTITION (p0)"),
     ("sqlite", "SELECT title FROM temp.departments"),
     ("sqlite", 'SELECT title FROM "main".departments'),

@@ -562,7 +562,7 @@ def test_table_names_match_without_case_and_keep_manifest_spelling(dialect: str)
     result = check("SELECT D.title FROM DEPARTMENTS D", dialect)
     assert f"FROM {QUALIFIER[dialect]}departments AS d" in result.text
     result = check("SELECT Departments.title FROM Departments", dialect)
-    assert "FROM departments" in result.text and result.tables == ("departments",)
+    assert f"FROM {QUALIFIER[dialect]}departments" in result.text and result.tables == ("departments",)
 
 
 def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
@@ -634,9 +634,11 @@ def test_system_schema_is_refused_even_when_declared() -> None:
     assert info.value.code == "unknown_table" and "system schema" in info.value.hint
 
 
-def test_mysql_dual_is_refused() -> None:
-    # sqlglot regenerates DUAL as the quoted `dual`, which names a table, not the keyword
-    assert refused("SELECT 1 FROM dual", "mysql").code == "unknown_table"
+def test_mysql_dual_keyword_is_written_back_unquoted() -> None:
+    # sqlglot would regenerate DUAL as the quoted `dual`, which names a table, not the keyword
+    assert check("SELECT 1 AS one FROM DUAL WHERE 1 = 1", "mysql").text == "SELECT 1 AS one FROM DUAL WHERE 1 = 1 LIMIT 101"
+    for query in ("SELECT 1 FROM `dual`", "SELECT 1 FROM hr.dual", "SELECT 1 FROM dual AS d"):
+        assert refused(query, "mysql").code == "unknown_table"
 
 
 def test_unaliased_derived_table_is_resolved() -> None:

@@ -22,11 +22,12 @@ aggregates, window functions, string, date/time, math, conditional, JSON readers
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from sqlglot import exp
 
-__all__ = ["is_allowed", "is_table_function", "function_name", "allowed_families", "TABLE_FUNCTIONS", "UNRESOLVED"]
+__all__ = ["is_allowed", "is_table_function", "function_name", "written_name", "allowed_families", "TABLE_FUNCTIONS", "UNRESOLVED"]
 
 #: Class names that this sqlglot version does not define (a test keeps this empty).
 UNRESOLVED: list[str] = []
@@ -109,8 +110,15 @@ _ANONYMOUS: dict[str, frozenset[str]] = {
 #: Generic fallback for other sqlglot dialects: the common classes and a few anonymous names.
 _GENERIC_ANONYMOUS = _names("ifnull nullif ceiling power mod log10 trunc")
 
-#: Dialect-specific classes on top of the common families.
-_DIALECT_CLASSES: dict[str, frozenset[type[exp.Expr]]] = {}
+#: Dialect-specific classes on top of the common families: what sqlglot parses some of the
+#: names above into (MySQL's ``ELT`` is an ``exp.Elt``, ``a SOUNDS LIKE b`` becomes
+#: ``SOUNDEX(a) = SOUNDEX(b)``; PostgreSQL's ``make_timestamp`` a ``TimestampFromParts``).
+#: ``tests/test_function_allowlist.py`` parses every name of the lists in its dialect and
+#: fails when one turns into a class that is not allowed, so a listed name cannot be refused.
+_DIALECT_CLASSES: dict[str, frozenset[type[exp.Expr]]] = {
+    "postgres": _classes("TimestampFromParts"),
+    "mysql": _classes("AnyValue Elt JSONKeys Space Soundex"),
+}
 
 #: Functions allowed in FROM as a table source (they read no table): per dialect, by the name
 #: a person writes.
@@ -131,6 +139,22 @@ def function_name(node: exp.Func) -> str:
     if isinstance(node, exp.Anonymous):
         return str(node.this).lower()
     return node.sql_name().lower()
+
+
+_WORD = re.compile(r"[\w$]+")
+
+
+def written_name(node: exp.Func, text: str) -> str:
+    """The name as the query wrote it (``CONVERT_TZ``), for messages: sqlglot may know the
+    function under another (``CONVERT_TIMEZONE``). ``text`` is the text sqlglot parsed, which
+    the node's position indexes; a node without a position (built by sqlglot from an operator,
+    like the ``SOUNDEX`` of MySQL's ``SOUNDS LIKE``) falls back to ``function_name``."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if isinstance(start, int) and isinstance(end, int):
+        name = text[start : end + 1]
+        if _WORD.fullmatch(name):
+            return name
+    return function_name(node)
 
 
 def is_table_function(node: exp.Func, dialect: str) -> bool:

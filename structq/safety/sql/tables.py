@@ -13,8 +13,9 @@ the manifest does not name it: a foreign qualifier may reach a different object 
 name, and system catalogs (``information_schema``, ``pg_catalog``, ``mysql``) are reached
 exactly that way — they stay refused even if a manifest named one as its schema. A catalog
 (``db.schema.table``) is always refused. Undeclared unqualified catalogs (``sqlite_master``,
-``pg_user``) fail as unknown tables like any other. So does MySQL's ``FROM DUAL``: sqlglot
-regenerates it as the quoted name `` `dual` ``, which names a real table, not the keyword.
+``pg_user``) fail as unknown tables like any other. MySQL's ``FROM DUAL`` is the keyword for
+"no table" where it is written unquoted and unqualified; sqlglot would regenerate it as the
+quoted `` `dual` ``, which names a real table, so it is written back as the bare keyword.
 
 A table matches its manifest entry without regard to case, and is then written in the
 manifest's spelling, quoted when the dialect would otherwise fold it (``"Patient"`` on
@@ -46,7 +47,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from structq.capabilities.loader import closest
 
-from ..functions import TABLE_FUNCTIONS, function_name, is_table_function
+from ..functions import TABLE_FUNCTIONS, is_table_function, written_name
 from .context import Check
 from .schema import identifier
 
@@ -103,13 +104,26 @@ def is_cte_reference(table: exp.Table) -> bool:
 def _table_function(check: Check, table: exp.Table) -> None:
     func = table.this
     if not is_table_function(func, check.manifest.sql_dialect):
-        name = function_name(func)
+        name = written_name(func, check.parsed_text)
         allowed = TABLE_FUNCTIONS.get(check.manifest.sql_dialect, frozenset())
         raise check.fail(
             "denied_function",
             f"the table function {name}() is not allowed in FROM",
             f"read declared tables; table functions allowed here: {', '.join(sorted(allowed)) or 'none'}",
         )
+
+
+def _is_dual(check: Check, table: exp.Table) -> bool:
+    """MySQL's ``FROM DUAL``: the unquoted keyword, unqualified, where no table is declared so."""
+    name = table.this
+    return (
+        check.manifest.sql_dialect == "mysql"
+        and isinstance(name, exp.Identifier)
+        and not name.quoted
+        and name.name.lower() == "dual"
+        and not any(table.args.get(k) for k in ("db", "catalog", "alias", "joins", "laterals", "pivots"))
+        and "dual" not in check.names.tables
+    )
 
 
 def _respell(check: Check, table: exp.Table, name: str) -> None:
@@ -177,6 +191,9 @@ def resolve_tables(check: Check) -> None:
             continue
         if check.with_clauses and is_cte_reference(table):
             continue  # without a WITH anywhere, no name can be a CTE's
+        if _is_dual(check, table):
+            table.set("this", exp.Var(this="DUAL"))  # the keyword, written back unquoted
+            continue
         if table.args.get("db") or table.args.get("catalog"):
             _check_qualifier(check, table)
         entry = declared.get(table.name.lower())  # ``Manifest.table``, as a dictionary
