@@ -671,9 +671,13 @@ def test_table_function_called_as_a_scalar_is_still_refused() -> None:
     assert refused("SELECT json_each('[1]') AS x").code == "denied_function"
 
 
-def test_star_over_a_table_function_is_refused() -> None:
-    # sqlglot cannot expand a star over a source of unknown columns: it would reach the engine.
-    refused("SELECT * FROM employee_performance AS p, jsonb_array_elements('[1]') AS j", "postgres")
+def test_star_over_a_table_function_expands_to_its_known_columns() -> None:
+    # The function's columns are known (functions.TABLE_FUNCTION_COLUMNS); the table's denied
+    # column stays out of the expansion.
+    result = check("SELECT * FROM employee_performance AS p, jsonb_array_elements('[1]') AS j", "postgres")
+    assert result.text.startswith("SELECT p.employee_id AS employee_id, p.performance_grade AS performance_grade, "
+                                  "p.assessment_month AS assessment_month, j.value AS value FROM")
+    assert "id_card" not in result.text
 
 
 @pytest.mark.parametrize("query", [

@@ -49,6 +49,7 @@ from structq.capabilities.loader import closest
 
 from ..functions import TABLE_FUNCTIONS, is_table_function, written_name
 from .context import Check
+from .ctes import order_ctes
 from .schema import identifier
 
 __all__ = ["resolve_tables", "is_cte_reference", "qualifying_schema", "qualify_tables", "SYSTEM_SCHEMAS"]
@@ -182,6 +183,8 @@ def qualify_tables(tree: exp.Expr, schema: str, dialect: Dialect) -> None:
 def resolve_tables(check: Check) -> None:
     """Record each real table read with its manifest entry; refuse anything undeclared."""
     assert check.tree is not None  # identifiers were normalised by ``parse.scan``
+    if check.with_clauses:
+        order_ctes(check)  # forward references to later CTEs become backward ones
     declared = check.names.tables
     schema = qualifying_schema(check.manifest.schema_, check.manifest.sql_dialect)
     for table in check.tables:
