@@ -84,6 +84,26 @@ def declare_function_columns(check: Check) -> list[exp.TableAlias]:
             _bare_alias_is_the_value(check, table, alias.name, columns[0])
         alias.set("columns", [exp.to_identifier(c) for c in columns])
         added.append(alias)
+    added += _name_unnest_columns(check)
+    return added
+
+
+def _name_unnest_columns(check: Check) -> list[exp.TableAlias]:
+    """PostgreSQL's ``unnest(array) AS n`` in FROM, a source of its own in sqlglot: one
+    column, named after the alias (``unnest`` without one)."""
+    if check.manifest.sql_dialect != "postgres":
+        return []
+    added = []
+    for node in check.functions:
+        if not isinstance(node, exp.Unnest) or not isinstance(node.parent, (exp.From, exp.Join)):
+            continue
+        alias = node.args.get("alias")
+        if not isinstance(alias, exp.TableAlias):
+            alias = exp.TableAlias(this=exp.to_identifier("unnest"))
+            node.set("alias", alias)
+        if not alias.columns and len(node.expressions) == 1:
+            alias.set("columns", [exp.to_identifier(alias.name)])
+            added.append(alias)
     return added
 
 
