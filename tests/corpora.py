@@ -32,7 +32,7 @@ from sqlglot import exp
 from structq.capabilities.model import Column, Limits, Manifest, Table
 from structq.errors import SandboxViolation
 from structq.safety import SafeQuery, check_sql
-from structq.safety.functions import TABLE_FUNCTIONS, function_name, is_allowed
+from structq.safety.functions import function_name, is_allowed, is_table_function
 
 # A schema as the builders produce it: table name → [(column name, manifest column type)].
 Schema = dict[str, list[tuple[str, str]]]
@@ -688,11 +688,19 @@ def accepted_violations(safe: SafeQuery, manifest: Manifest) -> list[str]:
     return problems
 
 
+def _is_mysql_dual(table: exp.Table, manifest: Manifest) -> bool:
+    name = table.this
+    return (manifest.sql_dialect == "mysql" and isinstance(name, exp.Identifier) and not name.quoted
+            and name.name.lower() == "dual" and not table.args.get("db") and manifest.table("dual") is None)
+
+
 def _table_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
     local = _cte_and_derived_names(tree)
     problems = []
     for table in tree.find_all(exp.Table):
         if not table.name:  # a table-valued function (json_each, UNNEST) is a Func, checked there
+            continue
+        if _is_mysql_dual(table, manifest):  # the keyword for "no table", not a table's name
             continue
         if table.args.get("catalog") or (table.args.get("db") and table.text("db").lower() != (manifest.schema_ or "").lower()):
             problems.append(f"qualified table {table.sql()} (the manifest's schema is {manifest.schema_!r})")
@@ -710,7 +718,7 @@ def _function_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
     dialect = manifest.sql_dialect
     problems = set()
     for node in tree.find_all(exp.Func):
-        if isinstance(node.parent, exp.Table) and function_name(node) in TABLE_FUNCTIONS.get(dialect, ()):
+        if isinstance(node.parent, exp.Table) and is_table_function(node, dialect):
             continue
         if not is_allowed(node, dialect, manifest.functions):
             problems.add(f"function {function_name(node)} is not on the allowlist")
