@@ -137,6 +137,26 @@ def fresh_mariadb_server() -> Iterator[MariaDBServer]:
 
 
 # ============================================================================================
+# The sandbox tests' small HR database (tests/sandbox_support.py) on the session servers,
+# loaded once: (admin URL, read-only URL).
+# ============================================================================================
+
+
+@pytest.fixture(scope="session")
+def pg_hr(pg_server: PostgresServer) -> tuple[str, str]:
+    from sandbox_support import load_hr
+
+    return load_hr(pg_server, "postgres")
+
+
+@pytest.fixture(scope="session")
+def mariadb_hr(mariadb_server: MariaDBServer) -> tuple[str, str]:
+    from sandbox_support import load_hr
+
+    return load_hr(mariadb_server, "mysql")
+
+
+# ============================================================================================
 # Third-party corpora, copied beside the repository as ../shared/corpora
 # ============================================================================================
 

@@ -104,14 +104,6 @@ def manifest_for(dialect: str, url: str, **limits: Any) -> Manifest:
 # Engines: SQLite in memory (always), PostgreSQL / MariaDB read-only (session servers)
 # ============================================================================================
 
-_DATA = {
-    "employees": "INSERT INTO employees VALUES (%s, %s, %s, %s, %s, %s)",
-    "departments": "INSERT INTO departments VALUES (%s, %s, %s)",
-    "employee_performance": "INSERT INTO employee_performance VALUES (%s, %s, %s, %s)",
-    "project_members": "INSERT INTO project_members VALUES (%s, %s, %s)",
-}
-
-
 @pytest.fixture(scope="module")
 def sqlite_engine() -> Iterator[Engine]:
     engine = database_engine()
@@ -128,31 +120,9 @@ def sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _load(server: Any, dialect: str) -> tuple[str, str]:
-    """Create the test tables where the manifest (``schema: hr``) says they live — schema
-    ``hr`` of a PostgreSQL database, the MariaDB database ``hr`` — since the sandbox
-    qualifies every table with it; returns (admin URL, read-only URL)."""
-    name = "sandbox_redteam" if dialect == "postgres" else "hr"
-    admin = server.create_database(name)
-    statements: list[tuple[Any, Any]] = []
-    if dialect == "postgres":
-        statements += [("CREATE SCHEMA hr", None), ("SET search_path TO hr", None)]
-    statements += [(s.strip(), None) for s in SCHEMA.split(";") if s.strip()]
-    source = database()
-    for table, insert in _DATA.items():
-        for row in source.execute(f"SELECT * FROM {table}"):
-            statements.append((insert, row))
-    server.execute(statements, database=name)
-    reader = server.create_readonly_user(name, "redteam_reader", "r3d-team")
-    if dialect == "postgres":
-        server.execute([("GRANT USAGE ON SCHEMA hr TO redteam_reader", None),
-                        ("GRANT SELECT ON ALL TABLES IN SCHEMA hr TO redteam_reader", None)], database=name)
-    return admin, reader
-
-
 @pytest.fixture(scope="module")
-def pg(pg_server) -> Iterator[dict[str, Any]]:
-    admin, reader = _load(pg_server, "postgres")
+def pg(pg_hr: tuple[str, str]) -> Iterator[dict[str, Any]]:
+    admin, reader = pg_hr
     engines = {"admin": create_engine(admin), "reader": create_engine(reader), "url": reader}
     yield engines
     engines["admin"].dispose()
@@ -160,8 +130,8 @@ def pg(pg_server) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def mariadb(mariadb_server) -> Iterator[dict[str, Any]]:
-    admin, reader = _load(mariadb_server, "mysql")
+def mariadb(mariadb_hr: tuple[str, str]) -> Iterator[dict[str, Any]]:
+    admin, reader = mariadb_hr
     engines = {"admin": create_engine(admin), "reader": create_engine(reader), "url": reader}
     yield engines
     engines["admin"].dispose()
