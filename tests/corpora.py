@@ -704,6 +704,9 @@ def _table_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
             continue
         if table.args.get("catalog") or (table.args.get("db") and table.text("db").lower() != (manifest.schema_ or "").lower()):
             problems.append(f"qualified table {table.sql()} (the manifest's schema is {manifest.schema_!r})")
+        elif (manifest.schema_ and manifest.sql_dialect != "sqlite" and not table.args.get("db")
+              and table.name.lower() not in local):
+            problems.append(f"table {table.name} not qualified with the manifest's schema {manifest.schema_!r}")
         elif manifest.table(table.name) is None and table.name.lower() not in local:
             problems.append(f"undeclared table {table.name}")
     return problems
