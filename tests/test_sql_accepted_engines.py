@@ -105,37 +105,45 @@ def _manifest(url: str, engine: str, schema: str) -> Manifest:
     return load_manifest_text(MANIFEST.format(url=url, dialect=DIALECT[engine], schema=schema))[0]
 
 
-@pytest.fixture(scope="module")
-def sqlite_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlExecutor]:
-    path: Path = tmp_path_factory.mktemp("accepted") / "accepted.db"
+#: Per server engine: the session fixture that starts it and the schema the tables live in.
+SERVERS = {"postgres": ("pg_server", "public"), "mariadb": ("mariadb_server", "accepted_sql")}
+
+
+#: Engine → the URL its data was loaded under: pytest may set a module fixture up more than
+#: once when parameters interleave, and each server database is created once per session.
+_LOADED: dict[str, str] = {}
+
+
+def _load_sqlite(directory: Path) -> str:
+    path = directory / "accepted.db"
     with sqlite3.connect(path) as db:
         db.execute(DDL["sqlite"])
         db.executemany("INSERT INTO users VALUES (?, ?, ?, ?)", ROWS)
-    executor = SqlExecutor(_manifest(f"sqlite:///{path}", "sqlite", "main"))
-    yield executor
-    executor.close()
+    return f"sqlite:///{path}"
 
 
-def _server_source(server: Any, engine: str, schema: str) -> Iterator[SqlExecutor]:
-    database = "accepted_sql"
+def _load_server(server: Any, engine: str) -> str:
+    database = SERVERS[engine][1] if engine == "mariadb" else "accepted_sql"
     server.create_database(database)
-    placeholders = "%s, %s, %s, %s"
-    server.execute([(DDL[engine], None), *((f"INSERT INTO users VALUES ({placeholders})", row) for row in ROWS)],
-                   database=database)
-    reader = server.create_readonly_user(database, "accepted_reader", "acc-pw")
-    executor = SqlExecutor(_manifest(reader, engine, schema))
+    insert = "INSERT INTO users VALUES (%s, %s, %s, %s)"
+    server.execute([(DDL[engine], None), *((insert, row) for row in ROWS)], database=database)
+    return server.create_readonly_user(database, "accepted_reader", "acc-pw")
+
+
+@pytest.fixture(scope="module")
+def source(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlExecutor]:
+    """The engine named by the case, loaded once per module, behind the production executor."""
+    engine: str = request.param
+    if engine == "sqlite":
+        schema = "main"
+        url = _LOADED.get(engine) or _LOADED.setdefault(engine, _load_sqlite(tmp_path_factory.mktemp("accepted")))
+    else:
+        fixture, schema = SERVERS[engine]
+        server = request.getfixturevalue(fixture)
+        url = _LOADED.get(engine) or _LOADED.setdefault(engine, _load_server(server, engine))
+    executor = SqlExecutor(_manifest(url, engine, schema))
     yield executor
     executor.close()
-
-
-@pytest.fixture(scope="module")
-def postgres_source(pg_server: Any) -> Iterator[SqlExecutor]:
-    yield from _server_source(pg_server, "postgres", "public")
-
-
-@pytest.fixture(scope="module")
-def mariadb_source(mariadb_server: Any) -> Iterator[SqlExecutor]:
-    yield from _server_source(mariadb_server, "mariadb", "accepted_sql")
 
 
 def _as_written(executor: SqlExecutor, query: str) -> list[tuple[Any, ...]]:
@@ -143,12 +151,19 @@ def _as_written(executor: SqlExecutor, query: str) -> list[tuple[Any, ...]]:
     return executor.run(SafeQuery(source="accepted", kind="sql", limit=101, max_rows=100, text=query)).rows
 
 
-@pytest.mark.parametrize("engine, query, expected", CASES, ids=[f"{e}-{i}" for i, (e, _, _) in enumerate(CASES)])
-def test_accepted_and_runs_as_meant(request: pytest.FixtureRequest, engine: str, query: str,
-                                    expected: list[tuple[Any, ...]] | None) -> None:
-    executor: SqlExecutor = request.getfixturevalue(f"{engine}_source")
-    safe = check_sql(query, executor.manifest)
-    rows = [tuple(row) for row in executor.run(safe).rows]
-    wanted = expected if expected is not None else [tuple(row) for row in _as_written(executor, query)]
+_MARKS = {"sqlite": (), "postgres": (pytest.mark.postgres,), "mariadb": (pytest.mark.mariadb,)}
+
+
+@pytest.mark.parametrize(
+    "source, query, expected",
+    # Grouped by engine, so each engine is loaded once.
+    sorted((pytest.param(e, q, x, marks=_MARKS[e], id=f"{e}-{i}") for i, (e, q, x) in enumerate(CASES)),
+           key=lambda p: p.values[0]),
+    indirect=["source"],
+)
+def test_accepted_and_runs_as_meant(source: SqlExecutor, query: str, expected: list[tuple[Any, ...]] | None) -> None:
+    safe = check_sql(query, source.manifest)
+    rows = [tuple(row) for row in source.run(safe).rows]
+    wanted = expected if expected is not None else [tuple(row) for row in _as_written(source, query)]
     assert rows == wanted, safe.text
     assert rows, "a case whose result is empty proves little"
