@@ -169,6 +169,21 @@ def shared_corpora() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def defog_mariadb(mariadb_server: MariaDBServer, shared_corpora: Path) -> dict[str, str]:
+    """The 11 defog databases loaded from their MySQL dumps, each under its own name (what
+    the defog manifests' ``schema`` says), once per session: database → admin URL."""
+    from corpora import split_statements
+
+    urls = {}
+    for dump in sorted((shared_corpora / "legit" / "defog" / "dumps").glob("*_mysql.sql")):
+        database = dump.name.removesuffix("_mysql.sql")
+        urls[database] = mariadb_server.create_database(database)
+        statements = split_statements(dump.read_text(encoding="utf-8"))
+        mariadb_server.execute([(statement, None) for statement in statements], database=database)
+    return urls
+
+
 # ============================================================================================
 # Markers follow fixtures, so `-m "not postgres"` deselects every test that needs PostgreSQL.
 # ============================================================================================

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from corpora import LegitCorpus, load_defog, quiet_sqlglot, split_statements
+from corpora import LegitCorpus, load_defog, quiet_sqlglot
 from structq.errors import ExecutionError, SandboxViolation
 from structq.executors.sql import SqlExecutor
 from structq.safety import check_sql
@@ -30,16 +30,13 @@ def defog(shared_corpora: Path) -> LegitCorpus:
 
 
 @pytest.fixture(scope="module")
-def loaded(mariadb_server: Any, shared_corpora: Path, defog: LegitCorpus) -> Iterator[dict[str, Any]]:
-    """Each defog database under its own name (what its manifest's ``schema`` says); one
-    executor per database, and a plain connection for running the gold text as written."""
-    executors: dict[str, SqlExecutor] = {}
-    for database in sorted({q.database for q in defog.queries if q.dialect == "mysql"}):
-        dump = shared_corpora / "legit" / "defog" / "dumps" / f"{database}_mysql.sql"
-        url = mariadb_server.create_database(database)
-        mariadb_server.execute([(s, None) for s in split_statements(dump.read_text(encoding="utf-8"))], database=database)
-        manifest = defog.manifests[(database, "mysql")].model_copy(update={"url": url})
-        executors[database] = SqlExecutor(manifest)
+def loaded(mariadb_server: Any, defog_mariadb: dict[str, str], defog: LegitCorpus) -> Iterator[dict[str, Any]]:
+    """One executor per defog database, and the server for running the gold text as written."""
+    executors = {
+        database: SqlExecutor(defog.manifests[(database, "mysql")].model_copy(update={"url": url}))
+        for database, url in defog_mariadb.items()
+        if (database, "mysql") in defog.manifests
+    }
     yield {"server": mariadb_server, "executors": executors}
     for executor in executors.values():
         executor.close()
