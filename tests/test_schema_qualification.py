@@ -191,3 +191,11 @@ def test_every_accepted_defog_query_reads_only_qualified_tables(shared_corpora, 
         checked += 1
         problems += [f"{query.origin}: {p}" for p in accepted_violations(safe, manifest) if "qualified" in p]
     assert checked > 300 and not problems, problems[:10]
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "mysql"])
+def test_a_schema_name_with_quotes_and_colons_stays_one_name(dialect: str) -> None:
+    manifest = load_manifest_text(MANIFEST.format(url="sqlite:///x.db", dialect=dialect, schema="'Odd\"` :div'"))[0]
+    text = check_sql("SELECT uid FROM users", manifest).text or ""
+    tree = sqlglot.parse_one(text.replace("\\:", ":"), read=dialect)
+    assert {t.db for t in tree.find_all(exp.Table)} == {'Odd"` :div'}

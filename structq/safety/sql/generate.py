@@ -53,7 +53,10 @@ def generate(check: Check) -> None:
     assert tree is not None
     for placeholder in check.bind_nodes:
         placeholder.replace(exp.Var(this=":" + placeholder.name))
-    marker = _mark_colons(tree) if ":" in check.text or check.params else None
+    # Text the query did not write reaches the tree too: row filters (with their parameters)
+    # and the manifest's schema, which qualifies every table.
+    colons = ":" in check.text or check.params or ":" in (check.manifest.schema_ or "")
+    marker = _mark_colons(tree) if colons else None
     make_portable(check, tree)
     # copy=False: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
