@@ -35,6 +35,11 @@ MySQL        + ``START TRANSACTION READ ONLY``;      ``max_execution_time`` (ms,
              (DDL commits implicitly first)
 ===========  ======================================  ==========================================
 
+With a ``schema`` in the manifest, each transaction is also pinned to it (PostgreSQL
+``search_path``, MySQL/MariaDB ``USE``): the sandbox already writes every table qualified
+with that schema, and the pin keeps any name that is not from reaching a same-named object
+elsewhere (``_Backend.pin_schema``).
+
 Plain ``postgresql://`` / ``mysql://`` / ``mariadb://`` URLs (and other drivers' URLs) are run
 with psycopg 3 and PyMySQL: the guards above are tested with those drivers only.
 """
@@ -332,6 +337,14 @@ class _Backend:
         """Statements that make the next statement read-only and time-limited."""
         return []
 
+    def pin_schema(self, schema: str) -> list[_Setup]:
+        """Statements that make unqualified names resolve in ``schema`` only.
+
+        The sandbox already qualifies every table with the manifest's schema; this is the
+        second guard, so that no unqualified name can reach a same-named object elsewhere.
+        """
+        return []
+
     def on_connect(self, dbapi_connection: Any) -> None:
         """Called once for each new DB-API connection of the engine."""
 
@@ -466,6 +479,13 @@ class _Postgres(_Backend):
             _Setup("SELECT set_config('statement_timeout', :ms, true)", {"ms": str(_ms(timeout_s))}),
         ]
 
+    def pin_schema(self, schema: str) -> list[_Setup]:
+        """``search_path`` for this transaction only: the catalog's built-in functions first
+        (as PostgreSQL does implicitly), then the declared schema, temporary objects last —
+        nothing from ``public`` or a schema named after the user."""
+        path = 'pg_catalog, "' + schema.replace('"', '""') + '", pg_temp'
+        return [_Setup("SELECT set_config('search_path', :path, true)", {"path": path})]
+
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
         with _server_cancel("postgres", dbapi_connection, timeout_s):
@@ -546,6 +566,11 @@ class _MySQL(_Backend):
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
         with _server_cancel("mysql", dbapi_connection, timeout_s):
             yield
+
+    def pin_schema(self, schema: str) -> list[_Setup]:
+        """The declared database as the session's current one (``USE``; ``text()`` reads a
+        ``:`` as a bind, so one in the name is escaped)."""
+        return [_Setup("USE `" + schema.replace("`", "``").replace(":", "\\:") + "`")]
 
     def is_timeout(self, error: BaseException) -> bool:
         return _mysql_code(error) in self._TIMEOUT_CODES
@@ -698,6 +723,11 @@ class SqlExecutor:
         self._url = url.set(drivername=self._backend.drivername)
         self._engine: Engine | None = None
         self._lock = threading.Lock()
+        from structq.safety.sql.tables import qualifying_schema
+
+        schema = qualifying_schema(manifest.schema_, manifest.sql_dialect)
+        #: Run after the backend's set-up on every connection (``_Backend.pin_schema``).
+        self._pin = self._backend.pin_schema(schema) if schema else []
 
     def __repr__(self) -> str:
         return f"SqlExecutor({self.source!r}, {self._url.render_as_string(hide_password=True)!r})"
@@ -749,7 +779,7 @@ class SqlExecutor:
         try:
             with engine.connect() as connection:
                 phase = "setup"
-                for step in self._backend.setup(connection, self.timeout_s):
+                for step in [*self._backend.setup(connection, self.timeout_s), *self._pin]:
                     connection.execute(text(step.sql), step.params or {})
                 phase = "query"
                 dbapi_connection = connection.connection.dbapi_connection

@@ -5,6 +5,9 @@ placeholder with a per-call random name before parsing. Only a ``<…>`` that th
 sees as ``<`` … ``>`` tokens is a reference: the same characters inside a string literal or a
 comment stay untouched. Any other placeholder in the tree was written by the query's author
 and is refused later (``placeholder``): only the sandbox binds values.
+
+A byte-order mark before the query (editors save one) is dropped; anywhere else an invisible
+character stays an error.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ _FORBIDDEN_ROOTS = _forbidden_roots()
 FORBIDDEN = frozenset(
     c for c in vars(exp).values() if isinstance(c, type) and issubclass(c, exp.Expr) and issubclass(c, _FORBIDDEN_ROOTS)
 )
+_BOM = "\ufeff"
 _MODEL_PLACEHOLDERS = (exp.Placeholder, exp.Parameter, exp.SessionParameter)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.In, exp.NullSafeEQ, exp.NullSafeNEQ)
 #: Control, format (zero-width, bidi), separator and private-use characters.
@@ -109,6 +113,8 @@ def _is_empty(statement: exp.Expr | None) -> bool:
 
 def parse(check: Check) -> None:
     """Parse exactly one statement and index its nodes in one walk."""
+    if check.text.startswith(_BOM):
+        check.text = check.text.lstrip(_BOM)  # an editor's byte-order mark, not part of the query
     text = _swap_references(check)
     check.parsed_text = text
     try:
