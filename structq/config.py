@@ -45,6 +45,10 @@ class Settings:
     audit_path: Path | None = None
     audit_enabled: bool = True
     cache_enabled: bool = True
+    #: Schema linking: a catalogue of at most this many tokens of manifest text is shown whole;
+    #: a larger one is pruned per question to about ``link_tokens`` (see ``structq.linking``).
+    prompt_tokens: int = 8000
+    link_tokens: int = 3000
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -57,6 +61,8 @@ class Settings:
             "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
             "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),
             "cache_enabled": env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false"),
+            "prompt_tokens": _whole_number("STRUCTQ_PROMPT_TOKENS", env.get("STRUCTQ_PROMPT_TOKENS", "8000")),
+            "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

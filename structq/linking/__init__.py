@@ -10,7 +10,8 @@ No embeddings, no executor: linking reads the manifests and the ``.values/`` fil
 from .index import LinkingIndex, linking_index
 from .select import Budget, Kept, Selection, select
 from .tokens import terms
-from .values import ValueIndex, ValueMatch, eligible_columns, values_fingerprint, values_path
+from .repair import names_to_restore
+from .values import ValueIndex, ValueMatch, eligible_columns, load_values, values_fingerprint, values_path
 
 __all__ = [
     "Budget",
@@ -21,6 +22,8 @@ __all__ = [
     "ValueMatch",
     "eligible_columns",
     "linking_index",
+    "load_values",
+    "names_to_restore",
     "select",
     "terms",
     "values_fingerprint",

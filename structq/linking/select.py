@@ -198,19 +198,20 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
     budget = budget or Budget()
     index = linking_index(capabilities)
     matches = values.match(question) if values is not None else []
-    extra = list(extra)
+    notes = list(values.notes) if values is not None else []
+    if values is not None and not len(values) and not notes:
+        notes.append("no value index: `structq sync --values` lets stored names in questions find their columns")
     if index.total_tokens <= budget.prompt_tokens:
         kept = {e.key: Kept(e, 0.0, ["the whole catalogue fits the prompt budget"]) for e in index.entities}
         return Selection(question, capabilities, kept, matches, False, index.total_tokens, budget,
-                         time.perf_counter() - started)
+                         time.perf_counter() - started, notes)
     scores, column_scores = _seed_scores(index, question, matches)
     builder = _Builder(index, budget, scores, column_scores, matches)
-    builder.force(extra)
+    builder.force(list(extra))
     builder.seed()
     kept = builder.finish()
-    selection = Selection(question, capabilities, kept, matches, True, index.total_tokens, budget)
-    selection.seconds = time.perf_counter() - started
-    return selection
+    return Selection(question, capabilities, kept, matches, True, index.total_tokens, budget,
+                     time.perf_counter() - started, notes)
 
 
 class _Builder:

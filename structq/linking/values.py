@@ -1,6 +1,6 @@
 """The value index: stored values of entity columns, so "星火" in a question finds its column.
 
-Which columns qualify (``eligible_columns``): text columns (keyword/text fields) that are not
+Which columns qualify (``eligible_columns``): text columns (keyword fields) that are not
 keys (identifiers, not names), not denied, carry no ``values`` (those are in the manifest
 already), and do not belong to a row-filtered table or index — a row filter means the rows are
 split between callers, and an index of their values would show one tenant's customer names to
@@ -35,14 +35,13 @@ if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
 
 __all__ = ["ValueMatch", "ValueIndex", "eligible_columns", "values_fingerprint", "values_path",
-           "FORMAT_VERSION", "DEFAULT_MAX_DISTINCT", "MAX_VALUE_LENGTH"]
+           "FORMAT_VERSION", "DEFAULT_MAX_DISTINCT", "MAX_VALUE_LENGTH", "load_values", "fold"]
 
 FORMAT_VERSION = 1
 #: Columns with more distinct values than this are left out (ids, free text, timestamps).
 DEFAULT_MAX_DISTINCT = 5000
 #: Longer values are prose, not names.
 MAX_VALUE_LENGTH = 80
-_TEXT_TYPES = {"text", "keyword"}
 
 
 def eligible_columns(manifest: "Manifest") -> list[tuple[str, str]]:
@@ -56,14 +55,14 @@ def eligible_columns(manifest: "Manifest") -> list[tuple[str, str]]:
             denied = [p for p, f in fields.items() if f.denied]
             for path, f in fields.items():
                 hidden = any(path == d or path.startswith(d + ".") for d in denied)
-                if f.type in _TEXT_TYPES and not f.values and not hidden:
+                if f.type == "keyword" and not f.values and not hidden:  # analysed text cannot be aggregated
                     out.append((index.name, path))
         return out
     for table in manifest.tables:
         if manifest.row_filters_for(table.name):
             continue
         for c in table.columns:
-            if c.type in _TEXT_TYPES and not (c.denied or c.primary_key or c.references or c.values):
+            if c.type == "text" and not (c.denied or c.primary_key or c.references or c.values):
                 out.append((table.name, c.name))
     return out
 
@@ -260,3 +259,22 @@ def _drop_shadowed(matches: list[ValueMatch]) -> list[ValueMatch]:
     """Drop a fuzzy match whose question text is already explained by an exact one."""
     exact_spans = [m.matched for m in matches if m.exact]
     return [m for m in matches if m.exact or not any(m.matched in s or s in m.matched for s in exact_spans)]
+
+
+_LOADED: dict[tuple[str, tuple[tuple[str, float], ...]], ValueIndex] = {}
+
+
+def load_values(capabilities: "CapabilitySet") -> ValueIndex:
+    """``ValueIndex.load``, cached until the manifests or a value file change."""
+    stamps = []
+    for manifest in capabilities:
+        path = values_path(manifest)
+        if path is not None and path.is_file():
+            stamps.append((str(path), path.stat().st_mtime))
+    key = (capabilities.fingerprint(), tuple(stamps))
+    index = _LOADED.get(key)
+    if index is None:
+        if len(_LOADED) >= 4:
+            _LOADED.pop(next(iter(_LOADED)))
+        index = _LOADED[key] = ValueIndex.load(capabilities)
+    return index
