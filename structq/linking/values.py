@@ -13,7 +13,8 @@ only columns eligible *now* are ever read from it, so a column denied or a table
 after the build drops out at once, without a rebuild.
 
 Lookup (``ValueIndex.match``) finds stored values written in the question, exactly (after
-case and width folding) or nearly (edit distance ≤ 1 for values of 4+ characters, ≤ 2 from 8),
+case and width folding) or nearly (edit distance ≤ 1 for values of 4+ letters or 3+ Chinese
+characters, ≤ 2 from 8 letters or 6 characters),
 and reports the stored spelling, so the prompt can tell the model what to write.
 """
 
@@ -142,7 +143,10 @@ def _distance(a: str, b: str, limit: int) -> int:
 
 
 def _allowed_edits(value: str) -> int:
-    return 0 if len(value) < 4 else 1 if len(value) < 8 else 2
+    """Edits a near match may need: a Chinese character carries about a latin word's worth of
+    meaning, so a three-character name (李浩华) already tolerates one typo; latin needs four letters."""
+    short, long_ = (3, 6) if is_cjk(value) else (4, 8)
+    return 0 if len(value) < short else 1 if len(value) < long_ else 2
 
 
 def _is_word_char(ch: str) -> bool:

@@ -69,10 +69,13 @@ def _sql_values(manifest: "Manifest", targets: list[tuple[str, str]], limit: int
             try:
                 with source.transaction() as connection:
                     found[(name, member)] = [row[0] for row in connection.execute(query)]
-            except DBAPIError as err:
-                if not source.timed_out(err):
-                    raise
-                notes.append(f"{name}.{member}: skipped, reading its values took longer than {source.timeout_s:g} s")
+            except DBAPIError as err:  # one column's failure (a timeout, a dropped table) skips that column
+                if source.timed_out(err):
+                    notes.append(f"{name}.{member}: skipped, reading its values took longer than {source.timeout_s:g} s")
+                else:
+                    cause = str(getattr(err, "orig", err)).splitlines()[0]
+                    notes.append(f"{name}.{member}: skipped, the database refused the read ({cause}); "
+                                 "`structq sync --check` shows whether the manifest drifted")
     return found
 
 
