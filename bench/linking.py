@@ -48,10 +48,13 @@ if not CORPORA.is_dir():
 
 @dataclass
 class Item:
+    """A question and what its gold answer reads: (source, SQL) parts and (source, index) reads."""
+
     question: str
     source: str
-    sql: str
+    sql: str | None
     dialect: str = "sqlite"
+    more: tuple[tuple[str, str | None, str | None], ...] = ()  # further (source, sql, index) steps
 
 
 def _safe_name(name: str) -> str:
@@ -101,14 +104,32 @@ def spider_items(dev: Path) -> list[Item]:
 # --- gold tables and columns --------------------------------------------------------------------
 
 
-def gold(item: Item, capabilities: CapabilitySet) -> tuple[set[str], set[tuple[str, str]]] | None:
-    """(tables, (table, column)) the gold SQL reads, lower-cased; None when it does not parse."""
-    manifest = capabilities.get(item.source)
+def gold(item: Item, capabilities: CapabilitySet) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]] | None:
+    """((source, table), (source, table, column)) every part reads, lower-cased; None when one does not parse."""
+    tables: set[tuple[str, str]] = set()
+    columns: set[tuple[str, str, str]] = set()
+    parts = [(item.source, item.sql, None)] if item.sql is not None else []
+    for source, sql, index in [*parts, *item.more]:
+        if index is not None:
+            tables.add((source, index.lower()))
+            continue
+        found = _gold_sql(source, sql or "", item.dialect, capabilities)
+        if found is None:
+            return None
+        tables |= {(source, t) for t in found[0]}
+        columns |= {(source, t, c) for t, c in found[1]}
+    return tables, columns
+
+
+def _gold_sql(source: str, sql: str, dialect: str, capabilities: CapabilitySet) -> tuple[set[str], set[tuple[str, str]]] | None:
+    manifest = capabilities.get(source)
     if manifest is None:
         return None
     try:
-        tree = sqlglot.parse_one(item.sql, read=item.dialect)
+        tree = sqlglot.parse_one(sql, read=dialect)
     except sqlglot.errors.SqlglotError:
+        return None
+    if tree is None:
         return None
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     alias: dict[str, str] = {}
@@ -163,13 +184,13 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
         sel = select(item.question, capabilities, budget=budget)
         times.append(sel.seconds * 1000)
         toks.append(sel.tokens)
-        kept_t = [t for t in tables if sel.keeps(item.source, t)]
-        kept_c = [c for c in columns if sel.keeps(item.source, *c)]
+        kept_t = [t for t in tables if sel.keeps(*t)]
+        kept_c = [c for c in columns if sel.keeps(*c)]
         t_rec.append(len(kept_t) / len(tables))
         c_rec.append(len(kept_c) / len(columns) if columns else 1.0)
         whole.append(len(kept_t) == len(tables))
         if misses is not None and len(kept_t) < len(tables):
-            misses.append(f"{item.source}: {item.question} | missing {sorted(set(tables) - set(kept_t))} | kept "
+            misses.append(f"{item.source}: {item.question[:150]} | missing {sorted(set(tables) - set(kept_t))} | kept "
                           f"{[k.entity.label for k in list(sel.kept.values())[:6]]}")
     times.sort()
     print(f"  ({corpus}: index built in {build_s:.2f} s)", file=sys.stderr)
@@ -187,7 +208,122 @@ def corpus_spider_en() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
     yield "spider_en dev", spider_catalogue(tables), spider_items(folder / "dev.json")
 
 
-CORPUS_LOADERS = {"spider_en": corpus_spider_en}
+def corpus_spider_de() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+    folder = CORPORA / "spider_de"
+    yield "spider_de dev", spider_catalogue(folder / "tables.json"), spider_items(folder / "dev.json")
+
+
+def _type(declared: str) -> str:
+    d = declared.lower()
+    for needle, kind in (("int", "integer"), ("real", "real"), ("float", "real"), ("double", "real"), ("num", "real"),
+                         ("dec", "real"), ("datetime", "datetime"), ("timestamp", "datetime"), ("date", "date"),
+                         ("bool", "boolean")):
+        if needle in d:
+            return kind
+    return "text"
+
+
+_CREATE = re.compile(r'^CREATE TABLE\s+["`]?([^"`\s(]+)["`]?\s*\(')
+_COLUMN = re.compile(r'^\s*("[^"]+"|`[^`]+`|[^\s,]+)\s+([A-Za-z]\w*)')
+_FK = re.compile(r'"?([^",\s.]+)"?\.([^\s,]+)\s+\((many-to-one|one-to-one)\)')
+
+
+def bird_manifest(path: Path) -> Manifest:
+    """A manifest from a BIRD mini-dev schema: tables, columns, their comments as descriptions, FKs."""
+    tables, comments, current, pk = [], [], None, set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--"):
+            comments.append(stripped[2:].strip())
+            continue
+        created = _CREATE.match(stripped)
+        if created:
+            pk_line = next((c for c in comments if "primary key" in c), "")
+            pk = {x.strip().strip('"').lower() for x in re.findall(r"\(([^)]*)\)", pk_line)[0].split(",")} if "(" in pk_line else set()
+            description = next((c for c in comments if "rows" not in c and not c.startswith("Stats")), "")
+            current = {"name": created.group(1), "description": description, "columns": []}
+            tables.append(current)
+            comments = []
+            continue
+        if stripped.startswith(")"):
+            current, comments = None, []
+            continue
+        column = _COLUMN.match(line)
+        if current is not None and column:
+            name = column.group(1).strip('"`')
+            description = next((c for c in comments if not c.startswith(("Stats", "Foreign keys"))), "")
+            fk = next((m for c in comments if c.startswith("Foreign keys") for m in _FK.finditer(c)), None)
+            ref = f"{fk.group(1)}.{fk.group(2).strip(chr(34))}" if fk else None
+            if name.lower() not in {c.name.lower() for c in current["columns"]}:
+                current["columns"].append(_column(name, _type(column.group(2)), description, name.lower() in pk, ref))
+            comments = []
+    return Manifest(source=_safe_name(path.stem), kind="sql", url="sqlite://",
+                    tables=[Table(**t) for t in tables if t["columns"]])
+
+
+def corpus_bird() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+    folder = CORPORA / "bird"
+    capabilities = CapabilitySet([bird_manifest(p) for p in sorted((folder / "schemas").glob("*.sql"))])
+    data = json.loads((folder / "mini_dev_sqlite.json").read_text(encoding="utf-8"))
+    items = [Item(f"{d['question']} {d.get('evidence', '')}", _safe_name(d["db_id"]), d["SQL"]) for d in data]
+    yield "bird mini-dev", capabilities, items
+
+
+def defog_manifest(path: Path) -> Manifest:
+    meta = json.loads(path.read_text(encoding="utf-8"))["table_metadata"]
+    tables = [Table(name=name, columns=[_column(c["column_name"], _type(c["data_type"]), c.get("column_description", ""))
+                                        for c in cols]) for name, cols in meta.items() if cols]
+    return Manifest(source=_safe_name(path.stem), kind="sql", url="sqlite://", tables=tables)
+
+
+def _first_gold(query: str) -> str:
+    """The first alternative of a defog gold query (``{a,b}`` means either column)."""
+    first = query.split(";")[0]
+    return re.sub(r"\{([^{},]+),[^{}]*\}", r"\1", first)
+
+
+def corpus_defog() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+    folder = CORPORA / "defog"
+    capabilities = CapabilitySet([defog_manifest(p) for p in sorted((folder / "dumps").glob("*.json"))])
+    items = []
+    for name in ("questions_gen_sqlite.csv", "instruct_basic_sqlite.csv", "instruct_advanced_sqlite.csv"):
+        with (folder / name).open(encoding="utf-8", newline="") as f:
+            for row in csv.DictReader(f):
+                question = f"{row['question']} {row.get('instructions') or ''}".strip()
+                items.append(Item(question, _safe_name(row["db_name"]), _first_gold(row["query"])))
+    yield "defog", capabilities, items
+
+
+def corpus_demo() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+    """The demo's verified examples and eval questions: shown whole (under budget), and pruned to 1,200 tokens."""
+    import os
+
+    import yaml
+
+    os.environ.setdefault("STRUCTQ_DEMO_DIR", "/nonexistent-demo")  # only the manifests are read
+    capabilities = CapabilitySet.from_path(ROOT / "capabilities")
+    items = []
+    for _, example in capabilities.examples():
+        parts = [(s.source, s.query if isinstance(s.query, str) else None, s.index)
+                 for s in example.steps if s.source != "local"]
+        if parts:
+            first, *rest = parts
+            items.append(Item(example.question, first[0], first[1], more=tuple(rest)) if first[1] is not None
+                         else Item(example.question, first[0], None, more=tuple(parts)))
+    indices = [(m.source, None, i.name) for m in capabilities if m.is_search for i in m.indices]
+    evaluation = yaml.safe_load((ROOT / "capabilities" / "eval.yaml").read_text(encoding="utf-8"))
+    for q in evaluation["questions"]:
+        if q.get("expect_sql"):
+            items.append(Item(q["question"], q["source"], q["expect_sql"]))
+        elif len(indices) == 1:  # expect_rows items read the demo's one search index
+            items.append(Item(q["question"], indices[0][0], None, more=tuple(indices)))
+    yield "demo", capabilities, items
+    yield "demo @1200", capabilities, items
+
+
+CORPUS_LOADERS = {"spider_en": corpus_spider_en, "spider_de": corpus_spider_de, "bird": corpus_bird,
+                  "defog": corpus_defog, "demo": corpus_demo}
+BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
 
 
 def print_table(rows: list[Figures]) -> None:
@@ -208,7 +344,7 @@ def main(argv: list[str]) -> None:
     for name in names:
         for corpus, capabilities, items in CORPUS_LOADERS[name]():
             misses: list[str] = []
-            rows.append(measure(corpus, capabilities, items, misses=misses))
+            rows.append(measure(corpus, capabilities, items, BUDGETS.get(corpus), misses=misses))
             if show_misses:
                 print("\n".join(misses[:80]), file=sys.stderr)
     print_table(rows)

@@ -46,7 +46,15 @@ REPO = Path(__file__).resolve().parent.parent
     ("2024年星火的budget", ["2024", "年", "星", "火", "的", "年星", "星火", "火的", "budget"]),
 ], ids=["chinese", "english-plural", "camel", "snake", "acronyms", "stems", "mixed"])
 def test_terms(text: str, expected: list[str]) -> None:
-    assert [t for t, _ in terms(text)] == expected
+    assert [t for t, _ in terms(text) if not t.startswith("#")] == expected
+
+
+@pytest.mark.parametrize("compound, part", [("Haustierarten", "haustiere"), ("Automodelle", "modellliste"),
+                                            ("highschoolers", "schooler")])
+def test_long_words_share_character_grams_with_their_parts(compound: str, part: str) -> None:
+    grams = {t: w for t, w in terms(compound) if t.startswith("#")}
+    assert grams and all(w < 1.0 for w in grams.values())
+    assert set(grams) & {t for t, _ in terms(part)}
 
 
 def test_cjk_single_characters_weigh_less_than_bigrams() -> None:
@@ -58,7 +66,7 @@ def test_cjk_single_characters_weigh_less_than_bigrams() -> None:
 @settings(max_examples=200, deadline=None)
 def test_terms_are_never_blank_or_stop_words(text: str) -> None:
     for term, weight in terms(text):
-        assert term and not any(ch.isspace() for ch in term) and term not in STOP_WORDS and weight > 0
+        assert term.strip("#") and not any(ch.isspace() for ch in term) and term not in STOP_WORDS and weight > 0
 
 
 # --- a catalogue on real SQLite files -----------------------------------------------------------

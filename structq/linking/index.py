@@ -44,13 +44,14 @@ class _Bm25:
     """A BM25 scorer over weighted bags of terms."""
 
     def __init__(self, bags: list[Counter]) -> None:
+        #: term → (document, its BM25 term-frequency factor), computed once
         self.postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
         lengths = [sum(bag.values()) for bag in bags]
-        self.avg = (sum(lengths) / len(lengths)) if lengths else 1.0
-        self.norm = [K1 * (1 - B + B * (n / (self.avg or 1.0))) for n in lengths]
+        avg = (sum(lengths) / len(lengths)) if lengths else 1.0
         for doc, bag in enumerate(bags):
+            norm = K1 * (1 - B + B * (lengths[doc] / (avg or 1.0)))
             for term, tf in bag.items():
-                self.postings[term].append((doc, tf))
+                self.postings[term].append((doc, tf * (K1 + 1) / (tf + norm)))
         total = len(bags)
         self.idf = {t: math.log(1 + (total - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()}
 
@@ -60,8 +61,9 @@ class _Bm25:
             idf = self.idf.get(term)
             if idf is None:
                 continue
-            for doc, tf in self.postings[term]:
-                out[doc] += qw * idf * tf * (K1 + 1) / (tf + self.norm[doc])
+            weight = qw * idf
+            for doc, factor in self.postings[term]:
+                out[doc] += weight * factor
         return out
 
 
@@ -131,10 +133,8 @@ class LinkingIndex:
         return cls(found, position, _Bm25(bags), _Bm25(column_bags), column_keys, _graph(found, position),
                    examples, sum(e.tokens for e in found))
 
-    def path(self, start: int, goal: int, max_hops: int) -> list[int] | None:
-        """The shortest FK path from ``start`` to ``goal`` (both ends included), if short enough."""
-        if start == goal:
-            return [start]
+    def paths_from(self, start: int, max_hops: int) -> dict[int, int]:
+        """Shortest FK paths from ``start``: each reachable table → the table before it."""
         previous = {start: start}
         frontier = deque([(start, 0)])
         while frontier:
@@ -142,16 +142,10 @@ class LinkingIndex:
             if hops >= max_hops:
                 continue
             for nxt in sorted(self.graph.get(node, ())):
-                if nxt in previous:
-                    continue
-                previous[nxt] = node
-                if nxt == goal:
-                    out = [goal]
-                    while out[-1] != start:
-                        out.append(previous[out[-1]])
-                    return out[::-1]
-                frontier.append((nxt, hops + 1))
-        return None
+                if nxt not in previous:
+                    previous[nxt] = node
+                    frontier.append((nxt, hops + 1))
+        return previous
 
 
 def _graph(found: list[Entity], position: dict[tuple[str, str], int]) -> dict[int, set[int]]:

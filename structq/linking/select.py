@@ -214,6 +214,11 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
                      time.perf_counter() - started, notes)
 
 
+#: Ranked tables considered at most; tables refused for size before giving up; tokens left
+#: at which the budget counts as full. They bound the work per question, not the result.
+_CANDIDATES, _GIVE_UP, _NEARLY_FULL = 300, 40, 20
+
+
 class _Builder:
     """Grows the kept set: forced tables, seeds with their FK paths, then columns, in budget."""
 
@@ -224,6 +229,7 @@ class _Builder:
         self.kept: dict[int, Kept] = {}
         self.forced_columns: dict[int, dict[str, str]] = {}
         self.used = 0
+        self._trees: dict[int, dict[int, int]] = {}
 
     def _keep(self, i: int, reason: str, *, force: bool = False) -> bool:
         if i in self.kept:
@@ -254,41 +260,60 @@ class _Builder:
 
     def seed(self) -> None:
         """Keep tables best-ranked first (own score, their source's, FK neighbours') within budget."""
-        ranked = self._ranked()
-        anchors = list(self.kept)
-        for i, (score, reason) in ranked:
-            if score <= 0:
+        anchors: dict[str, list[int]] = {}
+        for i in self.kept:
+            anchors.setdefault(self.index.entities[i].source, []).append(i)
+        limit = min(self.budget.linked_tokens, self.budget.prompt_tokens)
+        refused = 0
+        for i, (score, reason) in self._ranked():
+            if score <= 0 or refused >= _GIVE_UP or self.used >= limit - _NEARLY_FULL:
                 break
             if not self._keep(i, reason):
+                refused += 1
                 continue
-            for other in anchors:
+            same_source = anchors.setdefault(self.index.entities[i].source, [])
+            for other in list(same_source):
                 self._join(other, i)
-            anchors.append(i)
+            same_source.append(i)
 
     def _ranked(self) -> list[tuple[int, tuple[float, str]]]:
         by_source: dict[str, list[float]] = {}
         for i, score in self.scores.items():
             by_source.setdefault(self.index.entities[i].source, []).append(score)
         source_score = {src: sum(sorted(v, reverse=True)[:3]) for src, v in by_source.items()}
-        ranked: dict[int, tuple[float, str]] = {}
+        weight = self.budget.source_weight
+        entities = self.index.entities
+        ranked: dict[int, tuple[float, int]] = {}  # table → (rank score, the table it joins or -1)
         for i, score in self.scores.items():
-            boost = self.budget.source_weight * source_score[self.index.entities[i].source]
-            ranked[i] = (score + boost, f"matches the question (score {score:.1f}, source {boost:.1f})")
-        for i, (score, _) in list(ranked.items()):
+            ranked[i] = (score + weight * source_score[entities[i].source], -1)
+        best = sorted(ranked.items(), key=lambda kv: -kv[1][0])[:_CANDIDATES]
+        for i, (score, _) in best:
             for n in self.index.graph.get(i, ()):
-                neighbour = 0.5 * score
-                if neighbour > ranked.get(n, (0.0, ""))[0]:
-                    ranked[n] = (neighbour, f"joins {self.index.entities[i].name} (score {neighbour:.1f})")
-        return sorted(ranked.items(), key=lambda kv: (-kv[1][0], kv[0]))
+                if 0.5 * score > ranked.get(n, (0.0, -1))[0]:
+                    ranked[n] = (0.5 * score, i)
+        out = []
+        for i, (score, via) in sorted(ranked.items(), key=lambda kv: (-kv[1][0], kv[0]))[:_CANDIDATES]:
+            if via < 0:
+                own = self.scores.get(i, 0.0)
+                reason = f"matches the question (score {own:.1f}, its source {score - own:.1f})"
+            else:
+                reason = f"joins {entities[via].name} (score {score:.1f})"
+            out.append((i, (score, reason)))
+        return out
 
     def _join(self, a: int, b: int) -> None:
         ea, eb = self.index.entities[a], self.index.entities[b]
         if ea.source != eb.source or a == b:
             return
-        path = self.index.path(a, b, self.budget.max_hops)
-        if path is None:
+        tree = self._trees.get(a)
+        if tree is None:
+            tree = self._trees[a] = self.index.paths_from(a, self.budget.max_hops)
+        if b not in tree:
             return
-        for node in path[1:-1]:
+        path = [b]
+        while path[-1] != a:
+            path.append(tree[path[-1]])
+        for node in path[-2:0:-1]:
             self._keep(node, f"on the join path {ea.name} – {eb.name}")
 
     def finish(self) -> dict[tuple[str, str], Kept]:

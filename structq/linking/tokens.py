@@ -11,8 +11,10 @@ terms, for one-character words (男, 女, 省).
 
 Latin text is split at non-letters, at camelCase humps and at snake_case underscores, lower-
 cased, and reduced by a light plural/inflection stemmer (``singers`` → ``singer``,
-``countries`` → ``country``), with English stop words dropped. Digits stay as terms (years,
-codes), but not single digits.
+``countries`` → ``country``), with English and German function words dropped. Words of six or
+more letters also give weak character 4-grams (``#haus``, ``#aust``…), so compounds and
+inflected forms share terms with their parts. Digits stay as terms (years, codes), but not
+single digits.
 """
 
 from __future__ import annotations
@@ -38,10 +40,21 @@ STOP_WORDS = frozenset(
     please also only just more most less least per about into over under between among
     can could would should will shall may might must if else some such both either neither
     s t""".split()
+) | frozenset(  # German, the other language the measured corpora ask in
+    """der die das den dem des ein eine einer eines einem einen und oder nicht kein keine ist sind
+    war waren wie viel viele vielen was welche welcher welches welchen wer wen wem wo wann warum
+    gibt es zu zum zur von vom mit für auf im an am bei aus nach über unter um alle allen jede
+    jeder jedes jeden sie er ihr ihre ihren haben hat hatte werden wird wurde wurden als auch nur
+    dass zeige zeigen finde finden nenne nennen gib geben liste mir uns lauten lautet heißt
+    heißen diese dieser dieses sich noch mehr als insgesamt""".split()
 )
 
 #: Weight of a single CJK character relative to a bigram or a word.
 UNIGRAM_WEIGHT = 0.3
+#: Long latin words also yield character 4-grams at this weight each, so compounds and
+#: inflections meet their parts (Haustierarten ~ haustiere, Automodell ~ modellliste).
+GRAM_WEIGHT = 0.15
+GRAM_MIN_WORD = 6
 
 
 def is_cjk(text: str) -> bool:
@@ -108,4 +121,6 @@ def terms(text: str) -> list[tuple[str, float]]:
             if word in STOP_WORDS or (word.isdigit() and len(word) < 2):
                 continue
             out.append((stem(word), 1.0))
+            if len(word) >= GRAM_MIN_WORD and word.isalpha():
+                out += [("#" + word[i : i + 4], GRAM_WEIGHT) for i in range(len(word) - 3)]
     return out
