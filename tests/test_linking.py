@@ -213,7 +213,7 @@ def test_pruning_keeps_the_join_path_and_keys(built) -> None:
     assert any("join path" in r for r in orders.reasons)  # never mentioned, kept to join the two
     assert not selection.keeps("crm", "audit_log_3")
     text = selection.render()
-    assert "table orders" in text and "customer_id integer PK" in text and "more tables of this source" in text
+    assert "table orders" in text and "customer_id integer PK" in text and "tables not shown" in text
     assert "secret_note" not in text
 
 

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .entities import Entity, entities
+from .entities import Entity, entities, estimate_tokens
 from .tokens import terms
 
 if TYPE_CHECKING:
@@ -93,6 +93,14 @@ class LinkingIndex:
     graph: dict[int, set[int]]
     examples: list[tuple[str, set[int]]]
     total_tokens: int
+    #: (the full-weight terms of a table's name or one synonym, the table)
+    names: list[tuple[frozenset[str], int]]
+    #: Estimated tokens of each source's header lines (paid once when any of its tables is kept)
+    source_tokens: dict[str, int]
+
+    def named(self, query_terms: set[str]) -> set[int]:
+        """Tables whose name or a synonym is written in the question (all its words/bigrams)."""
+        return {i for needed, i in self.names if needed <= query_terms}
 
     @classmethod
     def build(cls, capabilities: "CapabilitySet") -> "LinkingIndex":
@@ -130,8 +138,18 @@ class LinkingIndex:
         for question, read in examples:
             for i in read:
                 _add(bags[i], question, W_EXAMPLE)
+        names = []
+        for i, e in enumerate(found):
+            for phrase in (e.name, *e.synonyms):
+                needed = frozenset(t for t, w in terms(phrase) if w >= 1.0 and not t.startswith("#"))
+                if needed:
+                    names.append((needed, i))
+        from structq.capabilities.render import render_manifest
+
+        headers = {m.source: estimate_tokens(render_manifest(m.model_copy(update={"tables": [], "indices": []}))) + 8
+                   for m in capabilities}
         return cls(found, position, _Bm25(bags), _Bm25(column_bags), column_keys, _graph(found, position),
-                   examples, sum(e.tokens for e in found))
+                   examples, sum(e.tokens for e in found) + sum(headers.values()), names, headers)
 
     def paths_from(self, start: int, max_hops: int) -> dict[int, int]:
         """Shortest FK paths from ``start``: each reachable table → the table before it."""

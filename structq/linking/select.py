@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Budget", "Kept", "Selection", "select"]
 
+#: A table the question names outright (its name or a synonym, every word of it) gains this
+#: share of the best lexical score: naming is stronger evidence than sharing words.
+NAME_BONUS = 0.5
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -84,7 +88,8 @@ class Selection:
 
     @property
     def tokens(self) -> int:
-        return sum(k.tokens() for k in self.kept.values())
+        """Estimated tokens of the rendered sub-catalogue (``entities.estimate_tokens``)."""
+        return estimate_tokens(self.render())
 
     def keeps(self, source: str, table: str, column: str | None = None) -> bool:
         kept = self.kept.get((source, table.lower()))
@@ -124,13 +129,14 @@ class Selection:
             hidden = len(full.tables) + len(full.indices) - len(m.tables) - len(m.indices)
             narrowed = [t.name for t in m.tables if len(t.columns) < len(full.table(t.name).columns)]  # type: ignore[union-attr]
             if hidden:
-                text += f"\n  ({hidden} more tables of this source are not shown: not relevant to this question)"
+                text += f"\n  (+{hidden} tables not shown)"
             if narrowed:
-                text += f"\n  (only the relevant columns of {', '.join(narrowed)} are shown)"
+                text += f"\n  (some columns of {', '.join(narrowed)} not shown)"
             blocks.append(text)
         others = len(self.capabilities) - len(blocks)
         if others:
-            blocks.append(f"({others} more sources are not shown: not relevant to this question)")
+            blocks.append(f"(+{others} sources not shown; tables and columns not shown were judged "
+                          "irrelevant to this question and can still be used by their exact names)")
         return "\n\n".join(blocks)
 
     def examples(self) -> list["Example"]:
@@ -183,6 +189,8 @@ def _seed_scores(index: LinkingIndex, question: str, matches: list["ValueMatch"]
     for entity, by_member in columns.items():
         scores[entity] = scores.get(entity, 0.0) + 0.5 * max(by_member.values())
     best = max(scores.values(), default=1.0)
+    for i in index.named(set(query)):
+        scores[i] = scores.get(i, 0.0) + NAME_BONUS * best
     for m in matches:
         i = index.position.get((m.source, m.table.lower()))
         if i is not None:
@@ -236,11 +244,13 @@ class _Builder:
             if reason not in self.kept[i].reasons:
                 self.kept[i].reasons.append(reason)
             return True
-        entity = self.index.entities[i]
-        cost = min(entity.tokens, entity.header_tokens + 20 * (self.budget.columns + 4))
+        kept = Kept(self.index.entities[i], self.scores.get(i, 0.0), [reason], self._members(i))
+        cost = kept.tokens()
+        if not any(k.entity.source == kept.entity.source for k in self.kept.values()):
+            cost += self.index.source_tokens.get(kept.entity.source, 0)
         if not force and self.used + cost > min(self.budget.linked_tokens, self.budget.prompt_tokens):
             return False
-        self.kept[i] = Kept(entity, self.scores.get(i, 0.0), [reason])
+        self.kept[i] = kept
         self.used += cost
         return True
 
