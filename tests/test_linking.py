@@ -153,7 +153,7 @@ def built(catalogue: Path) -> CapabilitySet:
     return capabilities
 
 
-SMALL = Budget(prompt_tokens=120, linked_tokens=200)
+SMALL = Budget(prompt_tokens=300, linked_tokens=300)
 
 # --- the value index ----------------------------------------------------------------------------
 
@@ -264,7 +264,7 @@ def test_repair_restores_a_pruned_table(built) -> None:
              "steps": [{"output_key": "n", "source": "crm", "query": "SELECT COUNT(*) AS n FROM staff"}]}
     right = {**wrong, "steps": [{**wrong["steps"][0], "source": "hr"}]}
     model = scripted(plan_reply(wrong), plan_reply(right), text_reply("3 [n]"))
-    agent = Agent(built, llm=model, settings=Settings(llm=None, prompt_tokens=120, link_tokens=200,
+    agent = Agent(built, llm=model, settings=Settings(llm=None, prompt_tokens=300, link_tokens=300,
                                                       cache_enabled=False, audit_enabled=False))
     with agent:
         answer = agent.ask("How many colleagues work here?", today=TODAY, answer=False)
@@ -290,7 +290,7 @@ def test_cli_builds_values_and_explains_linking(catalogue, monkeypatch) -> None:
     report = json.loads(built.output)["values"]
     assert {r["source"] for r in report} == {"crm", "hr"} and (catalogue / ".values" / "hr.json").is_file()
 
-    env = {"STRUCTQ_PROMPT_TOKENS": "120", "STRUCTQ_LINK_TOKENS": "200", "STRUCTQ_LLM": None, "OPENAI_API_KEY": None}
+    env = {"STRUCTQ_PROMPT_TOKENS": "300", "STRUCTQ_LINK_TOKENS": "300", "STRUCTQ_LLM": None, "OPENAI_API_KEY": None}
     result = runner.invoke(app, ["plan", "星火项目的成员", "--explain-linking", "--json", "-m", str(catalogue)], env=env)
     assert result.exit_code == 0, result.output
     explained = json.loads(result.output)

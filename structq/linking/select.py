@@ -239,18 +239,32 @@ class _Builder:
         self.used = 0
         self._trees: dict[int, dict[int, int]] = {}
 
-    def _keep(self, i: int, reason: str, *, force: bool = False) -> bool:
+    def _cost(self, i: int, sources: set[str]) -> int:
+        """Tokens table ``i`` adds, its source's header included when that source is new."""
+        entity = self.index.entities[i]
+        cost = Kept(entity, 0.0, [], self._members(i)).tokens()
+        return cost if entity.source in sources else cost + self.index.source_tokens.get(entity.source, 0)
+
+    def _keep(self, i: int, reason: str, *, force: bool = False, joins: tuple[int, ...] = ()) -> bool:
+        """Keep ``i`` together with its join paths to ``joins`` — all of it within budget, or nothing."""
         if i in self.kept:
             if reason not in self.kept[i].reasons:
                 self.kept[i].reasons.append(reason)
             return True
-        kept = Kept(self.index.entities[i], self.scores.get(i, 0.0), [reason], self._members(i))
-        cost = kept.tokens()
-        if not any(k.entity.source == kept.entity.source for k in self.kept.values()):
-            cost += self.index.source_tokens.get(kept.entity.source, 0)
+        adding: dict[int, str] = {i: reason}
+        for other in joins:
+            for node in self._path(other, i):
+                adding.setdefault(node, f"on the join path {self.index.entities[other].name} – "
+                                        f"{self.index.entities[i].name}")
+        sources = {k.entity.source for k in self.kept.values()}
+        cost = 0
+        for node in adding:
+            cost += self._cost(node, sources)
+            sources.add(self.index.entities[node].source)
         if not force and self.used + cost > min(self.budget.linked_tokens, self.budget.prompt_tokens):
             return False
-        self.kept[i] = kept
+        for node, why in adding.items():
+            self.kept[node] = Kept(self.index.entities[node], self.scores.get(node, 0.0), [why], self._members(node))
         self.used += cost
         return True
 
@@ -278,12 +292,10 @@ class _Builder:
         for i, (score, reason) in self._ranked():
             if score <= 0 or refused >= _GIVE_UP or self.used >= limit - _NEARLY_FULL:
                 break
-            if not self._keep(i, reason):
-                refused += 1
-                continue
             same_source = anchors.setdefault(self.index.entities[i].source, [])
-            for other in list(same_source):
-                self._join(other, i)
+            if i in self.kept or not self._keep(i, reason, joins=tuple(same_source)):
+                refused += i not in self.kept
+                continue
             same_source.append(i)
 
     def _ranked(self) -> list[tuple[int, tuple[float, str]]]:
@@ -311,20 +323,17 @@ class _Builder:
             out.append((i, (score, reason)))
         return out
 
-    def _join(self, a: int, b: int) -> None:
-        ea, eb = self.index.entities[a], self.index.entities[b]
-        if ea.source != eb.source or a == b:
-            return
+    def _path(self, a: int, b: int) -> list[int]:
+        """The tables strictly between ``a`` and ``b`` on their shortest FK path (none if too long)."""
         tree = self._trees.get(a)
         if tree is None:
             tree = self._trees[a] = self.index.paths_from(a, self.budget.max_hops)
-        if b not in tree:
-            return
-        path = [b]
+        if a == b or b not in tree:
+            return []
+        path = [tree[b]]
         while path[-1] != a:
             path.append(tree[path[-1]])
-        for node in path[-2:0:-1]:
-            self._keep(node, f"on the join path {ea.name} – {eb.name}")
+        return [node for node in path[:-1] if node not in self.kept]
 
     def finish(self) -> dict[tuple[str, str], Kept]:
         for i, kept in self.kept.items():
