@@ -8,7 +8,8 @@ credited to the gold tables that have it) are looked up in the kept sub-catalogu
 Corpora (from ../shared/corpora/legit; a missing one is skipped with a note):
 - spider_en: dev questions (1,034) over all 206 databases of ``test_tables.json``
   (1,056 tables), names only — no descriptions, as ``structq sync`` would write them;
-- spider_de: the German dev questions over its 20 databases (``tables.json``);
+- spider_de: the German dev questions over its 20 dev databases (from ``tables.json``; small
+  enough not to be pruned), and over all 166 databases of ``tables.json`` (851 tables);
 - bird: mini-dev sqlite (500), question + evidence, the 11 schemas with their column comments;
 - defog: questions_gen_sqlite + instruct_* over the 11 databases, with column descriptions;
 - demo: the bundled manifests' verified examples and ``capabilities/eval.yaml`` (Chinese).
@@ -18,7 +19,13 @@ gold tables kept, prompt tokens (estimated: ASCII at 4 characters a token, other
 each — ``structq.linking.entities.estimate_tokens``) of the pruned catalogue against the full
 one, and linking time p50/p95 (value index not built: the corpora have no data here).
 
-Run: ``python bench/linking.py [corpus ...]``
+The ``langchain`` column is LangChain's ``SQLDatabase.get_table_info()`` (CREATE TABLE plus 3
+sample rows per table) over every database of the corpus, in the same token estimate, when
+``langchain_community`` is importable: on the real SQLite files of spider_de and defog; on
+empty SQLite files created from the schema for spider_en and BIRD (no data here, so DDL only —
+an undercount of what it costs on real data).
+
+Run: ``python bench/linking.py [corpus ...] [--misses]``
 """
 
 from __future__ import annotations
@@ -70,10 +77,12 @@ def _column(name: str, type_: str, description: str = "", pk: bool = False, ref:
     return Column(name=name, type=type_, description=description, primary_key=pk, references=ref)
 
 
-def spider_catalogue(tables_json: Path) -> CapabilitySet:
-    """One SQL source per Spider database, from ``tables.json``: names, types, keys, FKs."""
+def spider_catalogue(tables_json: Path, only: set[str] | None = None) -> CapabilitySet:
+    """One SQL source per Spider database (or those in ``only``), from ``tables.json``."""
     manifests = []
     for db in json.loads(tables_json.read_text(encoding="utf-8")):
+        if only is not None and db["db_id"] not in only:
+            continue
         names = db["table_names_original"]
         cols = db["column_names_original"]
         refs = {a: b for a, b in db["foreign_keys"]}
@@ -157,6 +166,40 @@ def _gold_sql(source: str, sql: str, dialect: str, capabilities: CapabilitySet) 
 # --- running ------------------------------------------------------------------------------------
 
 
+def _empty_databases(capabilities: CapabilitySet, folder: Path) -> list[Path]:
+    """One SQLite file per source with its tables created empty (for corpora without data)."""
+    import sqlite3
+
+    paths = []
+    for m in capabilities:
+        path = folder / f"{m.source}.sqlite"
+        with sqlite3.connect(path) as connection:
+            for t in m.tables:
+                if t.name.lower().startswith("sqlite_"):
+                    continue  # SQLite's own (Spider lists sqlite_sequence)
+                columns = ", ".join('"{}" {}'.format(c.name.replace('"', '""'), c.type.upper()) for c in t.columns)
+                connection.execute('CREATE TABLE "{}" ({})'.format(t.name.replace('"', '""'), columns))
+        paths.append(path)
+    return paths
+
+
+def langchain_tokens(paths: list[Path]) -> int | None:
+    """Estimated tokens of ``SQLDatabase.get_table_info()`` summed over the databases, if available."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from langchain_community.utilities import SQLDatabase
+    except ImportError:
+        return None
+    total = 0
+    for path in paths:
+        db = SQLDatabase.from_uri(f"sqlite:///{path}", sample_rows_in_table_info=3)
+        total += estimate_tokens(db.get_table_info())
+    return total
+
+
 @dataclass
 class Figures:
     corpus: str
@@ -169,10 +212,11 @@ class Figures:
     full_tokens: int
     p50_ms: float
     p95_ms: float
+    langchain: int | None = None
 
 
 def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget: Budget | None = None,
-            misses: list[str] | None = None) -> Figures:
+            misses: list[str] | None = None, databases: list[Path] | None = None) -> Figures:
     started = time.perf_counter()
     index = linking_index(capabilities)
     build_s = time.perf_counter() - started
@@ -198,21 +242,38 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
     print(f"  ({corpus}: index built in {build_s:.2f} s)", file=sys.stderr)
     return Figures(corpus, len(t_rec), len(index.entities), statistics.mean(t_rec), statistics.mean(c_rec),
                    statistics.mean(whole), statistics.mean(toks), full_tokens,
-                   times[len(times) // 2], times[int(len(times) * 0.95)])
+                   times[len(times) // 2], times[int(len(times) * 0.95)],
+                   langchain_tokens(databases) if databases else None)
 
 
-def corpus_spider_en() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+def _scratch() -> Path:
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="structq-linking-"))
+
+
+Corpus = Iterator[tuple[str, CapabilitySet, list[Item], list[Path] | None]]
+
+
+def corpus_spider_en() -> Corpus:
     folder = CORPORA / "spider_en"
     tables = folder / "test_tables.json"
     if not tables.is_file():
         print("  spider_en: test_tables.json absent, using tables.json", file=sys.stderr)
         tables = folder / "tables.json"
-    yield "spider_en dev", spider_catalogue(tables), spider_items(folder / "dev.json")
+    capabilities = spider_catalogue(tables)
+    yield "spider_en dev", capabilities, spider_items(folder / "dev.json"), _empty_databases(capabilities, _scratch())
 
 
-def corpus_spider_de() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+def corpus_spider_de() -> Corpus:
     folder = CORPORA / "spider_de"
-    yield "spider_de dev", spider_catalogue(folder / "tables.json"), spider_items(folder / "dev.json")
+    dev = json.loads((folder / "dev.json").read_text(encoding="utf-8"))
+    capabilities = spider_catalogue(folder / "tables.json", only={d["db_id"] for d in dev})
+    yield ("spider_de dev", capabilities, spider_items(folder / "dev.json"),
+           sorted((folder / "database").glob("*/*.sqlite")))
+    # Harder: the same questions among all 166 databases of tables.json (851 tables).
+    everything = spider_catalogue(folder / "tables.json")
+    yield "spider_de 166db", everything, spider_items(folder / "dev.json"), _empty_databases(everything, _scratch())
 
 
 def _type(declared: str) -> str:
@@ -263,12 +324,12 @@ def bird_manifest(path: Path) -> Manifest:
                     tables=[Table(**t) for t in tables if t["columns"]])
 
 
-def corpus_bird() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+def corpus_bird() -> Corpus:
     folder = CORPORA / "bird"
     capabilities = CapabilitySet([bird_manifest(p) for p in sorted((folder / "schemas").glob("*.sql"))])
     data = json.loads((folder / "mini_dev_sqlite.json").read_text(encoding="utf-8"))
     items = [Item(f"{d['question']} {d.get('evidence', '')}", _safe_name(d["db_id"]), d["SQL"]) for d in data]
-    yield "bird mini-dev", capabilities, items
+    yield "bird mini-dev", capabilities, items, _empty_databases(capabilities, _scratch())
 
 
 def defog_manifest(path: Path) -> Manifest:
@@ -284,7 +345,7 @@ def _first_gold(query: str) -> str:
     return re.sub(r"\{([^{},]+),[^{}]*\}", r"\1", first)
 
 
-def corpus_defog() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+def corpus_defog() -> Corpus:
     folder = CORPORA / "defog"
     capabilities = CapabilitySet([defog_manifest(p) for p in sorted((folder / "dumps").glob("*.json"))])
     items = []
@@ -293,10 +354,10 @@ def corpus_defog() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
             for row in csv.DictReader(f):
                 question = f"{row['question']} {row.get('instructions') or ''}".strip()
                 items.append(Item(question, _safe_name(row["db_name"]), _first_gold(row["query"])))
-    yield "defog", capabilities, items
+    yield "defog", capabilities, items, sorted((folder / "sqlite").glob("*.db"))
 
 
-def corpus_demo() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
+def corpus_demo() -> Corpus:
     """The demo's verified examples and eval questions: shown whole (under budget), and pruned to 1,200 tokens."""
     import os
 
@@ -319,8 +380,8 @@ def corpus_demo() -> Iterator[tuple[str, CapabilitySet, list[Item]]]:
             items.append(Item(q["question"], q["source"], q["expect_sql"]))
         elif len(indices) == 1:  # expect_rows items read the demo's one search index
             items.append(Item(q["question"], indices[0][0], None, more=tuple(indices)))
-    yield "demo", capabilities, items
-    yield "demo @1200", capabilities, items
+    yield "demo", capabilities, items, None
+    yield "demo @1200", capabilities, items, None
 
 
 CORPUS_LOADERS = {"spider_en": corpus_spider_en, "spider_de": corpus_spider_de, "bird": corpus_bird,
@@ -330,12 +391,13 @@ BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
 
 def print_table(rows: list[Figures]) -> None:
     header = (f"{'corpus':<16} {'questions':>9} {'tables':>6} {'table rec':>9} {'col rec':>8} {'all tbls':>8} "
-              f"{'tokens':>7} {'full':>7} {'share':>6} {'p50 ms':>7} {'p95 ms':>7}")
+              f"{'tokens':>7} {'full':>7} {'share':>6} {'langchain':>9} {'p50 ms':>7} {'p95 ms':>7}")
     print(header)
     print("-" * len(header))
     for r in rows:
         print(f"{r.corpus:<16} {r.questions:>9} {r.tables:>6} {r.table_recall:>9.3f} {r.column_recall:>8.3f} "
               f"{r.all_tables:>8.1%} {r.tokens:>7.0f} {r.full_tokens:>7} {r.tokens / r.full_tokens:>6.1%} "
+              f"{r.langchain if r.langchain is not None else 'n/a':>9} "
               f"{r.p50_ms:>7.2f} {r.p95_ms:>7.2f}")
 
 
@@ -344,9 +406,9 @@ def main(argv: list[str]) -> None:
     show_misses = "--misses" in argv
     rows = []
     for name in names:
-        for corpus, capabilities, items in CORPUS_LOADERS[name]():
+        for corpus, capabilities, items, databases in CORPUS_LOADERS[name]():
             misses: list[str] = []
-            rows.append(measure(corpus, capabilities, items, BUDGETS.get(corpus), misses=misses))
+            rows.append(measure(corpus, capabilities, items, BUDGETS.get(corpus), misses=misses, databases=databases))
             if show_misses:
                 print("\n".join(misses[:80]), file=sys.stderr)
     print_table(rows)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .entities import Entity, entities, estimate_tokens
+from .memo import Memo
 from .tokens import terms
 
 if TYPE_CHECKING:
@@ -179,15 +180,9 @@ def _graph(found: list[Entity], position: dict[tuple[str, str], int]) -> dict[in
     return graph
 
 
-_CACHE: dict[str, LinkingIndex] = {}
+_CACHE: Memo[LinkingIndex] = Memo()
 
 
 def linking_index(capabilities: "CapabilitySet") -> LinkingIndex:
     """The index of ``capabilities``, built once per manifest fingerprint (a few kept)."""
-    key = capabilities.fingerprint()
-    index = _CACHE.get(key)
-    if index is None:
-        if len(_CACHE) >= 4:
-            _CACHE.pop(next(iter(_CACHE)))
-        index = _CACHE[key] = LinkingIndex.build(capabilities)
-    return index
+    return _CACHE.get(capabilities.fingerprint(), lambda: LinkingIndex.build(capabilities))

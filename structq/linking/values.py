@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError
 
+from .memo import Memo
 from .tokens import is_cjk, latin_words
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ def _drop_shadowed(matches: list[ValueMatch]) -> list[ValueMatch]:
     return [m for m in matches if m.exact or not any(m.matched in s or s in m.matched for s in exact_spans)]
 
 
-_LOADED: dict[tuple[str, tuple[tuple[str, float], ...]], ValueIndex] = {}
+_LOADED: Memo[ValueIndex] = Memo()
 
 
 def load_values(capabilities: "CapabilitySet") -> ValueIndex:
@@ -275,10 +276,4 @@ def load_values(capabilities: "CapabilitySet") -> ValueIndex:
         path = values_path(manifest)
         if path is not None and path.is_file():
             stamps.append((str(path), path.stat().st_mtime))
-    key = (capabilities.fingerprint(), tuple(stamps))
-    index = _LOADED.get(key)
-    if index is None:
-        if len(_LOADED) >= 4:
-            _LOADED.pop(next(iter(_LOADED)))
-        index = _LOADED[key] = ValueIndex.load(capabilities)
-    return index
+    return _LOADED.get((capabilities.fingerprint(), tuple(stamps)), lambda: ValueIndex.load(capabilities))
