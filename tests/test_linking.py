@@ -309,3 +309,29 @@ def test_cli_explains_an_unpruned_demo_catalogue(demo_env) -> None:
                                 env={"STRUCTQ_DEMO_DIR": demo_env["STRUCTQ_DEMO_DIR"]})
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["pruned"] is False
+
+
+# --- a search source on the real engine ------------------------------------------------------------
+
+
+def test_search_values_are_built_from_keyword_fields_only(search_server, tmp_path: Path) -> None:
+    """Keyword fields are read through a terms aggregation; denied fields and analysed text never."""
+    from search_support import load_indices
+
+    mapping = {"properties": {"author": {"type": "keyword"}, "secret": {"type": "keyword"},
+                              "body": {"type": "text"}}}
+    docs = [{"_id": "1", "author": "李浩华", "secret": "TOPSECRET", "body": "周报 one"},
+            {"_id": "2", "author": "Grace Hopper", "secret": "TOPSECRET", "body": "周报 two"}]
+    load_indices(search_server.url, [("linking_reports", mapping, docs)])
+    manifest = {"source": "docs", "kind": "opensearch", "url": search_server.url, "indices": [
+        {"name": "linking_reports", "fields": [{"name": "author", "type": "keyword"},
+                                               {"name": "secret", "type": "keyword", "access": "deny"},
+                                               {"name": "body", "type": "text"}]}]}
+    (tmp_path / "docs.yaml").write_text(yaml.safe_dump(manifest, allow_unicode=True), encoding="utf-8")
+    capabilities = CapabilitySet.from_path(tmp_path)
+    build = build_values(capabilities["docs"])
+    assert (build.columns, build.values) == (1, 2)
+    text = (tmp_path / ".values" / "docs.json").read_text(encoding="utf-8")
+    assert "TOPSECRET" not in text and "周报" not in text
+    matches = ValueIndex.load(capabilities).match("grace hopper写的周报")
+    assert [(m.table, m.column, m.value) for m in matches] == [("linking_reports", "author", "Grace Hopper")]
