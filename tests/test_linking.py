@@ -170,6 +170,8 @@ def test_value_index_matches_with_stored_spelling(built, question, column, store
     matches = ValueIndex.load(built).match(question)
     found = [(m.source, m.table, m.column, m.value, m.exact) for m in matches]
     assert (*column, stored, exact) in found
+    match = next(m for m in matches if m.value == stored)
+    assert match.matched.casefold() in question.casefold() and len(match.matched) == len(stored)  # the typo, whole
 
 
 @pytest.mark.parametrize("question", ["the annual report", "Adamant", "上"])

@@ -249,7 +249,7 @@ class ValueIndex:
             return None
         best: tuple[str, int] | None = None
         n = len(target)
-        for length in range(n - allowed, n + allowed + 1):
+        for length in sorted(range(n - allowed, n + allowed + 1), key=lambda k: abs(k - n)):  # same length first
             for i in range(0, len(folded) - length + 1):
                 window = folded[i : i + length]
                 if window[0] != target[0] and window[-1] != target[-1]:
