@@ -94,7 +94,8 @@ def write_catalogue(folder: Path, *, deny_name: bool = False) -> Path:
         DELETE FROM customers; DELETE FROM products; DELETE FROM orders; DELETE FROM tenant_contacts;
         INSERT INTO customers VALUES (1, 'ACME Corp', '上海', 'TOPSECRET-1'), (2, '李浩华', '北京', 'TOPSECRET-2'),
                                      (3, '王芳', '上海', NULL);
-        INSERT INTO products VALUES (1, '产品X'), (2, 'Widget Pro');
+        INSERT INTO products VALUES (1, '产品X'), (2, 'Widget Pro'), (3, '产品Y'), (4, '产品Z'), (5, '产品W'),
+                                    (6, '产品V'), (7, '产品U');
         INSERT INTO orders VALUES (1, 1, 1, 10.5), (2, 2, 2, 20.0);
         INSERT INTO tenant_contacts VALUES (1, 7, 'Tenant Seven Person');
     """)
@@ -174,9 +175,10 @@ def test_value_index_matches_with_stored_spelling(built, question, column, store
     assert match.matched.casefold() in question.casefold() and len(match.matched) == len(stored)  # the typo, whole
 
 
-@pytest.mark.parametrize("question", ["the annual report", "Adamant", "上"])
+@pytest.mark.parametrize("question", ["the annual report", "Adamant", "上", "哪些产品是新的"])
 def test_value_index_needs_whole_words_and_length(built, question) -> None:
-    """'Ada' is not in 'Adamant'; one character is never a match (too many false hits)."""
+    """'Ada' is not in 'Adamant'; one character is never a match (too many false hits); a near
+    match through an everyday word (产品, in many stored values) is no match (产品是 ≠ 产品X)."""
     assert ValueIndex.load(built).match(question) == []
 
 

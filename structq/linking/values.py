@@ -44,6 +44,10 @@ FORMAT_VERSION = 1
 DEFAULT_MAX_DISTINCT = 5000
 #: Longer values are prose, not names.
 MAX_VALUE_LENGTH = 80
+#: A word or bigram in at most this many stored values is rare enough to support a near match.
+RARE_KEY = 5
+#: Values tried for a near match per question, at most.
+FUZZY_CANDIDATES = 32
 
 
 def eligible_columns(manifest: "Manifest") -> list[tuple[str, str]]:
@@ -164,6 +168,7 @@ class ValueIndex:
     notes: list[str] = field(default_factory=list)
     _postings: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     _entries: list[tuple[str, str, tuple[str, str, str]]] = field(default_factory=list)
+    _needed: list[int] = field(default_factory=list)  # distinct lookup keys of each entry
 
     def add(self, source: str, table: str, column: str, values: list[str]) -> None:
         """Index ``values`` (short, non-empty ones) of one column."""
@@ -174,8 +179,10 @@ class ValueIndex:
             if len(folded) < 2 or (len(folded) < 3 and not is_cjk(folded)):
                 continue  # "A", "no": too short to tell a name from a word
             ident = len(self._entries)
+            keys = set(_keys(folded))
             self._entries.append((value, folded, (source, table, column)))
-            for key in set(_keys(folded)):
+            self._needed.append(len(keys))
+            for key in keys:
                 self._postings[key].add(ident)
 
     def __len__(self) -> int:
@@ -209,44 +216,67 @@ class ValueIndex:
         return index
 
     def match(self, question: str, *, limit: int = 8) -> list[ValueMatch]:
-        """Stored values written in the question, best first (exact before fuzzy, longer first)."""
+        """Stored values written in the question, best first (exact before fuzzy, longer first).
+
+        A near match must share a *rare* word or bigram with the question (one that at most
+        ``RARE_KEY`` stored values contain): 李浩化 ~ 李浩华 through 李浩, but never 产品是 ~ 产品部
+        through the everyday word 产品. At most ``FUZZY_CANDIDATES`` values are tried for near
+        matches per question, those sharing most first, so a long question stays fast.
+        """
         folded = fold(question)
         counts: dict[int, int] = defaultdict(int)
+        rare: set[int] = set()
         for key in set(_keys(folded)):
-            for ident in self._postings.get(key, ()):
+            posting = self._postings.get(key, ())
+            for ident in posting:
                 counts[ident] += 1
+            if len(posting) <= RARE_KEY:
+                rare.update(posting)
         found: dict[tuple[str, str, str, str], ValueMatch] = {}
+        near: list[tuple[int, int]] = []
         for ident, shared in counts.items():
-            value, target, where = self._entries[ident]
-            needed = len(set(_keys(target)))
+            needed = self._needed[ident]
             if shared * 2 < needed:
                 continue  # not even half of its words/bigrams are in the question
-            hit = self._find(folded, target)
-            if hit is None:
+            value, target, where = self._entries[ident]
+            if self._exact(folded, target):
+                self._record(found, ValueMatch(*where, value=value, matched=target, exact=True, score=len(target)))
                 continue
-            span, edits = hit
-            score = len(target) * (1.0 if edits == 0 else 0.6)
-            m = ValueMatch(*where, value=value, matched=span, exact=edits == 0, score=score)
-            key = (*where, value)
-            if key not in found or found[key].score < score:
-                found[key] = m
+            allowed = _allowed_edits(target)
+            # one edit breaks at most two bigrams (or one word)
+            if allowed and ident in rare and needed - shared <= 2 * allowed:
+                near.append((needed - shared, ident))
+        for _, ident in sorted(near)[:FUZZY_CANDIDATES]:
+            value, target, where = self._entries[ident]
+            hit = self._near(folded, target)
+            if hit is not None:
+                self._record(found, ValueMatch(*where, value=value, matched=hit[0], exact=False, score=0.6 * len(target)))
         ranked = sorted(found.values(), key=lambda m: (-m.exact, -m.score, m.value))
         return _drop_shadowed(ranked)[:limit]
 
     @staticmethod
-    def _find(folded: str, target: str) -> tuple[str, int] | None:
-        """Where ``target`` occurs in the question: (the span, edits needed), or None."""
+    def _record(found: dict[tuple[str, str, str, str], ValueMatch], m: ValueMatch) -> None:
+        key = (m.source, m.table, m.column, m.value)
+        if key not in found or found[key].score < m.score:
+            found[key] = m
+
+    @staticmethod
+    def _exact(folded: str, target: str) -> bool:
+        """Whether ``target`` occurs in the question (latin values as whole words)."""
         start = folded.find(target)
         while start >= 0:
             end = start + len(target)
             latin_edges = not is_cjk(target[0]) and start > 0 and _is_word_char(folded[start - 1])
             latin_edges = latin_edges or (not is_cjk(target[-1]) and end < len(folded) and _is_word_char(folded[end]))
             if not latin_edges:
-                return target, 0
+                return True
             start = folded.find(target, start + 1)
+        return False
+
+    @staticmethod
+    def _near(folded: str, target: str) -> tuple[str, int] | None:
+        """The question's span closest to ``target`` within its allowed edits: (span, edits), or None."""
         allowed = _allowed_edits(target)
-        if not allowed:
-            return None
         best: tuple[str, int] | None = None
         n = len(target)
         for length in sorted(range(n - allowed, n + allowed + 1), key=lambda k: abs(k - n)):  # same length first
