@@ -339,3 +339,15 @@ def test_search_values_are_built_from_keyword_fields_only(search_server, tmp_pat
     assert "TOPSECRET" not in text and "周报" not in text
     matches = ValueIndex.load(capabilities).match("grace hopper写的周报")
     assert [(m.table, m.column, m.value) for m in matches] == [("linking_reports", "author", "Grace Hopper")]
+
+
+def test_linking_imports_no_executor_agent_or_sync() -> None:
+    """DESIGN §2: linking sits beside the sandbox and reads manifests and value files only."""
+    import subprocess
+    import sys
+
+    code = ("import sys, structq.linking as l; l.select; "
+            "bad = [m for m in sys.modules if m.startswith(('structq.executors', 'structq.agent', 'structq.sync'))]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
