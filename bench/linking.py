@@ -17,7 +17,9 @@ Corpora (from ../shared/corpora/legit; a missing one is skipped with a note):
 Figures per corpus: mean gold-table recall, mean gold-column recall, share of questions with all
 gold tables kept, prompt tokens (estimated: ASCII at 4 characters a token, other characters 1
 each — ``structq.linking.entities.estimate_tokens``) of the pruned catalogue against the full
-one, and linking time p50/p95 (value index not built: the corpora have no data here).
+one, and linking time p50/p95, wall clock and the thread's CPU time (the CPU time does not
+count waiting for a core, so it stays meaningful on a busy machine; value index not built:
+the corpora have no data here).
 
 The ``langchain`` column is LangChain's ``SQLDatabase.get_table_info()`` (CREATE TABLE plus 3
 sample rows per table) over every database of the corpus, in the same token estimate, when
@@ -212,6 +214,8 @@ class Figures:
     full_tokens: int
     p50_ms: float
     p95_ms: float
+    cpu_p50_ms: float
+    cpu_p95_ms: float
     langchain: int | None = None
 
 
@@ -221,13 +225,15 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
     index = linking_index(capabilities)
     build_s = time.perf_counter() - started
     full_tokens = estimate_tokens(capabilities.render())
-    t_rec, c_rec, whole, toks, times = [], [], [], [], []
+    t_rec, c_rec, whole, toks, times, cpu_times = [], [], [], [], [], []
     for item in items:
         found = gold(item, capabilities)
         if found is None or not found[0]:
             continue
         tables, columns = found
+        cpu = time.thread_time()
         sel = select(item.question, capabilities, budget=budget)
+        cpu_times.append((time.thread_time() - cpu) * 1000)
         times.append(sel.seconds * 1000)
         toks.append(sel.tokens)
         kept_t = [t for t in tables if sel.keeps(*t)]
@@ -239,10 +245,12 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
             misses.append(f"{item.source}: {item.question[:150]} | missing {sorted(set(tables) - set(kept_t))} | kept "
                           f"{[k.entity.label for k in list(sel.kept.values())[:6]]}")
     times.sort()
+    cpu_times.sort()
     print(f"  ({corpus}: index built in {build_s:.2f} s)", file=sys.stderr)
     return Figures(corpus, len(t_rec), len(index.entities), statistics.mean(t_rec), statistics.mean(c_rec),
                    statistics.mean(whole), statistics.mean(toks), full_tokens,
                    times[len(times) // 2], times[int(len(times) * 0.95)],
+                   cpu_times[len(cpu_times) // 2], cpu_times[int(len(cpu_times) * 0.95)],
                    langchain_tokens(databases) if databases else None)
 
 
@@ -391,14 +399,14 @@ BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
 
 def print_table(rows: list[Figures]) -> None:
     header = (f"{'corpus':<16} {'questions':>9} {'tables':>6} {'table rec':>9} {'col rec':>8} {'all tbls':>8} "
-              f"{'tokens':>7} {'full':>7} {'share':>6} {'langchain':>9} {'p50 ms':>7} {'p95 ms':>7}")
+              f"{'tokens':>7} {'full':>7} {'share':>6} {'langchain':>9} {'p50 ms':>7} {'p95 ms':>7} {'cpu p50':>7} {'cpu p95':>7}")
     print(header)
     print("-" * len(header))
     for r in rows:
         print(f"{r.corpus:<16} {r.questions:>9} {r.tables:>6} {r.table_recall:>9.3f} {r.column_recall:>8.3f} "
               f"{r.all_tables:>8.1%} {r.tokens:>7.0f} {r.full_tokens:>7} {r.tokens / r.full_tokens:>6.1%} "
               f"{r.langchain if r.langchain is not None else 'n/a':>9} "
-              f"{r.p50_ms:>7.2f} {r.p95_ms:>7.2f}")
+              f"{r.p50_ms:>7.2f} {r.p95_ms:>7.2f} {r.cpu_p50_ms:>7.2f} {r.cpu_p95_ms:>7.2f}")
 
 
 def main(argv: list[str]) -> None:
