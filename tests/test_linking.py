@@ -145,6 +145,12 @@ def catalogue(tmp_path: Path) -> Path:
     return write_catalogue(tmp_path / "company")
 
 
+@pytest.fixture(scope="module")
+def module_catalogue(tmp_path_factory: pytest.TempPathFactory) -> CapabilitySet:
+    """The catalogue once per module, for property tests (no value index)."""
+    return CapabilitySet.from_path(write_catalogue(tmp_path_factory.mktemp("linking") / "company"))
+
+
 @pytest.fixture
 def built(catalogue: Path) -> CapabilitySet:
     """The catalogue with its value index built through ``structq.sync.values``."""
@@ -351,3 +357,19 @@ def test_linking_imports_no_executor_agent_or_sync() -> None:
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@given(question=st.text(alphabet=st.sampled_from(list("星火李浩华产品客户订单 abcdeorsuptmn上海")), max_size=30),
+       tokens=st.integers(min_value=0, max_value=2000))
+@settings(max_examples=60, deadline=None)
+def test_a_pruned_prompt_shows_only_lines_of_the_full_one(module_catalogue, question: str, tokens: int) -> None:
+    """Pruning only leaves things out: every table and column line it shows is in the full
+    catalogue's text (so nothing denied, nothing invented), and the row filters come along."""
+    capabilities = module_catalogue
+    full = set(capabilities.render().splitlines())
+    selection = select(question, capabilities, budget=Budget(prompt_tokens=300, linked_tokens=tokens))
+    for line in selection.render().splitlines():
+        assert line in full or line.strip().startswith("(+") or "not shown" in line, line
+    if selection.keeps("crm", "tenant_contacts"):
+        assert "row filter" in selection.render()
+
