@@ -137,7 +137,25 @@ class Selection:
         if others:
             blocks.append(f"(+{others} sources not shown; tables and columns not shown were judged "
                           "irrelevant to this question and can still be used by their exact names)")
+        if not self.kept:
+            blocks.append(self._directory())
         return "\n\n".join(blocks)
+
+    def _directory(self) -> str:
+        """Nothing in the question matched: table names only, so the model can still find its
+        way (and the repair round shows the one it picks), cut at the pruning budget."""
+        limit = min(self.budget.linked_tokens, self.budget.prompt_tokens)
+        lines = ["No table matched the question's words. Tables by source (names only):"]
+        used = estimate_tokens(lines[0])
+        for m in self.capabilities:
+            line = f"- {m.source}: " + ", ".join([t.name for t in m.tables] + [i.name for i in m.indices])
+            cost = estimate_tokens(line)
+            if used + cost > limit:
+                lines.append("- … (more sources)")
+                break
+            lines.append(line)
+            used += cost
+        return "\n".join(lines)
 
     def examples(self) -> list["Example"]:
         """Verified examples that read only kept tables."""
