@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from structq.capabilities import CapabilitySet
+    from structq.linking import Budget, Selection
 
     from .conversation import Conversation
 
@@ -151,7 +152,20 @@ class Agent:
         return self._model
 
     def planner(self) -> Planner:
-        return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local")
+        return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local",
+                       budget=self.link_budget())
+
+    def link_budget(self) -> "Budget":
+        """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``)."""
+        from structq.linking import Budget
+
+        return Budget(prompt_tokens=self.settings.prompt_tokens, linked_tokens=self.settings.link_tokens)
+
+    def link(self, question: str) -> "Selection":
+        """The part of the catalogue the planner would be shown for ``question`` (no model call)."""
+        from structq.linking import load_values, select
+
+        return select(question, self.capabilities, budget=self.link_budget(), values=load_values(self.capabilities))
 
     # --- public API ---------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from .model import Column, Index, Manifest, SearchField, Table
 if TYPE_CHECKING:
     from .catalog import CapabilitySet
 
-__all__ = ["render_capabilities", "render_manifest"]
+__all__ = ["render_capabilities", "render_manifest", "render_table", "render_index"]
 
 
 def _values(values: dict[str, str] | None, draft: bool = False) -> str:
@@ -54,7 +54,8 @@ def _column(c: Column) -> str:
             f"{_coverage(c)}{_values(c.values, c.draft)}")
 
 
-def _table(t: Table, m: Manifest) -> list[str]:
+def render_table(t: Table, m: Manifest) -> list[str]:
+    """A table's lines: its header, one line per allowed column, then its row filters."""
     lines = [f"  table {t.name}{_described(t.description, t.draft)}{_synonyms(t.synonyms)}"]
     lines += [_column(c) for c in t.allowed_columns]
     lines += [f"    [row filter, added automatically: {f.where}]" for f in m.row_filters_for(t.name)]
@@ -71,7 +72,8 @@ def _field(f: SearchField, prefix: str = "") -> list[str]:
     return lines
 
 
-def _index(i: Index, m: Manifest) -> list[str]:
+def render_index(i: Index, m: Manifest) -> list[str]:
+    """An index's lines: its header, one line per allowed field, then its row filters."""
     lines = [f"  index {i.name}{_described(i.description, i.draft)}{_synonyms(i.synonyms)}"]
     for f in i.fields:
         lines += _field(f)
@@ -95,9 +97,9 @@ def render_manifest(m: Manifest) -> str:
     if m.functions:
         lines.append(f"  extra functions allowed: {', '.join(m.functions)}")
     for table in m.tables:
-        lines += _table(table, m)
+        lines += render_table(table, m)
     for index in m.indices:
-        lines += _index(index, m)
+        lines += render_index(index, m)
     return "\n".join(lines)
 
 

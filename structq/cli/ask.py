@@ -82,16 +82,27 @@ def plan(
     llm: LlmOpt = None,
     today: TodayOpt = None,
     no_cache: NoCacheOpt = False,
+    explain_linking: Annotated[bool, typer.Option(
+        "--explain-linking", help="Show which tables, columns and stored values schema linking keeps for the "
+        "question, and why; no model is called.")] = False,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Write the plan for a question without running it (save it and `structq run` it later).
 
     Example:  structq plan "华东区有多少员工？" --json > plan.json && structq run plan.json
+
+    Example:  structq plan "星火项目有哪些成员？" --explain-linking
     """
     day = parse_today(today)
     with errors_to_exit(verbose):
         with make_agent(manifests, llm, no_cache=no_cache) as agent:
+            if explain_linking:
+                from .linking import print_linking
+
+                selection = agent.link(question)
+                print_json(selection.to_dict()) if json_out else print_linking(console(), selection)
+                return
             result = agent.plan(question, today=day, use_cache=not no_cache)
         if json_out:
             print_json(result.to_dict())

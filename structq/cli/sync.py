@@ -49,6 +49,8 @@ Examples:
 
   structq sync --rollback -s hr         # undo the last write
 
+  structq sync --values                 # (re)build the value index for schema linking
+
 For cron, use scripts/sync_cron.sh (README, "Cron"): absolute paths, an env file for the URLs, --quiet, and a mail that tells drift (1) from errors (3, 4).
 """
 
@@ -184,6 +186,23 @@ def _in_folder(folder: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
+def _build_values(manifests: Path, source: str | None, max_distinct: int, json_out: bool) -> None:
+    """Write ``.values/<source>.json`` for each manifest (see ``structq.sync.values``)."""
+    from structq.capabilities import CapabilitySet
+    from structq.sync.values import build_values
+
+    chosen = {_source_of(f) for f in _files(manifests, source)}
+    builds = [build_values(m, max_distinct=max_distinct) for m in CapabilitySet.from_path(manifests) if m.source in chosen]
+    if json_out:
+        print_json({"values": [b.to_dict() for b in builds]})
+        return
+    out = console()
+    for b in builds:
+        out.print(f"values {b.source}: {b.values} values of {b.columns} columns → {b.path}", markup=False)
+        for note in b.notes:
+            out.print(f"  ! {note}", markup=False)
+
+
 def _rollback(manifests: Path, source: str | None, version: str | None, json_out: bool) -> None:
     from structq.sync.history import rollback
 
@@ -216,6 +235,10 @@ def sync(
                                            "(or VERSION, a name under .history/<source>/).")] = False,
     version: Annotated[str | None, typer.Argument(metavar="[VERSION]", help="With --rollback: the version to restore.",
                                                   show_default=False)] = None,
+    values: Annotated[bool, typer.Option("--values", help="Build the value index schema linking reads "
+                                         "(.values/<source>.json next to the manifests); alone or with --check/--write.")] = False,
+    max_distinct: Annotated[int, typer.Option("--max-distinct", metavar="N", min=1,
+                                              help="With --values: leave out columns with more distinct values.")] = 5000,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -229,6 +252,10 @@ def sync(
             return
         if version is not None:
             fail(f"unexpected argument {version!r} (a VERSION goes with --rollback)", code=EXIT_USAGE)
+        if values:
+            _build_values(manifests, source, max_distinct, json_out and not (check or write))
+            if not (check or write):
+                raise typer.Exit(EXIT_OK)
         if check == write:
             fail("say --check (report only) or --write (apply)", hint="structq sync --help", code=EXIT_USAGE)
         from structq.sync import plan_sync, write_sync
