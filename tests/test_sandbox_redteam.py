@@ -30,7 +30,7 @@ from sqlalchemy import bindparam, create_engine, text
 from sqlalchemy.engine import Engine
 from sqlglot import exp
 
-from sandbox_support import FIXTURES, SCHEMA, database, database_engine, manifest
+from sandbox_support import FIXTURES, database, database_engine, manifest
 from structq.capabilities import Manifest, load_manifest_text
 from structq.errors import ExecutionError, PlanError, SandboxViolation
 from structq.executors.sql import SqlExecutor
