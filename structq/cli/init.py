@@ -71,8 +71,8 @@ def _print(result: "InitResult") -> None:
 def init(
     source: Annotated[str, typer.Option("--source", "-s", help="Name of the new source (letters, digits, _).",
                                         show_default=False)],
-    url: Annotated[str, typer.Option("--url", help="Database URL (sqlite:///…, postgresql://…, mysql://…) or "
-                                     "cluster URL (http(s)://…).", show_default=False)],
+    url: Annotated[str, typer.Option("--url", help="Database URL (sqlite:///shop.db, postgresql://user@host/db, "
+                                     "mysql://user@host/db) or cluster URL (https://host:9200).", show_default=False)],
     manifests: Annotated[Path, typer.Option("-m", "--manifests", help="Folder to write NAME.yaml into.")] = DEFAULT_MANIFESTS,
     kind: Annotated[KindOpt | None, typer.Option("--kind", help="sql, elasticsearch or opensearch "
                                                  "(default: sql for database URLs; required for http URLs).")] = None,
