@@ -6,7 +6,6 @@ Each failure is a ``ManifestError`` at the offending spot, with the closest vali
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 import sqlglot
@@ -15,14 +14,9 @@ from sqlglot import exp
 
 from .loader import Positions, closest
 from .model import Manifest
+from .references import LOCAL_DIALECT, LOCAL_SOURCE, find_references, replace_references
 
-__all__ = ["check_manifest", "check_examples", "REFERENCE", "LOCAL_SOURCE"]
-
-#: ``<key>`` or ``<key.column>``: a reference to an earlier step's result.
-REFERENCE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?>")
-#: The pseudo-source whose SQL runs over earlier steps' results.
-LOCAL_SOURCE = "local"
-
+__all__ = ["check_manifest", "check_examples"]
 
 def _did_you_mean(name: str, options: list[str]) -> dict[str, str | None]:
     suggestion = closest(name, options)
@@ -123,22 +117,21 @@ def check_examples(m: Manifest, pos: Positions, sources: Mapping[str, Manifest])
             here = ("examples", ei, "steps", si)
             if step.output_key in earlier:
                 raise pos.error((*here, "output_key"), f"duplicate output_key {step.output_key!r}")
-            query_text = step.query if isinstance(step.query, str) else repr(step.query)
-            for ref in REFERENCE.finditer(query_text):
-                if ref.group(1) not in earlier:
-                    raise pos.error((*here, "query"), f"reference <{ref.group(1)}> to a step that does not come earlier",
+            target = sources.get(step.source)
+            dialect = target.sql_dialect if target is not None and not target.is_search else LOCAL_DIALECT
+            for ref in find_references(step.query, dialect):
+                if ref.key not in earlier:
+                    raise pos.error((*here, "query"), f"reference <{ref.key}> to a step that does not come earlier",
                                     hint=f"earlier steps: {', '.join(earlier) or '(none)'}")
             if step.source == LOCAL_SOURCE:
-                _check_example_sql(step.query, "sqlite", earlier, pos, here)
+                _check_example_sql(step.query, LOCAL_DIALECT, earlier, pos, here)
+            elif target is None:
+                raise pos.error((*here, "source"), f"unknown source {step.source!r}",
+                                **_did_you_mean(step.source, [*sources, LOCAL_SOURCE]))
+            elif target.is_search:
+                _check_example_index(step, target, pos, here)
             else:
-                target = sources.get(step.source)
-                if target is None:
-                    raise pos.error((*here, "source"), f"unknown source {step.source!r}",
-                                    **_did_you_mean(step.source, [*sources, LOCAL_SOURCE]))
-                if target.is_search:
-                    _check_example_index(step, target, pos, here)
-                else:
-                    _check_example_sql(step.query, target.sql_dialect, [t.name for t in target.tables], pos, here)
+                _check_example_sql(step.query, target.sql_dialect, [t.name for t in target.tables], pos, here)
             earlier.append(step.output_key)
 
 
@@ -157,7 +150,7 @@ def _check_example_sql(query, dialect: str, tables: list[str], pos: Positions, h
     if not isinstance(query, str):
         raise pos.error((*here, "query"), "a SQL step's query is a string")
     try:
-        tree = sqlglot.parse_one(REFERENCE.sub("NULL", query), read=dialect)
+        tree = sqlglot.parse_one(replace_references(query, dialect, lambda _: "NULL"), read=dialect)
     except sqlglot.errors.ParseError as exc:
         raise pos.error((*here, "query"), f"the example's SQL does not parse: {exc}") from None
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}

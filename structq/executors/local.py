@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from structq.capabilities.model import Column, Limits, Manifest, Table
-from structq.capabilities.validate import LOCAL_SOURCE
+from structq.capabilities.references import LOCAL_SOURCE
 from structq.errors import ExecutionError, QueryTimeout
 
 from .base import ResultSet, register
