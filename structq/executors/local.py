@@ -404,7 +404,7 @@ class LocalExecutor:
             raise ExecutionError(f"the local source runs SQL; got a {query.kind} query",
                                  source=LOCAL_SOURCE, query=str(query))
         started = time.monotonic()
-        where = {"source": LOCAL_SOURCE, "query": query.text}
+        where = {"source": LOCAL_SOURCE, "query": query.sent_text}
         try:
             with _local_engine().connect() as connection:
                 raw = connection.connection.dbapi_connection

@@ -149,7 +149,7 @@ def fetched_result(
         rows=rows,
         truncated=truncated,
         elapsed_ms=(time.monotonic() - started) * 1000,
-        query=query.text,
+        query=query.sent_text,
         params=dict(query.params),
         notes=notes,
     )
@@ -730,7 +730,7 @@ class SqlExecutor:
         except NotAQuery:
             raise ExecutionError(
                 f"source {self.source!r}: the statement returned no rows; only queries run here",
-                source=self.source, query=query.text, cause="not a query",
+                source=self.source, query=query.sent_text, cause="not a query",
             ) from None
         except SQLAlchemyError as exc:  # pool exhausted, closed result, …
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
@@ -751,7 +751,7 @@ class SqlExecutor:
                    query: "SafeQuery", elapsed_s: float) -> ExecutionError:
         """The driver's error as the structq error that says whose fault it was."""
         cause = _driver_message(error)
-        where = {"source": self.source, "query": query.text, "cause": cause}
+        where = {"source": self.source, "query": query.sent_text, "cause": cause}
         if phase == "query" and self._backend.is_timeout(error):
             return self._timeout(where)
         lost = invalidated or self._backend.is_unavailable(error)

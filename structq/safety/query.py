@@ -7,10 +7,15 @@ regenerated from the checked tree (never the caller's text) and written with SQL
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["SafeQuery"]
+
+#: How ``text()`` escapes a colon that is not a bind (``'10\:30'``), and how SQLAlchemy undoes it
+#: before sending (``sqlalchemy.sql.compiler.BIND_PARAMS_ESC``).
+_ESCAPED_COLON = re.compile(r"\x5c(:\w*)(?![:\w])", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -42,9 +47,18 @@ class SafeQuery:
     tables: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
 
+    @property
+    def sent_text(self) -> str | None:
+        """The SQL as the database receives it, for people and logs: ``text`` with
+        SQLAlchemy's ``\\:`` escapes undone (``'10:30'``, not ``'10\\:30'``); each bound
+        value still shows as ``:name`` (the driver writes its own placeholder there)."""
+        if self.text is None or "\\:" not in self.text:
+            return self.text
+        return _ESCAPED_COLON.sub(lambda m: m.group(1), self.text)
+
     def __str__(self) -> str:
         if self.kind == "sql":
-            return self.text or ""
+            return self.sent_text or ""
         import json
 
         return f"{self.index} {json.dumps(self.body, ensure_ascii=False)}"
