@@ -198,3 +198,42 @@ def test_reference_lookalikes_are_text_on_every_engine(car_dealership: Manifest)
         assert plan.dependencies(engine.capabilities) == {"a": [], "b": []}
         result = engine.run(plan).final
     assert result.skipped is None and result.rows[0][:2] == ("<none>", "<a.id>") and result.rows[0][2] > 0
+
+
+# --- column names survive ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reference", ["<c.sbCustId>", "<c.SBCUSTID>", "<c>"])
+def test_result_columns_keep_the_names_the_query_wrote(car_dealership: Manifest, reference: str) -> None:
+    """A mixed-case alias comes back as written and a later step refers to it (in any case);
+    an unaliased expression is named by its text as written, not by the rewritten SQL."""
+    from structq.agent import Plan
+
+    plan = Plan.parse({"steps": [
+        {"output_key": "c", "source": "car_dealership", "query": "SELECT id AS sbCustId FROM customers"},
+        {"output_key": "s", "source": "car_dealership",
+         "query": f"SELECT max(sale_price), COUNT(*), Customer_Id AS \"Buyer Id\" FROM sales "
+                  f"WHERE customer_id IN ({reference}) GROUP BY Customer_Id ORDER BY Customer_Id LIMIT 1"},
+    ]})
+    with Engine(capabilities(car_dealership)) as engine:
+        result = engine.run(plan)
+    assert result.steps["c"].columns == ("sbCustId",)
+    assert result.final.columns == ("max(sale_price)", "COUNT(*)", "Buyer Id") and result.final.row_count == 1
+
+
+@pytest.mark.parametrize(("sql", "names"), [
+    ("SELECT max(kapazität), stadion.Name FROM stadion", ("max(kapazität)", "Name")),
+    ("SELECT DISTINCT sbCustName AS sbCustName FROM stadion", ("sbCustName",)),
+    ("SELECT name FROM stadion UNION SELECT Name AS N FROM stadion", ("name",)),
+    ("WITH s AS (SELECT name FROM stadion) SELECT COUNT(*), upper( name ) FROM s", ("COUNT(*)", "upper( name )")),
+    ("SELECT [a b] FROM stadion", ("a b",)),
+    ("SELECT name, Name, name AS name_2 FROM stadion", ("name", "Name_3", "name_2")),  # told apart
+    ("SELECT * FROM stadion", None),
+    ("SELECT stadion.*, 1 FROM stadion", None),
+])
+def test_output_names_are_read_from_the_query_as_written(sql: str, names: tuple[str, ...] | None) -> None:
+    from structq.safety import check_sql
+
+    stadium = manifest("st", "sqlite:///st.db", "sqlite",
+                       {"stadion": ["name", "kapazität", "sbCustName", "a b"]})
+    assert check_sql(sql, stadium).names == names

@@ -142,8 +142,11 @@ def fetched_result(
 ) -> ResultSet:
     """The ``ResultSet`` of what ``fetch`` returned for ``query``, timed from ``started``
     (a ``time.monotonic()`` reading): the SQL engines and the local executor report a run
-    the same way, with the SQL text and parameters that ran."""
+    the same way, with the SQL text and parameters that ran, and the result columns named
+    as the query wrote them (``query.names``) when the sandbox recorded them."""
     columns, rows, truncated = fetched
+    if query.names is not None and len(query.names) == len(columns):
+        columns = query.names
     return ResultSet(
         columns=columns,
         rows=rows,

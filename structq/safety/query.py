@@ -30,6 +30,8 @@ class SafeQuery:
       text for ``json_each(:name)``: the sandbox picked the form from the dialect).
     - ``tables`` / ``columns``: what the query reads (``table`` and ``table.column``), for
       audit and tests; for search, the index and its fields.
+    - ``names``: the result columns' names as the query wrote them, which the executor gives
+      the result instead of the engine's (``max(kapazität)``, ``sbCustId``); None: the engine's.
     - ``limit``: the most rows the executor fetches (``max_rows + 1``), so that one row more
       than ``max_rows`` tells that the result was truncated.
     """
@@ -46,6 +48,7 @@ class SafeQuery:
     expanding: frozenset[str] = frozenset()
     tables: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+    names: tuple[str, ...] | None = None
 
     @property
     def sent_text(self) -> str | None:
