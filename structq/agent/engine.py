@@ -9,8 +9,9 @@ References are resolved from earlier results and handed to the sandbox as parame
 An empty input never changes the answer: a step is left out only where an empty input
 provably makes its result empty (``empty.py``: the reference is a top-level ``col IN (<k>)``
 conjunct or a ``terms`` filter); everywhere else it runs with the empty list bound
-(``NOT IN ()`` is true, ``COUNT`` is 0). Either way a note names the empty step and its purpose. Truncation anywhere is recorded in the notes, never silent, and so is what
-an executor says is not exact about its rows (``ResultSet.notes``: estimated counts, rounded
+(``NOT IN ()`` is true, ``COUNT`` is 0). Either way a note names the empty step and its
+purpose. Truncation anywhere is recorded in the notes, never silent, and so is what an
+executor says is not exact about its rows (``ResultSet.notes``: estimated counts, rounded
 numbers), each note prefixed with its step.
 """
 
@@ -275,7 +276,7 @@ class _Run:
         self.deps = plan.dependencies(engine.capabilities)
         self.consumed = {key for needed in self.deps.values() for key in needed}
         #: Steps a local step reads as tables: they always run (a table needs its columns).
-        self.read_as_tables = _read_as_tables(plan)
+        self.read_as_tables = plan.read_as_tables()
         self.results: dict[str, StepResult] = {}
         self.notes: list[str] = []
 
@@ -397,16 +398,6 @@ def _column_index(columns: tuple[str, ...], name: str) -> int | None:
 
 def _purpose(result: StepResult) -> str:
     return f" ({result.purpose})" if result.purpose else ""
-
-
-def _read_as_tables(plan: Plan) -> set[str]:
-    earlier: list[str] = []
-    read: set[str] = set()
-    for step in plan.steps:
-        if step.source == LOCAL_SOURCE:
-            read.update(step.local_inputs(earlier))
-        earlier.append(step.output_key)
-    return read
 
 
 def _skipped(step: Step, reason: str) -> StepResult:

@@ -159,6 +159,16 @@ class Plan(BaseModel):
             earlier.append(step.output_key)
         return deps
 
+    def read_as_tables(self) -> set[str]:
+        """Output keys that some local step reads as a table (it needs their columns)."""
+        earlier: list[str] = []
+        read: set[str] = set()
+        for step in self.steps:
+            if step.source == LOCAL_SOURCE:
+                read.update(step.local_inputs(earlier))
+            earlier.append(step.output_key)
+        return read
+
     def consumed(self, capabilities: "CapabilitySet") -> set[str]:
         """Output keys whose results feed later steps (they get the intermediate row cap)."""
         return {key for needed in self.dependencies(capabilities).values() for key in needed}
