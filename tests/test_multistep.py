@@ -240,3 +240,21 @@ def test_output_names_are_read_from_the_query_as_written(sql: str, names: tuple[
     stadium = manifest("st", "sqlite:///st.db", "sqlite",
                        {"stadion": ["name", "kapazität", "sbCustName", "a b"]})
     assert check_sql(sql, stadium).names == names
+
+
+# --- every column type compares as the single query compares it -----------------------------------
+
+
+def same_column_cases(manifest_: Manifest) -> Iterator[Case]:
+    """``k: SELECT col FROM t`` → ``COUNT(*) … WHERE col IN (<k>)``, for every column of every
+    table: each of the database's value types (dates, timestamps, decimals, text) travels
+    through a list and is compared with its own column again."""
+    for table in manifest_.tables:
+        for column in table.columns:
+            yield case(manifest_, (table.name, column.name, table.name, column.name), "count_in")
+
+
+def test_every_column_type_round_trips_through_a_list(car_dealership: Manifest) -> None:
+    outcomes = run_cases(car_dealership, lambda: same_column_cases(car_dealership))
+    unequal = [f"{o.label}: {o.detail}" for o in outcomes if not o.equal]
+    assert not unequal, "\n".join(unequal)
