@@ -381,7 +381,7 @@ def test_row_filter_binds_variable(dialect: str) -> None:
 
 LIST_FORMS = {
     "postgres": "employee_performance.employee_id = ANY(:ref_members)",
-    "sqlite": "employee_performance.employee_id IN (SELECT value FROM JSON_EACH(:ref_members))",
+    "sqlite": "employee_performance.employee_id IN (SELECT CAST(value AS TEXT) FROM JSON_EACH(:ref_members))",
     "mysql": "employee_performance.employee_id IN :ref_members",
 }
 

@@ -8,7 +8,6 @@ Each failure is a ``ManifestError`` at the offending spot, with the closest vali
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 
 import sqlglot
@@ -20,15 +19,11 @@ from structq.errors import ManifestError
 from .functions import unsafe_reason
 from .loader import Positions, closest
 from .model import Manifest
+from .references import LOCAL_DIALECT, LOCAL_SOURCE, find_references, replace_references
 
-__all__ = ["check_manifest", "check_examples", "manifest_problems", "example_problems", "REFERENCE", "LOCAL_SOURCE"]
+__all__ = ["check_manifest", "check_examples", "manifest_problems", "example_problems"]
 
 Problems = Iterator[ManifestError]
-
-#: ``<key>`` or ``<key.column>``: a reference to an earlier step's result.
-REFERENCE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?>")
-#: The pseudo-source whose SQL runs over earlier steps' results.
-LOCAL_SOURCE = "local"
 
 
 def _did_you_mean(name: str, options: list[str]) -> dict[str, str | None]:
@@ -197,16 +192,16 @@ def _step_problems(step, earlier: list[str], sources: Mapping[str, Manifest], po
     if step.output_key in earlier:
         yield pos.error((*here, "output_key"), f"duplicate output_key {step.output_key!r}")
         return
-    query_text = step.query if isinstance(step.query, str) else repr(step.query)
-    for ref in REFERENCE.finditer(query_text):
-        if ref.group(1) not in earlier:
-            yield pos.error((*here, "query"), f"reference <{ref.group(1)}> to a step that does not come earlier",
+    target = sources.get(step.source)
+    dialect = target.sql_dialect if target is not None and not target.is_search else LOCAL_DIALECT
+    for ref in find_references(step.query, dialect):
+        if ref.key not in earlier:
+            yield pos.error((*here, "query"), f"reference <{ref.key}> to a step that does not come earlier",
                             hint=f"earlier steps: {', '.join(earlier) or '(none)'}")
             return
     if step.source == LOCAL_SOURCE:
-        yield from _check_example_sql(step.query, "sqlite", earlier, pos, here)
+        yield from _check_example_sql(step.query, LOCAL_DIALECT, earlier, pos, here)
         return
-    target = sources.get(step.source)
     if target is None:
         yield pos.error((*here, "source"), f"unknown source {step.source!r}",
                         **_did_you_mean(step.source, [*sources, LOCAL_SOURCE]))
@@ -232,7 +227,7 @@ def _check_example_sql(query, dialect: str, tables: list[str], pos: Positions, h
         yield pos.error((*here, "query"), "a SQL step's query is a string")
         return
     try:
-        tree = sqlglot.parse_one(REFERENCE.sub("NULL", query), read=dialect)
+        tree = sqlglot.parse_one(replace_references(query, dialect, lambda _: "NULL"), read=dialect)
     except sqlglot.errors.ParseError as exc:
         yield pos.error((*here, "query"), f"the example's SQL does not parse: {exc}")
         return

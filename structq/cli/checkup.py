@@ -73,7 +73,7 @@ def _sandbox_problems(caps: "CapabilitySet", manifest: "Manifest", pos: "Positio
                       broken: set[str]) -> list[dict[str, Any]]:
     """Each verified example's steps through the sandbox, as ``ask`` will run them (up to a
     step on a source whose manifest has problems of its own: those are reported already)."""
-    from structq.capabilities.validate import LOCAL_SOURCE, REFERENCE
+    from structq.capabilities.references import LOCAL_SOURCE, find_references
     from structq.errors import PlanError, SandboxViolation
 
     found = []
@@ -84,8 +84,8 @@ def _sandbox_problems(caps: "CapabilitySet", manifest: "Manifest", pos: "Positio
             if step.source in broken or step.source not in caps:
                 break
             target = caps[step.source]
-            text = step.query if isinstance(step.query, str) else repr(step.query)
-            params = {m.group(0)[1:-1]: [_PLACEHOLDER] for m in REFERENCE.finditer(text)}
+            dialect = target.sql_dialect if not target.is_search else "sqlite"
+            params = {ref.text: [_PLACEHOLDER] for ref in find_references(step.query, dialect)}
             try:
                 _check(target, step, params, _variables(target))
             except (SandboxViolation, PlanError) as exc:

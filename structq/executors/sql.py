@@ -159,14 +159,17 @@ def fetched_result(
 ) -> ResultSet:
     """The ``ResultSet`` of what ``fetch`` returned for ``query``, timed from ``started``
     (a ``time.monotonic()`` reading): the SQL engines and the local executor report a run
-    the same way, with the SQL text and parameters that ran."""
+    the same way, with the SQL text and parameters that ran, and the result columns named
+    as the query wrote them (``query.names``) when the sandbox recorded them."""
     columns, rows, truncated = fetched
+    if query.names is not None and len(query.names) == len(columns):
+        columns = query.names
     return ResultSet(
         columns=columns,
         rows=rows,
         truncated=truncated,
         elapsed_ms=(time.monotonic() - started) * 1000,
-        query=query.text,
+        query=query.sent_text,
         params=dict(query.params),
         notes=notes,
     )
@@ -793,7 +796,7 @@ class SqlExecutor:
         except NotAQuery:
             raise ExecutionError(
                 f"source {self.source!r}: the statement returned no rows; only queries run here",
-                source=self.source, query=query.text, cause="not a query",
+                source=self.source, query=query.sent_text, cause="not a query",
             ) from None
         except SQLAlchemyError as exc:  # pool exhausted, closed result, …
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
@@ -814,7 +817,7 @@ class SqlExecutor:
                    query: "SafeQuery", elapsed_s: float) -> ExecutionError:
         """The driver's error as the structq error that says whose fault it was."""
         cause = _driver_message(error)
-        where = {"source": self.source, "query": query.text, "cause": cause}
+        where = {"source": self.source, "query": query.sent_text, "cause": cause}
         if phase == "query" and self._backend.is_timeout(error):
             return self._timeout(where)
         lost = invalidated or self._backend.is_unavailable(error)

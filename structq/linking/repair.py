@@ -34,10 +34,10 @@ def _sql_names(query: str, dialect: str) -> tuple[set[str], set[str]]:
     import sqlglot
     from sqlglot import exp
 
-    from structq.capabilities import REFERENCE
+    from structq.capabilities.references import replace_references
 
     try:
-        tree = sqlglot.parse_one(REFERENCE.sub("NULL", query), read=dialect)
+        tree = sqlglot.parse_one(replace_references(query, dialect, lambda _: "NULL"), read=dialect)
     except sqlglot.errors.SqlglotError:
         return set(), set()
     if tree is None:

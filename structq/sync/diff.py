@@ -91,10 +91,10 @@ def _sql_reads(query: str, dialect: str) -> tuple[set[str], set[str]]:
     import sqlglot
     from sqlglot import exp
 
-    from structq.capabilities import REFERENCE
+    from structq.capabilities import replace_references
 
     try:
-        tree = sqlglot.parse_one(REFERENCE.sub("NULL", query), read=dialect)
+        tree = sqlglot.parse_one(replace_references(query, dialect, lambda _: "NULL"), read=dialect)
     except sqlglot.errors.ParseError:
         return set(), set()
     return {t.name for t in tree.find_all(exp.Table)}, {c.name for c in tree.find_all(exp.Column)}

@@ -4,6 +4,7 @@ Like sqlglot's optimizer, the sandbox is a fixed sequence of small passes (``RUL
 its own module; each reads and updates one ``Check`` (see ``context.py``):
 
 1. ``parse``                 exactly one statement; references become placeholders
+   ``record_output_names``   the result columns' names as written (``names.py``)
 2. ``check_statement_kind``  a read-only query, with no write/DDL/command/lock/INTO anywhere
 3. ``reject_placeholders``   only the sandbox binds values
 4. ``resolve_tables``        every real table declared; no qualifier but the manifest's schema
@@ -47,6 +48,7 @@ from .enums import check_enum_literals
 from .generate import generate
 from .growth import check_growth
 from .limit import enforce_limit
+from .names import record_output_names
 from .parse import parse
 from .patterns import check_patterns
 from .references import bind_references
@@ -60,6 +62,7 @@ __all__ = ["check_sql", "RULES", "CODES"]
 
 RULES: tuple[Callable[[Check], None], ...] = (
     parse,
+    record_output_names,
     check_statement_kind,
     reject_placeholders,
     resolve_tables,
@@ -142,4 +145,5 @@ def check_sql(
         expanding=frozenset(check.expanding),
         tables=tuple(sorted({table.name for _, table in check.reads})),
         columns=tuple(sorted(check.read_columns)),
+        names=check.output_names,
     )
