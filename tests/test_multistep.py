@@ -32,7 +32,6 @@ from multistep_support import (
     compare,
     defog_foreign_keys,
     defog_sqlite,
-    load_mariadb,
     load_postgres,
     manifest,
     run_cases,
@@ -92,9 +91,10 @@ def defog_postgres(pg_server: Any) -> dict[str, Manifest]:
 
 
 @pytest.fixture(scope="module")
-def defog_mariadb(mariadb_server: Any) -> dict[str, Manifest]:
-    urls = {db: load_mariadb(mariadb_server, db) for db in DEFOG_WITH_KEYS}
-    return {db: manifest(db, url, "mysql", server_tables(url)) for db, url in urls.items()}
+def defog_mariadb_manifests(defog_mariadb: dict[str, str]) -> dict[str, Manifest]:
+    """Manifests over the session's defog databases on MariaDB (loaded once, in conftest)."""
+    return {db: manifest(db, defog_mariadb[db], "mysql", server_tables(defog_mariadb[db]))
+            for db in DEFOG_WITH_KEYS}
 
 
 @pytest.mark.parametrize("db", DEFOG_WITH_KEYS)
@@ -103,8 +103,8 @@ def test_defog_foreign_keys_two_steps_equal_one_query_postgres(db: str, defog_po
 
 
 @pytest.mark.parametrize("db", DEFOG_WITH_KEYS)
-def test_defog_foreign_keys_two_steps_equal_one_query_mariadb(db: str, defog_mariadb: dict[str, Manifest]) -> None:
-    assert_all_equal(defog_mariadb[db], defog_foreign_keys(db))
+def test_defog_foreign_keys_two_steps_equal_one_query_mariadb(db: str, defog_mariadb_manifests: dict[str, Manifest]) -> None:
+    assert_all_equal(defog_mariadb_manifests[db], defog_foreign_keys(db))
 
 
 # --- property: random key lists, the empty one included --------------------------------------
