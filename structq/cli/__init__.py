@@ -15,6 +15,7 @@ from .sync import sync
 from .demo import demo
 from .eval import eval_
 from .run import run
+from .serve import mcp, serve
 
 app = typer.Typer(
     name="structq",
@@ -55,6 +56,8 @@ app.command()(check)
 app.command()(sandbox)
 app.command()(sync)
 app.command("eval")(eval_)
+app.command()(serve)
+app.command()(mcp)
 app.add_typer(cache_app, name="cache")
 
 
