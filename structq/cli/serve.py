@@ -66,11 +66,13 @@ def serve(
         _print_new_token(new_token)
         return
     with errors_to_exit(verbose):
-        _server_extra()
         from structq.server.run import ServeOptions, serve as run_server
 
-        run_server(ServeOptions(manifests=str(resolve_manifests(manifests)), config=str(config) if config else None,
-                                llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers))
+        options = ServeOptions(manifests=str(resolve_manifests(manifests)), config=str(config) if config else None,
+                               llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers)
+        options.check_host()  # before anything slow: a refusal should be instant
+        _server_extra()
+        run_server(options)
 
 
 def _print_new_token(user: str) -> None:
