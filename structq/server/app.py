@@ -81,10 +81,9 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
     bearer = HTTPBearer(auto_error=False, description="An API token from server.yaml (not needed without a config).")
     mcp_app = None
     if mcp:
-        from .mcp import build_mcp, http_app
+        from .mcp import McpHttp, build_mcp
 
-        mcp_server = build_mcp(service, http=True)
-        mcp_app = http_app(mcp_server, service, limiter)
+        mcp_app = McpHttp(build_mcp(service, http=True), service, limiter)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -185,7 +184,11 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     if mcp_app is not None:
-        app.mount("/mcp", mcp_app.asgi)
+        from starlette.routing import Route
+
+        app.router.routes.append(Route("/mcp", endpoint=mcp_app, methods=["GET", "POST", "DELETE"],
+                                       include_in_schema=False))
+        app.mount("/mcp", mcp_app)
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
     return app
 

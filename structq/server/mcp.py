@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
     from .limits import RateLimiter
     from .service import Service
 
-__all__ = ["build_mcp", "http_app", "McpHttp"]
+__all__ = ["build_mcp", "McpHttp"]
 
 INSTRUCTIONS = (
     "Answers questions about the company's data with checked, read-only query plans over SQL "
@@ -105,41 +104,38 @@ def build_mcp(service: "Service", *, http: bool, principal: "Principal | None" =
     return server
 
 
-@dataclass
 class McpHttp:
-    """The MCP endpoint for mounting: the ASGI app behind the token check, and the session
-    manager whose ``run()`` must be entered for the application's lifetime."""
+    """The MCP endpoint as an ASGI app: the token check (401 JSON) and the rate limit of the
+    API in front of the SDK's streamable HTTP app. ``session_manager.run()`` must be entered
+    for the application's lifetime."""
 
-    asgi: Any
-    session_manager: Any
+    def __init__(self, server: MCPServer, service: "Service", limiter: "RateLimiter") -> None:
+        from mcp.server.transport_security import TransportSecuritySettings
 
+        # DNS-rebinding protection is for servers without authentication; every call here
+        # carries a bearer token (or the server listens on loopback only).
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.inner = server.streamable_http_app(streamable_http_path="/", stateless_http=True, json_response=True,
+                                                transport_security=security)
+        self.session_manager = server.session_manager
+        self.config = service.config
+        self.limiter = limiter
 
-def http_app(server: MCPServer, service: "Service", limiter: "RateLimiter") -> McpHttp:
-    """Streamable HTTP at the mount point, refusing callers without a valid token (401 JSON)
-    and counting their calls against the same rate limit as the API."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    inner = server.streamable_http_app(streamable_http_path="/", stateless_http=True, json_response=True,
-                                       transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    config = service.config
-
-    async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-            principal = config.authenticate(bearer_token(headers.get("authorization")))
+            principal = self.config.authenticate(bearer_token(headers.get("authorization")))
             try:
                 if principal is None:
                     raise RequestRejected(401, "unauthorized", "the request carries no valid API token",
                                           hint="send the header Authorization: Bearer <token> with a token from server.yaml")
-                limiter.take(principal.key)
+                self.limiter.take(principal.key)
             except RequestRejected as exc:
                 await _send_json(send, exc)
                 return
-            if scope.get("path", "") in ("", "/mcp"):
-                scope = {**scope, "path": "/"}
-        await inner(scope, receive, send)
-
-    return McpHttp(asgi, server.session_manager)
+            if scope.get("path") == "/mcp" and not scope.get("root_path"):
+                scope = {**scope, "path": "/"}  # served as a route (no redirect to /mcp/)
+        await self.inner(scope, receive, send)
 
 
 async def _send_json(send: Any, exc: RequestRejected) -> None:
