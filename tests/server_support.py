@@ -15,6 +15,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,3 +187,14 @@ def start_server(args: list[str], *, env: dict[str, str] | None = None, log: Pat
         time.sleep(0.2)
     server.stop()
     raise RuntimeError(f"structq serve did not answer {ready_path} within {deadline_s} s:\n{log.read_text()}")
+
+
+@contextmanager
+def serving_shop(shop: Shop, log: Path, *extra: str, env: dict[str, str] | None = None) -> Iterator[ServerProcess]:
+    """``structq serve`` on the shop with its server.yaml (tokens required), stopped afterwards."""
+    process = start_server(["-m", str(shop.manifests), "--config", str(shop.config), *extra], log=log,
+                           env={"STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0", **(env or {})})
+    try:
+        yield process
+    finally:
+        process.stop()

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import NOTES_QUESTION, SERIES_QUESTION, TOKENS, ServerProcess, build_shop, start_server
+from server_support import NOTES_QUESTION, SERIES_QUESTION, TOKENS, ServerProcess, build_shop, serving_shop
 
 TOOLS = {"ask", "plan", "run_plan", "list_sources", "describe_source"}
 
@@ -92,11 +92,8 @@ async def test_stdio_tools_answer_with_the_command_lines_variables(shop) -> None
 
 @pytest.fixture(scope="module")
 def server(shop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    log = tmp_path_factory.mktemp("log") / "serve.log"
-    process = start_server(["-m", str(shop.manifests), "--config", str(shop.config), "--no-cache"], log=log,
-                           env={"STRUCTQ_AUDIT": "0"})
-    yield process
-    process.stop()
+    with serving_shop(shop, tmp_path_factory.mktemp("log") / "serve.log") as process:
+        yield process
 
 
 async def test_http_tools_take_the_variables_and_sources_of_the_token(server, shop) -> None:

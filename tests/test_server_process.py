@@ -18,8 +18,8 @@ from server_support import (
     ServerProcess,
     auth,
     build_shop,
+    serving_shop,
     sse_events,
-    start_server,
 )
 
 
@@ -30,11 +30,8 @@ def shop(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def server(shop, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    log = tmp_path_factory.mktemp("log") / "serve.log"
-    process = start_server(["-m", str(shop.manifests), "--config", str(shop.config), "--no-cache"], log=log,
-                           env={"STRUCTQ_AUDIT": "0"})
-    yield process
-    process.stop()
+    with serving_shop(shop, tmp_path_factory.mktemp("log") / "serve.log") as process:
+        yield process
 
 
 def test_tokens_are_required_and_sources_are_granted(server) -> None:
@@ -85,15 +82,11 @@ def test_the_page_and_its_files_are_served(server) -> None:
 
 
 def test_two_workers_serve_the_same_api(shop, tmp_path: Path) -> None:
-    process = start_server(["-m", str(shop.manifests), "--config", str(shop.config), "--workers", "2"],
-                           log=tmp_path / "serve.log", env={"STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"})
-    try:
+    with serving_shop(shop, tmp_path / "serve.log", "--workers", "2") as process:
         for _ in range(4):
             answer = httpx.post(process.url + "/v1/ask", json={"question": SERIES_QUESTION}, headers=auth("tenant2"),
                                 timeout=60)
             assert answer.status_code == 200 and answer.json()["plan_source"] == "verified"
-    finally:
-        process.stop()
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
