@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 QUESTIONS = [
@@ -48,10 +49,12 @@ def rss_mb(pid: int) -> float:
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        kids = [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):  # a child started by any thread of pid
+        try:
+            kids += [int(k) for k in (task / "children").read_text().split()]
+        except OSError:
+            pass
     return kids + [g for k in kids for g in _children(k)]
 
 
@@ -87,16 +90,15 @@ def start(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the server did not become ready within 300 s")
 
 
-async def load(url: str, clients: int, seconds: float, pid: int) -> tuple[list[float], int, list[float]]:
+async def load(url: str, clients: int, seconds: float, pid: int) -> tuple[list[float], Counter[str], list[float]]:
     import httpx
 
     latencies: list[float] = []
-    errors = 0
+    errors: Counter[str] = Counter()
     rss: list[float] = []
     stop_at = time.perf_counter() + seconds
 
     async def client(n: int) -> None:
-        nonlocal errors
         async with httpx.AsyncClient(base_url=url, timeout=60) as http:
             i = n
             while time.perf_counter() < stop_at:
@@ -105,11 +107,11 @@ async def load(url: str, clients: int, seconds: float, pid: int) -> tuple[list[f
                 started = time.perf_counter()
                 try:
                     response = await http.post("/v1/ask", json={"question": question, "today": "2026-11-30"})
-                    ok = response.status_code == 200
-                except httpx.HTTPError:
-                    ok = False
+                    if response.status_code != 200:
+                        errors[f"HTTP {response.status_code} {response.json()['error']['code']}"] += 1
+                except httpx.HTTPError as exc:
+                    errors[type(exc).__name__] += 1
                 latencies.append(time.perf_counter() - started)
-                errors += not ok
 
     async def sample() -> None:
         while time.perf_counter() < stop_at:
@@ -157,7 +159,7 @@ def main() -> None:
     n = len(latencies)
     print(f"\nstructq serve, {args.clients} clients for {args.seconds:g} s, {len(QUESTIONS)} verified questions (SQL and search)")
     print(f"  requests      {n}  ({n / args.seconds:.1f}/s)")
-    print(f"  errors        {errors}")
+    print(f"  errors        {sum(errors.values())}" + (f"  ({dict(errors)})" if errors else ""))
     if latencies:
         print(f"  latency       p50 {percentile(latencies, 50) * 1000:.0f} ms   p95 {percentile(latencies, 95) * 1000:.0f} ms"
               f"   p99 {percentile(latencies, 99) * 1000:.0f} ms   mean {statistics.mean(latencies) * 1000:.0f} ms")

@@ -102,8 +102,8 @@ class Shop:
             return {r[0] for r in db.execute("SELECT customer FROM orders WHERE tenant_id = ?", (tenant,))}
 
 
-def build_shop(directory: Path, **limits: Any) -> Shop:
-    """The database, the manifests folder and server.yaml under ``directory``."""
+def build_shop(directory: Path, *, timeout_s: float = 5, **limits: Any) -> Shop:
+    """The database, the manifests folder and server.yaml (with ``limits``) under ``directory``."""
     manifests = directory / "manifests"
     manifests.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(directory / "shop.db") as db:
@@ -120,7 +120,8 @@ def build_shop(directory: Path, **limits: Any) -> Shop:
         db.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         db.execute("INSERT INTO notes VALUES (1, '仅限内部')")
     for manifest in (SHOP_MANIFEST, NOTES_MANIFEST):
-        manifest = {**manifest, "url": f"sqlite:///{directory / 'shop.db'}"}
+        manifest = {**manifest, "url": f"sqlite:///{directory / 'shop.db'}",
+                    "limits": {**manifest.get("limits", {}), "timeout_s": timeout_s}}
         (manifests / f"{manifest['source']}.yaml").write_text(yaml.safe_dump(manifest, allow_unicode=True), encoding="utf-8")
     config = directory / "server.yaml"
     config.write_text(yaml.safe_dump(server_yaml(**limits), allow_unicode=True), encoding="utf-8")

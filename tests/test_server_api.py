@@ -271,6 +271,35 @@ def test_a_source_that_is_down_is_503_and_the_process_keeps_serving(make_client,
     assert client.get("/readyz").json() == {"ready": True, "sources": {"notes": "ok", "shop": "ok"}}
 
 
+def test_a_query_past_its_timeout_is_504(tmp_path: Path) -> None:
+    slow = build_shop(tmp_path / "slow", timeout_s=0.05)
+    capabilities = CapabilitySet.from_path(slow.manifests)
+    agent = Agent(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+    config = ServerConfig.from_file(slow.config, sources=capabilities.names)
+    # a cross join of 120 orders five times over: far more than 50 ms of work on any machine
+    query = ("SELECT COUNT(*) AS n FROM orders AS a, orders AS b, orders AS c, orders AS d, orders AS e "
+             "WHERE a.amount + b.amount + c.amount + d.amount + e.amount > 0")
+    with TestClient(create_app(Service(agent, config)), raise_server_exceptions=False) as client:
+        response = client.post("/v1/run", json={"plan": model_plan(query)}, headers=auth("tenant1"))
+        assert response.status_code == 504, response.text
+        assert response.json()["error"]["code"] == "query_timeout" and response.json()["error"]["hint"]
+        assert client.get("/healthz").status_code == 200
+
+
+def test_the_engine_runs_plans_only_for_a_caller_and_with_the_callers_variables(shop) -> None:
+    from structq.agent import Plan
+    from structq.server.config import Principal
+    from structq.server.observe import GuardedEngine, request_scope
+
+    plan = Plan.parse(model_plan("SELECT customer FROM orders"))
+    with GuardedEngine(CapabilitySet.from_path(shop.manifests)) as engine:
+        with pytest.raises(RuntimeError, match="outside a request scope"):
+            engine.run(plan, vars={"tenant_id": 2})
+        with request_scope(Principal("ann", {"tenant_id": 1})):
+            result = engine.run(plan, vars={"tenant_id": 2})  # what a caller passes does not count
+    assert {row[0] for row in result.final.rows} == shop.tenant_customers(1)
+
+
 def test_a_failing_model_is_502(make_client) -> None:
     class Broken:
         """A provider whose connection drops: what a real client raises, without a network."""

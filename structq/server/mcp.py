@@ -129,7 +129,8 @@ class McpHttp:
                 if principal is None:
                     raise RequestRejected(401, "unauthorized", "the request carries no valid API token",
                                           hint="send the header Authorization: Bearer <token> with a token from server.yaml")
-                self.limiter.take(principal.key)
+                if not self.config.open:
+                    self.limiter.take(principal.key)
             except RequestRejected as exc:
                 await _send_json(send, exc)
                 return

@@ -5,7 +5,8 @@ to its principal and, when it streams, an ``emit`` callback; ``GuardedEngine`` r
 
 - before running any plan (the model's, a verified example, a cached one, or a plan posted to
   ``/v1/run``) every source it names must be granted to the principal, else ``AccessDenied``
-  naming the source. The check sits in the engine so no path around it exists.
+  naming the source; and the plan runs with the principal's variables, never others. Both
+  sit in the engine, so no path around them exists (a run outside any scope is refused).
 - each plan it starts is emitted as a ``plan`` event (again after a repair), and each step as
   a ``step`` event as soon as it has run.
 
@@ -69,18 +70,18 @@ def check_access(principal: "Principal", plan: "Plan") -> None:
 
 
 class GuardedEngine(Engine):
-    """The agent's engine, checking access and reporting progress for the current request.
-
-    Outside a request scope (the library, the CLI) it behaves as ``Engine`` does.
-    """
+    """The agent's engine in the service: it runs a plan only inside a request scope, with
+    that principal's variables (whatever its caller passed) and sources, and reports progress."""
 
     def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None) -> "RunResult":
         scope = _scope.get()
-        if scope is not None:
-            check_access(scope.principal, plan)
-            if scope.emit is not None:
-                scope.emit("plan", {"plan": plan.to_dict()})
-        return super().run(plan, vars=vars)
+        if scope is None:  # fail closed: every path of the service sets a scope
+            raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")
+        check_access(scope.principal, plan)
+        if scope.emit is not None:
+            scope.emit("plan", {"plan": plan.to_dict()})
+        # The caller's fixed variables, whatever was passed: the engine is the last word.
+        return super().run(plan, vars=scope.principal.vars)
 
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         context = contextvars.copy_context()

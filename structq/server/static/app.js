@@ -211,9 +211,20 @@ function stepItem(turn, s) {
   const li = node("li", { id: stepId(turn, s.output_key), class: "step" + (s.skipped ? " skipped" : "") },
     stepHeader(s), node("pre", { class: "query", title: "the query as it ran (after the sandbox)" },
       typeof s.query === "string" ? s.query : JSON.stringify(s.query, null, 2)),
-    node("p", { class: "meta" }, meta));
+    boundParams(s.params), node("p", { class: "meta" }, meta));
   if (!s.skipped && s.columns.length) li.append(resultTable(s));
   return li;
+}
+
+function boundParams(params) {
+  // The values bound to the query's placeholders: row-filter variables and earlier steps' results.
+  const names = Object.keys(params || {});
+  if (!names.length) return null;
+  const shown = names.map((k) => {
+    const v = JSON.stringify(params[k]);
+    return `${k} = ${v.length > 120 ? v.slice(0, 117) + "…" : v}`;
+  });
+  return node("p", { class: "meta params" }, "bound: ", shown.join("; "));
 }
 
 // --- tables: sortable, CSV of the full result -----------------------------------------------
