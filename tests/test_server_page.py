@@ -110,6 +110,7 @@ def test_a_person_asks_reads_sorts_downloads_and_follows_up(server, browser, tmp
     query = turn.find_element(By.CSS_SELECTOR, "pre.query").text
     assert "LIMIT" in query and "tenant_id" in query  # as it ran: the sandbox's limit and row filter
     assert "6 rows" in turn.find_element(By.CSS_SELECTOR, ".step .meta").text
+    assert turn.find_element(By.CSS_SELECTOR, ".step .params").text == "bound: var_tenant_id = 1"
     cells = lambda: [r.find_elements(By.TAG_NAME, "td")[1].text for r in turn.find_elements(By.CSS_SELECTOR, "tbody tr")]  # noqa: E731
     assert len(cells()) == 6
     shot(browser, tmp_path, "1-time-series")

@@ -224,7 +224,7 @@ function boundParams(params) {
     const v = JSON.stringify(params[k]);
     return `${k} = ${v.length > 120 ? v.slice(0, 117) + "…" : v}`;
   });
-  return node("p", { class: "meta params" }, "bound: ", shown.join("; "));
+  return node("p", { class: "params" }, "bound: ", shown.join("; "));
 }
 
 // --- tables: sortable, CSV of the full result -----------------------------------------------
