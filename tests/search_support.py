@@ -6,10 +6,38 @@ documents; one loader keeps the two setups from drifting apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["load_indices"]
+__all__ = ["load_indices", "raw_client", "search_executor"]
+
+
+@contextmanager
+def search_executor(manifest: Any) -> Iterator[Any]:
+    """structq's executor for a search ``manifest``, closed at the end."""
+    from structq.executors.base import create_executor
+    from structq.executors.search import SearchExecutor
+
+    executor = create_executor(manifest)
+    assert isinstance(executor, SearchExecutor)
+    try:
+        yield executor
+    finally:
+        executor.close()
+
+
+@contextmanager
+def raw_client(url: str) -> Iterator[Any]:
+    """An opensearch-py client on ``url``, past structq: for checking what the engine itself
+    answers or holds."""
+    from opensearchpy import OpenSearch
+
+    client = OpenSearch(hosts=[url], timeout=30)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def load_indices(url: str,
@@ -20,10 +48,7 @@ def load_indices(url: str,
     None creates the index without one (an index the manifest does not declare). Each
     document's ``_id`` key is its id, not a field; the load is refreshed, so searches see it.
     """
-    from opensearchpy import OpenSearch
-
-    client = OpenSearch(hosts=[url], timeout=30)
-    try:
+    with raw_client(url) as client:
         for index, mapping, docs in indices:
             if client.indices.exists(index=index):
                 client.indices.delete(index=index)
@@ -33,5 +58,3 @@ def load_indices(url: str,
                 doc = dict(doc)
                 lines += [{"index": {"_index": index, "_id": doc.pop("_id")}}, doc]
             assert not client.bulk(body=lines, refresh=True)["errors"]
-    finally:
-        client.close()

@@ -94,8 +94,7 @@ def test_dsl_accepted(manifests: Path) -> None:
     result = dsl(manifests, BODY)
     assert result.exit_code == 0, result.output
     body = json.loads(result.stdout.split("\nparams:")[0])
-    assert body["query"] == {"bool": {"must": [{"match": {"content": "星火"}}],
-                                      "filter": [{"term": {"tenant_id": 7}}]}}
+    assert body["query"] == {"bool": {"filter": [{"match": {"content": "星火"}}, {"term": {"tenant_id": 7}}]}}
     assert "salary" not in body["_source"]
     assert "tables: weekly_reports" in result.stdout and "limit: 101" in result.stdout
 

@@ -256,6 +256,8 @@ class Manifest(_Strict):
     sync: SyncSettings | None = None
 
     _path: Path | None = PrivateAttr(default=None)
+    #: (the tables list it was built from, its length, lower-cased name → table); see ``table``.
+    _table_lookup: tuple[list[Table], int, dict[str, Table]] | None = PrivateAttr(default=None)
 
     @property
     def path(self) -> Path | None:
@@ -274,9 +276,20 @@ class Manifest(_Strict):
         return dialect_from_url(self.url) or "sqlite"
 
     def table(self, name: str) -> Table | None:
-        """The table called ``name`` (case-insensitive), or None."""
-        lowered = name.lower()
-        return next((t for t in self.tables if t.name.lower() == lowered), None)
+        """The table called ``name`` (case-insensitive), or None.
+
+        A dict lookup: the sandbox and the cross-checks ask for every table of a 1,000-table
+        manifest, and a scan each time made loading one quadratic. The dict is rebuilt when
+        ``tables`` is another list or changed length (``model_copy``, sync's edits); the first
+        declaration of a name wins, as a scan would have it.
+        """
+        lookup = self._table_lookup
+        if lookup is None or lookup[0] is not self.tables or lookup[1] != len(self.tables):
+            by_name: dict[str, Table] = {}
+            for table in self.tables:
+                by_name.setdefault(table.name.lower(), table)
+            lookup = self._table_lookup = (self.tables, len(self.tables), by_name)
+        return lookup[2].get(name.lower())
 
     def index(self, name: str) -> Index | None:
         return next((i for i in self.indices if i.name == name), None)

@@ -62,8 +62,12 @@ def _index(i: Index, m: Manifest) -> list[str]:
     lines = [f"  index {i.name}{_described(i.description, i.draft)}{_synonyms(i.synonyms)}"]
     for f in i.fields:
         lines += _field(f)
-    for rf in m.row_filters_for(i.name):
+    filters = m.row_filters_for(i.name)
+    for rf in filters:
         lines.append(f"    [row filter, added automatically: {json.dumps(rf.term, ensure_ascii=False)}]")
+    if filters:  # the sandbox refuses the rest (safety.dsl._tenant): say so before a plan tries
+        lines.append("    [matches without relevance scores: sort by a field; no min_score, fuzzy, "
+                     "fuzziness or phrase_prefix]")
     return lines
 
 

@@ -13,6 +13,7 @@ from .check import check
 from .sandbox import sandbox
 from .sync import sync
 from .demo import demo
+from .engine import configure_daemon, engine_app
 from .eval import eval_
 from .run import run
 from .serve import mcp, serve
@@ -38,6 +39,10 @@ def _print_version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", help="Print the version and exit.", is_eager=True,
                                  callback=_print_version),
+    no_daemon: bool = typer.Option(
+        False, "--no-daemon",
+        help="Start the embedded search engine inside this command instead of sharing the "
+             "per-user background engine (also: STRUCTQ_ENGINE_DAEMON=0)."),
 ) -> None:
     """Answer questions about your company's data with checked, read-only query plans.
 
@@ -45,6 +50,7 @@ def _root(
 
     Example:  structq ask "去年第三季度在华东区销售额最高的产品是什么？" -m capabilities/
     """
+    configure_daemon(no_daemon)
 
 
 app.command()(demo)
@@ -59,6 +65,7 @@ app.command("eval")(eval_)
 app.command()(serve)
 app.command()(mcp)
 app.add_typer(cache_app, name="cache")
+app.add_typer(engine_app, name="engine")
 
 
 def main() -> None:

@@ -53,6 +53,12 @@ __all__ = [
     "engine_url",
     "loaded_indices",
     "stop",
+    "use_daemon",
+    "use_in_process",
+    "documents_path",
+    "load_index",
+    "drain_output",
+    "terminate",
 ]
 
 EMBEDDED_URL = "embedded"
@@ -132,14 +138,15 @@ def index_body(index: Index) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _documents_path(manifest: Manifest, index: Index) -> Path | None:
+def documents_path(manifest: Manifest, index: Index) -> Path | None:
+    """The absolute documents file of ``index``, or None when it declares none."""
     return manifest.resolve_path(index.documents).resolve() if index.documents else None
 
 
 def physical_index(manifest: Manifest, name: str) -> str:
     """The engine-side name of declared index ``name``: one per documents file."""
     index = manifest.index(name)
-    path = _documents_path(manifest, index) if index is not None else None
+    path = documents_path(manifest, index) if index is not None else None
     if path is None:
         return name
     return f"{name}--{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
@@ -249,7 +256,7 @@ class EmbeddedEngine:
             except Exception:  # noqa: BLE001 - closing a client of a stopping engine
                 pass
         if server is not None:
-            _terminate(server.process)
+            terminate(server.process)
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -277,47 +284,57 @@ class EmbeddedEngine:
                 f"the embedded search engine did not start: {exc}",
                 hint=f"reinstall it with {_INSTALL_HINT}",
             ) from None
-        _drain(server.process)
+        drain_output(server.process)
         self._server = server
         self._client = OpenSearch(hosts=[server.url], timeout=60, max_retries=0)
 
     def _load(self, manifest: Manifest, index: Index, progress: LoadProgress | None) -> None:
-        path = _documents_path(manifest, index)
         name = physical_index(manifest, index.name)
         if name in self._loaded:
             return
-        if path is not None and not path.is_file():
-            raise SourceUnavailable(
-                f"documents for embedded index {index.name!r} of source {manifest.source!r} "
-                f"not found: {path}",
-                source=manifest.source,
-                hint="run `structq demo` to build the demo data, or fix `documents:` in the "
-                     "manifest",
-            )
-        client = self._client
-        client.indices.create(index=name, body=index_body(index))
-        try:
-            if path is not None:
-                self._bulk_load(name, path, progress, label=index.name)
-            client.indices.refresh(index=name)
-        except BaseException:
-            client.indices.delete(index=name, ignore_unavailable=True)
-            raise
-        self._loaded[name] = path if path is not None else Path()
+        load_index(self._client, manifest, index, progress)
+        self._loaded[name] = documents_path(manifest, index) or Path()
 
-    def _bulk_load(self, name: str, path: Path, progress: LoadProgress | None, *, label: str) -> None:
-        total = _count_documents(path)
-        loaded = 0
+
+def load_index(client: Any, manifest: Manifest, index: Index,
+               progress: LoadProgress | None = None) -> int:
+    """Create ``index`` in the engine ``client`` speaks to and fill it from its documents file;
+    the number of documents loaded. A failed load leaves no half-filled index behind."""
+    path = documents_path(manifest, index)
+    name = physical_index(manifest, index.name)
+    if path is not None and not path.is_file():
+        raise SourceUnavailable(
+            f"documents for embedded index {index.name!r} of source {manifest.source!r} "
+            f"not found: {path}",
+            source=manifest.source,
+            hint="run `structq demo` to build the demo data, or fix `documents:` in the "
+                 "manifest",
+        )
+    client.indices.create(index=name, body=index_body(index))
+    try:
+        loaded = _bulk_load(client, name, path, progress, label=index.name) if path else 0
+        client.indices.refresh(index=name)
+    except BaseException:
+        client.indices.delete(index=name, ignore_unavailable=True)
+        raise
+    return loaded
+
+
+def _bulk_load(client: Any, name: str, path: Path, progress: LoadProgress | None, *,
+               label: str) -> int:
+    total = _count_documents(path)
+    loaded = 0
+    if progress:
+        progress(label, loaded, total)
+    documents = _read_documents(path)
+    while batch := list(itertools.islice(documents, _BATCH)):
+        response = client.bulk(body=_bulk_lines(name, batch))
+        if response.get("errors"):
+            _raise_rejected(name, path, batch, response)
+        loaded += len(batch)
         if progress:
             progress(label, loaded, total)
-        documents = _read_documents(path)
-        while batch := list(itertools.islice(documents, _BATCH)):
-            response = self._client.bulk(body=_bulk_lines(name, batch))
-            if response.get("errors"):
-                _raise_rejected(name, path, batch, response)
-            loaded += len(batch)
-            if progress:
-                progress(label, loaded, total)
+    return loaded
 
 
 def _raise_rejected(name: str, path: Path, batch: list[tuple[int, dict[str, Any]]],
@@ -336,7 +353,7 @@ def _raise_rejected(name: str, path: Path, batch: list[tuple[int, dict[str, Any]
     raise ConfigError(f"{path}: the embedded engine refused documents for index {name!r}")
 
 
-def _drain(process: subprocess.Popen[str]) -> None:
+def drain_output(process: subprocess.Popen[str]) -> None:
     """Keep reading the engine's stdout after start-up so a chatty engine never blocks."""
     stream = process.stdout
     if stream is None:
@@ -345,7 +362,7 @@ def _drain(process: subprocess.Popen[str]) -> None:
                      daemon=True).start()
 
 
-def _terminate(process: subprocess.Popen[str]) -> None:
+def terminate(process: subprocess.Popen[str]) -> None:
     """SIGTERM (quiet, immediate: the data is in memory), SIGKILL if it lingers."""
     if process.poll() is not None:
         return
@@ -361,13 +378,36 @@ def _terminate(process: subprocess.Popen[str]) -> None:
 # The process-wide engine
 # ---------------------------------------------------------------------------------------------
 
-_ENGINE = EmbeddedEngine()
-atexit.register(_ENGINE.stop)
+_ENGINE: Any = EmbeddedEngine()
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    _ENGINE.stop()
+
+
+def use_daemon(idle_s: float | None = None) -> None:
+    """Serve embedded sources from the per-user daemon from now on (``engine_daemon.py``): the
+    CLI's choice, so that one engine outlives one command. The Python API keeps the
+    in-process engine unless it calls this."""
+    global _ENGINE
+    from structq.executors.engine_daemon import DEFAULT_IDLE_S, DaemonEngine
+
+    if not isinstance(_ENGINE, DaemonEngine):
+        _ENGINE.stop()
+        _ENGINE = DaemonEngine(DEFAULT_IDLE_S if idle_s is None else idle_s)
+
+
+def use_in_process() -> None:
+    """Serve embedded sources from an engine of this process (the default)."""
+    global _ENGINE
+    if not isinstance(_ENGINE, EmbeddedEngine):
+        _ENGINE.stop()
+        _ENGINE = EmbeddedEngine()
 
 
 def acquire(manifest: Manifest, progress: LoadProgress | None = None) -> str:
-    """The process-wide engine's URL, with ``manifest``'s indices loaded (see
-    :meth:`EmbeddedEngine.acquire`)."""
+    """The engine's URL, with ``manifest``'s indices loaded (see :meth:`EmbeddedEngine.acquire`)."""
     return _ENGINE.acquire(manifest, progress)
 
 
@@ -377,15 +417,16 @@ def release() -> None:
 
 
 def engine_url() -> str | None:
-    """The process-wide engine's URL while it runs, else None."""
+    """The engine's URL while it runs, else None."""
     return _ENGINE.url
 
 
 def loaded_indices() -> dict[str, Path]:
-    """Index name → documents file, for what the process-wide engine has loaded."""
+    """Index name → documents file, for what the engine has loaded."""
     return _ENGINE.loaded
 
 
 def stop() -> None:
-    """Stop the process-wide engine now (it starts again on the next ``acquire``)."""
+    """Stop this process's use of the engine now (it starts again on the next ``acquire``);
+    the daemon itself is stopped by ``structq engine stop`` or its idle clock."""
     _ENGINE.stop()

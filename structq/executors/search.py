@@ -90,6 +90,20 @@ def _wants_count(body: Mapping[str, Any]) -> bool:
     return body.get("size") == 0 and not _has_aggregations(body)
 
 
+def _unscored(table: Table, index: Index, body: Mapping[str, Any]) -> Table:
+    """Hits of a row-filtered index: the sandbox runs the query in filter context (relevance
+    would read other tenants' term statistics), so the engine's score is the same constant
+    for every hit. An empty ``_score`` says so, rather than a number that reads as "not
+    relevant"; without a sort, a note tells why the hits come in no particular order."""
+    at = table.columns.index("_score")
+    rows = [(*row[:at], None, *row[at + 1:]) for row in table.rows]
+    notes = table.notes
+    if rows and not body.get("sort"):
+        notes += (f"index {index.name!r} has a row filter: hits are matched, not ranked by relevance "
+                  "(_score is empty); sort by a field to order them",)
+    return Table(table.columns, rows, table.truncated, notes)
+
+
 class SearchExecutor:
     """Runs ``SafeQuery(kind="search")`` objects against one search source.
 
@@ -309,12 +323,12 @@ class SearchExecutor:
                 source=self.manifest.source, query=str(query), cause=text,
             )
 
-    @staticmethod
-    def _rows(response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
+    def _rows(self, response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
               max_rows: int) -> Table:
         if _has_aggregations(body):
             return aggregation_rows(response, body, index, max_rows)
-        return hit_rows(response, body, index, max_rows)
+        table = hit_rows(response, body, index, max_rows)
+        return _unscored(table, index, body) if self.manifest.row_filters_for(index.name) else table
 
     # -- errors ---------------------------------------------------------------------------------
 

@@ -4,8 +4,9 @@ The sandbox is the first line of defence; this executor is the second, for the d
 should have refused gets through. Whatever the text says, a query here:
 
 - runs on a **read-only** connection or transaction, and is rolled back, never committed;
-- is cancelled by the **server** after ``limits.timeout_s`` (with a client-side backstop),
-  and a dead server fails fast thanks to a connect timeout;
+- is cancelled by the **server** after ``limits.timeout_s``, and if the server's own timeout
+  did not stop it, a backstop cancels it on the server (``cancel.py``) half a second later;
+  a dead server fails fast thanks to a connect timeout;
 - returns at most ``max_rows`` rows, fetched with ``fetchmany`` (one more tells truncation).
 
 What differs between databases lives in one small strategy object per backend (``_Backend``):
@@ -20,7 +21,8 @@ backend      read-only                               statement timeout
 ===========  ======================================  ==========================================
 SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
              ``PRAGMA query_only``; no ATTACH;       the deadline + a timer that interrupts
-             values and SQL text size-limited        a long single step at the deadline
+             values, SQL text and LIKE patterns      a long single step at the deadline;
+             size-limited; REGEXP matched by RE2     ``REGEXP`` by RE2, linear in the text
 PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
              query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
              only`` per session; every statement     cancels the backend as a backstop
@@ -28,8 +30,8 @@ PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_tim
              run (the simple protocol would run it)
 MariaDB /    ``SET SESSION TRANSACTION READ ONLY``   MariaDB ``max_statement_time`` (s), MySQL
 MySQL        + ``START TRANSACTION READ ONLY``;      ``max_execution_time`` (ms, SELECT only);
-             the session mode matters: a READ ONLY   the driver's read timeout as a backstop
-             transaction alone still lets DDL run
+             the session mode matters: a READ ONLY   ``KILL QUERY`` from a second connection
+             transaction alone still lets DDL run    as a backstop, then the read timeout
              (DDL commits implicitly first)
 ===========  ======================================  ==========================================
 
@@ -54,6 +56,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
 
 from .base import ResultSet, register
+from .cancel import canceller
+from .regexp import REGEXP_HINT, install_regexp
 from .urls import redact_url
 from .values import json_safe_rows
 
@@ -73,6 +77,9 @@ CONNECT_TIMEOUT_MAX_S = 5.0
 CONNECT_TIMEOUT_MIN_S = 2.0
 #: How long after the server-side timeout the client-side backstop steps in.
 BACKSTOP_GRACE_S = 0.5
+#: How long after the server-side timeout a MySQL/MariaDB client stops waiting on its socket:
+#: after the backstop's ``KILL QUERY`` (at ``BACKSTOP_GRACE_S``) has had time to answer.
+SOCKET_GRACE_S = 0.9
 #: SQLite VM instructions between two looks at the clock.
 SQLITE_PROGRESS_STEPS = 1000
 #: Longest string or blob one SQLite value may be (``SQLITE_LIMIT_LENGTH``; SQLite's default is
@@ -84,6 +91,11 @@ SQLITE_MAX_VALUE_BYTES = 10_000_000
 #: query and list parameters are bound (``?`` each, at most 32,766), so real queries are a few
 #: kilobytes; a larger text is a mistake or an attack.
 SQLITE_MAX_SQL_BYTES = 1_000_000
+#: UTF-8 bytes per character at most: the LIKE pattern limit is the sandbox's cap in characters
+#: (``MAX_PATTERN_CHARS``) times this (``SQLITE_LIMIT_LIKE_PATTERN_LENGTH``; SQLite's default is
+#: 50,000 bytes). Matching costs the pattern's length times the text's, in one VM step no
+#: deadline interrupts.
+_UTF8_MAX_BYTES = 4
 #: Advice when a value outgrows ``SQLITE_MAX_VALUE_BYTES``.
 SQLITE_TOO_BIG_HINT = (f"a value grew past {SQLITE_MAX_VALUE_BYTES // 1_000_000} MB (printf widths, replace, "
                        "group_concat over many rows…): build smaller values, or return rows instead")
@@ -191,13 +203,20 @@ def sqlite_too_big(error: BaseException) -> bool:
 
 def limit_sqlite(dbapi_connection: sqlite3.Connection) -> None:
     """The size limits every SQLite connection that runs checked queries gets: values and
-    SQL text (see ``SQLITE_MAX_VALUE_BYTES``), and no ATTACH (it could create files).
+    SQL text (see ``SQLITE_MAX_VALUE_BYTES``), LIKE / GLOB patterns (the sandbox's cap, in
+    UTF-8 bytes), no ATTACH (it could create files), and ``REGEXP`` matched by RE2
+    (``regexp.py``). Call it after SQLAlchemy's own connect hook, which registers a
+    backtracking ``REGEXP``.
 
     Beyond the value limit SQLite fails the statement with "string or blob too big" —
     except ``printf``/``format``, which return NULL instead."""
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_MAX_SQL_BYTES)
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    from structq.safety.sql.patterns import MAX_PATTERN_CHARS  # sqlglot: not at import time
+
+    dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, _UTF8_MAX_BYTES * MAX_PATTERN_CHARS)
+    install_regexp(dbapi_connection)
 
 
 @contextmanager
@@ -250,6 +269,17 @@ class _Backstop:
         with self._lock:
             self._done = True
         self._timer.cancel()
+
+
+@contextmanager
+def _server_cancel(kind: str, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
+    """Cancel the statement on the server (``cancel.py``) if it outlives ``timeout_s`` + grace."""
+    backstop = _Backstop(canceller(kind, dbapi_connection, _connect_timeout(timeout_s)),
+                         timeout_s + BACKSTOP_GRACE_S)
+    try:
+        yield
+    finally:
+        backstop.finish()
 
 
 def _connect_timeout(timeout_s: float) -> float:
@@ -345,12 +375,14 @@ class _SQLite(_Backend):
                 raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
             connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
             connection.execute("PRAGMA query_only = ON")
-            limit_sqlite(connection)
-            return connection
+            return connection  # ``on_connect`` sets the limits, after SQLAlchemy's own hook
 
         # ``creator`` owns the connection; the URL only selects the dialect. QueuePool because
         # connections are handed between the engine's worker threads.
         return make_url("sqlite+pysqlite://"), {"creator": connect, "poolclass": QueuePool}
+
+    def on_connect(self, dbapi_connection: Any) -> None:
+        limit_sqlite(dbapi_connection)
 
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
@@ -364,7 +396,9 @@ class _SQLite(_Backend):
         return isinstance(error, sqlite3.OperationalError) and "unable to open database" in str(error)
 
     def hint_for(self, error: BaseException) -> str | None:
-        return SQLITE_TOO_BIG_HINT if sqlite_too_big(error) else None
+        if sqlite_too_big(error):
+            return SQLITE_TOO_BIG_HINT
+        return REGEXP_HINT if "user-defined function raised exception" in str(error) else None
 
 
 def _sqlite_path(url: "URL") -> str:
@@ -434,15 +468,8 @@ class _Postgres(_Backend):
 
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
-        if hasattr(dbapi_connection, "cancel_safe"):  # psycopg ≥ 3.2: bounded, interruptible
-            cancel = functools.partial(dbapi_connection.cancel_safe, timeout=_connect_timeout(timeout_s))
-        else:
-            cancel = dbapi_connection.cancel
-        backstop = _Backstop(cancel, timeout_s + BACKSTOP_GRACE_S)
-        try:
+        with _server_cancel("postgres", dbapi_connection, timeout_s):
             yield
-        finally:
-            backstop.finish()
 
     def is_timeout(self, error: BaseException) -> bool:
         return getattr(error, "sqlstate", None) in self._TIMEOUT_STATES
@@ -466,10 +493,11 @@ class _MySQL(_Backend):
     def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
         if "charset" not in url.query:
             url = url.update_query_dict({"charset": "utf8mb4"})
-        # The server cancels at timeout_s and says so at once; a server that stops answering
-        # is caught by the socket timeouts a little later. PyMySQL also waits for the login
-        # greeting under read_timeout, so a hung server cannot hold a connect past it.
-        backstop = timeout_s + BACKSTOP_GRACE_S
+        # The server cancels at timeout_s and says so at once; if it did not, the backstop
+        # sends KILL QUERY at timeout_s + grace (``guard``); a server that stops answering is
+        # caught by the socket timeouts after that. PyMySQL also waits for the login greeting
+        # under read_timeout, so a hung server cannot hold a connect past it.
+        backstop = timeout_s + SOCKET_GRACE_S
         connect_args = {
             "connect_timeout": _connect_timeout(timeout_s),
             "read_timeout": backstop,
@@ -513,6 +541,11 @@ class _MySQL(_Backend):
             limit,
             _Setup("START TRANSACTION READ ONLY"),
         ]
+
+    @contextmanager
+    def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
+        with _server_cancel("mysql", dbapi_connection, timeout_s):
+            yield
 
     def is_timeout(self, error: BaseException) -> bool:
         return _mysql_code(error) in self._TIMEOUT_CODES

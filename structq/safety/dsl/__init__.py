@@ -9,9 +9,11 @@ refused until someone decides it is safe. In order:
 2. ``forbid_scripts``  no script-like key at any depth (code ``script``);
 3. ``REQUEST``         every key allowed where it stands, every field declared and readable,
                        enum literals legal, references substituted as JSON values (large
-                       ``terms`` lists split), aggregation sizes capped;
+                       ``terms`` lists split), aggregation sizes capped; on a row-filtered
+                       index, what depends on other tenants' documents refused (``_tenant``);
 4. ``REWRITES``        ``_source`` restricted to readable fields, ``size``/``from`` within
-                       ``max_rows + 1``, row filters wrapped around the query;
+                       ``max_rows + 1``, the query and the row filters side by side in
+                       ``bool.filter`` (tenant-blind: no relevance scores);
 5. ``forbid_scripts``  once more, on the body as it will be sent (defence in depth).
 
 Reference values must be JSON scalars: an object or list from an earlier step (data anyone

@@ -124,12 +124,16 @@ class Context:
     #: (the product of their bucket counts): every ``top_hits`` below returns its documents
     #: once per bucket.
     buckets: int = 1
+    #: The index has a row filter: the request must answer the same whether or not other
+    #: tenants' documents exist (see ``_tenant``), so index-wide statistics stay out of it.
+    row_filtered: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.fields = self.index.flat_fields()
         self.denied = frozenset(p for p in self.fields if _is_denied(p, self.fields))
         self.hiding = frozenset(p for p, f in self.fields.items() if _has_denied_below(f))
         self.source_paths = tuple(_allowed_source(self.index.fields))
+        self.row_filtered = bool(self.source.row_filters_for(self.index.name))
 
     @contextmanager
     def within_buckets(self, count: int) -> Iterator[None]:

@@ -13,6 +13,7 @@ from typing import Any
 from ._context import Context, JsonPath, closest_hint
 from ._grammar import Check, Shape, data, each, field, nested_path, one_or_many
 from ._queries import query
+from ._tenant import highlighter_type
 
 __all__ = ["HIT_OPTIONS", "sort", "source", "highlight", "field_list", "collapse", "with_default_source"]
 
@@ -104,11 +105,12 @@ def with_default_source(ctx: Context, hits: dict[str, Any]) -> dict[str, Any]:
 
 
 _HIGHLIGHT_OPTIONS: Mapping[str, Check] = {
-    **{k: data for k in ("pre_tags", "post_tags", "type", "fragment_size", "number_of_fragments", "order",
+    **{k: data for k in ("pre_tags", "post_tags", "fragment_size", "number_of_fragments", "order",
                          "require_field_match", "encoder", "no_match_size", "boundary_scanner",
                          "boundary_chars", "boundary_max_scan", "boundary_scanner_locale", "fragmenter",
                          "tags_schema", "phrase_limit", "max_analyzed_offset")},
     "highlight_query": query,
+    "type": highlighter_type,
 }
 _FIELD_HIGHLIGHT = Shape({**_HIGHLIGHT_OPTIONS, "matched_fields": each(field)}, what="highlight option")
 

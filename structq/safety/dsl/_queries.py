@@ -7,7 +7,8 @@ Allowed are the clauses a question over declared fields needs: full-text (``matc
 ``nested``, ``function_score`` without scripts). Everything else is refused — notably
 ``query_string`` (its syntax names arbitrary fields), ``regexp`` (cost), ``more_like_this``,
 ``percolate``, joins and ``wrapper`` (they read other documents or hide a query); see
-``REASONS`` in ``_context``.
+``REASONS`` in ``_context``. On a row-filtered index the expanding ones (``fuzzy``,
+``fuzziness``, phrase prefixes) and ``min_score`` are refused too: see ``_tenant``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from ._context import Context, JsonPath
 from ._grammar import Check, Shape, boosted_fields, data, each, field, nested_path, one_or_many, pick_one, scalar, values
+from ._tenant import fuzziness, min_score, multi_match_type, simple_query_string_flags, unless_row_filtered
 
 __all__ = ["query", "QUERY_CLAUSES", "MAX_TERMS"]
 
@@ -51,8 +53,10 @@ def split_large_terms(clause: dict[str, Any]) -> dict[str, Any]:
 
 
 def _options(*names: str, **checks: Check) -> Shape:
-    """The long form of a clause: plain options named, value options with their checks."""
-    return Shape({**{n: data for n in names}, **_META, **checks}, what="option")
+    """The long form of a clause: plain options named, value options with their checks
+    (``fuzziness`` always with its own: row-filtered indices refuse term expansion)."""
+    plain = {n: fuzziness if n == "fuzziness" else data for n in names}
+    return Shape({**plain, **_META, **checks}, what="option")
 
 
 def _terms_values(ctx: Context, value: Any, path: JsonPath) -> list[Any]:
@@ -159,8 +163,8 @@ QUERY_CLAUSES: Mapping[str, Check] = {
                                 "negative_boost": "give negative_boost, e.g. 0.5"}),
     "nested": Shape({"path": nested_path, "query": query, "score_mode": data, "ignore_unmapped": data, **_META},
                     required={"path": "name the nested field", "query": "give the query on its sub-fields"}),
-    "function_score": _options("boost_mode", "score_mode", "max_boost", "min_score", "weight",
-                               query=query, functions=each(_SCORE_FUNCTION),
+    "function_score": _options("boost_mode", "score_mode", "max_boost", "weight", query=query,
+                               min_score=min_score, functions=each(_SCORE_FUNCTION),
                                field_value_factor=_FIELD_VALUE_FACTOR),
     # whole-index
     "match_all": Shape(dict(_META)),
@@ -168,15 +172,19 @@ QUERY_CLAUSES: Mapping[str, Check] = {
     # full text
     "match": FieldClause(_options(*_TEXT_MATCH), main="query", enum=True),
     "match_phrase": FieldClause(_options("slop", "analyzer", "zero_terms_query"), main="query", enum=True),
-    "match_phrase_prefix": FieldClause(_options("slop", "max_expansions", "analyzer", "zero_terms_query"), main="query"),
+    "match_phrase_prefix": unless_row_filtered(
+        FieldClause(_options("slop", "max_expansions", "analyzer", "zero_terms_query"), main="query"),
+        "match_phrase_prefix", "use match_phrase for the whole words and a prefix query for the last one "
+        "in a bool, or match_bool_prefix"),
     "match_bool_prefix": FieldClause(_options(*_TEXT_MATCH), main="query"),
-    "multi_match": _options("type", "tie_breaker", "slop", *_TEXT_MATCH, query=scalar, fields=boosted_fields)
+    "multi_match": _options("tie_breaker", "slop", *_TEXT_MATCH, type=multi_match_type, query=scalar,
+                            fields=boosted_fields)
     .extend({}, required={"query": "give the text to search for", "fields": _NEED_FIELDS}),
-    "simple_query_string": _options(
+    "simple_query_string": simple_query_string_flags(_options(
         "default_operator", "analyzer", "flags", "fuzzy_max_expansions", "fuzzy_prefix_length",
         "fuzzy_transpositions", "lenient", "minimum_should_match", "analyze_wildcard",
         "auto_generate_synonyms_phrase_query", query=scalar, fields=boosted_fields,
-    ).extend({}, required={"query": "give the text to search for", "fields": _NEED_FIELDS}),
+    ).extend({}, required={"query": "give the text to search for", "fields": _NEED_FIELDS})),
     # term level
     "term": FieldClause(_options("case_insensitive"), main="value", enum=True),
     "terms": FieldClause(None, value=_terms_values, enum=True, meta=_META),
@@ -184,6 +192,8 @@ QUERY_CLAUSES: Mapping[str, Check] = {
     "exists": Shape({"field": field, **_META}, required={"field": "name the field"}),
     "prefix": FieldClause(_options("case_insensitive"), main="value"),
     "wildcard": FieldClause(_options("case_insensitive"), main="value", value=_pattern),
-    "fuzzy": FieldClause(_options("fuzziness", "max_expansions", "prefix_length", "transpositions"), main="value"),
+    "fuzzy": unless_row_filtered(
+        FieldClause(_options("fuzziness", "max_expansions", "prefix_length", "transpositions"), main="value"),
+        "the fuzzy query", "search exact words with match or term, or word beginnings with prefix"),
     "ids": Shape({"values": values, **_META}, required={"values": "give the ids"}),
 }

@@ -16,6 +16,7 @@ from ._context import SCALAR_TYPES, Context, JsonPath, closest_hint
 from ._grammar import Shape, count, data
 from ._hits import HIT_OPTIONS, collapse, with_default_source
 from ._queries import query
+from ._tenant import min_score
 
 __all__ = ["REQUEST", "REWRITES", "SCRIPT_KEYS", "MAX_DEPTH", "resolve_index", "forbid_scripts"]
 
@@ -88,7 +89,7 @@ REQUEST = Shape(
         "collapse": collapse,
         "track_total_hits": data,
         "search_after": data,
-        "min_score": data,
+        "min_score": min_score,
         "terminate_after": data,
     },
     what="top-level key",
@@ -151,15 +152,19 @@ def row_filter_clauses(ctx: Context) -> list[dict[str, Any]]:
 
 
 def apply_row_filters(ctx: Context, body: dict[str, Any]) -> dict[str, Any]:
-    """Wrap the query: ``bool.must`` keeps the original (and its relevance scores),
-    ``bool.filter`` adds the row filters. Aggregations, ``post_filter`` and ``top_hits`` all
-    run inside the query's hits, so they are constrained too (``global`` is refused)."""
+    """Wrap the query in ``bool.filter`` beside the row filters. Aggregations,
+    ``post_filter`` and ``top_hits`` all run inside the query's hits, so they are constrained
+    too (``global`` is refused).
+
+    The original query goes in filter context too, not ``must``: a scored query would read
+    index-wide term statistics, other tenants' documents included (see ``_tenant``), so on a
+    row-filtered index documents match or not, and every hit scores the same."""
     filters = row_filter_clauses(ctx)
     if not filters:
         return body
     original = body.get("query")
-    wrapped = {"must": [original], "filter": filters} if original is not None else {"filter": filters}
-    return {**body, "query": {"bool": wrapped}}
+    clauses = [original, *filters] if original is not None else filters
+    return {**body, "query": {"bool": {"filter": clauses}}}
 
 
 #: Applied in order to the checked body.

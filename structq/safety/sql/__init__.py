@@ -12,7 +12,11 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
                               expanded; no column read unnamed (``implicit.py``: whole rows, NATURAL)
 7. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
 8. ``check_types``           cast targets are value types (no ``regclass``: catalogs)
-9. ``check_sizes``           no constant asks a string function for a huge string
+9. ``check_sizes``           every count and width a string function is given is a small number
+   ``check_growth``          strings built from literals stay small; calls multiply data values by
+                              at most ``MAX_GROWTH``; no compounding growth in recursive CTEs
+   ``check_patterns``        LIKE / GLOB / regular-expression patterns are short literals, never
+                              matched against aggregated text
 10. ``check_enum_literals``  a literal compared with an enum column is one of its values
 11. ``confine_reads``        every read of a filtered or partly denied table goes through a
                               derived table of its allowed columns (and its row filter)
@@ -41,8 +45,10 @@ from .context import Check
 from .dialects import dialect
 from .enums import check_enum_literals
 from .generate import generate
+from .growth import check_growth
 from .limit import enforce_limit
 from .parse import parse
+from .patterns import check_patterns
 from .references import bind_references
 from .sizes import check_sizes
 from .statement import check_statement_kind, reject_placeholders
@@ -62,6 +68,8 @@ RULES: tuple[Callable[[Check], None], ...] = (
     check_functions,
     check_types,
     check_sizes,
+    check_growth,
+    check_patterns,
     check_enum_literals,
     confine_reads,
     bind_references,
@@ -83,6 +91,8 @@ CODES = (
     "ambiguous_column",
     "denied_column",
     "denied_function",
+    "string_size",
+    "pattern",
     "enum_value",
     "missing_variable",
     "row_filter",

@@ -1,0 +1,90 @@
+"""``structq engine``: the embedded search engine that commands share in the background.
+
+The first command that reads an ``embedded`` index starts one engine per user and later
+commands reuse it (see ``structq/executors/engine_daemon.py``); these commands show what it
+holds and stop it. ``structq --no-daemon …`` (or ``STRUCTQ_ENGINE_DAEMON=0``) starts an engine
+inside one command instead, as before.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+import typer
+
+from .common import JsonOpt, console, errors_to_exit, print_json
+
+engine_app = typer.Typer(
+    help="The embedded search engine that commands share (started by the first command that "
+         "needs it, stopped after STRUCTQ_ENGINE_IDLE of disuse, default 15m).\n\n"
+         "Example:  structq engine status",
+    no_args_is_help=True,
+)
+
+
+def configure_daemon(no_daemon: bool) -> None:
+    """Called by the root command: serve embedded sources from the per-user daemon unless
+    ``--no-daemon`` or ``STRUCTQ_ENGINE_DAEMON=0`` says otherwise."""
+    if no_daemon or os.environ.get("STRUCTQ_ENGINE_DAEMON", "1").lower() in ("0", "off", "false", "no"):
+        return
+    from structq.executors import embedded
+    from structq.executors.engine_daemon import DEFAULT_IDLE_S, parse_idle
+
+    idle = os.environ.get("STRUCTQ_ENGINE_IDLE")
+    with errors_to_exit(False):
+        embedded.use_daemon(parse_idle(idle) if idle else DEFAULT_IDLE_S)
+
+
+@engine_app.command("status")
+def status(json_out: JsonOpt = False) -> None:
+    """Whether the engine runs, what it has loaded, its memory and how long it has been idle.
+
+    Example:  structq engine status --json
+    """
+    from structq.executors.engine_daemon import status as engine_status
+
+    with errors_to_exit(False):
+        report = engine_status()
+    if json_out:
+        print_json(report)
+        return
+    out = console()
+    if not report["running"]:
+        out.print(f"not running (state in {report['state_dir']})")
+        return
+    memory = report["memory_bytes"]
+    out.print(f"running at {report['url']} (pid {report['engine_pid']}), "
+              f"up {_duration(report['uptime_s'])}, idle {_duration(report['idle_s'])} "
+              f"of {_duration(report['idle_stop_after_s'])}"
+              + (f", {memory / 2**20:,.0f} MiB" if memory else "")
+              + f", {len(report['holders'])} command(s) using it", soft_wrap=True)
+    for name, index in sorted(report["indices"].items()):
+        loaded = datetime.fromtimestamp(index["loaded_at"]).strftime("%Y-%m-%d %H:%M:%S")
+        out.print(f"  {name}: {index['documents_loaded']:,} documents from {index['documents']} "
+                  f"(loaded {loaded})", soft_wrap=True)
+
+
+@engine_app.command("stop")
+def stop(json_out: JsonOpt = False) -> None:
+    """Stop the engine now; the next command that needs it starts it again.
+
+    Example:  structq engine stop
+    """
+    from structq.executors.engine_daemon import stop_daemon
+
+    with errors_to_exit(False):
+        stopped = stop_daemon()
+    if json_out:
+        print_json({"stopped": stopped})
+    else:
+        console().print("stopped" if stopped else "not running")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
