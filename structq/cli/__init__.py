@@ -18,6 +18,7 @@ from .eval import eval_
 from .init import init
 from .describe import describe
 from .run import run
+from .serve import mcp, serve
 
 app = typer.Typer(
     name="structq",
@@ -65,6 +66,8 @@ app.command()(check)
 app.command()(sandbox)
 app.command()(sync)
 app.command("eval")(eval_)
+app.command()(serve)
+app.command()(mcp)
 app.add_typer(cache_app, name="cache")
 app.add_typer(engine_app, name="engine")
 
