@@ -27,7 +27,7 @@ from .errors import RequestRejected
 from .observe import GuardedEngine, check_access, request_scope
 
 if TYPE_CHECKING:
-    from structq.agent import Agent, Answer, Plan
+    from structq.agent import Agent, Answer
     from structq.agent.conversation import Conversation
 
     from .config import Principal, ServerConfig
