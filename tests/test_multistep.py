@@ -85,7 +85,7 @@ def test_defog_foreign_keys_two_steps_equal_one_query_sqlite(db: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def defog_postgres(pg_server: Any) -> dict[str, Manifest]:
+def defog_postgres_manifests(pg_server: Any) -> dict[str, Manifest]:
     urls = {db: load_postgres(pg_server, db) for db in DEFOG_WITH_KEYS}
     return {db: manifest(db, url, "postgres", server_tables(url)) for db, url in urls.items()}
 
@@ -98,8 +98,8 @@ def defog_mariadb_manifests(defog_mariadb: dict[str, str]) -> dict[str, Manifest
 
 
 @pytest.mark.parametrize("db", DEFOG_WITH_KEYS)
-def test_defog_foreign_keys_two_steps_equal_one_query_postgres(db: str, defog_postgres: dict[str, Manifest]) -> None:
-    assert_all_equal(defog_postgres[db], defog_foreign_keys(db))
+def test_defog_foreign_keys_two_steps_equal_one_query_postgres(db: str, defog_postgres_manifests: dict[str, Manifest]) -> None:
+    assert_all_equal(defog_postgres_manifests[db], defog_foreign_keys(db))
 
 
 @pytest.mark.parametrize("db", DEFOG_WITH_KEYS)
@@ -173,7 +173,7 @@ def test_random_key_lists_two_steps_equal_one_query_sqlite(data: st.DataObject) 
 def test_random_key_lists_two_steps_equal_one_query_on_servers(data: st.DataObject, server: str,
                                                               request: pytest.FixtureRequest) -> None:
     db = data.draw(st.sampled_from(DEFOG_WITH_KEYS), label="db")
-    _property(request.getfixturevalue(f"defog_{server}")[db], defog_foreign_keys(db), data)
+    _property(request.getfixturevalue(f"defog_{server}_manifests")[db], defog_foreign_keys(db), data)
 
 
 # --- the reference grammar on the three engines --------------------------------------------------
@@ -183,7 +183,7 @@ def test_random_key_lists_two_steps_equal_one_query_on_servers(data: st.DataObje
 def car_dealership(request: pytest.FixtureRequest) -> Manifest:
     if request.param == "sqlite":
         return sqlite_manifest("car_dealership", defog_sqlite("car_dealership"))
-    return request.getfixturevalue(f"defog_{request.param}")["car_dealership"]
+    return request.getfixturevalue(f"defog_{request.param}_manifests")["car_dealership"]
 
 
 def test_reference_lookalikes_are_text_on_every_engine(car_dealership: Manifest) -> None:
