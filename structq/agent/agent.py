@@ -22,6 +22,7 @@ from structq.errors import ConfigError, ModelError, StructqError
 from .audit import AuditLog
 from .bridge import run_sync
 from .cache import PlanCache, VerifiedPlans
+from .decline import decline_text
 from .engine import Engine, RunResult
 from .llm import CallLog, model_name, resolve_model
 from .plan import Plan
@@ -248,11 +249,13 @@ class Agent:
                 if len(attempts) > self.settings.max_repairs:
                     raise RepairsExhausted(attempts) from exc
                 continue
-            if use_cache and self.cache is not None:
+            if use_cache and self.cache is not None and not plan.declined:  # a refusal is not worth keeping
                 self.cache.put(self._cache_key(question, today, context), question, plan)
             return plan, "model", results, attempts
 
     def _answer(self, question: str, results: RunResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
+        if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
+            return decline_text(question, results.plan, self.capabilities), []
         if use_model and self.has_model:
             return synthesize(self.model, question, results, log=log)
         return render_deterministic(question, results), []
