@@ -7,7 +7,8 @@ whole run to one thread: a thread hop per step and a new event loop per ``run`` 
 millisecond per plan, more than the sandbox, on queries that take a fraction of that.
 References are resolved from earlier results and handed to the sandbox as parameter values.
 A step whose input is empty is not run (its dependents neither): the note names the empty step
-and its purpose. Truncation anywhere is recorded in the notes, never silent, and so is what
+and its purpose. A step whose source is unavailable or times out is not run either, and the
+steps that do not depend on it still are: a partial answer (see ``breaker``). Truncation anywhere is recorded in the notes, never silent, and so is what
 an executor says is not exact about its rows (``ResultSet.notes``: estimated counts, rounded
 numbers), each note prefixed with its step.
 """
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ExecutionError, PlanError, StructqError
 
+from .breaker import UNAVAILABLE, CircuitBreaker
 from .plan import LOCAL_SOURCE, Plan, Step
 
 if TYPE_CHECKING:
@@ -150,9 +152,11 @@ class Engine:
     #: Worker threads for steps that run side by side; plans are a handful of steps wide.
     MAX_WORKERS = 8
 
-    def __init__(self, capabilities: "CapabilitySet", *, executors: ExecutorPool | None = None) -> None:
+    def __init__(self, capabilities: "CapabilitySet", *, executors: ExecutorPool | None = None,
+                 breaker: CircuitBreaker | None = None) -> None:
         self.capabilities = capabilities
         self.executors = executors or ExecutorPool(capabilities)
+        self.breaker = breaker or CircuitBreaker.from_env()
         self._workers: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -181,6 +185,12 @@ class Engine:
         run = _Run(self, plan, dict(vars or {}))
         run.execute()
         ordered = {s.output_key: run.results[s.output_key] for s in plan.steps}
+        if run.unavailable:
+            if all(r.skipped is not None for r in ordered.values()):
+                raise run.unavailable[0]  # nothing could be read: not an answer, partial or not
+            missing = ", ".join(repr(k) for k, r in ordered.items() if r.skipped is not None)
+            run.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
+                             "(see above); the other steps' results are complete")
         return RunResult(plan, ordered, run.notes, (time.perf_counter() - started) * 1000)
 
     async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None) -> RunResult:
@@ -232,7 +242,8 @@ class Engine:
                 return executor.run(safe)
             finally:
                 executor.close()
-        return self.executors.get(self.capabilities[step.source]).run(safe)
+        manifest = self.capabilities[step.source]
+        return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
 
     def intermediate_cap(self, step: Step) -> int:
         """Row cap for a step whose results feed later steps."""
@@ -270,6 +281,8 @@ class _Run:
         self.consumed = plan.consumed()
         self.results: dict[str, StepResult] = {}
         self.notes: list[str] = []
+        #: Why steps could not run (a source down or timing out), in the order it happened.
+        self.unavailable: list[StructqError] = []
 
     def execute(self) -> None:
         pending = list(self.plan.steps)
@@ -340,6 +353,10 @@ class _Run:
         try:
             safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap)
             result = engine.execute(step, safe, inputs)
+        except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
+            _attach_step(exc, step.output_key)
+            self.unavailable.append(exc)
+            return _skipped(step, f"not run: {exc.message}")
         except StructqError as exc:
             _attach_step(exc, step.output_key)
             raise
