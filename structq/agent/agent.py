@@ -2,7 +2,8 @@
 
     question → verified example? → plan cache? → model (structured output)
              → run (sandbox + executors) ── retryable error ──→ repair (at most max_repairs)
-             → answer (model, or deterministic) → audit line
+             → empty? observe → revised plan (at most max_replans; see ``loop``)
+             → answer (model, or deterministic; a declining plan: its reason) → audit line
 
 Only errors the model can fix go back to it (``PlanError``, ``SandboxViolation``, a query's
 ``ExecutionError``); an unavailable source or a timeout stops at once.
@@ -25,6 +26,7 @@ from .cache import PlanCache, VerifiedPlans
 from .decline import decline_text
 from .engine import Engine, RunResult
 from .llm import CallLog, model_name, resolve_model
+from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
 from .synthesis import citations, render_deterministic, synthesize
@@ -62,6 +64,8 @@ class Answer:
     notes: list[str]
     plan_source: str
     model_calls: CallLog = field(default_factory=CallLog)
+    #: Each evaluation of a run that came back empty, and what came of it.
+    rounds: list[Round] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable shape of ``structq ask --json``."""
@@ -74,6 +78,7 @@ class Answer:
             "steps": [s.to_dict() for s in self.results.steps.values()],
             "notes": self.notes,
             "model_calls": self.model_calls.to_list(),
+            "rounds": [r.to_dict() for r in self.rounds],
         }
 
 
@@ -193,15 +198,18 @@ class Agent:
         plan_source: str | None = None
         attempts: list[Attempt] = []
         results: RunResult | None = None
+        rounds: list[Round] = []
         try:
-            plan, plan_source, results, attempts = await self._plan_and_run(question, vars, today, context, use_cache, log)
+            plan, plan_source, results, attempts, rounds = await self._plan_and_run(
+                question, vars, today, context, use_cache, log, with_values=answer)
             text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
-            result = Answer(question, text, plan, results, citations(results), [*results.notes, *notes], plan_source, log)
+            result = Answer(question, text, plan, results, citations(results),
+                            [*(r.note() for r in rounds), *results.notes, *notes], plan_source, log, rounds)
         except BaseException as exc:
             tried = len(getattr(exc, "attempts", ())) or len(attempts) + 1
-            self._audit(question, vars, plan, plan_source, results, log, None, exc, tried)
+            self._audit(question, vars, plan, plan_source, results, log, None, exc, tried, rounds)
             raise
-        self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1)
+        self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1, rounds)
         return result
 
     def as_tool(self, **kwargs: Any) -> Any:
@@ -230,11 +238,12 @@ class Agent:
                              today=today.isoformat(), context=context)
 
     async def _plan_and_run(self, question: str, vars: dict[str, Any], today: dt.date, context: str,
-                            use_cache: bool, log: CallLog) -> tuple[Plan, str, RunResult, list[Attempt]]:
+                            use_cache: bool, log: CallLog, *, with_values: bool = True,
+                            ) -> tuple[Plan, str, RunResult, list[Attempt], list[Round]]:
         plan, source = self._first_plan(question, today, use_cache, context)
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
-            return plan, source or "verified", await self.engine.arun(plan, vars=vars), []
+            return plan, source or "verified", await self.engine.arun(plan, vars=vars), [], []
         planner = self.planner()
         attempts: list[Attempt] = []
         while True:
@@ -249,9 +258,14 @@ class Agent:
                 if len(attempts) > self.settings.max_repairs:
                     raise RepairsExhausted(attempts) from exc
                 continue
+            rounds: list[Round] = []
+            if self.settings.max_replans and not plan.declined:
+                plan, results, rounds = await revise(
+                    planner, self.engine, question, plan, results, vars=vars, today=today, context=context, log=log,
+                    max_replans=self.settings.max_replans, with_values=with_values)
             if use_cache and self.cache is not None and not plan.declined:  # a refusal is not worth keeping
                 self.cache.put(self._cache_key(question, today, context), question, plan)
-            return plan, "model", results, attempts
+            return plan, "model", results, attempts, rounds
 
     def _answer(self, question: str, results: RunResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
@@ -262,8 +276,9 @@ class Agent:
 
     def _audit(self, question: str, vars: dict[str, Any], plan: Plan | None, plan_source: str | None,
                results: RunResult | None, log: CallLog, text: str | None, error: BaseException | None,
-               plans_tried: int) -> None:
+               plans_tried: int, rounds: list[Round] = ()) -> None:  # type: ignore[assignment]
         if self.audit is None:
             return
         self.audit.record(question=question, vars=vars, plan=plan.to_dict() if plan else None, plan_source=plan_source,
-                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=plans_tried)
+                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=plans_tried,
+                          rounds=[r.to_dict(with_values=self.audit.include_data) for r in rounds])
