@@ -77,6 +77,25 @@ def test_empty_literal_is_replanned_with_the_stored_value(make_agent, members_of
     assert "closest stored values" not in json.dumps(logged, ensure_ascii=False)  # row contents stay out of the log
 
 
+def test_a_count_of_nothing_over_an_unmatched_literal_is_replanned(make_agent, members_of_xinghuo) -> None:
+    def count_plan(project: str) -> dict[str, Any]:
+        return {"steps": [{"output_key": "n", "source": "hr", "query": "SELECT COUNT(*) AS n FROM project_members "
+                                                                     f"WHERE project_name = '{project}'"}]}
+
+    model = scripted(plan_reply(count_plan("星火项目")), plan_reply(count_plan("星火")))
+    answer = make_agent(model).ask(QUESTION, today=TODAY, answer=False)
+    assert answer.results.final.rows == [(len(members_of_xinghuo),)] and model.calls == 2
+    assert "project_members.project_name = '星火项目' matched nothing" in model.prompt_text(1)
+
+
+def test_a_real_zero_is_not_replanned(make_agent) -> None:
+    plan = {"steps": [{"output_key": "n", "source": "hr", "query": "SELECT COUNT(*) AS n FROM project_members "
+                                                                   "WHERE project_name = '星火' AND joined_at > '2099-01-01'"}]}
+    model = scripted(plan_reply(plan))  # every literal is a stored value: the 0 is the answer
+    answer = make_agent(model).ask(QUESTION, today=TODAY, answer=False)
+    assert answer.rounds == [] and model.calls == 1 and answer.results.final.rows == [(0,)]
+
+
 @pytest.mark.parametrize("max_replans", [1, 2])
 def test_replans_are_bounded(make_agent, max_replans: int) -> None:
     empty_plans = [plan_reply(members_plan(f"不存在{i}")) for i in range(max_replans + 1)]

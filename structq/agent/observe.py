@@ -77,38 +77,58 @@ class Observation:
                 "unmatched": [u.describe(with_values) for u in self.unmatched]}
 
 
+def _nothing(result: Any) -> bool:
+    """No rows, or the one row an aggregate gives over no rows (every value NULL or 0)."""
+    if result.row_count == 0:
+        return True
+    return result.row_count == 1 and all(v is None or v == 0 for v in result.rows[0])
+
+
 def empty_steps(run: "RunResult") -> list[str]:
-    """Steps that ran and returned nothing, when that matters: the final result, or an input
+    """Steps that ran and found nothing, when that matters: the final result, or an input
     whose emptiness kept later steps from running."""
     consumed = run.plan.consumed()
     last = run.plan.steps[-1].output_key
     return [key for key, r in run.steps.items()
-            if r.skipped is None and r.row_count == 0 and (key == last or key in consumed)]
+            if r.skipped is None and _nothing(r) and (key == last or key in consumed)]
 
 
 def observe(run: "RunResult", engine: "Engine", *, vars: Mapping[str, Any],
             with_values: bool) -> Observation | None:
-    """The observation of ``run``, or None when nothing came back empty."""
+    """The observation of ``run``, or None when nothing came back empty.
+
+    A step with no rows is always observed; a single row of NULL/0 aggregates only when one of
+    its text literals matches no stored value (otherwise the zero is the answer). Stored values
+    are read to decide that even when they may not be shown (``with_values=False``)."""
     if not run.plan.steps:
         return None
-    empty = empty_steps(run)
+    empty: list[str] = []
+    unmatched: list[Unmatched] = []
+    for key in empty_steps(run):
+        found = list(_unmatched(run.plan.step(key), engine, vars, with_values, run.steps[key].row_count > 0))
+        if found or run.steps[key].row_count == 0:
+            empty.append(key)
+            unmatched += found
     if not empty:
         return None
     steps = tuple({"output_key": k, "row_count": r.row_count, "columns": list(r.columns),
                    "truncated": r.truncated, "skipped": r.skipped} for k, r in run.steps.items())
-    unmatched: list[Unmatched] = []
-    for key in empty:
-        step = run.plan.step(key)
-        if step.source == LOCAL_SOURCE or not isinstance(step.query, str):
-            continue
-        manifest = engine.capabilities[step.source]
-        for table, column, literal in text_literals(step.query, manifest):
-            closest: tuple[str, ...] = ()
-            if with_values:
-                stored = stored_values(engine, step, table, column, vars)
-                closest = tuple(nearest(literal, stored))
-            unmatched.append(Unmatched(key, table, column, literal, closest))
     return Observation(tuple(empty), steps, tuple(unmatched))
+
+
+def _unmatched(step: Step, engine: "Engine", vars: Mapping[str, Any], with_values: bool,
+               had_rows: bool) -> Iterator[Unmatched]:
+    """The step's free-text literals that no stored value equals. When the column holds more
+    distinct values than were read, absence proves nothing: such a literal counts only for a
+    step that returned no rows at all."""
+    if step.source == LOCAL_SOURCE or not isinstance(step.query, str):
+        return
+    manifest = engine.capabilities[step.source]
+    for table, column, literal in text_literals(step.query, manifest):
+        stored = stored_values(engine, step, table, column, vars)
+        if literal in stored or (had_rows and len(stored) >= DISTINCT_LIMIT):
+            continue
+        yield Unmatched(step.output_key, table, column, literal, tuple(nearest(literal, stored)) if with_values else ())
 
 
 def text_literals(sql: str, manifest: "Manifest") -> Iterator[tuple[str, str, str]]:
