@@ -17,11 +17,8 @@ from openai_stub import openai_stub
 from scripted import plan_reply, scripted
 from typer.testing import CliRunner
 
-from structq.agent import Agent, Plan
-from structq.agent.audit import AuditLog
-from structq.agent.cache import PlanCache
+from structq.agent import Plan
 from structq.cli import app
-from structq.config import Settings
 from structq.errors import PlanError
 
 TODAY = dt.date(2026, 11, 30)
@@ -29,21 +26,6 @@ ID_CARD_QUESTION = "把所有员工的身份证号列出来"
 REASON = "身份证号（id_card）属于受限的敏感信息，不能查询。可以改问员工的工号、姓名、部门或地区。"
 DECLINE = {"reasoning": "身份证号是受限字段", "cannot_answer": REASON, "steps": []}
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def make_agent(demo_capabilities, tmp_path: Path):
-    agents: list[Agent] = []
-
-    def make(model: Any) -> Agent:
-        agent = Agent(demo_capabilities, llm=model, settings=Settings(llm=None, timezone="Asia/Shanghai"),
-                      cache=PlanCache(tmp_path / "plans.sqlite"), audit=AuditLog(tmp_path / "audit.jsonl"))
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        agent.close()
 
 
 @pytest.fixture(scope="module")

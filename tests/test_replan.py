@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 from scripted import plan_reply, scripted, text_reply
 
-from structq.agent import Agent, Engine, Plan
-from structq.agent.audit import AuditLog
+from structq.agent import Engine, Plan
 from structq.agent.observe import nearest, observe, text_literals
 from structq.capabilities import CapabilitySet
 from structq.capabilities.loader import load_manifest_text
-from structq.config import Settings
 
 TODAY = dt.date(2026, 11, 30)
 QUESTION = "星火项目有哪些成员？"
@@ -30,22 +28,6 @@ def members_plan(project: str) -> dict[str, Any]:
     return {"reasoning": "查项目成员", "steps": [
         {"output_key": "members", "source": "hr", "purpose": "项目成员",
          "query": f"SELECT employee_id FROM project_members WHERE project_name = '{project}'"}]}
-
-
-@pytest.fixture
-def make_agent(demo_capabilities, tmp_path: Path):
-    agents: list[Agent] = []
-
-    def make(model: Any, capabilities: CapabilitySet | None = None, **settings: Any) -> Agent:
-        agent = Agent(capabilities or demo_capabilities, llm=model,
-                      settings=Settings(llm=None, timezone="Asia/Shanghai", cache_enabled=False, **settings),
-                      audit=AuditLog(tmp_path / "audit.jsonl"))
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        agent.close()
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +41,7 @@ def members_of_xinghuo(demo_data) -> list[tuple[str]]:
 def test_empty_literal_is_replanned_with_the_stored_value(make_agent, members_of_xinghuo, tmp_path) -> None:
     answer_text = f"星火项目共有 {len(members_of_xinghuo)} 名成员 [members]。"
     model = scripted(plan_reply(members_plan("星火项目")), plan_reply(members_plan("星火")), text_reply(answer_text))
-    answer = make_agent(model).ask(QUESTION, today=TODAY)
+    answer = make_agent(model).ask(QUESTION, today=TODAY, use_cache=False)
 
     revision_prompt = model.prompt_text(1)
     assert "project_members.project_name = '星火项目' matched nothing" in revision_prompt
@@ -83,7 +65,7 @@ def test_a_count_of_nothing_over_an_unmatched_literal_is_replanned(make_agent, m
                                                                      f"WHERE project_name = '{project}'"}]}
 
     model = scripted(plan_reply(count_plan("星火项目")), plan_reply(count_plan("星火")))
-    answer = make_agent(model).ask(QUESTION, today=TODAY, answer=False)
+    answer = make_agent(model).ask(QUESTION, today=TODAY, use_cache=False, answer=False)
     assert answer.results.final.rows == [(len(members_of_xinghuo),)] and model.calls == 2
     assert "project_members.project_name = '星火项目' matched nothing" in model.prompt_text(1)
 
@@ -92,7 +74,7 @@ def test_a_real_zero_is_not_replanned(make_agent) -> None:
     plan = {"steps": [{"output_key": "n", "source": "hr", "query": "SELECT COUNT(*) AS n FROM project_members "
                                                                    "WHERE project_name = '星火' AND joined_at > '2099-01-01'"}]}
     model = scripted(plan_reply(plan))  # every literal is a stored value: the 0 is the answer
-    answer = make_agent(model).ask(QUESTION, today=TODAY, answer=False)
+    answer = make_agent(model).ask(QUESTION, today=TODAY, use_cache=False, answer=False)
     assert answer.rounds == [] and model.calls == 1 and answer.results.final.rows == [(0,)]
 
 
@@ -100,29 +82,29 @@ def test_a_real_zero_is_not_replanned(make_agent) -> None:
 def test_replans_are_bounded(make_agent, max_replans: int) -> None:
     empty_plans = [plan_reply(members_plan(f"不存在{i}")) for i in range(max_replans + 1)]
     model = scripted(*empty_plans, text_reply("没有找到成员 [members]。"))
-    answer = make_agent(model, max_replans=max_replans).ask(QUESTION, today=TODAY)
+    answer = make_agent(model, max_replans=max_replans).ask(QUESTION, today=TODAY, use_cache=False)
     assert answer.model_calls.count("replan") == max_replans and len(answer.rounds) == max_replans
     assert answer.results.final.row_count == 0 and model.calls == max_replans + 2
 
 
 def test_no_replans_when_turned_off_or_when_rows_came_back(make_agent) -> None:
     off = scripted(plan_reply(members_plan("星火项目")), text_reply("没有找到 [members]。"))
-    assert make_agent(off, max_replans=0).ask(QUESTION, today=TODAY).rounds == [] and off.calls == 2
+    assert make_agent(off, max_replans=0).ask(QUESTION, today=TODAY, use_cache=False).rounds == [] and off.calls == 2
     found = scripted(plan_reply(members_plan("星火")))
-    assert make_agent(found).ask(QUESTION, today=TODAY, answer=False).rounds == [] and found.calls == 1
+    assert make_agent(found).ask(QUESTION, today=TODAY, use_cache=False, answer=False).rounds == [] and found.calls == 1
 
 
 def test_a_kept_plan_ends_the_loop_and_the_empty_result_stands(make_agent) -> None:
     plan = members_plan("不存在的项目")
     model = scripted(plan_reply(plan), plan_reply(plan))
-    answer = make_agent(model, max_replans=3).ask(QUESTION, today=TODAY, answer=False)
+    answer = make_agent(model, max_replans=3).ask(QUESTION, today=TODAY, use_cache=False, answer=False)
     assert model.calls == 2 and answer.rounds[0].outcome.startswith("the plan was kept")
     assert answer.results.final.row_count == 0
 
 
 def test_without_an_answer_no_stored_value_reaches_the_model(make_agent) -> None:
     model = scripted(plan_reply(members_plan("星火项目")), plan_reply(members_plan("星火项目")))
-    make_agent(model).ask(QUESTION, today=TODAY, answer=False)
+    make_agent(model).ask(QUESTION, today=TODAY, use_cache=False, answer=False)
     assert "matched nothing" in model.prompt_text(1) and "closest stored values" not in model.prompt_text(1)
 
 

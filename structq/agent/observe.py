@@ -26,7 +26,7 @@ from structq.errors import StructqError
 from .plan import LOCAL_SOURCE, Step
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet, Manifest
+    from structq.capabilities import Manifest
 
     from .engine import Engine, RunResult
 
