@@ -6,7 +6,8 @@
              → answer (model, or deterministic; a declining plan: its reason) → audit line
 
 Only errors the model can fix go back to it (``PlanError``, ``SandboxViolation``, a query's
-``ExecutionError``); an unavailable source or a timeout stops at once.
+``ExecutionError``); an unavailable source or a timeout never does: the steps that need it
+are left out with a note (a partial answer), or the question fails when nothing could be read.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from .planner import Attempt, Planner
 from .synthesis import citations, render_deterministic, synthesize
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from langchain_core.language_models import BaseChatModel
 
     from structq.capabilities import CapabilitySet
@@ -276,7 +279,7 @@ class Agent:
 
     def _audit(self, question: str, vars: dict[str, Any], plan: Plan | None, plan_source: str | None,
                results: RunResult | None, log: CallLog, text: str | None, error: BaseException | None,
-               plans_tried: int, rounds: list[Round] = ()) -> None:  # type: ignore[assignment]
+               plans_tried: int, rounds: "Sequence[Round]" = ()) -> None:
         if self.audit is None:
             return
         self.audit.record(question=question, vars=vars, plan=plan.to_dict() if plan else None, plan_source=plan_source,

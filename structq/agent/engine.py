@@ -8,9 +8,10 @@ millisecond per plan, more than the sandbox, on queries that take a fraction of 
 References are resolved from earlier results and handed to the sandbox as parameter values.
 A step whose input is empty is not run (its dependents neither): the note names the empty step
 and its purpose. A step whose source is unavailable or times out is not run either, and the
-steps that do not depend on it still are: a partial answer (see ``breaker``). Truncation anywhere is recorded in the notes, never silent, and so is what
-an executor says is not exact about its rows (``ResultSet.notes``: estimated counts, rounded
-numbers), each note prefixed with its step.
+steps that do not depend on it still are: a partial answer (see ``breaker``). Truncation
+anywhere is recorded in the notes, never silent, and so is what an executor says is not exact
+about its rows (``ResultSet.notes``: estimated counts, rounded numbers), each note prefixed
+with its step.
 """
 
 from __future__ import annotations
