@@ -1,7 +1,7 @@
 """Declining: ``{"cannot_answer": reason, "steps": []}`` is an answer, not an error.
 
 Scripted models on the demo company (SQLite + the embedded search engine); the CLI test goes
-through a real OpenAI client against a scripted loopback server (tests/openai_stub.py).
+through a real OpenAI client against a scripted loopback server (tests/model_stub.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_stub import openai_stub
+from model_stub import scripted_server
 from scripted import plan_reply, scripted
 from typer.testing import CliRunner
 
@@ -123,7 +123,7 @@ def test_running_a_declining_plan_runs_nothing(make_agent) -> None:
 
 def test_cli_declines_with_exit_0_and_no_id_card_value(demo_env, tmp_path, id_cards) -> None:
     reply = "```json\n" + json.dumps(DECLINE, ensure_ascii=False) + "\n```"
-    with openai_stub(reply, reply) as stub:
+    with scripted_server(reply, reply) as stub:
         env = {"STRUCTQ_DEMO_DIR": demo_env["STRUCTQ_DEMO_DIR"], "STRUCTQ_AUDIT_LOG": str(tmp_path / "audit.jsonl"),
                "STRUCTQ_CACHE_DIR": str(tmp_path / "cache"), "STRUCTQ_LLM": None, "OPENAI_API_KEY": "x",
                "OPENAI_BASE_URL": stub.base_url, "COLUMNS": "200"}

@@ -1,7 +1,7 @@
 """Every model call is bounded: a timeout per request, bounded retries with backoff on 429/5xx.
 
 The model is a real OpenAI client (``ChatOpenAI``) against a scripted loopback server
-(tests/openai_stub.py) that replies, fails with a status, or hangs. Outcomes are asserted
+(tests/model_stub.py) that replies, fails with a status, or hangs. Outcomes are asserted
 (the error, the number of requests), never durations.
 """
 
@@ -11,7 +11,7 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from openai_stub import HANG, openai_stub
+from model_stub import HANG, scripted_server
 
 from structq.agent import Agent
 from structq.agent.audit import AuditLog
@@ -36,7 +36,7 @@ def ask(demo_capabilities, tmp_path: Path, model) -> None:
 
 
 def test_a_model_server_that_never_answers_gives_model_error(demo_capabilities, tmp_path) -> None:
-    with openai_stub(HANG) as stub:
+    with scripted_server(HANG) as stub:
         with pytest.raises(ModelError) as info:
             ask(demo_capabilities, tmp_path, chat_openai(stub.base_url, timeout=0.5))
     assert "Timeout" in str(info.value) and "STRUCTQ_LLM_TIMEOUT" in info.value.hint
@@ -45,7 +45,7 @@ def test_a_model_server_that_never_answers_gives_model_error(demo_capabilities, 
 
 def test_configured_models_get_the_timeout_and_leave_retries_to_structq(
         demo_capabilities, tmp_path, monkeypatch) -> None:
-    with openai_stub(HANG, HANG) as stub:
+    with scripted_server(HANG, HANG) as stub:
         monkeypatch.setenv("OPENAI_API_KEY", "x")
         monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
         monkeypatch.setenv("STRUCTQ_LLM_TIMEOUT", "0.5")
@@ -58,7 +58,7 @@ def test_configured_models_get_the_timeout_and_leave_retries_to_structq(
 
 @pytest.mark.parametrize("failures", [[503], [429, 502], [500, 504]], ids=["503", "429-502", "500-504"])
 def test_rate_limits_and_server_errors_are_retried(failures: list[int]) -> None:
-    with openai_stub(*failures, "fine") as stub:
+    with scripted_server(*failures, "fine") as stub:
         log = CallLog()
         reply = invoke(chat_openai(stub.base_url), [], purpose="plan", log=log, bounds=NO_WAIT)
     assert reply.content == "fine" and len(stub.requests) == len(failures) + 1
@@ -66,7 +66,7 @@ def test_rate_limits_and_server_errors_are_retried(failures: list[int]) -> None:
 
 
 def test_retries_are_bounded(monkeypatch) -> None:
-    with openai_stub(503, 503, 503, 503, "never reached") as stub:
+    with scripted_server(503, 503, 503, 503, "never reached") as stub:
         log = CallLog()
         with pytest.raises(ModelError) as info:
             invoke(chat_openai(stub.base_url), [], purpose="plan", log=log, bounds=NO_WAIT)
@@ -76,7 +76,7 @@ def test_retries_are_bounded(monkeypatch) -> None:
 
 @pytest.mark.parametrize("status", [400, 401, 404], ids=str)
 def test_client_errors_are_not_retried(status: int) -> None:
-    with openai_stub(status, "never reached") as stub:
+    with scripted_server(status, "never reached") as stub:
         with pytest.raises(ModelError):
             invoke(chat_openai(stub.base_url), [], purpose="plan", log=CallLog(), bounds=NO_WAIT)
     assert len(stub.requests) == 1

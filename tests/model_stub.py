@@ -1,5 +1,6 @@
-"""A scripted OpenAI-compatible chat server on loopback, for tests that go through a real HTTP
-client (``ChatOpenAI``, the CLI's ``--llm openai:…``) without reaching any network.
+"""An OpenAI-compatible chat server on loopback that replays a scripted sequence, for tests
+that go through a real HTTP client (``ChatOpenAI``, the CLI's ``--llm openai:…``) without
+reaching any network. (``openai_stub.py`` answers by rules, for a ``structq serve`` process.)
 
 Each request to ``/v1/chat/completions`` takes the next scripted action: a text reply, an HTTP
 error status, or ``HANG`` (accept the request and never answer, until the server stops).
@@ -54,10 +55,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    stub: "OpenAIStub"
+    stub: "ScriptedServer"
 
 
-class OpenAIStub:
+class ScriptedServer:
     """The scripted actions, the requests received, and the server's base URL."""
 
     def __init__(self, actions: list[str | int]) -> None:
@@ -72,9 +73,9 @@ class OpenAIStub:
 
 
 @contextmanager
-def openai_stub(*actions: str | int) -> Iterator[OpenAIStub]:
+def scripted_server(*actions: str | int) -> Iterator[ScriptedServer]:
     """Serve ``actions`` (reply texts, status codes, ``HANG``) on a free loopback port."""
-    stub = OpenAIStub(list(actions))
+    stub = ScriptedServer(list(actions))
     server = _Server(("127.0.0.1", 0), _Handler)
     server.stub = stub
     stub.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
