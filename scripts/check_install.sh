@@ -4,7 +4,9 @@
 # Builds the wheel, installs it with the `embedded` extra into a fresh virtual environment,
 # and runs structq from an empty folder outside the repository: the demo, `structq check`
 # without -m (so the manifests bundled in the package must be found), a verified example
-# question, and `structq --help`. Nothing is read from the source tree after the build, so a
+# question, the same with a relative date asked on a later --today (its dates must move), the
+# bundled question set through `structq eval` with no model (verified items run, the rest are
+# skipped), the demo piped through `cat` (no colour codes), and `structq --help`. Nothing is read from the source tree after the build, so a
 # file missing from the wheel fails here. Exits non-zero on the first failure.
 #
 # PYTHON picks the interpreter (default python3); KEEP=1 keeps the temporary folder.
@@ -99,6 +101,46 @@ assert answer["plan_source"] == "verified", answer["plan_source"]
 print("    %s: %d rows" % (answer["question"], answer["steps"][-1]["row_count"]))'
 }
 
+ask_relative_example() {
+    # written for 2026-11-30 (去年 = 2025); asked on 2027-05-01, 去年第三季度 is 2026's.
+    structq ask "去年第三季度在华东区销售额最高的产品是什么？" --today 2027-05-01 --json | "$WORK/venv/bin/python" -c '
+import json, sys
+answer = json.load(sys.stdin)
+query = answer["steps"][0]["query"]
+assert answer["plan_source"] == "verified", answer["plan_source"]
+assert "2026-07-01" in query and "2026-09-30" in query and "2025-" not in query, query
+print("    dates moved to 2026-07-01 … 2026-09-30")'
+}
+
+eval_without_a_model() {
+    # The question set's fixed rows expect scale-1.0 data; at --scale 0.1 only the items checked
+    # by a query (expect_sql) must pass. What matters here: no model, and still a run.
+    local bundled status=0
+    bundled="$("$WORK/venv/bin/python" -c 'from structq.cli.common import bundled_manifests; print(bundled_manifests())')"
+    structq eval "$bundled/eval.yaml" --json >"$WORK/eval.json" 2>"$WORK/eval.err" || status=$?
+    [[ $status == 0 || $status == 1 ]] || { cat "$WORK/eval.err"; return 1; }
+    "$WORK/venv/bin/python" - "$WORK/eval.json" "$bundled/eval.yaml" <<'EOF'
+import json, sys
+import yaml
+report = json.load(open(sys.argv[1]))
+by_question = {q["question"]: q for q in yaml.safe_load(open(sys.argv[2]))["questions"]}
+ran = [item for item in report["items"] if not item["skipped"]]
+assert ran and report["skipped"] == report["total"] - len(ran), report
+assert all(item["reason"].startswith("needs a model") for item in report["items"] if item["skipped"])
+bad = [item["question"] for item in ran if "expect_sql" in by_question[item["question"]] and not item["passed"]]
+assert not bad, bad
+print(f"    {len(ran)} verified items ran, {report['skipped']} skipped (no model)")
+EOF
+}
+
+demo_piped() {
+    structq demo --dir "$WORK/demo" --scale 0.1 2>&1 | cat >"$WORK/demo-piped.log"
+    grep -q "Next" "$WORK/demo-piped.log" || { tail -20 "$WORK/demo-piped.log"; return 1; }
+    if grep -q $'\x1b\[' "$WORK/demo-piped.log"; then
+        echo "    colour codes in piped output:"; grep -m3 $'\x1b\[' "$WORK/demo-piped.log" | cat -v; return 1
+    fi
+}
+
 show_help() {
     quietly help structq --help && grep -q "Usage: structq" "$WORK/help.log"
 }
@@ -113,5 +155,8 @@ step "installing it with [embedded] into a fresh venv" install_wheel
 step "structq demo --scale 0.1, from outside the repository" demo
 step "structq check (no -m: the bundled manifests)" check_bundled
 step "structq ask (a verified example)" ask_example
+step "structq ask --today 2027-05-01 (a relative-date example)" ask_relative_example
+step "structq eval (the bundled question set, no model)" eval_without_a_model
+step "structq demo | cat (no colour codes)" demo_piped
 step "structq --help" show_help
 say "install check passed in $((SECONDS - started)) s"

@@ -2,7 +2,8 @@
 # The test command: bash scripts/test.sh [pytest arguments...]
 #
 # On a fresh Debian machine, as root, it installs what the suite needs (PostgreSQL and MariaDB
-# server binaries; the tests start their own servers on free loopback ports), creates .venv,
+# server binaries; the tests start their own servers on free loopback ports; chromium, its
+# driver and a CJK font for the web page's browser test), creates .venv,
 # installs the package with its dev extras, and runs pytest with any arguments given.
 # Without root, missing servers are not installed and their tests are skipped.
 set -euo pipefail
@@ -18,18 +19,20 @@ warn() { printf '==> warning: %s\n' "$*" >&2; }
 
 have_postgres() { compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; }
 have_mariadb() { PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null; }
+have_browser() { command -v chromium >/dev/null && command -v chromedriver >/dev/null && fc-list 2>/dev/null | grep -qi "wenquanyi zen hei"; }
 have_venv_module() { "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; }
 
 install_system_packages() {
     local packages=()
     have_postgres || packages+=(postgresql)
     have_mariadb || packages+=(mariadb-server)
+    have_browser || packages+=(chromium chromium-driver fonts-wqy-zenhei)
     [[ -d $VENV ]] || have_venv_module || packages+=(python3-venv)
     ((${#packages[@]})) || return 0
 
     if [[ $EUID -ne 0 ]] || ! command -v apt-get >/dev/null; then
         warn "cannot install ${packages[*]} (needs root and apt-get); install them yourself"
-        warn "until then the tests that need PostgreSQL or MariaDB are skipped"
+        warn "until then the tests that need PostgreSQL, MariaDB or chromium are skipped"
         return 0
     fi
     say "installing system packages: ${packages[*]}"
@@ -57,6 +60,9 @@ install_python_packages() {
 }
 
 run_tests() {
+    if have_browser; then
+        export STRUCTQ_REQUIRE_BROWSER="${STRUCTQ_REQUIRE_BROWSER:-1}"
+    fi
     if have_postgres && have_mariadb; then
         # The servers are installed: a fixture that cannot start one is a failure, not a skip.
         export STRUCTQ_REQUIRE_SERVERS="${STRUCTQ_REQUIRE_SERVERS:-1}"

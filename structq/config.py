@@ -46,7 +46,13 @@ class Settings:
     timezone: str = "local"
     audit_path: Path | None = None
     audit_enabled: bool = True
+    #: Keep the answer text in the audit line (it quotes result rows, so off by default).
+    audit_answers: bool = False
     cache_enabled: bool = True
+    #: Schema linking: a catalogue of at most this many tokens of manifest text is shown whole;
+    #: a larger one is pruned per question to about ``link_tokens`` (see ``structq.linking``).
+    prompt_tokens: int = 8000
+    link_tokens: int = 3000
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -59,7 +65,10 @@ class Settings:
             "timezone": env.get("STRUCTQ_TIMEZONE", "local"),
             "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
             "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),
+            "audit_answers": env.get("STRUCTQ_AUDIT_ANSWERS", "0") in ("1", "on", "true"),
             "cache_enabled": env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false"),
+            "prompt_tokens": _whole_number("STRUCTQ_PROMPT_TOKENS", env.get("STRUCTQ_PROMPT_TOKENS", "8000")),
+            "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -143,6 +143,26 @@ def fresh_mariadb_server() -> Iterator[MariaDBServer]:
 
 
 # ============================================================================================
+# The sandbox tests' small HR database (tests/sandbox_support.py) on the session servers,
+# loaded once: (admin URL, read-only URL).
+# ============================================================================================
+
+
+@pytest.fixture(scope="session")
+def pg_hr(pg_server: PostgresServer) -> tuple[str, str]:
+    from sandbox_support import load_hr
+
+    return load_hr(pg_server, "postgres")
+
+
+@pytest.fixture(scope="session")
+def mariadb_hr(mariadb_server: MariaDBServer) -> tuple[str, str]:
+    from sandbox_support import load_hr
+
+    return load_hr(mariadb_server, "mysql")
+
+
+# ============================================================================================
 # Third-party corpora, copied beside the repository as ../shared/corpora
 # ============================================================================================
 
@@ -153,6 +173,21 @@ def shared_corpora() -> Path:
     if not path.is_dir():
         pytest.skip(f"third-party corpora not found at {path} (expected beside the repository)")
     return path
+
+
+@pytest.fixture(scope="session")
+def defog_mariadb(mariadb_server: MariaDBServer, shared_corpora: Path) -> dict[str, str]:
+    """The 11 defog databases loaded from their MySQL dumps, each under its own name (what
+    the defog manifests' ``schema`` says), once per session: database → admin URL."""
+    from corpora import split_statements
+
+    urls = {}
+    for dump in sorted((shared_corpora / "legit" / "defog" / "dumps").glob("*_mysql.sql")):
+        database = dump.name.removesuffix("_mysql.sql")
+        urls[database] = mariadb_server.create_database(database)
+        statements = split_statements(dump.read_text(encoding="utf-8"))
+        mariadb_server.execute([(statement, None) for statement in statements], database=database)
+    return urls
 
 
 # ============================================================================================

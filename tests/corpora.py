@@ -32,7 +32,7 @@ from sqlglot import exp
 from structq.capabilities.model import Column, Limits, Manifest, Table
 from structq.errors import SandboxViolation
 from structq.safety import SafeQuery, check_sql
-from structq.safety.functions import TABLE_FUNCTIONS, function_name, is_allowed
+from structq.safety.functions import function_name, is_allowed, is_table_function
 
 # A schema as the builders produce it: table name → [(column name, manifest column type)].
 Schema = dict[str, list[tuple[str, str]]]
@@ -420,8 +420,7 @@ REJECTION_COLUMNS = ("corpus", "dialect", "database", "code", "message", "reason
 REJECTION_REASONS: dict[str, str] = {
     "parse_error": "rule: fail closed on what sqlglot cannot read (here a keyword such as ALTER used as a "
     "column name, or an expression in LIMIT); a sandbox must not guess what it cannot parse",
-    "unknown_table": "rule: the table is not declared in the manifest, or is a system catalog; MySQL's "
-    "FROM DUAL included, because the regenerated query would quote it as `dual`, a real table's name",
+    "unknown_table": "rule: the table is not declared in the manifest, or is a system catalog",
     "denied_function": "rule: the function is not on the allowlist (side effects, I/O, system information)",
     "placeholder": "rule: only the sandbox binds values",
 }
@@ -437,8 +436,7 @@ REJECTIONS_HEADER = """\
 #   parse_error     sqlglot cannot parse the text (Spider's column named ALTER, a LIMIT with an
 #                   arithmetic expression): refused because the sandbox never guesses. Queries
 #                   that do not parse are also left out of the acceptance figures.
-#   unknown_table   an undeclared or system table, or a qualifier other than the manifest's schema;
-#                   also MySQL's FROM DUAL, which sqlglot would regenerate as the quoted `dual`.
+#   unknown_table   an undeclared or system table, or a qualifier other than the manifest's schema.
 #   denied_function a function with side effects, I/O or system information.
 #   placeholder     a bind parameter written by the query's author.
 """
@@ -690,14 +688,25 @@ def accepted_violations(safe: SafeQuery, manifest: Manifest) -> list[str]:
     return problems
 
 
+def _is_mysql_dual(table: exp.Table, manifest: Manifest) -> bool:
+    name = table.this
+    return (manifest.sql_dialect == "mysql" and isinstance(name, exp.Identifier) and not name.quoted
+            and name.name.lower() == "dual" and not table.args.get("db") and manifest.table("dual") is None)
+
+
 def _table_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
     local = _cte_and_derived_names(tree)
     problems = []
     for table in tree.find_all(exp.Table):
         if not table.name:  # a table-valued function (json_each, UNNEST) is a Func, checked there
             continue
+        if _is_mysql_dual(table, manifest):  # the keyword for "no table", not a table's name
+            continue
         if table.args.get("catalog") or (table.args.get("db") and table.text("db").lower() != (manifest.schema_ or "").lower()):
             problems.append(f"qualified table {table.sql()} (the manifest's schema is {manifest.schema_!r})")
+        elif (manifest.schema_ and manifest.sql_dialect != "sqlite" and not table.args.get("db")
+              and table.name.lower() not in local):
+            problems.append(f"table {table.name} not qualified with the manifest's schema {manifest.schema_!r}")
         elif manifest.table(table.name) is None and table.name.lower() not in local:
             problems.append(f"undeclared table {table.name}")
     return problems
@@ -712,7 +721,7 @@ def _function_violations(tree: exp.Expression, manifest: Manifest) -> list[str]:
     dialect = manifest.sql_dialect
     problems = set()
     for node in tree.find_all(exp.Func):
-        if isinstance(node.parent, exp.Table) and function_name(node) in TABLE_FUNCTIONS.get(dialect, ()):
+        if isinstance(node.parent, exp.Table) and is_table_function(node, dialect):
             continue
         if not is_allowed(node, dialect, manifest.functions):
             problems.add(f"function {function_name(node)} is not on the allowlist")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
@@ -67,6 +68,39 @@ def database() -> sqlite3.Connection:
     )
     db.commit()
     return db
+
+
+_INSERTS = {
+    "employees": "INSERT INTO employees VALUES (%s, %s, %s, %s, %s, %s)",
+    "departments": "INSERT INTO departments VALUES (%s, %s, %s)",
+    "employee_performance": "INSERT INTO employee_performance VALUES (%s, %s, %s, %s)",
+    "project_members": "INSERT INTO project_members VALUES (%s, %s, %s)",
+}
+#: Where ``load_hr`` puts the tables: a PostgreSQL database (schema ``hr`` inside), MariaDB's
+#: database ``hr`` itself.
+HR_DATABASE = {"postgres": "sandbox_redteam", "mysql": "hr"}
+
+
+def load_hr(server: Any, dialect: str) -> tuple[str, str]:
+    """``database()``'s tables and rows on a real server, where the test manifest
+    (``schema: hr``) says they live — schema ``hr`` on PostgreSQL, the database ``hr`` on
+    MariaDB — since the sandbox qualifies every table with it; returns (admin URL, read-only
+    URL). Once per server: the session fixtures ``pg_hr`` / ``mariadb_hr`` call it."""
+    name = HR_DATABASE[dialect]
+    admin = server.create_database(name)
+    statements: list[tuple[Any, Any]] = []
+    if dialect == "postgres":
+        statements += [("CREATE SCHEMA hr", None), ("SET search_path TO hr", None)]
+    statements += [(s.strip(), None) for s in SCHEMA.split(";") if s.strip()]
+    source = database()
+    for table, insert in _INSERTS.items():
+        statements += [(insert, row) for row in source.execute(f"SELECT * FROM {table}")]
+    server.execute(statements, database=name)
+    reader = server.create_readonly_user(name, "redteam_reader", "r3d-team")
+    if dialect == "postgres":
+        server.execute([("GRANT USAGE ON SCHEMA hr TO redteam_reader", None),
+                        ("GRANT SELECT ON ALL TABLES IN SCHEMA hr TO redteam_reader", None)], database=name)
+    return admin, reader
 
 
 def database_engine() -> Engine:

@@ -191,9 +191,9 @@ def test_run_prints_result_tables(structq, tmp_path: Path) -> None:
 
 def test_run_of_a_missing_file_says_which(structq, tmp_path: Path) -> None:
     result = structq("run", str(tmp_path / "nowhere.yaml"))
-    assert result.exit_code == 1
-    assert error_line(result).startswith("structq: error: cannot read plan file")
-    assert "nowhere.yaml" in error_line(result) and "Traceback" not in result.output
+    assert result.exit_code == 2  # a usage error: the argument names no readable file
+    assert "cannot read plan file" in result.stderr
+    assert "nowhere.yaml" in result.stderr and "Traceback" not in result.output
 
 
 def test_run_of_a_plan_with_an_unknown_source_is_a_plan_error(structq, tmp_path: Path) -> None:
@@ -398,3 +398,35 @@ def test_console_script_errors_are_one_line_without_a_traceback(cli_env) -> None
     assert result.returncode == 3
     assert result.stderr.startswith("structq: error: no language model is configured\n  hint: ")
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+# --- the SQL shown is the SQL that ran ------------------------------------------------------------
+
+COLON_QUERY = "SELECT project_name, '10:30' AS at FROM projects WHERE project_name <> 'a:b' ORDER BY project_name"
+
+
+def test_run_and_sandbox_show_the_sql_the_database_received(structq, tmp_path: Path) -> None:
+    """Colons inside literals are escaped for SQLAlchemy (``\\:``) but arrive unescaped; what
+    ``run --json``, ``sandbox`` and ``sandbox --json`` show is what arrived."""
+    ran = json_of(structq("run", write_plan(tmp_path, COLON_QUERY), "--json"))
+    [step] = ran["steps"]
+    assert "'10:30'" in step["query"] and "'a:b'" in step["query"] and "\\:" not in step["query"]
+    assert step["rows"][0][1] == "10:30"
+    human = structq("sandbox", "--source", "hr", COLON_QUERY)
+    assert "'10:30'" in human.stdout and "\\:" not in human.stdout
+    checked = json_of(structq("sandbox", "--source", "hr", COLON_QUERY, "--json"))
+    assert "'10:30'" in checked["query"] and "\\:" not in checked["query"]
+
+
+def test_the_audit_log_records_the_sql_the_database_received(demo_capabilities, tmp_path: Path) -> None:
+    from structq.agent import Engine, Plan
+    from structq.agent.audit import AuditLog
+
+    plan = Plan.parse({"steps": [{"output_key": "a", "source": "hr", "query": COLON_QUERY}]})
+    with Engine(demo_capabilities) as engine:
+        run = engine.run(plan)
+    entry = AuditLog(tmp_path / "audit.jsonl").record(
+        question="q", vars={}, plan=plan.to_dict(), plan_source="given", run=run, model_calls=[], answer=None,
+        error=None, attempts=1)
+    [step] = entry["steps"]
+    assert step["query_as"] == "ran" and "'10:30'" in step["query"] and "\\:" not in step["query"]

@@ -436,6 +436,85 @@ def test_empty_input_stops_dependents_with_a_note(recording) -> None:
     assert any("'later'" in note and "'grades'" in note for note in result.notes)
 
 
+NOBODY = step_sql("nobody", "SELECT employee_id FROM project_members WHERE project_name = '不存在的项目'",
+                  purpose="不存在项目的成员")
+
+
+NOBODY_SUBQUERY = "SELECT employee_id FROM project_members WHERE project_name = '不存在的项目'"
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT COUNT(*) AS n FROM employees WHERE employee_id IN (<nobody.employee_id>)",
+    "SELECT COUNT(*) AS n FROM employees WHERE employee_id NOT IN (<nobody.employee_id>)",
+    "SELECT employee_id FROM employees WHERE employee_id NOT IN (<nobody.employee_id>) ORDER BY employee_id",
+    "SELECT employee_id FROM employees WHERE employee_id IN (<nobody.employee_id>) OR status = '离职' "
+    "ORDER BY employee_id",
+    "SELECT CASE WHEN 'E0001' IN (<nobody.employee_id>) THEN 1 ELSE 0 END AS member",
+])
+def test_a_step_with_an_empty_input_runs_unless_that_provably_empties_it(
+    recording, company: sqlite3.Connection, query: str,
+) -> None:
+    """NOT IN (), COUNT over IN (), IN () under OR: the empty list is bound and the step runs,
+    giving what the single query with the (empty) subquery gives; a note names the empty step."""
+    runner, _ = recording()
+    result = runner.run(plan_of([NOBODY, {"output_key": "q", "source": "hr", "query": query}]))
+    assert result.steps["q"].skipped is None
+    assert normalised(result.steps["q"].rows) == sql(company, query.replace("<nobody.employee_id>", NOBODY_SUBQUERY))
+    note = next(note for note in result.notes if "'q'" in note)
+    assert "'nobody'" in note and "不存在项目的成员" in note and "no rows" in note
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT employee_id FROM employees WHERE status = '在职' AND employee_id IN (<nobody.employee_id>)",
+    "SELECT department, COUNT(*) AS n FROM employees WHERE (employee_id IN (<nobody.employee_id>)) GROUP BY department",
+    "SELECT employee_id, COUNT(*) OVER () AS n FROM employees WHERE employee_id IN (<nobody.employee_id>) LIMIT 3",
+])
+def test_a_top_level_in_conjunct_on_an_empty_input_skips_the_step(recording, query: str) -> None:
+    runner, pool = recording()
+    result = runner.run(plan_of([NOBODY, step_sql("q", query)]))
+    assert result.steps["q"].skipped and [call.step for call in pool.calls] == ["nobody"]
+
+
+def test_an_empty_terms_filter_skips_a_search_step_and_must_not_runs_it(recording) -> None:
+    runner, pool = recording()
+    body = {"query": {"bool": {"filter": [{"terms": {"author_id": "<nobody.employee_id>"}}]}}, "size": 3}
+    negated = {"query": {"bool": {"must_not": [{"terms": {"author_id": "<nobody.employee_id>"}}]}}, "size": 3,
+               "_source": ["report_id"]}
+    aggregated = {"query": {"terms": {"author_id": "<nobody.employee_id>"}}, "size": 0,
+                  "aggs": {"n": {"value_count": {"field": "report_id"}}}}
+    result = runner.run(plan_of([
+        NOBODY,
+        {"output_key": "filtered", "source": "reports", "index": "weekly_reports", "query": body},
+        {"output_key": "others", "source": "reports", "index": "weekly_reports", "query": negated},
+        {"output_key": "counted", "source": "reports", "index": "weekly_reports", "query": aggregated},
+    ]))
+    assert result.steps["filtered"].skipped
+    assert result.steps["others"].skipped is None and result.steps["others"].row_count == 3
+    assert result.steps["counted"].skipped is None and result.steps["counted"].rows == [(0,)]
+
+
+def test_a_step_after_a_skipped_step_runs_with_the_empty_list(recording) -> None:
+    runner, _ = recording()
+    result = runner.run(plan_of([
+        NOBODY,
+        {"output_key": "grades", "source": "hr", "query": "SELECT employee_id FROM employee_performance WHERE employee_id IN (<nobody.employee_id>)"},
+        {"output_key": "n", "source": "hr",
+         "query": "SELECT COUNT(*) AS n FROM employees WHERE employee_id NOT IN (<grades.employee_id>)"},
+    ]))
+    assert result.steps["grades"].skipped and result.steps["n"].rows[0][0] > 0
+
+
+def test_a_step_a_local_step_reads_as_a_table_always_runs(recording) -> None:
+    """A local step needs the table's columns, so its input runs even when provably empty."""
+    runner, _ = recording()
+    result = runner.run(plan_of([
+        NOBODY,
+        {"output_key": "grades", "source": "hr", "query": "SELECT employee_id FROM employee_performance WHERE employee_id IN (<nobody.employee_id>)"},
+        {"output_key": "n", "source": "local", "query": "SELECT COUNT(*) AS n FROM grades"},
+    ]))
+    assert result.steps["grades"].skipped is None and result.steps["n"].rows == [(0,)]
+
+
 def test_local_step_reads_earlier_steps_only_whichever_finished_first(recording) -> None:
     """``later`` finishes long before ``a``, yet the local step between them cannot read it."""
     runner, pool = recording(slow={"a": 0.3})

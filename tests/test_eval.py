@@ -179,9 +179,11 @@ def test_a_plan_that_never_works_fails_its_item_with_the_last_plan(make_agent) -
     assert result.model_calls == report.model_calls == attempts
 
 
-def test_no_model_configured_stops_the_run(make_agent) -> None:
-    with pytest.raises(ConfigError, match="no language model"):
-        evaluate(make_agent(None), one_question())
+def test_without_a_model_an_item_that_needs_one_is_skipped_with_the_reason(make_agent) -> None:
+    report = evaluate(make_agent(None), one_question())
+    [result] = report.results
+    assert result.skipped and not result.passed and result.reason.startswith("needs a model")
+    assert (report.passed, report.failed, report.skipped) == (0, 0, 1)
 
 
 @pytest.mark.parametrize("item, problem", [
@@ -245,10 +247,12 @@ def test_cli_eval_json_items_carry_the_failing_plan(eval_cli, two_questions) -> 
     result = eval_cli(scripted_planner(items, {WRONG_QUESTION: WRONG_PLAN}), str(path), "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
-    assert set(report) == {"total", "passed", "accuracy", "model_calls", "elapsed_ms", "items"}
+    assert set(report) == {"total", "passed", "failed", "skipped", "accuracy", "model_calls", "elapsed_ms", "items"}
     assert (report["total"], report["passed"], report["accuracy"], report["model_calls"]) == (2, 1, 0.5, 2)
+    assert (report["failed"], report["skipped"]) == (1, 0)
     failed, passed = report["items"]
-    assert set(failed) == {"question", "passed", "reason", "plan_source", "model_calls", "elapsed_ms", "plan"}
+    assert set(failed) == {"question", "passed", "skipped", "reason", "plan_source", "model_calls", "elapsed_ms",
+                           "plan"}
     assert failed["passed"] is False and failed["plan"]["steps"][0]["query"] == WRONG_PLAN["steps"][0]["query"]
     assert passed["passed"] is True and passed["plan"] is None
 
@@ -263,13 +267,30 @@ def test_cli_eval_prints_reasons_and_plans_verbatim(eval_cli, two_questions) -> 
     assert REFUSED_PLAN["steps"][0]["query"] in result.stdout
 
 
-def test_cli_eval_without_a_model_is_a_config_error(demo_env: dict[str, str], two_questions) -> None:
+def test_cli_eval_without_a_model_and_nothing_it_can_run_is_a_config_error(demo_env: dict[str, str],
+                                                                              two_questions) -> None:
     path, _ = two_questions
     env = {"STRUCTQ_DEMO_DIR": demo_env["STRUCTQ_DEMO_DIR"], "STRUCTQ_LLM": None, "OPENAI_API_KEY": None,
            "STRUCTQ_AUDIT": "0"}
     result = CliRunner().invoke(app, ["eval", str(path), "-m", str(CAPABILITIES)], env=env)
     assert result.exit_code == 3
-    assert "structq: error: no language model is configured" in result.stderr
+    assert "structq: error: no item of the question set could run without a model" in result.stderr
+    assert result.stdout.count("skip ") == 2
+
+
+def test_cli_eval_without_a_model_runs_the_verified_questions_and_skips_the_rest(
+        demo_env: dict[str, str], demo_capabilities, eval_set: EvalSet) -> None:
+    env = {"STRUCTQ_DEMO_DIR": demo_env["STRUCTQ_DEMO_DIR"], "STRUCTQ_LLM": None, "OPENAI_API_KEY": None,
+           "STRUCTQ_AUDIT": "0", "COLUMNS": "200"}
+    result = CliRunner().invoke(app, ["eval", str(EVAL_FILE), "-m", str(CAPABILITIES), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    verified = {example.question for _, example in demo_capabilities.examples()}
+    ran = [item["question"] for item in report["items"] if not item["skipped"]]
+    assert ran and set(ran) == {q.question for q in eval_set.questions} & verified
+    assert report["passed"] == len(ran) and report["failed"] == 0
+    skipped = [item for item in report["items"] if item["skipped"]]
+    assert skipped and all(item["reason"].startswith("needs a model") for item in skipped)
 
 
 # --- rows_match ----------------------------------------------------------------------------

@@ -152,6 +152,8 @@ PG_PLAN = Plan.parse({"steps": [
      "query": "SELECT employee_id FROM employees WHERE employee_id IN ('E0001', 'E0002')"},
     {"output_key": "owners", "source": "hr", "purpose": "incident owners",
      "query": "SELECT employee_id, name FROM employees WHERE employee_id IN (<incidents.owner_id>)"},
+    {"output_key": "others", "source": "hr", "purpose": "staff without incidents",
+     "query": "SELECT COUNT(*) AS n FROM employees WHERE employee_id NOT IN (<incidents.owner_id>)"},
 ]})
 
 
@@ -173,16 +175,18 @@ def test_postgres_killed_mid_run_gives_partial_answers_then_the_breaker_opens(op
     clock = FakeClock()
     with Engine(caps, breaker=CircuitBreaker(threshold=2, cooldown_s=60, clock=clock)) as engine:
         healthy = engine.run(PG_PLAN)
-        assert [r.row_count for r in healthy.steps.values()] == [2, 2, 2] and healthy.notes == []
+        assert [r.row_count for r in healthy.steps.values()] == [2, 2, 2, 1] and healthy.notes == []
 
         server.kill()
         for _ in range(2):
             partial = engine.run(PG_PLAN)
-            incidents, staff, owners = partial.steps.values()
+            incidents, staff, owners, others = partial.steps.values()
             assert staff.skipped is None and staff.row_count == 2  # does not need ops: still runs
             assert incidents.skipped and "cannot use the database" in incidents.skipped
-            assert owners.skipped == "not run: its input step 'incidents' did not run"
-            assert any(n.startswith("partial answer: steps 'incidents', 'owners'") for n in partial.notes)
+            assert owners.skipped == "not run: its input step 'incidents' could not be read"
+            # unknown is not empty: NOT IN over a missing list must not run as NOT IN ()
+            assert others.skipped == "not run: its input step 'incidents' could not be read"
+            assert any(n.startswith("partial answer: steps 'incidents', 'owners', 'others'") for n in partial.notes)
         assert engine.breaker.state("ops") == "open"
 
         skipped = engine.run(PG_PLAN).steps["incidents"]  # not even tried during the cool-down

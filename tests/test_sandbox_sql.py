@@ -19,6 +19,9 @@ from structq.safety.functions import UNRESOLVED
 from structq.safety.sql import CODES
 
 DIALECTS = ["sqlite", "postgres", "mysql"]
+#: What the sandbox writes before each table of the test manifest (``schema: hr``): every
+#: dialect but SQLite qualifies tables with the declared schema.
+QUALIFIER = {"sqlite": "", "postgres": "hr.", "mysql": "hr."}
 VARS = {"tenant_id": 7}
 
 
@@ -378,7 +381,7 @@ def test_row_filter_binds_variable(dialect: str) -> None:
 
 LIST_FORMS = {
     "postgres": "employee_performance.employee_id = ANY(:ref_members)",
-    "sqlite": "employee_performance.employee_id IN (SELECT value FROM JSON_EACH(:ref_members))",
+    "sqlite": "employee_performance.employee_id IN (SELECT CAST(value AS TEXT) FROM JSON_EACH(:ref_members))",
     "mysql": "employee_performance.employee_id IN :ref_members",
 }
 
@@ -557,9 +560,9 @@ def test_double_quoted_string_elsewhere_says_use_single_quotes() -> None:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_table_names_match_without_case_and_keep_manifest_spelling(dialect: str) -> None:
     result = check("SELECT D.title FROM DEPARTMENTS D", dialect)
-    assert "FROM departments AS d" in result.text
+    assert f"FROM {QUALIFIER[dialect]}departments AS d" in result.text
     result = check("SELECT Departments.title FROM Departments", dialect)
-    assert "FROM departments" in result.text and result.tables == ("departments",)
+    assert f"FROM {QUALIFIER[dialect]}departments" in result.text and result.tables == ("departments",)
 
 
 def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
@@ -567,7 +570,7 @@ def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
     tables = [t.model_copy(update={"name": "Departments"}) if t.name == "departments" else t for t in base.tables]
     mixed = base.model_copy(update={"tables": tables})
     result = check_sql("SELECT * FROM departments", mixed)
-    assert 'FROM "Departments" AS departments' in result.text
+    assert 'FROM hr."Departments" AS departments' in result.text
 
 
 def test_reused_alias_is_resolved_per_scope() -> None:
@@ -631,9 +634,11 @@ def test_system_schema_is_refused_even_when_declared() -> None:
     assert info.value.code == "unknown_table" and "system schema" in info.value.hint
 
 
-def test_mysql_dual_is_refused() -> None:
-    # sqlglot regenerates DUAL as the quoted `dual`, which names a table, not the keyword
-    assert refused("SELECT 1 FROM dual", "mysql").code == "unknown_table"
+def test_mysql_dual_keyword_is_written_back_unquoted() -> None:
+    # sqlglot would regenerate DUAL as the quoted `dual`, which names a table, not the keyword
+    assert check("SELECT 1 AS one FROM DUAL WHERE 1 = 1", "mysql").text == "SELECT 1 AS one FROM DUAL WHERE 1 = 1 LIMIT 101"
+    for query in ("SELECT 1 FROM `dual`", "SELECT 1 FROM hr.dual", "SELECT 1 FROM dual AS d"):
+        assert refused(query, "mysql").code == "unknown_table"
 
 
 def test_unaliased_derived_table_is_resolved() -> None:
@@ -666,9 +671,13 @@ def test_table_function_called_as_a_scalar_is_still_refused() -> None:
     assert refused("SELECT json_each('[1]') AS x").code == "denied_function"
 
 
-def test_star_over_a_table_function_is_refused() -> None:
-    # sqlglot cannot expand a star over a source of unknown columns: it would reach the engine.
-    refused("SELECT * FROM employee_performance AS p, jsonb_array_elements('[1]') AS j", "postgres")
+def test_star_over_a_table_function_expands_to_its_known_columns() -> None:
+    # The function's columns are known (functions.TABLE_FUNCTION_COLUMNS); the table's denied
+    # column stays out of the expansion.
+    result = check("SELECT * FROM employee_performance AS p, jsonb_array_elements('[1]') AS j", "postgres")
+    assert result.text.startswith("SELECT p.employee_id AS employee_id, p.performance_grade AS performance_grade, "
+                                  "p.assessment_month AS assessment_month, j.value AS value FROM")
+    assert "id_card" not in result.text
 
 
 @pytest.mark.parametrize("query", [
@@ -692,7 +701,7 @@ def test_postgres_casts_to_catalog_types_are_refused(query: str) -> None:
 @pytest.mark.parametrize("dialect, query", [
     ("sqlite", "SELECT printf('%5.2f', d.budget) AS x FROM departments AS d"),
     ("postgres", "SELECT lpad(d.title, 10, '.') AS x FROM departments AS d"),
-    ("postgres", "SELECT repeat('*', d.budget) AS x FROM departments AS d"),
+    ("postgres", "SELECT repeat(d.title, 3) AS x FROM departments AS d"),
     ("mysql", "SELECT RPAD(d.title, 1000, ' ') AS x FROM departments AS d"),
 ])
 def test_small_or_data_sized_strings_are_accepted(dialect: str, query: str) -> None:
@@ -707,6 +716,7 @@ def test_small_or_data_sized_strings_are_accepted(dialect: str, query: str) -> N
     ("postgres", "SELECT repeat('x', 100000000) AS x"),
     ("postgres", "SELECT lpad('x', 1001, 'y') AS x"),
     ("postgres", "SELECT repeat('x', 1000 * 1000) AS x"),
+    ("postgres", "SELECT repeat('*', d.budget) AS x FROM departments AS d"),  # the data picks the size
     ("mysql", "SELECT SPACE(100000000) AS x"),
 ])
 def test_constant_huge_strings_are_refused(dialect: str, query: str) -> None:
@@ -716,7 +726,8 @@ def test_constant_huge_strings_are_refused(dialect: str, query: str) -> None:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_partly_denied_table_is_read_through_its_allowed_columns(dialect: str) -> None:
     result = check("SELECT p.employee_id FROM employee_performance AS p", dialect)
-    assert "(SELECT employee_id, performance_grade, assessment_month FROM employee_performance) AS p" in result.text
+    assert ("(SELECT employee_id, performance_grade, assessment_month FROM "
+            f"{QUALIFIER[dialect]}employee_performance) AS p") in result.text
     assert "id_card" not in result.text
 
 

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, event, given, settings
 
 from search_support import load_indices, raw_client as opensearch_client, search_executor
 from servers import SearchServer
-from structq.capabilities.model import Manifest
 from structq.errors import ExecutionError, SandboxViolation
 from structq.executors import embedded
 from structq.executors.search import SearchExecutor

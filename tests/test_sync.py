@@ -36,7 +36,7 @@ tables:
     description: 员工
     synonyms: [staff, 员工]
     columns:
-      - {name: employee_id, type: text, description: 员工工号, synonyms: [工号]}
+      - {name: employee_id, type: text, description: 员工工号, synonyms: [工号], primary_key: true}
       # the person's name, as on the ID card
       - name: name
         type: text

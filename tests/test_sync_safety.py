@@ -32,15 +32,16 @@ tables:
   - name: employees
     description: 员工
     columns:
-      - {{name: id, type: integer, description: 工号}}
+      - {{name: id, type: integer, description: 工号, primary_key: true}}
       - {{name: tenant, type: integer}}
       - {{name: status, type: text, description: 状态}}
       - {{name: fax, type: text}}   # old
   - name: offices
     description: 办公室
     columns:
-      - {{name: id, type: integer}}
-      - {{name: city, type: text, description: 城市}}
+      - {{name: id, type: integer, primary_key: true}}
+      - {{name: city, type: text}}
+      - {{name: zone, type: text, description: 区域}}
 examples:
   - question: 所有办公室
     steps:
@@ -54,7 +55,7 @@ def db(tmp_path: Path) -> Path:
     with sqlite3.connect(path) as c:
         c.executescript("""
             CREATE TABLE employees (id INTEGER PRIMARY KEY, tenant INTEGER, status TEXT, fax TEXT);
-            CREATE TABLE offices (id INTEGER PRIMARY KEY, city TEXT);
+            CREATE TABLE offices (id INTEGER PRIMARY KEY, city TEXT, zone TEXT);
             INSERT INTO employees VALUES (1, 1, 'active', NULL), (2, 1, 'left', NULL), (3, 2, 'active', NULL);
         """)
     return path
@@ -201,17 +202,18 @@ def test_foreign_keys_become_references_and_values_are_profiled(manifest: Path, 
     execute(db, """
         CREATE TABLE visits (id INTEGER PRIMARY KEY, employee_id INTEGER REFERENCES employees(id),
                              kind TEXT NOT NULL);
-        INSERT INTO visits VALUES (1, 1, 'onsite'), (2, 2, 'remote');
-        INSERT INTO offices VALUES (1, 'north'), (2, 'south');
+        INSERT INTO visits VALUES (1, 1, 'onsite'), (2, 2, 'remote'), (3, 1, 'onsite'), (4, 2, 'remote');
+        INSERT INTO offices VALUES (1, 'north', 'a'), (2, 'south', 'b'), (3, 'north', 'a'), (4, 'south', 'b');
     """)
     result = sync("-m", str(manifest), "--write", "--profile-values", "5")
     assert result.exit_code == 0, result.output
     text = manifest.read_text(encoding="utf-8")
     assert "{name: employee_id, type: integer, references: employees.id, draft: true}" in text
     assert "{name: kind, type: text, nullable: false, values: {onsite: onsite, remote: remote}, draft: true}" in text
-    # a person-described column gets a proposal marked draft; its description stays
-    assert "{name: city, type: text, description: 城市, draft: true, values: {north: north, south: south}}" in text
-    assert "- {name: id, type: integer, description: 工号}" in text  # keys are never profiled
+    # an undescribed column gets a proposal marked draft (a suggestion); a described one is untouched
+    assert "{name: city, type: text, draft: true, values: {north: north, south: south}}" in text
+    assert "- {name: zone, type: text, description: 区域}\n" in text
+    assert "- {name: id, type: integer, description: 工号, primary_key: true}\n" in text  # keys are never profiled
     manifest_obj, _ = load_manifest(manifest)
     assert manifest_obj.table("visits").draft
 
@@ -225,16 +227,17 @@ def test_dropped_last_column_keeps_trailing_comment_and_new_one_goes_before_it(t
         tables:
           - name: offices
             columns:
-              - {{name: id, type: integer}}
+              - {{name: id, type: integer, primary_key: true}}
               - {{name: city, type: text}}
 
         # --- end of tables ---
         """), encoding="utf-8")
-    execute(db, "ALTER TABLE offices DROP COLUMN city; ALTER TABLE offices ADD COLUMN town TEXT")
+    execute(db, "ALTER TABLE offices DROP COLUMN city; ALTER TABLE offices DROP COLUMN zone; "
+                "ALTER TABLE offices ADD COLUMN town TEXT")
     execute(db, "DROP TABLE employees")
     assert sync("-m", str(path), "--write").exit_code == 0
     assert path.read_text(encoding="utf-8").endswith(
-        "      - {name: id, type: integer}\n      - {name: town, type: text, draft: true}\n\n# --- end of tables ---\n")
+        "      - {name: id, type: integer, primary_key: true}\n      - {name: town, type: text, draft: true}\n\n# --- end of tables ---\n")
 
 
 # --- CLI contract ---------------------------------------------------------------------------------
@@ -453,12 +456,14 @@ def test_redact_url_is_total(url: str, shown: str) -> None:
 def test_profile_values_skips_row_filtered_tables(manifest: Path) -> None:
     """employees has a row filter: its distinct statuses are every tenant's, so they are not
     written into the manifest (nor, from there, into prompts); the warning says so."""
-    execute(manifest.parent.parent / "hr.db", "INSERT INTO offices VALUES (1, 'north')")
+    manifest.write_text(manifest.read_text(encoding="utf-8").replace(
+        "{name: status, type: text, description: 状态}", "{name: status, type: text}"), encoding="utf-8")
+    execute(manifest.parent.parent / "hr.db", "INSERT INTO offices VALUES (1, 'north', 'a'), (2, 'north', 'a')")
     entry = json.loads(sync("-m", str(manifest), "--check", "--json", "--profile-values", "5").stdout)["sources"][0]
     assert [c["object"] for c in entry["changed"] if c["attribute"] == "values"] == ["offices.city"]
     assert any(w.startswith("employees: values not profiled, it has row filters") for w in entry["warnings"])
     assert sync("-m", str(manifest), "--write", "--profile-values", "5").exit_code == 0
-    assert "- {name: status, type: text, description: 状态}\n" in manifest.read_text(encoding="utf-8")
+    assert "- {name: status, type: text}\n" in manifest.read_text(encoding="utf-8")
 
 
 def test_profile_values_that_time_out_are_skipped(manifest: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -472,7 +477,7 @@ def test_profile_values_that_time_out_are_skipped(manifest: Path, monkeypatch: p
     execute(manifest.parent.parent / "hr.db", """
         CREATE VIEW slow AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 100000000)
         SELECT 'c' || (n % 3) AS code FROM r;
-        INSERT INTO offices VALUES (1, 'north');
+        INSERT INTO offices VALUES (1, 'north', 'a'), (2, 'north', 'a');
     """)
     entry = json.loads(sync("-m", str(manifest), "--check", "--json", "--profile-values", "5").stdout)["sources"][0]
     assert "slow.code: values not profiled, reading them took longer than 0.2 s" in entry["warnings"]
@@ -486,6 +491,8 @@ def test_profile_values_on_the_embedded_engine(tmp_path: Path) -> None:
     (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps(d) for d in [
         {"_id": "1", "author_id": "E1", "status": "draft"},
         {"_id": "2", "author_id": "E2", "status": "final"},
+        {"_id": "3", "author_id": "E1", "status": "final"},
+        {"_id": "4", "author_id": "E2", "status": "draft"},
     ]) + "\n", encoding="utf-8")
     path = tmp_path / "reports.yaml"
     path.write_text(textwrap.dedent("""\
@@ -504,8 +511,8 @@ def test_profile_values_on_the_embedded_engine(tmp_path: Path) -> None:
         result = sync("-m", str(path), "--check", "--json", "--profile-values", "5")
         assert result.exit_code == 1, result.output
         changed = json.loads(result.stdout)["sources"][0]["changed"]
-        assert {c["object"]: c["to"] for c in changed} == {
-            "emb_profiled.author_id": ["E1", "E2"], "emb_profiled.status": ["draft", "final"]}
+        # author_id is a described key: never profiled
+        assert {c["object"]: c["to"] for c in changed} == {"emb_profiled.status": ["draft", "final"]}
         assert embedded._ENGINE._holders == 0  # sync gave back what it acquired
     finally:
         embedded.stop()

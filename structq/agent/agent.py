@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from structq.capabilities import CapabilitySet
+    from structq.linking import Budget, Selection
 
     from .conversation import Conversation
 
@@ -118,7 +119,9 @@ class Agent:
         self.engine = Engine(capabilities)
         self.verified = VerifiedPlans(capabilities)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
-        self.audit = audit if audit is not None else (AuditLog(self.settings.audit_path) if self.settings.audit_enabled else None)
+        self.audit = audit if audit is not None else (
+            AuditLog(self.settings.audit_path, include_answer=self.settings.audit_answers)
+            if self.settings.audit_enabled else None)
 
     @classmethod
     def from_path(cls, path: str | Path, *, llm: "BaseChatModel | str | None" = None, **kwargs: Any) -> "Agent":
@@ -130,7 +133,7 @@ class Agent:
     def _default_cache() -> PlanCache:
         from structq.config import user_cache_dir
 
-        return PlanCache(user_cache_dir() / "plans.sqlite")
+        return PlanCache(user_cache_dir() / "plans.sqlite", best_effort=True)
 
     def close(self) -> None:
         self.engine.close()
@@ -158,7 +161,20 @@ class Agent:
         return self._model
 
     def planner(self) -> Planner:
-        return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local")
+        return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local",
+                       budget=self.link_budget())
+
+    def link_budget(self) -> "Budget":
+        """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``)."""
+        from structq.linking import Budget
+
+        return Budget(prompt_tokens=self.settings.prompt_tokens, linked_tokens=self.settings.link_tokens)
+
+    def link(self, question: str) -> "Selection":
+        """The part of the catalogue the planner would be shown for ``question`` (no model call)."""
+        from structq.linking import load_values, select
+
+        return select(question, self.capabilities, budget=self.link_budget(), values=load_values(self.capabilities))
 
     # --- public API ---------------------------------------------------------------------
 
@@ -227,7 +243,7 @@ class Agent:
                     context: str) -> tuple[Plan | None, str | None]:
         """A plan that needs no model call: a verified example, then the cache."""
         if not context:
-            verified = self.verified.get(question)
+            verified = self.verified.get(question, today)
             if verified is not None:
                 return verified, "verified"
         if use_cache and self.cache is not None and self.has_model:

@@ -1,15 +1,20 @@
 """The audit log: one JSON line per question.
 
 Time, question, the names (not values) of the caller's variables, the plan, each step's final
-query, parameters, row counts, truncation and timings, the model calls with token usage, the
-answer and any error. Row contents and parameter values are left out unless asked for
-(``include_data=True``): the log must be safe to ship to a log store.
+query, parameters, row counts, truncation and timings, the model calls with token usage and
+any error. Row contents, parameter values and the answer (which quotes rows: names, report
+text) are left out unless asked for (``include_data=True``; ``include_answer=True`` or
+``STRUCTQ_AUDIT_ANSWERS=1`` for the answer alone): the log must be safe to ship to a log store.
+
+Answering never depends on the log: when it cannot be written (a read-only home, a path under
+a file) the question is still answered and one warning goes to the ``structq`` logger.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -19,6 +24,8 @@ if TYPE_CHECKING:
     from .engine import RunResult
 
 __all__ = ["AuditLog", "default_audit_path"]
+
+_log = logging.getLogger("structq")
 
 
 def default_audit_path() -> Path:
@@ -30,10 +37,12 @@ def default_audit_path() -> Path:
 class AuditLog:
     """Appends one JSON line per question to ``path`` (thread-safe; each line written whole)."""
 
-    def __init__(self, path: Path | None = None, *, include_data: bool = False) -> None:
+    def __init__(self, path: Path | None = None, *, include_data: bool = False, include_answer: bool = False) -> None:
         self.path = Path(path) if path else default_audit_path()
         self.include_data = include_data
+        self.include_answer = include_answer or include_data
         self._lock = threading.Lock()
+        self._warned = False
 
     def record(
         self,
@@ -61,20 +70,34 @@ class AuditLog:
             "steps": [self._step(s, planned.get(s.output_key)) for s in run.steps.values()] if run else [],
             "notes": run.notes if run else [],
             "model_calls": model_calls,
-            "answer": answer,
+            "answer": answer if self.include_answer else None,
             "error": {"type": type(error).__name__, "message": str(error)} if error else None,
         }
         if self.include_data:
             entry["vars"] = {k: vars[k] for k in sorted(vars)}
         line = json.dumps(entry, ensure_ascii=False, default=str)
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                os.write(fd, (line + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
+                self._append(line)
+            except OSError as exc:
+                self._warn(exc)
         return entry
+
+    def _append(self, line: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    def _warn(self, exc: OSError) -> None:
+        """Once per log: the audit line is lost, the answer is not."""
+        if not self._warned:
+            self._warned = True
+            _log.warning("structq: warning: cannot write the audit log %s (%s); answering without it "
+                         "(set STRUCTQ_AUDIT_LOG to a writable file, or STRUCTQ_AUDIT=0)",
+                         self.path, exc.strerror or exc)
 
     def _step(self, step: Any, planned_query: Any) -> dict[str, Any]:
         # SQL runs with placeholders, so its final text holds no values. A search body runs with

@@ -8,8 +8,10 @@ the model, today's date (relative dates change meaning daily) and the conversati
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import logging
 import re
 import sqlite3
 import threading
@@ -51,10 +53,23 @@ class VerifiedPlans:
     """The manifests' examples by normalised question."""
 
     def __init__(self, capabilities: "CapabilitySet") -> None:
-        self._plans = {normalise_question(ex.question): Plan.from_example(ex) for _, ex in capabilities.examples()}
+        self._plans = {normalise_question(ex.question): (Plan.from_example(ex), ex)
+                       for _, ex in capabilities.examples()}
 
-    def get(self, question: str) -> Plan | None:
-        return self._plans.get(normalise_question(question))
+    def get(self, question: str, today: dt.date | None = None) -> Plan | None:
+        """The verified plan for ``question``; an example with relative dates is moved to the
+        period ``today`` falls in (see ``relative.py``)."""
+        found = self._plans.get(normalise_question(question))
+        if found is None:
+            return None
+        plan, example = found
+        if example.today is None or example.period is None or today is None:
+            return plan
+        from .relative import periods_between, shift_plan
+
+        if not example.shift:
+            return plan if periods_between(example.today, today, example.period) == 0 else None
+        return shift_plan(plan, example.today, example.period, today)
 
     def __len__(self) -> int:
         return len(self._plans)
@@ -63,12 +78,33 @@ class VerifiedPlans:
 class PlanCache:
     """Plans that ran successfully, in a small SQLite file (safe across threads and processes)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, best_effort: bool = False) -> None:
+        """``best_effort``: a cache that cannot be used (a read-only home, a path under a file)
+        warns once and acts empty, so answering never depends on it; otherwise it raises
+        ``ConfigError`` (``structq cache`` must say why it cannot clear)."""
         self.path = Path(path)
+        self.best_effort = best_effort
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, question TEXT, plan TEXT, created REAL)")
+        self._unusable: str | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect() as db:
+                db.execute("CREATE TABLE IF NOT EXISTS plans (key TEXT PRIMARY KEY, question TEXT, plan TEXT, created REAL)")
+        except (OSError, sqlite3.Error) as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: BaseException) -> None:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        if not self.best_effort:
+            from structq.errors import ConfigError
+
+            raise ConfigError(f"cannot use the plan cache {self.path}: {reason}",
+                              hint="set STRUCTQ_CACHE_DIR to a writable folder, or STRUCTQ_CACHE=0") from None
+        if self._unusable is None:
+            logging.getLogger("structq").warning(
+                "structq: warning: cannot use the plan cache %s (%s); planning without it "
+                "(set STRUCTQ_CACHE_DIR to a writable folder, or STRUCTQ_CACHE=0)", self.path, reason)
+        self._unusable = reason
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -80,30 +116,48 @@ class PlanCache:
         finally:
             db.close()
 
+    @contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection | None]:
+        """The locked connection, or None once the cache proved unusable (best effort only)."""
+        with self._lock:
+            if self._unusable is not None:
+                yield None
+                return
+            try:
+                with self._connect() as db:
+                    yield db
+            except (OSError, sqlite3.Error) as exc:
+                self._give_up(exc)
+
     @staticmethod
     def key(question: str, *, fingerprint: str, model: str, today: str, context: str) -> str:
         parts = [normalise_question(question), fingerprint, model, today, context]
         return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
     def get(self, key: str) -> Plan | None:
-        with self._lock, self._connect() as db:
-            row = db.execute("SELECT plan FROM plans WHERE key = ?", (key,)).fetchone()
+        row = None
+        with self._using() as db:
+            if db is not None:
+                row = db.execute("SELECT plan FROM plans WHERE key = ?", (key,)).fetchone()
         return Plan.parse(json.loads(row[0])) if row else None
 
     def put(self, key: str, question: str, plan: Plan) -> None:
-        with self._lock, self._connect() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO plans (key, question, plan, created) VALUES (?, ?, ?, ?)",
-                (key, question, json.dumps(plan.to_dict(), ensure_ascii=False), time.time()),
-            )
+        with self._using() as db:
+            if db is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO plans (key, question, plan, created) VALUES (?, ?, ?, ?)",
+                    (key, question, json.dumps(plan.to_dict(), ensure_ascii=False), time.time()),
+                )
 
     def clear(self) -> int:
         """Forget every cached plan; returns how many there were."""
-        with self._lock, self._connect() as db:
-            count = db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]
-            db.execute("DELETE FROM plans")
+        count = 0
+        with self._using() as db:
+            if db is not None:
+                count = db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]
+                db.execute("DELETE FROM plans")
         return int(count)
 
     def __len__(self) -> int:
-        with self._lock, self._connect() as db:
-            return int(db.execute("SELECT COUNT(*) FROM plans").fetchone()[0])
+        with self._using() as db:
+            return int(db.execute("SELECT COUNT(*) FROM plans").fetchone()[0]) if db is not None else 0

@@ -6,12 +6,14 @@ overlap runs on the calling thread. The scheduler is synchronous too, and ``arun
 whole run to one thread: a thread hop per step and a new event loop per ``run`` cost about a
 millisecond per plan, more than the sandbox, on queries that take a fraction of that.
 References are resolved from earlier results and handed to the sandbox as parameter values.
-A step whose input is empty is not run (its dependents neither): the note names the empty step
-and its purpose. A step whose source is unavailable or times out is not run either, and the
-steps that do not depend on it still are: a partial answer (see ``breaker``). Truncation
-anywhere is recorded in the notes, never silent, and so is what an executor says is not exact
-about its rows (``ResultSet.notes``: estimated counts, rounded numbers), each note prefixed
-with its step.
+An empty input never changes the answer: a step is left out only where an empty input
+provably makes its result empty (``empty.py``: the reference is a top-level ``col IN (<k>)``
+conjunct or a ``terms`` filter); everywhere else it runs with the empty list bound
+(``NOT IN ()`` is true, ``COUNT`` is 0). Either way a note names the empty step and its
+purpose. A step whose source is unavailable or times out is not run either, and the steps that
+do not depend on it still are: a partial answer (see ``breaker``). Truncation anywhere is
+recorded in the notes, never silent, and so is what an executor says is not exact about its
+rows (``ResultSet.notes``: estimated counts, rounded numbers), each note prefixed with its step.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from structq.errors import ExecutionError, PlanError, StructqError
 
 from .breaker import UNAVAILABLE, CircuitBreaker
-from .plan import LOCAL_SOURCE, Plan, Step
+from .empty import empty_when_input_empty
+from .plan import LOCAL_SOURCE, Plan, Step, step_dialect
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
@@ -60,7 +63,10 @@ class StepResult:
         return len(self.rows)
 
     def column_values(self, column: str | None) -> list[Any]:
-        """The values of one column: the named one, or the only one."""
+        """The values of one column: the named one, or the only one (none for a step that
+        did not run because its result was provably empty)."""
+        if self.skipped is not None:
+            return []
         if column is None:
             if len(self.columns) != 1:
                 raise PlanError(
@@ -69,13 +75,12 @@ class StepResult:
                     hint=f"name the column: <{self.output_key}.{self.columns[0] if self.columns else 'column'}>",
                 )
             return [row[0] for row in self.rows]
-        try:
-            i = self.columns.index(column)
-        except ValueError:
+        i = _column_index(self.columns, column)
+        if i is None:
             raise PlanError(
                 f"<{self.output_key}.{column}>: step {self.output_key!r} has no column {column!r}",
                 hint=f"its columns: {', '.join(self.columns)}",
-            ) from None
+            )
         return [row[i] for row in self.rows]
 
     def to_dict(self) -> dict[str, Any]:
@@ -189,7 +194,7 @@ class Engine:
         if run.unavailable:
             if all(r.skipped is not None for r in ordered.values()):
                 raise run.unavailable[0]  # nothing could be read: not an answer, partial or not
-            missing = ", ".join(repr(k) for k, r in ordered.items() if r.skipped is not None)
+            missing = ", ".join(repr(k) for k in ordered if k in run.missing)
             run.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
                              "(see above); the other steps' results are complete")
         return RunResult(plan, ordered, run.notes, (time.perf_counter() - started) * 1000)
@@ -217,7 +222,8 @@ class Engine:
     ) -> "SafeQuery":
         """Resolve the step's references from ``inputs`` (the results of the steps it
         depends on) and pass it through the sandbox."""
-        params = {ref.text: inputs[ref.key].column_values(ref.column) for ref in step.references()}
+        references = step.references(step_dialect(step, self.capabilities))
+        params = {ref.text: inputs[ref.key].column_values(ref.column) for ref in references}
         if step.source == LOCAL_SOURCE:
             from structq.executors.local import local_manifest
             from structq.safety import check_sql
@@ -278,12 +284,16 @@ class _Run:
         self.engine = engine
         self.plan = plan
         self.vars = vars
-        self.deps = plan.dependencies()
-        self.consumed = plan.consumed()
+        self.deps = plan.dependencies(engine.capabilities)
+        self.consumed = {key for needed in self.deps.values() for key in needed}
+        #: Steps a local step reads as tables: they always run (a table needs its columns).
+        self.read_as_tables = plan.read_as_tables()
         self.results: dict[str, StepResult] = {}
         self.notes: list[str] = []
         #: Why steps could not run (a source down or timing out), in the order it happened.
         self.unavailable: list[StructqError] = []
+        #: Those steps and every step downstream of them: their results are unknown.
+        self.missing: set[str] = set()
 
     def execute(self) -> None:
         pending = list(self.plan.steps)
@@ -326,18 +336,40 @@ class _Run:
         return runnable
 
     def _skip_reason(self, step: Step) -> str | None:
-        """Why ``step`` should not run: an input that is empty (or was itself skipped)."""
+        """Why ``step`` need not run: an empty input that provably empties its result.
+
+        A step that a local step reads as a table always runs, so that its columns are known.
+        An input that could not be read (its source unavailable) is unknown, not empty: the
+        step never runs on it.
+        """
+        for key in self.deps[step.output_key]:
+            if key in self.missing:
+                self.missing.add(step.output_key)
+                return f"not run: its input step {key!r} could not be read"
+        if step.output_key in self.read_as_tables:
+            return None
+        dialect = step_dialect(step, self.engine.capabilities)
         for key in self.deps[step.output_key]:
             earlier = self.results[key]
+            if earlier.row_count or not empty_when_input_empty(step, key, dialect):
+                continue
             if earlier.skipped is not None:
                 return f"not run: its input step {key!r} did not run"
-            if earlier.row_count == 0:
-                purpose = f" ({earlier.purpose})" if earlier.purpose else ""
-                return f"not run: step {key!r}{purpose} returned no rows"
+            return f"not run: step {key!r}{_purpose(earlier)} returned no rows"
         return None
+
+    def _empty_inputs_note(self, step: Step) -> str | None:
+        """For a step that runs with an empty input: which input was empty."""
+        empty = [key for key in self.deps[step.output_key] if self.results[key].row_count == 0]
+        if not empty:
+            return None
+        named = ", ".join(f"{key!r}{_purpose(self.results[key])}" for key in empty)
+        return f"step {step.output_key!r} ran with no rows from step {named}"
 
     def _record(self, result: StepResult) -> None:
         self.results[result.output_key] = result
+        if result.skipped is None and (note := self._empty_inputs_note(self.plan.step(result.output_key))):
+            self.notes.append(note)
         self.notes.extend(f"step {result.output_key!r}: {note}" for note in result.notes)
         if result.skipped:
             self.notes.append(f"step {result.output_key!r} {result.skipped}")
@@ -357,6 +389,7 @@ class _Run:
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
             _attach_step(exc, step.output_key)
             self.unavailable.append(exc)
+            self.missing.add(step.output_key)
             return _skipped(step, f"not run: {exc.message}")
         except StructqError as exc:
             _attach_step(exc, step.output_key)
@@ -369,7 +402,7 @@ class _Run:
             source=step.source,
             purpose=step.purpose,
             index=step.index,
-            query=result.query if result.query is not None else (safe.text if safe.kind == "sql" else safe.body),
+            query=result.query if result.query is not None else (safe.sent_text if safe.kind == "sql" else safe.body),
             params=dict(safe.params),
             columns=tuple(result.columns),
             rows=list(result.rows),
@@ -377,6 +410,20 @@ class _Run:
             elapsed_ms=result.elapsed_ms,
             notes=tuple(result.notes),
         )
+
+
+def _column_index(columns: tuple[str, ...], name: str) -> int | None:
+    """Where column ``name`` is: spelled exactly, or else the one column spelled the same
+    without regard to case (PostgreSQL folds ``sbCustId`` to ``sbcustid``, and a plan's
+    reference may be written either way)."""
+    if name in columns:
+        return columns.index(name)
+    folded = [i for i, column in enumerate(columns) if column.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
+
+
+def _purpose(result: StepResult) -> str:
+    return f" ({result.purpose})" if result.purpose else ""
 
 
 def _skipped(step: Step, reason: str) -> StepResult:

@@ -95,9 +95,11 @@ class ItemResult:
     model_calls: int = 0
     elapsed_ms: float = 0.0
     rows: list[list[Any]] = field(default_factory=list)
+    #: Not run: the item needs something this run lacks (a model); ``reason`` says what.
+    skipped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"question": self.item.question, "passed": self.passed, "reason": self.reason,
+        return {"question": self.item.question, "passed": self.passed, "skipped": self.skipped, "reason": self.reason,
                 "plan_source": self.plan_source, "model_calls": self.model_calls,
                 "elapsed_ms": round(self.elapsed_ms, 1),
                 "plan": self.plan.to_dict() if self.plan and not self.passed else None}
@@ -113,15 +115,26 @@ class EvalReport:
         return sum(r.passed for r in self.results)
 
     @property
+    def skipped(self) -> int:
+        return sum(r.skipped for r in self.results)
+
+    @property
+    def failed(self) -> int:
+        return len(self.results) - self.passed - self.skipped
+
+    @property
     def accuracy(self) -> float:
-        return self.passed / len(self.results) if self.results else 0.0
+        """Passed over the items that ran (skipped ones are reported, not counted)."""
+        ran = len(self.results) - self.skipped
+        return self.passed / ran if ran else 0.0
 
     @property
     def model_calls(self) -> int:
         return sum(r.model_calls for r in self.results)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"total": len(self.results), "passed": self.passed, "accuracy": round(self.accuracy, 4),
+        return {"total": len(self.results), "passed": self.passed, "failed": self.failed, "skipped": self.skipped,
+                "accuracy": round(self.accuracy, 4),
                 "model_calls": self.model_calls, "elapsed_ms": round(self.elapsed_ms, 1),
                 "items": [r.to_dict() for r in self.results]}
 
@@ -184,7 +197,26 @@ def _expected_rows(agent: "Agent", item: EvalItem) -> list[list[Any]]:
 _STOPS_THE_RUN = (ConfigError, SourceUnavailable)
 
 
+#: Why an item is skipped when no model is configured.
+NEEDS_A_MODEL = ("needs a model (not a verified example); configure one with --llm, STRUCTQ_LLM or "
+                 "OPENAI_API_KEY to run it")
+
+
+def _needs_a_missing_model(agent: "Agent", item: EvalItem) -> bool:
+    """Not a verified example, and no model configured at all (a configured model that fails
+    to load still stops the run: that is a mistake to fix, not a reason to skip)."""
+    if agent.verified.get(item.question) is not None or agent.has_model:
+        return False
+    try:
+        agent.model
+    except ConfigError:
+        return True
+    return False
+
+
 def _run_item(agent: "Agent", item: EvalItem, today: dt.date | None) -> ItemResult:
+    if _needs_a_missing_model(agent, item):
+        return ItemResult(item, False, NEEDS_A_MODEL, skipped=True)
     started = time.perf_counter()
     try:
         expected = _expected_rows(agent, item)
@@ -220,9 +252,9 @@ def evaluate(agent: "Agent", questions: EvalSet, *,
              progress: Callable[[int, ItemResult], None] | None = None) -> EvalReport:
     """Ask every question (no answer-writing call, no plan cache) and compare the rows.
 
-    An item fails on its own account (wrong rows, a plan that never worked); a ``ConfigError``
-    (no model configured) or a ``SourceUnavailable`` is raised, since every later item would
-    fail the same way.
+    An item fails on its own account (wrong rows, a plan that never worked); without a model,
+    items that are not verified examples are skipped with the reason; a ``ConfigError`` or a
+    ``SourceUnavailable`` is raised, since every later item would fail the same way.
     """
     started = time.perf_counter()
     results = []

@@ -26,7 +26,7 @@ from structq.errors import StructqError
 from .plan import LOCAL_SOURCE, Step
 
 if TYPE_CHECKING:
-    from structq.capabilities import Manifest
+    from structq.capabilities import CapabilitySet, Manifest
 
     from .engine import Engine, RunResult
 
@@ -84,10 +84,10 @@ def _nothing(result: Any) -> bool:
     return result.row_count == 1 and all(v is None or v == 0 for v in result.rows[0])
 
 
-def empty_steps(run: "RunResult") -> list[str]:
+def empty_steps(run: "RunResult", capabilities: "CapabilitySet") -> list[str]:
     """Steps that ran and found nothing, when that matters: the final result, or an input
-    whose emptiness kept later steps from running."""
-    consumed = run.plan.consumed()
+    of later steps."""
+    consumed = run.plan.consumed(capabilities)
     last = run.plan.steps[-1].output_key
     return [key for key, r in run.steps.items()
             if r.skipped is None and _nothing(r) and (key == last or key in consumed)]
@@ -104,7 +104,7 @@ def observe(run: "RunResult", engine: "Engine", *, vars: Mapping[str, Any],
         return None
     empty: list[str] = []
     unmatched: list[Unmatched] = []
-    for key in empty_steps(run):
+    for key in empty_steps(run, engine.capabilities):
         found = list(_unmatched(run.plan.step(key), engine, vars, with_values, run.steps[key].row_count > 0))
         if found or run.steps[key].row_count == 0:
             empty.append(key)

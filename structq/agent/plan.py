@@ -10,9 +10,7 @@ identifiers, references point backwards.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,28 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from structq.capabilities.loader import closest
 from structq.capabilities.model import ExampleStep
-from structq.capabilities.validate import LOCAL_SOURCE, REFERENCE
 from structq.errors import PlanError
+from structq.capabilities.references import LOCAL_DIALECT, LOCAL_SOURCE, Reference, find_references, local_inputs
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
 
-__all__ = ["Plan", "Step", "Reference", "LOCAL_SOURCE"]
-
-@dataclass(frozen=True)
-class Reference:
-    """``<key>`` (the step's single column) or ``<key.column>``."""
-
-    key: str
-    column: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The name the sandbox binds it under: ``key`` or ``key.column``."""
-        return f"{self.key}.{self.column}" if self.column else self.key
-
-    def __str__(self) -> str:
-        return f"<{self.text}>"
+__all__ = ["Plan", "Step", "Reference", "LOCAL_SOURCE", "step_dialect"]
 
 
 #: How deeply a DSL body may nest; far beyond any real query, well within Python's recursion.
@@ -83,18 +66,14 @@ class Step(ExampleStep):
             return self.query
         return json.dumps(self.query, ensure_ascii=False)
 
-    def references(self) -> list[Reference]:
-        """The references in this step's query, in order of first appearance, without repeats."""
-        seen: dict[str, Reference] = {}
-        for match in REFERENCE.finditer(self.query_text):
-            ref = Reference(match.group(1), match.group(2))
-            seen.setdefault(ref.text, ref)
-        return list(seen.values())
+    def references(self, dialect: str) -> list[Reference]:
+        """The references in this step's query (SQL read as ``dialect``), in order of first
+        appearance, without repeats: ``<…>`` inside a literal or a comment is text."""
+        return find_references(self.query, dialect)
 
     def local_inputs(self, earlier: list[str]) -> list[str]:
         """For a ``local`` step: the earlier output keys its SQL reads as tables."""
-        text = self.query_text
-        return [key for key in earlier if re.search(rf"(?<![\w.]){re.escape(key)}(?!\w)", text)]
+        return local_inputs(self.query, earlier) if isinstance(self.query, str) else []
 
 
 class Plan(BaseModel):
@@ -193,21 +172,31 @@ class Plan(BaseModel):
                 return step
         raise KeyError(key)
 
-    def dependencies(self) -> dict[str, list[str]]:
+    def dependencies(self, capabilities: "CapabilitySet") -> dict[str, list[str]]:
         """Each step's output key → the earlier keys it needs (references, or tables of a local step)."""
         deps: dict[str, list[str]] = {}
         earlier: list[str] = []
         for step in self.steps:
-            needed = [r.key for r in step.references()]
+            needed = [r.key for r in step.references(step_dialect(step, capabilities))]
             if step.source == LOCAL_SOURCE:
                 needed += step.local_inputs(earlier)
             deps[step.output_key] = list(dict.fromkeys(needed))
             earlier.append(step.output_key)
         return deps
 
-    def consumed(self) -> set[str]:
+    def read_as_tables(self) -> set[str]:
+        """Output keys that some local step reads as a table (it needs their columns)."""
+        earlier: list[str] = []
+        read: set[str] = set()
+        for step in self.steps:
+            if step.source == LOCAL_SOURCE:
+                read.update(step.local_inputs(earlier))
+            earlier.append(step.output_key)
+        return read
+
+    def consumed(self, capabilities: "CapabilitySet") -> set[str]:
         """Output keys whose results feed later steps (they get the intermediate row cap)."""
-        return {key for needed in self.dependencies().values() for key in needed}
+        return {key for needed in self.dependencies(capabilities).values() for key in needed}
 
     # --- validation -------------------------------------------------------------------
 
@@ -220,7 +209,8 @@ class Plan(BaseModel):
                 raise PlanError(f"duplicate output_key {key!r}", step=key, hint="every step needs its own output_key")
             if key == LOCAL_SOURCE:
                 raise PlanError("'local' cannot be an output_key", step=key)
-            for ref in step.references():
+            self._check_source(step, capabilities, earlier)
+            for ref in step.references(step_dialect(step, capabilities)):
                 if ref.key not in earlier:
                     later = ref.key in [s.output_key for s in self.steps]
                     reason = "a later step" if later else "an unknown step"
@@ -229,7 +219,6 @@ class Plan(BaseModel):
                         step=key,
                         hint=f"references may name earlier steps only: {', '.join(earlier) or '(none yet)'}",
                     )
-            self._check_source(step, capabilities, earlier)
             earlier.append(key)
         return self
 
@@ -278,6 +267,14 @@ class Plan(BaseModel):
         if self.answer_with:
             lines.append(f"  answer: {self.answer_with}")
         return "\n".join(lines)
+
+
+def step_dialect(step: ExampleStep, capabilities: "CapabilitySet") -> str:
+    """The SQL dialect a step's query is read in (a search body's is never used)."""
+    if step.source == LOCAL_SOURCE:
+        return LOCAL_DIALECT
+    manifest = capabilities.get(step.source)
+    return manifest.sql_dialect if manifest is not None else LOCAL_DIALECT
 
 
 def coerce_search_queries(data: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """The planning prompt and turning the model's reply into a ``Plan``.
 
-The prompt is built from template files (``prompts/*.md``): the rendered manifests, the
-verified examples as few-shot plans, the rules, today's date, and the conversation so far.
+The prompt is built from template files (``prompts/*.md``): the manifests the question needs
+(``structq.linking`` prunes a large catalogue to them; a small one is shown whole), the
+verified examples of those tables as few-shot plans, the rules, today's date, the stored
+values the question mentions, and the conversation so far. A repair round re-links with the
+names the failed plan reached for, so a table pruned away comes back when it was needed.
 The reply is read through tool calling when the model supports it (``bind_tools``), and from
 JSON text otherwise; both paths end in ``Plan.parse``. A malformed reply is a ``PlanError``,
 which the caller's repair loop sends back to the model like any other retryable error.
@@ -26,7 +29,8 @@ from .plan import Plan, coerce_search_queries
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-    from structq.capabilities import CapabilitySet
+    from structq.capabilities import CapabilitySet, Example
+    from structq.linking import Budget, Selection, ValueIndex
 
 __all__ = ["Planner", "Attempt", "template", "extract_json"]
 
@@ -71,10 +75,10 @@ def extract_json(text: str) -> Any:
                         hint="return the plan as one valid JSON object") from None
 
 
-def render_examples(capabilities: "CapabilitySet") -> str:
+def render_examples(examples: "list[Example]") -> str:
     """The verified examples as question → plan JSON pairs."""
     blocks = []
-    for _, example in capabilities.examples():
+    for example in examples:
         plan = Plan.from_example(example).to_dict()
         blocks.append(f"Question: {example.question}\nPlan: {json.dumps(plan, ensure_ascii=False)}")
     return "\n\n".join(blocks) or "(none)"
@@ -95,12 +99,15 @@ def _plan_tool_schema() -> dict[str, Any]:
 class Planner:
     """Writes plans with a chat model for the sources of a capability set."""
 
-    def __init__(self, model: Any, capabilities: "CapabilitySet", *, timezone: str = "local") -> None:
+    def __init__(self, model: Any, capabilities: "CapabilitySet", *, timezone: str = "local",
+                 budget: "Budget | None" = None, values: "ValueIndex | None" = None) -> None:
         self.model = model
         self.capabilities = capabilities
         self.timezone = timezone
+        self.budget = budget
+        self._values = values
         self._tool_model = self._bind_plan_tool(model)
-        self._system_cache: dict[dt.date, str] = {}
+        self._system_cache: dict[tuple[dt.date, str], str] = {}
 
     @staticmethod
     def _bind_plan_tool(model: Any) -> Any | None:
@@ -115,27 +122,50 @@ class Planner:
 
     # --- prompt -----------------------------------------------------------------------
 
-    def system_prompt(self, today: dt.date) -> str:
-        if today not in self._system_cache:
-            self._system_cache[today] = template("plan_system").substitute(
+    @property
+    def values(self) -> "ValueIndex":
+        """The value index next to the manifests (empty when none was built)."""
+        if self._values is None:
+            from structq.linking import load_values
+
+            self._values = load_values(self.capabilities)
+        return self._values
+
+    def link(self, question: str, *, context: str = "", attempts: list[Attempt] = ()) -> "Selection":
+        """The sub-catalogue for the question (and the conversation), plus what failed plans named."""
+        from structq.linking import names_to_restore, select
+
+        extra = [name for a in attempts for name in names_to_restore(a.error, a.plan, self.capabilities)]
+        text = f"{context}\n{question}" if context else question
+        return select(text, self.capabilities, budget=self.budget, values=self.values, extra=extra)
+
+    def system_prompt(self, today: dt.date, selection: "Selection | None" = None) -> str:
+        """Rules, the catalogue (``selection``'s part of it, or all) and its verified examples."""
+        catalogue = selection.render() if selection is not None else self.capabilities.render()
+        key = (today, catalogue)
+        if key not in self._system_cache:
+            examples = selection.examples() if selection is not None else [e for _, e in self.capabilities.examples()]
+            self._system_cache[key] = template("plan_system").substitute(
                 today=today.isoformat(),
                 weekday=_WEEKDAYS[today.weekday()],
                 timezone=self.timezone if self.timezone != "local" else (dt.datetime.now().astimezone().tzname() or "local"),
                 last_year=today.year - 1,
-                capabilities=self.capabilities.render(),
-                examples=render_examples(self.capabilities),
+                capabilities=catalogue,
+                examples=render_examples(examples),
             )
-        return self._system_cache[today]
+        return self._system_cache[key]
 
     def messages(self, question: str, *, today: dt.date, context: str = "",
                  attempts: list[Attempt] = ()) -> "list[BaseMessage]":
         """System prompt, the question (with the conversation so far), then each failed attempt."""
         from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+        selection = self.link(question, context=context, attempts=attempts)
         conversation = f"Conversation so far:\n{context}\n" if context else ""
         out: list[BaseMessage] = [
-            SystemMessage(self.system_prompt(today)),
-            HumanMessage(template("plan_user").substitute(conversation=conversation, question=question)),
+            SystemMessage(self.system_prompt(today, selection)),
+            HumanMessage(template("plan_user").substitute(conversation=conversation, question=question,
+                                                          values=render_values(selection))),
         ]
         for attempt in attempts:
             previous = json.dumps(attempt.plan.to_dict(), ensure_ascii=False) if attempt.plan else (attempt.raw or "")
@@ -170,6 +200,14 @@ class Planner:
         except PlanError as exc:
             exc.raw = json.dumps(calls[0].get("args"), ensure_ascii=False) if calls else raw  # type: ignore[attr-defined]
             raise
+
+
+def render_values(selection: "Selection") -> str:
+    """The "values mentioned in the question" section: stored spellings the model must write."""
+    if not selection.matches:
+        return ""
+    lines = "\n".join(f"- {m.describe()}" for m in selection.matches)
+    return f"\nValues mentioned in the question (write them exactly as stored):\n{lines}\n"
 
 
 def repair_message(error: StructqError) -> str:

@@ -32,8 +32,25 @@ TEXT_ROWS = 20
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 
 
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
 def is_chinese(text: str) -> bool:
-    return re.search(r"[\u4e00-\u9fff]", text) is not None
+    """Whether ``text`` is written in Chinese, not merely quoting Chinese names or values:
+    "How many reports did 张伟 write?" is English. Chinese characters must outnumber the
+    Latin words two to one ("列出 SKU 为 A100 的订单" is Chinese)."""
+    cjk = len(_CJK.findall(text))
+    return cjk > 0 and cjk >= 2 * len(_LATIN_WORD.findall(text))
+
+
+def _language_text(question: str, run: "RunResult") -> str:
+    """The text whose language the answer takes: the question, or for a plan run without one
+    (``Agent.run``) the plan's own words (reasoning, purposes, answer_with)."""
+    if question.strip():
+        return question
+    plan = run.plan
+    return " ".join([plan.reasoning, plan.answer_with, *(step.purpose for step in plan.steps)])
 
 
 def citations(run: "RunResult") -> list[dict[str, Any]]:
@@ -123,7 +140,8 @@ def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> 
     """The model's answer and notes; falls back to the deterministic rendering when it invents figures."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    language = "Chinese" if is_chinese(question) else "the question's language"
+    language = ("Chinese" if is_chinese(_language_text(question, run))
+                else "the language the question is written in (names or values it quotes do not change it)")
     notes_text = "Notes:\n" + "\n".join(f"- {n}" for n in run.notes) if run.notes else ""
     messages = [
         SystemMessage(template("answer_system").substitute(language=language)),
@@ -182,21 +200,46 @@ def _width(text: str) -> int:
 INLINE_ROWS, INLINE_COLUMNS = 3, 4
 
 
+#: Rows named in the summary of a longer result.
+NAMED_ROWS = 10
+#: Columns that identify a row to a machine, not to a person: skipped when naming rows.
+_ID_COLUMN = re.compile(r"(^|_)(id|code|no|key|uuid)$|编号$|工号$", re.IGNORECASE)
+
+
+def _label_column(final: "StepResult") -> int:
+    """The column that names a row for a person: the first text column that is not an id."""
+    columns = [str(c) for c in final.columns]
+    texts = [i for i, _ in enumerate(columns) if any(isinstance(row[i], str) for row in final.rows[:NAMED_ROWS])]
+    named = [i for i in texts if not _ID_COLUMN.search(columns[i])]
+    return (named or texts or [0])[0]
+
+
 def _summary_line(final: "StepResult", zh: bool) -> str:
-    """"N rows [key]", or the values themselves when the result is a few short rows."""
+    """One sentence: the single value, a few short rows in full, or the count and the first rows
+    by name (``共 58 行结果：张三、李四、…（前 10 行）[engineers]。``)."""
+    key = final.output_key
     more = ("（结果被截断，列表不完整）" if zh else " (truncated: the list is incomplete)") if final.truncated else ""
+    if final.row_count == 1 and len(final.columns) == 1:
+        column, value = final.columns[0], _cell(final.rows[0][0])
+        return f"{column} 为 {value}{more} [{key}]。" if zh else f"{column} is {value}{more} [{key}]."
     if final.row_count <= INLINE_ROWS and len(final.columns) <= INLINE_COLUMNS:
         rows = ("；" if zh else "; ").join(
             ("，" if zh else ", ").join(f"{c} = {_cell(v)}" for c, v in zip(final.columns, row)) for row in final.rows
         )
-        return f"结果 [{final.output_key}]：{rows}{more}。" if zh else f"Result [{final.output_key}]: {rows}{more}."
-    return (f"共 {final.row_count} 行结果 [{final.output_key}]{more}。" if zh
-            else f"{final.row_count} rows [{final.output_key}]{more}.")
+        return f"结果：{rows}{more} [{key}]。" if zh else f"Result: {rows}{more} [{key}]."
+    label = _label_column(final)
+    names = [_cell(row[label]) for row in final.rows[:NAMED_ROWS]]
+    shown = len(names)
+    if zh:
+        listed = "、".join(names) + (f"、…（前 {shown} 行）" if final.row_count > shown else "")
+        return f"共 {final.row_count} 行结果{more}：{listed} [{key}]。"
+    listed = ", ".join(names) + (f", … (first {shown})" if final.row_count > shown else "")
+    return f"{final.row_count} rows{more}: {listed} [{key}]."
 
 
 def render_deterministic(question: str, run: "RunResult") -> str:
     """Per-step tables and a one-line summary, citing steps, without a model."""
-    zh = is_chinese(question)
+    zh = is_chinese(_language_text(question, run))
     final = run.final
     if final.skipped:
         summary = (f"没有找到结果：步骤 [{final.output_key}] {final.skipped}。" if zh

@@ -17,7 +17,7 @@ from .model import (
     dialect_from_url,
 )
 from .render import render_capabilities, render_manifest
-from .validate import LOCAL_SOURCE, REFERENCE
+from .references import LOCAL_SOURCE, Reference, find_references, local_inputs, replace_references
 
 __all__ = [
     "CapabilitySet",
@@ -29,15 +29,18 @@ __all__ = [
     "Limits",
     "Manifest",
     "Policies",
-    "REFERENCE",
+    "Reference",
     "RowFilter",
     "SearchField",
     "SyncSettings",
     "Table",
     "dialect_from_url",
+    "find_references",
+    "local_inputs",
     "load_manifest",
     "load_manifest_text",
     "manifest_files",
     "render_capabilities",
     "render_manifest",
+    "replace_references",
 ]

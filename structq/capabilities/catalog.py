@@ -11,7 +11,7 @@ from structq.errors import ManifestError
 
 from .loader import Positions, closest, load_manifest, manifest_files
 from .model import Manifest
-from .validate import check_examples, check_manifest
+from .validate import example_problems, manifest_problems
 
 __all__ = ["CapabilitySet"]
 
@@ -20,17 +20,48 @@ class CapabilitySet:
     """Manifests by source name, checked together (unique names, examples that resolve)."""
 
     def __init__(self, manifests: list[Manifest], positions: list[Positions] | None = None) -> None:
+        problems = self.problems(manifests, positions)
+        if problems:
+            raise problems[0]
+        self._fill(manifests, positions)
+
+    def _fill(self, manifests: list[Manifest], positions: list[Positions] | None) -> None:
         positions = positions or [Positions(str(m.path or m.source)) for m in manifests]
         self._sources: dict[str, Manifest] = {}
+        #: Where each source's values stand in its file, for errors found later (``structq check``).
+        self.positions: dict[str, Positions] = {}
         for manifest, pos in zip(manifests, positions):
-            if manifest.source in self._sources:
-                first = self._sources[manifest.source].path or "another manifest"
-                raise pos.error(("source",), f"duplicate source {manifest.source!r} (also declared in {first})",
-                                hint="source names are unique across the manifest folder")
-            check_manifest(manifest, pos)
-            self._sources[manifest.source] = manifest
+            self._sources.setdefault(manifest.source, manifest)
+            self.positions.setdefault(manifest.source, pos)
+
+    @classmethod
+    def unchecked(cls, manifests: list[Manifest], positions: list[Positions] | None = None) -> "CapabilitySet":
+        """The set without its cross-checks (the first of a duplicated source wins): for
+        ``structq check``, which reports the problems itself and checks what it can."""
+        caps = cls.__new__(cls)
+        caps._fill(manifests, positions)
+        return caps
+
+    @staticmethod
+    def problems(manifests: list[Manifest], positions: list[Positions] | None = None, *,
+                 unloaded: frozenset[str] = frozenset()) -> list[ManifestError]:
+        """Every failure of the set's checks, in file order (empty when the set is valid).
+        ``unloaded``: sources whose files did not load (already reported); steps on them are
+        not checked, rather than reported as steps on unknown sources."""
+        positions = positions or [Positions(str(m.path or m.source)) for m in manifests]
+        found: list[ManifestError] = []
+        sources: dict[str, Manifest] = {}
         for manifest, pos in zip(manifests, positions):
-            check_examples(manifest, pos, self._sources)
+            if manifest.source in sources:
+                first = sources[manifest.source].path or "another manifest"
+                found.append(pos.error(("source",), f"duplicate source {manifest.source!r} (also declared in {first})",
+                                       hint="source names are unique across the manifest folder"))
+                continue
+            found += manifest_problems(manifest, pos)
+            sources[manifest.source] = manifest
+        for manifest, pos in zip(manifests, positions):
+            found += example_problems(manifest, pos, sources, unloaded=unloaded)
+        return found
 
     @classmethod
     def from_path(cls, path: str | Path, *, env: Mapping[str, str] | None = None) -> "CapabilitySet":
@@ -73,12 +104,20 @@ class CapabilitySet:
     # --- identity ---------------------------------------------------------------------
 
     def fingerprint(self) -> str:
-        """A hash that changes whenever any manifest's content changes (caches key on it)."""
+        """A hash that changes whenever any manifest's content changes (caches key on it).
+
+        Computed once: the manifests are frozen models and the set is never changed after
+        loading, and at a thousand tables the hash costs a fifth of a second.
+        """
+        cached = getattr(self, "_fingerprint", None)
+        if cached is not None:
+            return cached
         digest = hashlib.sha256()
         for name in sorted(self._sources):
             dumped = self._sources[name].model_dump(mode="json", by_alias=True)
             digest.update(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode())
-        return digest.hexdigest()[:16]
+        self._fingerprint: str | None = digest.hexdigest()[:16]
+        return self._fingerprint
 
     def render(self) -> str:
         """The manifests as compact text for a planning prompt."""

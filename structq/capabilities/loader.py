@@ -25,9 +25,10 @@ from pydantic import BaseModel, ValidationError
 
 from structq.errors import ManifestError
 
+from .forms import type_error_message
 from .model import Manifest
 
-__all__ = ["load_manifest", "load_manifest_text", "manifest_files", "Positions", "default_environ"]
+__all__ = ["load_manifest", "load_manifest_text", "manifest_files", "Positions", "default_environ", "read_yaml"]
 
 Path_ = tuple[str | int, ...]
 
@@ -170,6 +171,12 @@ def _parse_yaml(text: str, file: str, env: Mapping[str, str]) -> tuple[Any, Posi
     return _Builder(positions, env).build(node), positions
 
 
+def read_yaml(text: str, file: str) -> tuple[Any, Positions]:
+    """YAML text as plain data with each value's position (no ``${VAR}`` expansion); a syntax
+    error is a ``ManifestError`` at ``file:line:column``. Plan files use it too."""
+    return _parse_yaml(text, file, {})
+
+
 # --- mapping pydantic errors back to the file ------------------------------------------
 
 
@@ -267,6 +274,10 @@ def _validation_error(exc: ValidationError, data: Any, positions: Positions) -> 
         if suggestion:
             hint = f"did you mean {suggestion!r}? valid: {', '.join(choices)}"
         return positions.error(loc, f"invalid value {given!r} for {where}", suggestion=suggestion, hint=hint)
+    typed = type_error_message(loc[-1] if loc else None, where, kind, err.get("input"))
+    if typed:
+        message, hint = typed
+        return positions.error(loc, message, hint=hint)
     return positions.error(loc, f"{where}: {err['msg']}")
 
 

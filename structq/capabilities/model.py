@@ -8,16 +8,18 @@ rules that need no file positions.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 __all__ = [
     "SQL_COLUMN_TYPES",
     "SEARCH_FIELD_TYPES",
+    "Coverage",
     "Column",
     "Table",
     "SearchField",
@@ -53,11 +55,33 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-def _enum_keys(values: dict[Any, str] | None) -> dict[str, str] | None:
+def _enum_keys(values: Any) -> Any:
     """YAML reads ``{1: 男}`` with an int key; enums compare as text, so keys become strings."""
-    if values is None:
-        return None
-    return {str(k).lower() if isinstance(k, bool) else str(k): str(v) for k, v in values.items()}
+    if not isinstance(values, dict):
+        return values  # the wrong shape: pydantic reports it, the loader explains the form
+    return {str(k) if k is None else _text(k): _text(v) for k, v in values.items()}
+
+
+def _text(value: Any) -> Any:
+    """A scalar as enum text (``true``, ``1``, an empty meaning as ``""``); a list or mapping is
+    left as it is, for pydantic to refuse: a meaning is one piece of text."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value) if isinstance(value, (str, int, float)) else value
+
+
+class Coverage(_Strict):
+    """The period a date column's data covers and how its values are stored, as ``structq
+    init``/``sync`` last measured them: the planner needs both to turn "last quarter" into a
+    literal that matches something (a question about "the past 7 days" of data that ended last
+    year deserves a warning, not an empty result)."""
+
+    min: str
+    max: str
+    #: How the values are stored: ``date``, ``datetime``, ``ISO date text``, ``epoch seconds``…
+    format: str = ""
 
 
 class Column(_Strict):
@@ -72,6 +96,8 @@ class Column(_Strict):
     synonyms: list[str] = Field(default_factory=list)
     primary_key: bool = False
     nullable: bool | None = None
+    #: Measured by sync for date columns; refreshed by every sync, never drift.
+    coverage: Coverage | None = None
     #: Added by ``structq sync`` and not yet described by a person.
     draft: bool = False
 
@@ -146,6 +172,9 @@ class Index(_Strict):
         return out
 
 
+_Scalar = str | int | float | bool
+
+
 class RowFilter(_Strict):
     """A predicate added to every read of a table or index, in every scope.
 
@@ -158,7 +187,8 @@ class RowFilter(_Strict):
     table: str | None = None
     where: str | None = None
     index: str | None = None
-    term: dict[str, Any] | None = None
+    #: field → ``:var``, a literal, or a list of literals (applied as ``terms``).
+    term: dict[str, _Scalar | list[_Scalar]] | None = None
 
     @property
     def variables(self) -> list[str]:
@@ -201,12 +231,30 @@ class ExampleStep(_Strict):
 
 
 class Example(_Strict):
-    """A verified plan: a question whose normalised text matches skips the LLM."""
+    """A verified plan: a question whose normalised text matches skips the LLM.
+
+    A question with relative time (去年, 上个季度, last month) declares the day its dates were
+    resolved for (``today``) and the calendar unit its words count in (``period``). Asked on
+    a day in another period, the plan's dates move by the periods in between (去年第三季度
+    asked in 2028 reads 2027's third quarter), never answering a stale period. ``shift: false``
+    is for dates that do not move by whole periods (三月第一周 starts on a different day each
+    year): the example then matches only within ``today``'s period and is planned afresh after.
+    """
 
     question: str = Field(min_length=1)
     reasoning: str = ""
     steps: list[ExampleStep] = Field(min_length=1)
     answer_with: str = ""
+    today: dt.date | None = None
+    period: Literal["year", "quarter", "month", "week", "day"] | None = None
+    shift: bool = True
+
+    @model_validator(mode="after")
+    def _today_with_period(self) -> "Example":
+        if (self.today is None) != (self.period is None):
+            raise ValueError("a relative-date example gives both today: (the day its dates were resolved for) "
+                             "and period: (year, quarter, month, week or day)")
+        return self
 
 
 class SyncSettings(_Strict):
@@ -258,6 +306,12 @@ class Manifest(_Strict):
     _path: Path | None = PrivateAttr(default=None)
     #: (the tables list it was built from, its length, lower-cased name → table); see ``table``.
     _table_lookup: tuple[list[Table], int, dict[str, Table]] | None = PrivateAttr(default=None)
+
+    @field_validator("tables", "indices", mode="before")
+    @classmethod
+    def _empty_list(cls, value: Any) -> Any:
+        """``tables:`` with nothing under it is an empty list (a seed for ``structq sync``)."""
+        return [] if value is None else value
 
     @property
     def path(self) -> Path | None:

@@ -3,7 +3,9 @@
 One line per column or field, denied ones left out (the model should not even learn their
 names), enum values with their meanings, references as arrows, row filters as notes.
 Objects that ``structq sync`` added but nobody has described yet are rendered too (they are
-real and queryable), marked ``(undescribed)`` so the model treats their meaning with care.
+real and queryable), marked ``(undescribed)`` so the model treats their meaning with care; the
+``values`` of such a draft were profiled from the data, so they are shown as values seen, not as
+the only legal ones (the sandbox does not enforce them either).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from .model import Column, Index, Manifest, SearchField, Table
 if TYPE_CHECKING:
     from .catalog import CapabilitySet
 
-__all__ = ["render_capabilities", "render_manifest"]
+__all__ = ["render_capabilities", "render_manifest", "render_table", "render_index"]
 
 
-def _values(values: dict[str, str] | None) -> str:
+def _values(values: dict[str, str] | None, draft: bool = False) -> str:
+    """Accepted values are the only legal literals; a draft's were seen in the data (suggestions)."""
     if not values:
         return ""
-    return " values: " + ", ".join(f"{k}={v}" if v and v != k else k for k, v in values.items())
+    label = " values seen in the data (not a complete list): " if draft else " values: "
+    return label + ", ".join(f"{k}={v}" if v and v != k else k for k, v in values.items())
 
 
 def _described(text: str, draft: bool) -> str:
@@ -35,13 +39,23 @@ def _synonyms(synonyms: list[str]) -> str:
     return f" (also: {', '.join(synonyms)})" if synonyms else ""
 
 
+def _coverage(c: Column) -> str:
+    """``sale_date: 2023-01-01 … 2026-10-31, ISO date text``: which period exists, and how to write it."""
+    if c.coverage is None:
+        return ""
+    stored = f", stored as {c.coverage.format}" if c.coverage.format else ""
+    return f" (data covers {c.coverage.min} … {c.coverage.max}{stored})"
+
+
 def _column(c: Column) -> str:
     flags = " PK" if c.primary_key else ""
     ref = f" → {c.references}" if c.references else ""
-    return f"    {c.name} {c.type}{flags}{ref}{_described(c.description, c.draft)}{_synonyms(c.synonyms)}{_values(c.values)}"
+    return (f"    {c.name} {c.type}{flags}{ref}{_described(c.description, c.draft)}{_synonyms(c.synonyms)}"
+            f"{_coverage(c)}{_values(c.values, c.draft)}")
 
 
-def _table(t: Table, m: Manifest) -> list[str]:
+def render_table(t: Table, m: Manifest) -> list[str]:
+    """A table's lines: its header, one line per allowed column, then its row filters."""
     lines = [f"  table {t.name}{_described(t.description, t.draft)}{_synonyms(t.synonyms)}"]
     lines += [_column(c) for c in t.allowed_columns]
     lines += [f"    [row filter, added automatically: {f.where}]" for f in m.row_filters_for(t.name)]
@@ -52,13 +66,14 @@ def _field(f: SearchField, prefix: str = "") -> list[str]:
     if f.denied:
         return []
     name = prefix + f.name
-    lines = [f"    {name} {f.type}{_described(f.description, f.draft)}{_synonyms(f.synonyms)}{_values(f.values)}"]
+    lines = [f"    {name} {f.type}{_described(f.description, f.draft)}{_synonyms(f.synonyms)}{_values(f.values, f.draft)}"]
     for sub in f.fields:
         lines += _field(sub, name + ".")
     return lines
 
 
-def _index(i: Index, m: Manifest) -> list[str]:
+def render_index(i: Index, m: Manifest) -> list[str]:
+    """An index's lines: its header, one line per allowed field, then its row filters."""
     lines = [f"  index {i.name}{_described(i.description, i.draft)}{_synonyms(i.synonyms)}"]
     for f in i.fields:
         lines += _field(f)
@@ -82,9 +97,9 @@ def render_manifest(m: Manifest) -> str:
     if m.functions:
         lines.append(f"  extra functions allowed: {', '.join(m.functions)}")
     for table in m.tables:
-        lines += _table(table, m)
+        lines += render_table(table, m)
     for index in m.indices:
-        lines += _index(index, m)
+        lines += render_index(index, m)
     return "\n".join(lines)
 
 

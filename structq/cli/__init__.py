@@ -15,7 +15,10 @@ from .sync import sync
 from .demo import demo
 from .engine import configure_daemon, engine_app
 from .eval import eval_
+from .init import init
+from .describe import describe
 from .run import run
+from .serve import mcp, serve
 
 app = typer.Typer(
     name="structq",
@@ -57,17 +60,30 @@ app.command()(ask)
 app.command()(plan)
 app.command()(run)
 app.command()(chat)
+app.command()(init)
+app.command()(describe)
 app.command()(check)
 app.command()(sandbox)
 app.command()(sync)
 app.command("eval")(eval_)
+app.command()(serve)
+app.command()(mcp)
 app.add_typer(cache_app, name="cache")
 app.add_typer(engine_app, name="engine")
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: whatever escapes a command is still one line, not a traceback."""
+    import sys
+
+    from .common import errors_to_exit, plain_when_piped
+
+    plain_when_piped(app)
+    try:
+        with errors_to_exit(verbose=bool({"-v", "--verbose"} & set(sys.argv[1:]))):
+            app()
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
 
 
 __all__ = ["app", "main"]

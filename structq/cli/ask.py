@@ -23,7 +23,16 @@ from .common import (
     print_json,
 )
 
-QuestionArg = Annotated[str, typer.Argument(help="The question, in any language.")]
+
+
+def _question(value: str) -> str:
+    """An empty or blank question is a usage error (exit 2), not a question for the model."""
+    if not value.strip():
+        raise typer.BadParameter("the question is empty; ask something, e.g. \"华东区有多少员工？\"")
+    return value
+
+
+QuestionArg = Annotated[str, typer.Argument(help="The question, in any language.", callback=_question)]
 
 
 def ask(
@@ -73,16 +82,27 @@ def plan(
     llm: LlmOpt = None,
     today: TodayOpt = None,
     no_cache: NoCacheOpt = False,
+    explain_linking: Annotated[bool, typer.Option(
+        "--explain-linking", help="Show which tables, columns and stored values schema linking keeps for the "
+        "question, and why; no model is called.")] = False,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Write the plan for a question without running it (save it and `structq run` it later).
 
     Example:  structq plan "华东区有多少员工？" --json > plan.json && structq run plan.json
+
+    Example:  structq plan "星火项目有哪些成员？" --explain-linking
     """
     day = parse_today(today)
     with errors_to_exit(verbose):
         with make_agent(manifests, llm, no_cache=no_cache) as agent:
+            if explain_linking:
+                from .linking import print_linking
+
+                selection = agent.link(question)
+                print_json(selection.to_dict()) if json_out else print_linking(console(), selection)
+                return
             result = agent.plan(question, today=day, use_cache=not no_cache)
         if json_out:
             print_json(result.to_dict())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import JsonOpt, console, print_json
+from .common import JsonOpt, console, errors_to_exit, print_json
 
 cache_app = typer.Typer(
     help="The plan cache (plans the model wrote that ran successfully).\n\nExample:  structq cache info --json",
@@ -25,8 +25,9 @@ def clear(json_out: JsonOpt = False) -> None:
 
     Example:  structq cache clear
     """
-    cache = _cache()
-    removed = cache.clear()
+    with errors_to_exit():
+        cache = _cache()
+        removed = cache.clear()
     if json_out:
         print_json({"removed": removed, "path": str(cache.path)})
     else:
@@ -39,8 +40,10 @@ def info(json_out: JsonOpt = False) -> None:
 
     Example:  structq cache info
     """
-    cache = _cache()
+    with errors_to_exit():
+        cache = _cache()
+        plans = len(cache)
     if json_out:
-        print_json({"plans": len(cache), "path": str(cache.path)})
+        print_json({"plans": plans, "path": str(cache.path)})
     else:
-        console().print(f"{len(cache)} cached plans in {cache.path}")
+        console().print(f"{plans} cached plans in {cache.path}")

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_MANIFESTS, EXIT_FAILED, JsonOpt, ManifestsOpt, VerboseOpt, console, errors_to_exit, load_capabilities, print_json
+from .common import (
+    DEFAULT_MANIFESTS,
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    JsonOpt,
+    ManifestsOpt,
+    VerboseOpt,
+    console,
+    errors_to_exit,
+    print_json,
+    resolve_manifests,
+)
 
 
 def _summary(manifest) -> dict:
@@ -32,21 +44,26 @@ def check(
 ) -> None:
     """Validate capability manifests and print one line per source.
 
-    Every error names file:line:column and suggests the closest valid key or name.
+    Reports every problem in every file in one run, each at file:line:column with the
+    closest valid key or name; runs each verified example through the sandbox. Exit 3 on a
+    manifest problem (--json prints the problems document then too), 1 when --connect finds
+    a declared object missing.
 
     Example:  structq check -m capabilities --connect
     """
+    from .checkup import collect, location
+
     with errors_to_exit(verbose):
-        caps = load_capabilities(manifests)
-        summaries = [_summary(m) for m in caps]
-        problems: list[dict] = []
-        if connect:
+        caps, problems = collect(resolve_manifests(manifests))
+        summaries = [_summary(m) for m in caps] if caps else []
+        if connect and caps and not problems:
             from structq.sync.verify import missing_objects
 
             for manifest in caps:
                 problems += missing_objects(manifest)
         if json_out:
-            print_json({"ok": not problems, "fingerprint": caps.fingerprint(), "sources": summaries, "problems": problems})
+            print_json({"ok": not problems, "fingerprint": caps.fingerprint() if caps else None,
+                        "sources": summaries, "problems": problems})
         else:
             out = console()
             for s in summaries:
@@ -55,6 +72,12 @@ def check(
                 out.print(f"[green]ok[/] {s['source']} ({s['kind']}{dialect}): {s['objects']} {what}, "
                           f"{s['fields']} fields, {s['examples']} examples, {s['row_filters']} row filters")
             for p in problems:
-                out.print(f"[red]missing[/] {p['source']}: {p['message']}")
+                if p.get("kind") in ("manifest", "sandbox"):
+                    text = p.get("text") or f"{location(p)}: {p['message']}" + (f" (hint: {p['hint']})" if p["hint"] else "")
+                    sys.stderr.write(f"structq: error: {text}\n")
+                else:
+                    out.print(f"[red]missing[/] {p['source']}: {p['message']}")
+        if any(p.get("kind") in ("manifest", "sandbox") for p in problems):
+            raise typer.Exit(EXIT_CONFIG)
         if problems:
             raise typer.Exit(EXIT_FAILED)

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 
+#: click's usage errors and exits pass through ``errors_to_exit`` untouched. typer vendors click
+#: in recent versions and uses it in older ones; its own exception names the right class.
+_CLICK_EXITS = (typer.Exit, typer.Abort, *(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"))
+
 ManifestsOpt = Annotated[
     Path,
     typer.Option("-m", "--manifests", help="Manifest file or folder of manifests.", envvar="STRUCTQ_MANIFESTS"),
@@ -92,10 +96,26 @@ def _number_or_text(value: str) -> Any:
     return value
 
 
+#: Width when the output is not a terminal: lines are never wrapped for a pipe or a file, so
+#: ``grep`` and ``cut`` see whole rows (panels shrink to their content; see ``render.panel``).
+PIPE_WIDTH = 10_000
+
+
 def console(stderr: bool = False) -> "Console":
+    """Rich output for a terminal; for a pipe or a file, no colour codes and no wrapping."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    out = Console(stderr=stderr, highlight=False)
+    if out.is_terminal:
+        return out
+    return Console(stderr=stderr, highlight=False, width=PIPE_WIDTH, color_system=None, emoji=False)
+
+
+def plain_when_piped(app: typer.Typer) -> None:
+    """Help and usage errors as plain text when stdout or stderr is not a terminal: no boxes,
+    no colour codes, and no help text cut to fit a box (rich crops wrapped CJK lines)."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        app.rich_markup_mode = None
 
 
 def print_json(document: Any) -> None:
@@ -130,12 +150,41 @@ def errors_to_exit(verbose: bool = False) -> Iterator[None]:
     try:
         yield
     except StructqError as exc:
-        if verbose or os.environ.get("STRUCTQ_DEBUG"):
-            import traceback
-
-            traceback.print_exc()
+        _traceback_if(verbose)
         message, hint = describe(exc)
-        fail(message, hint=hint, code=exit_code_for(exc))
+        fail(message, hint=_demo_hint(message) or hint, code=exit_code_for(exc))
+    except _CLICK_EXITS:
+        raise
+    except BrokenPipeError:  # `structq … | head` stopped reading: nothing left to say
+        raise typer.Exit(EXIT_FAILED) from None
+    except OSError as exc:  # a file or folder the command was pointed at
+        _traceback_if(verbose)
+        where = f" {exc.filename}" if exc.filename else ""
+        fail(f"cannot use{where}: {exc.strerror or exc}", hint="check the path and its permissions", code=EXIT_FAILED)
+    except Exception as exc:  # a bug: still one line, the traceback only on request
+        _traceback_if(verbose)
+        fail(f"unexpected {type(exc).__name__}: {exc}",
+             hint="run again with -v for the traceback, and please report it", code=EXIT_FAILED)
+
+
+def _demo_hint(message: str) -> str | None:
+    """When a source is unusable because the demo data was never built, say how to build it
+    (not "check that the server is running")."""
+    from structq.config import default_demo_dir
+    from structq.demo import DATABASE_NAME
+
+    folder = default_demo_dir()
+    if str(folder) not in message or (folder / DATABASE_NAME).exists():
+        return None
+    return (f"the demo data is not built yet in {folder}: run `structq demo` first "
+            "(or point STRUCTQ_DEMO_DIR at a folder where it was built)")
+
+
+def _traceback_if(verbose: bool) -> None:
+    if verbose or os.environ.get("STRUCTQ_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
 
 
 def describe(exc: "StructqError") -> tuple[str, str | None]:

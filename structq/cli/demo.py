@@ -38,7 +38,7 @@ def demo(
     from structq.config import default_demo_dir
 
     out = console()
-    target = (directory or default_demo_dir()).expanduser().resolve()
+    target = _writable_folder((directory or default_demo_dir()).expanduser().resolve())
     os.environ["STRUCTQ_DEMO_DIR"] = str(target)  # the bundled manifests point at ${STRUCTQ_DEMO_DIR}
     with errors_to_exit(verbose):
         _ensure_data(target, scale, rebuild, out)
@@ -53,6 +53,21 @@ def demo(
             if agent.has_model:
                 _answer_open_question(agent, out)
         _next_steps(out, manifests, target, with_model=agent.has_model)
+
+
+def _writable_folder(target: Path) -> Path:
+    """``--dir`` as a folder structq can write, or a usage error saying why not."""
+    if target.exists() and not target.is_dir():
+        raise typer.BadParameter(f"{target} is a file, not a folder", param_hint="--dir")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot create the folder {target}: {exc.strerror or exc} "
+                                 "(choose a folder you can write, e.g. --dir /tmp/structq-demo)",
+                                 param_hint="--dir") from None
+    if not os.access(target, os.W_OK):
+        raise typer.BadParameter(f"cannot write in {target} (choose a folder you can write)", param_hint="--dir")
+    return target
 
 
 def _ensure_data(target: Path, scale: float, rebuild: bool, out) -> None:
@@ -82,17 +97,22 @@ def _ensure_data(target: Path, scale: float, rebuild: bool, out) -> None:
 
 
 def _answer_examples(agent, out) -> None:
-    from rich.markup import escape
-    from rich.rule import Rule
+    from .render import heading, print_answer, print_plan, print_queries, print_results
 
-    from .render import print_answer, print_plan, print_queries, print_results
+    from rich.markup import escape
+
+    from structq.errors import ConfigError
 
     examples = [example for _, example in agent.capabilities.examples()]
     out.print(f"\nAnswering the {len(examples)} verified example questions (plans from the manifests, no model):")
     for i, example in enumerate(examples, 1):
-        out.print(Rule(f"[bold]{i}. {escape(example.question)}", align="left"))
-        with out.status("running the plan …"):
-            answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
+        heading(out, f"{i}. {example.question}")
+        try:
+            with out.status("running the plan …"):
+                answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
+        except ConfigError as exc:  # e.g. the embedded search engine is not installed: the others still run
+            out.print(f"[yellow]skipped:[/] {escape(exc.message)}" + (f" ({escape(exc.hint)})" if exc.hint else ""))
+            continue
         print_plan(out, answer.plan)
         print_queries(out, answer.results)
         print_results(out, answer.results)
@@ -100,11 +120,9 @@ def _answer_examples(agent, out) -> None:
 
 
 def _answer_open_question(agent, out) -> None:
-    from rich.rule import Rule
+    from .render import heading, print_answer, print_plan
 
-    from .render import print_answer, print_plan
-
-    out.print(Rule(f"[bold]Your model plans a new question: {OPEN_QUESTION}", align="left"))
+    heading(out, f"Your model plans a new question: {OPEN_QUESTION}")
     with out.status("planning with the model …"):
         answer = agent.ask(OPEN_QUESTION, today=DEMO_TODAY)
     print_plan(out, answer.plan)
@@ -112,13 +130,13 @@ def _answer_open_question(agent, out) -> None:
 
 
 def _next_steps(out, manifests: Path, data: Path, *, with_model: bool) -> None:
-    from rich.panel import Panel
+    from .render import panel
 
     model_line = ("" if with_model else
                   "Configure a model first: --llm openai:gpt-4o-mini, or STRUCTQ_LLM, or OPENAI_API_KEY\n"
                   "(OPENAI_BASE_URL for any OpenAI-compatible server).\n")
-    out.print(Panel(
-        f"{model_line}"
+    out.print(panel(
+        out, f"{model_line}"
         f"Ask your own question:\n"
         f"  STRUCTQ_DEMO_DIR={data} structq ask \"华东区去年哪个季度销售额最高？\" -m {manifests} --show-plan\n"
         f"The manifests describing the demo sources are in {manifests}.\n"

@@ -20,7 +20,9 @@ def eval_(
     """Ask every question of a set and compare the final rows with the expected ones.
 
     Prints pass/fail per item (with the plan on failure), the accuracy, model calls and time;
-    exits 1 when any item fails. Run it after changing a manifest or a model.
+    exits 1 when any item fails. Without a model, the verified example questions run and the
+    others are reported as skipped (exit 3 when nothing could run). Run it after changing a
+    manifest or a model.
 
     Example:  structq eval capabilities/eval.yaml --llm openai:gpt-4o-mini
     """
@@ -33,6 +35,9 @@ def eval_(
         out = console(stderr=json_out)
 
         def show(i: int, result) -> None:
+            if result.skipped:
+                out.print(f"[yellow]skip[/] {i + 1:>3}. {escape(result.item.question)}  [dim]({escape(result.reason)})[/]")
+                return
             mark = "[green]pass[/]" if result.passed else "[red]FAIL[/]"
             out.print(f"{mark} {i + 1:>3}. {escape(result.item.question)}  [dim]({result.plan_source or '-'}, "
                       f"{result.model_calls} calls, {result.elapsed_ms:.0f} ms)[/]")
@@ -46,7 +51,13 @@ def eval_(
         if json_out:
             print_json(report.to_dict())
         else:
-            out.print(f"\naccuracy {report.accuracy:.1%} ({report.passed}/{len(report.results)}), "
+            skipped = f", {report.skipped} skipped" if report.skipped else ""
+            out.print(f"\naccuracy {report.accuracy:.1%} ({report.passed}/{len(report.results) - report.skipped}{skipped}), "
                       f"{report.model_calls} model calls, {report.elapsed_ms / 1000:.1f} s")
-        if report.passed < len(report.results):
+        if report.skipped == len(report.results):
+            from structq.errors import ConfigError
+
+            raise ConfigError("no item of the question set could run without a model",
+                              hint="configure one with --llm, STRUCTQ_LLM or OPENAI_API_KEY")
+        if report.failed:
             raise typer.Exit(EXIT_FAILED)

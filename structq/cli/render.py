@@ -23,10 +23,27 @@ def _query_renderable(query: Any, *, sql: bool) -> Any:
     return Syntax(text, "json", word_wrap=True, theme="ansi_dark", background_color="default")
 
 
+def panel(out: "Console", renderable: Any, **options: Any) -> Any:
+    """A panel as wide as the terminal; in a pipe (a very wide console) as wide as its content."""
+    from rich.panel import Panel
+
+    return Panel(renderable, expand=out.is_terminal, **options)
+
+
+def heading(out: "Console", text: str) -> None:
+    """A section heading: a rule across the terminal, or one plain line in a pipe."""
+    from rich.markup import escape
+    from rich.rule import Rule
+
+    if out.is_terminal:
+        out.print(Rule(f"[bold]{escape(text)}", align="left"))
+    else:
+        out.print(f"── {escape(text)}")
+
+
 def print_plan(out: "Console", plan: "Plan") -> None:
     """The plan: reasoning, then each step with its highlighted query."""
     from rich.markup import escape
-    from rich.panel import Panel
 
     if plan.reasoning:
         out.print(f"[bold]Plan:[/] {escape(plan.reasoning)}")
@@ -35,7 +52,7 @@ def print_plan(out: "Console", plan: "Plan") -> None:
     for i, step in enumerate(plan.steps, 1):
         where = f"{step.source}/{step.index}" if step.index else step.source
         title = escape(f"{i}. {step.output_key} @ {where}" + (f" — {step.purpose}" if step.purpose else ""))
-        out.print(Panel(_query_renderable(step.query, sql=step.index is None), title=title, title_align="left"))
+        out.print(panel(out, _query_renderable(step.query, sql=step.index is None), title=title, title_align="left"))
 
 
 def print_step(out: "Console", result: "StepResult") -> None:
@@ -62,12 +79,10 @@ def print_step(out: "Console", result: "StepResult") -> None:
 
 def print_queries(out: "Console", run: "RunResult") -> None:
     """The queries exactly as they ran (after the sandbox's rewrite), highlighted."""
-    from rich.panel import Panel
-
     for result in run.steps.values():
         if result.skipped:
             continue
-        out.print(Panel(_query_renderable(result.query, sql=result.index is None),
+        out.print(panel(out, _query_renderable(result.query, sql=result.index is None),
                         title=f"ran: {result.output_key}", title_align="left", border_style="dim"))
 
 
@@ -84,13 +99,12 @@ def print_answer(out: "Console", answer: "Answer", *, results_shown: bool = Fals
     """The answer and its citations. When the result tables were just printed and the answer
     is the deterministic rendering (no model wrote it), only its summary line is repeated."""
     from rich.markup import escape
-    from rich.panel import Panel
     from rich.text import Text
 
     text = answer.text
     if results_shown and answer.model_calls.count("answer") == 0:
         text = text.split("\n", 1)[0]
-    out.print(Panel(Text(text), title="Answer", title_align="left", border_style="green"))
+    out.print(panel(out, Text(text), title="Answer", title_align="left", border_style="green"))
     for c in answer.citations:
         where = f"{c['source']}/{c['index']}" if c.get("index") else c["source"]
         cited = escape(f"[{c['step']}] {where}")

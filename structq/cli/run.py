@@ -26,10 +26,12 @@ def run(
     """
     variables = parse_vars(var)
     with errors_to_exit(verbose):
-        from structq.agent import Engine, Plan
+        from structq.agent import Engine
+
+        from .planfile import read_plan_file
 
         caps = load_capabilities(manifests)
-        plan = Plan.from_file(plan_file)
+        plan = read_plan_file(plan_file)
         with Engine(caps) as engine:
             result = engine.run(plan, vars=variables)
         if json_out:

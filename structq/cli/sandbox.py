@@ -85,7 +85,7 @@ def _document(safe: "SafeQuery") -> dict[str, Any]:
     """The stable ``--json`` shape of an accepted query."""
     return {
         "ok": True,
-        "query": safe.text if safe.kind == "sql" else safe.body,
+        "query": safe.sent_text if safe.kind == "sql" else safe.body,
         "index": safe.index,
         "params": safe.params,
         "tables": list(safe.tables),
@@ -99,12 +99,12 @@ def _print_accepted(safe: "SafeQuery") -> None:
     out = console()
     document = _document(safe)
     if not sys.stdout.isatty():
-        out.print(safe.text if safe.kind == "sql" else json.dumps(safe.body, ensure_ascii=False, indent=2),
+        out.print(safe.sent_text if safe.kind == "sql" else json.dumps(safe.body, ensure_ascii=False, indent=2),
                   markup=False)
     elif safe.kind == "sql":
         from rich.syntax import Syntax
 
-        out.print(Syntax(safe.text or "", "sql", word_wrap=True, background_color="default"))
+        out.print(Syntax(safe.sent_text or "", "sql", word_wrap=True, background_color="default"))
     else:
         from rich.json import JSON
 
@@ -137,7 +137,7 @@ def sandbox(
 
     Prints the rewritten query (row filters, row cap, allowed columns or _source), its bound values, what it reads and its row limit; a refused query prints the violation's code, message and hint. Nothing is sent to the source.
 
-    [b]Examples[/b]
+    Examples:
 
       structq sandbox -m capabilities --source hr --var tenant_id=7 "SELECT * FROM employees"
 

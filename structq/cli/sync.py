@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -33,7 +35,7 @@ _SOURCE_LINE = re.compile(r"^source:\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)", re.MULTI
 
 HELP = """Compare manifests with their databases and search indices; report or apply the drift.
 
-New tables, columns and fields are added with their types and the database's comments, marked [bold]draft: true[/] (undescribed); dropped ones are removed; type changes are applied. Descriptions, values, synonyms, access flags, examples, policies and YAML comments are kept. Every write first saves the previous file under .history/<source>/.
+New tables, columns and fields are added with their types and the database's comments, marked draft: true (undescribed); dropped ones are removed; type changes are applied. Descriptions, values, synonyms, access flags, examples, policies and YAML comments are kept. Every write first saves the previous file under .history/<source>/.
 
 Exit codes: 0 in sync (or written), 1 drift found by --check (or a failure), 2 usage, 3 manifest or configuration error, 4 a source is unavailable.
 
@@ -47,9 +49,9 @@ Examples:
 
   structq sync --rollback -s hr         # undo the last write
 
-A crontab line (every night at 02:00; mail the report when a manifest drifted):
+  structq sync --values                 # (re)build the value index for schema linking
 
-  0 2 * * * cd /srv/sq && structq sync --check >drift.txt || mail -s drift ops <drift.txt
+For cron, use scripts/sync_cron.sh (README, "Cron"): absolute paths, an env file for the URLs, --quiet, and a mail that tells drift (1) from errors (3, 4).
 """
 
 
@@ -99,7 +101,10 @@ def _entry(plan: "SyncPlan") -> dict[str, Any]:
         "dropped": [c.as_dict() for c in d.dropped],
         "changed": [c.as_dict() for c in d.changed]
         + [{"object": p.name, "kind": p.kind, "attribute": "values", "from": None, "to": list(p.values)}
-           for p in d.proposals],
+           for p in d.proposals if not p.refresh],
+        "filled": [c.as_dict() for c in d.filled]
+        + [{"object": p.name, "kind": p.kind, "attribute": "values", "to": list(p.values)} for p in d.proposals if p.refresh],
+        "denied": [{"object": x.name, "kind": x.category, "reason": x.reason} for x in d.denials],
         "renames": list(d.renames),
         "warnings": list(d.warnings),
         "written": plan.written,
@@ -108,10 +113,28 @@ def _entry(plan: "SyncPlan") -> dict[str, Any]:
     }
 
 
+def _patch(plan: "SyncPlan") -> str:
+    """The YAML change as a unified diff that ``patch -p1`` applies in the manifest's folder
+    (``a/hr.yaml`` / ``b/hr.yaml`` headers, a marked missing final newline)."""
+    import difflib
+
+    name = plan.path.name
+    lines = []
+    for line in difflib.unified_diff(plan.before.decode("utf-8").splitlines(keepends=True),
+                                     plan.after.decode("utf-8").splitlines(keepends=True),
+                                     fromfile=f"a/{name}", tofile=f"b/{name}"):
+        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
 def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> None:
     d = plan.diff
     if not d.drift:
         out.print(f"[green]in sync[/] {plan.source} ({plan.path})")
+        for c in d.filled:
+            out.print(f"  [cyan]+[/] {c.kind} {c.name}: {c.attribute} {c.new} (stated from the database)")
+        for p in d.proposals:
+            out.print(f"  [cyan]~[/] {p.kind} {p.name}: suggested values now ({', '.join(p.values)})")
         return
     out.print(f"[yellow]drift[/] {plan.source} ({plan.path})")
     for c in d.added:
@@ -128,14 +151,20 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
             out.print(f"  [cyan]~[/] {c.kind} {c.name}: {c.attribute} {c.old} removed")
         else:
             out.print(f"  [cyan]~[/] {c.kind} {c.name}: {c.attribute} {c.old} → {c.new}")
+    for c in d.filled:
+        out.print(f"  [cyan]+[/] {c.kind} {c.name}: {c.attribute} {c.new} (stated from the database)")
     for p in d.proposals:
         out.print(f"  [cyan]~[/] {p.kind} {p.name}: values proposed ({', '.join(p.values)})")
+    for x in d.denials:
+        out.print(f"  [red]✗[/] {x.kind} {x.name}: access: deny ({x.reason})", highlight=False)
     for r in d.renames:
         out.print(f"  [magenta]?[/] {r}")
     for w in d.warnings:
         out.print(f"  [yellow]![/] {w}")
     if show_diff and plan.after != plan.before:
-        out.print(plan.unified_diff(), markup=False, highlight=False, end="")
+        out.file.flush()
+        sys.stdout.write(_patch(plan))  # bytes as they are: a console would wrap long lines
+        sys.stdout.flush()
     if write and plan.written:
         out.print(f"  wrote {plan.path}; previous version saved as {plan.saved.path if plan.saved else '-'}")
     elif write and plan.after == plan.before:
@@ -143,6 +172,35 @@ def _print_plan(out: Any, plan: "SyncPlan", *, write: bool, show_diff: bool) -> 
 
 
 # --- commands -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def _in_folder(folder: Path) -> Iterator[None]:
+    """Run inside the manifest's folder, so a relative SQLite path resolves against it, as it
+    does for ``check`` and ``ask`` (cron runs from the home folder)."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def _build_values(manifests: Path, source: str | None, max_distinct: int, json_out: bool) -> None:
+    """Write ``.values/<source>.json`` for each manifest (see ``structq.sync.values``)."""
+    from structq.capabilities import CapabilitySet
+    from structq.sync.values import build_values
+
+    chosen = {_source_of(f) for f in _files(manifests, source)}
+    builds = [build_values(m, max_distinct=max_distinct) for m in CapabilitySet.from_path(manifests) if m.source in chosen]
+    if json_out:
+        print_json({"values": [b.to_dict() for b in builds]})
+        return
+    out = console()
+    for b in builds:
+        out.print(f"values {b.source}: {b.values} values of {b.columns} columns → {b.path}", markup=False)
+        for note in b.notes:
+            out.print(f"  ! {note}", markup=False)
 
 
 def _rollback(manifests: Path, source: str | None, version: str | None, json_out: bool) -> None:
@@ -172,10 +230,15 @@ def sync(
     profile_values: Annotated[int | None, typer.Option("--profile-values", metavar="N", min=1,
                                                        help="Propose 'values' for text columns with at most N distinct values.")] = None,
     show_diff: Annotated[bool, typer.Option("--diff", help="Also print the unified diff of the YAML.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing for manifests in sync (for cron).")] = False,
     rollback: Annotated[bool, typer.Option("--rollback", help="Restore the previous saved version of one manifest "
                                            "(or VERSION, a name under .history/<source>/).")] = False,
     version: Annotated[str | None, typer.Argument(metavar="[VERSION]", help="With --rollback: the version to restore.",
                                                   show_default=False)] = None,
+    values: Annotated[bool, typer.Option("--values", help="Build the value index schema linking reads "
+                                         "(.values/<source>.json next to the manifests); alone or with --check/--write.")] = False,
+    max_distinct: Annotated[int, typer.Option("--max-distinct", metavar="N", min=1,
+                                              help="With --values: leave out columns with more distinct values.")] = 5000,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -189,6 +252,10 @@ def sync(
             return
         if version is not None:
             fail(f"unexpected argument {version!r} (a VERSION goes with --rollback)", code=EXIT_USAGE)
+        if values:
+            _build_values(manifests, source, max_distinct, json_out and not (check or write))
+            if not (check or write):
+                raise typer.Exit(EXIT_OK)
         if check == write:
             fail("say --check (report only) or --write (apply)", hint="structq sync --help", code=EXIT_USAGE)
         from structq.sync import plan_sync, write_sync
@@ -202,9 +269,10 @@ def sync(
         for path in files:
             label = _source_of(path) or path.name
             spinner = status_console.status(f"syncing {label}…") if sys.stderr.isatty() else nullcontext()
+            absolute = path.resolve()  # before moving into its folder, where a relative path means another file
             try:
-                with spinner:
-                    plan = plan_sync(path, examples=examples, profile_values=profile_values)
+                with spinner, _in_folder(absolute.parent):
+                    plan = plan_sync(absolute, examples=examples, profile_values=profile_values)
                     if write:
                         plan = write_sync(plan)
             except SourceUnavailable as exc:
@@ -216,7 +284,7 @@ def sync(
                 continue
             drifted = drifted or plan.diff.drift
             entries.append(_entry(plan))
-            if not json_out:
+            if not json_out and not (quiet and not plan.diff.drift):
                 _print_plan(out, plan, write=write, show_diff=show_diff)
         if json_out:
             print_json({"sources": entries})

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from structq.capabilities.model import Column, Limits, Manifest, Table
-from structq.capabilities.validate import LOCAL_SOURCE
+from structq.capabilities.references import LOCAL_SOURCE
 from structq.errors import ExecutionError, QueryTimeout
 
 from .base import ResultSet, register
@@ -404,7 +404,7 @@ class LocalExecutor:
             raise ExecutionError(f"the local source runs SQL; got a {query.kind} query",
                                  source=LOCAL_SOURCE, query=str(query))
         started = time.monotonic()
-        where = {"source": LOCAL_SOURCE, "query": query.text}
+        where = {"source": LOCAL_SOURCE, "query": query.sent_text}
         try:
             with _local_engine().connect() as connection:
                 raw = connection.connection.dbapi_connection

@@ -4,8 +4,9 @@ The sandbox is the first line of defence; this executor is the second, for the d
 should have refused gets through. Whatever the text says, a query here:
 
 - runs on a **read-only** connection or transaction, and is rolled back, never committed;
-- is cancelled by the **server** after ``limits.timeout_s`` (with a client-side backstop),
-  and a dead server fails fast thanks to a connect timeout;
+- is cancelled by the **server** after ``limits.timeout_s``, and if the server's own timeout
+  did not stop it, a backstop cancels it on the server (``cancel.py``) half a second later;
+  a dead server fails fast thanks to a connect timeout;
 - returns at most ``max_rows`` rows, fetched with ``fetchmany`` (one more tells truncation).
 
 What differs between databases lives in one small strategy object per backend (``_Backend``):
@@ -20,7 +21,8 @@ backend      read-only                               statement timeout
 ===========  ======================================  ==========================================
 SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
              ``PRAGMA query_only``; no ATTACH;       the deadline + a timer that interrupts
-             values and SQL text size-limited        a long single step at the deadline
+             values, SQL text and LIKE patterns      a long single step at the deadline;
+             size-limited; REGEXP matched by RE2     ``REGEXP`` by RE2, linear in the text
 PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
              query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
              only`` per session; every statement     cancels the backend as a backstop
@@ -28,10 +30,15 @@ PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_tim
              run (the simple protocol would run it)
 MariaDB /    ``SET SESSION TRANSACTION READ ONLY``   MariaDB ``max_statement_time`` (s), MySQL
 MySQL        + ``START TRANSACTION READ ONLY``;      ``max_execution_time`` (ms, SELECT only);
-             the session mode matters: a READ ONLY   the driver's read timeout as a backstop
-             transaction alone still lets DDL run
+             the session mode matters: a READ ONLY   ``KILL QUERY`` from a second connection
+             transaction alone still lets DDL run    as a backstop, then the read timeout
              (DDL commits implicitly first)
 ===========  ======================================  ==========================================
+
+With a ``schema`` in the manifest, each transaction is also pinned to it (PostgreSQL
+``search_path``, MySQL/MariaDB ``USE``): the sandbox already writes every table qualified
+with that schema, and the pin keeps any name that is not from reaching a same-named object
+elsewhere (``_Backend.pin_schema``).
 
 Plain ``postgresql://`` / ``mysql://`` / ``mariadb://`` URLs (and other drivers' URLs) are run
 with psycopg 3 and PyMySQL: the guards above are tested with those drivers only.
@@ -54,6 +61,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
 
 from .base import ResultSet, register
+from .cancel import canceller
+from .regexp import REGEXP_HINT, install_regexp
 from .urls import redact_url
 from .values import json_safe_rows
 
@@ -73,6 +82,9 @@ CONNECT_TIMEOUT_MAX_S = 5.0
 CONNECT_TIMEOUT_MIN_S = 2.0
 #: How long after the server-side timeout the client-side backstop steps in.
 BACKSTOP_GRACE_S = 0.5
+#: How long after the server-side timeout a MySQL/MariaDB client stops waiting on its socket:
+#: after the backstop's ``KILL QUERY`` (at ``BACKSTOP_GRACE_S``) has had time to answer.
+SOCKET_GRACE_S = 0.9
 #: SQLite VM instructions between two looks at the clock.
 SQLITE_PROGRESS_STEPS = 1000
 #: Longest string or blob one SQLite value may be (``SQLITE_LIMIT_LENGTH``; SQLite's default is
@@ -84,6 +96,11 @@ SQLITE_MAX_VALUE_BYTES = 10_000_000
 #: query and list parameters are bound (``?`` each, at most 32,766), so real queries are a few
 #: kilobytes; a larger text is a mistake or an attack.
 SQLITE_MAX_SQL_BYTES = 1_000_000
+#: UTF-8 bytes per character at most: the LIKE pattern limit is the sandbox's cap in characters
+#: (``MAX_PATTERN_CHARS``) times this (``SQLITE_LIMIT_LIKE_PATTERN_LENGTH``; SQLite's default is
+#: 50,000 bytes). Matching costs the pattern's length times the text's, in one VM step no
+#: deadline interrupts.
+_UTF8_MAX_BYTES = 4
 #: Advice when a value outgrows ``SQLITE_MAX_VALUE_BYTES``.
 SQLITE_TOO_BIG_HINT = (f"a value grew past {SQLITE_MAX_VALUE_BYTES // 1_000_000} MB (printf widths, replace, "
                        "group_concat over many rows…): build smaller values, or return rows instead")
@@ -142,14 +159,17 @@ def fetched_result(
 ) -> ResultSet:
     """The ``ResultSet`` of what ``fetch`` returned for ``query``, timed from ``started``
     (a ``time.monotonic()`` reading): the SQL engines and the local executor report a run
-    the same way, with the SQL text and parameters that ran."""
+    the same way, with the SQL text and parameters that ran, and the result columns named
+    as the query wrote them (``query.names``) when the sandbox recorded them."""
     columns, rows, truncated = fetched
+    if query.names is not None and len(query.names) == len(columns):
+        columns = query.names
     return ResultSet(
         columns=columns,
         rows=rows,
         truncated=truncated,
         elapsed_ms=(time.monotonic() - started) * 1000,
-        query=query.text,
+        query=query.sent_text,
         params=dict(query.params),
         notes=notes,
     )
@@ -191,13 +211,20 @@ def sqlite_too_big(error: BaseException) -> bool:
 
 def limit_sqlite(dbapi_connection: sqlite3.Connection) -> None:
     """The size limits every SQLite connection that runs checked queries gets: values and
-    SQL text (see ``SQLITE_MAX_VALUE_BYTES``), and no ATTACH (it could create files).
+    SQL text (see ``SQLITE_MAX_VALUE_BYTES``), LIKE / GLOB patterns (the sandbox's cap, in
+    UTF-8 bytes), no ATTACH (it could create files), and ``REGEXP`` matched by RE2
+    (``regexp.py``). Call it after SQLAlchemy's own connect hook, which registers a
+    backtracking ``REGEXP``.
 
     Beyond the value limit SQLite fails the statement with "string or blob too big" —
     except ``printf``/``format``, which return NULL instead."""
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_MAX_SQL_BYTES)
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    from structq.safety.sql.patterns import MAX_PATTERN_CHARS  # sqlglot: not at import time
+
+    dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, _UTF8_MAX_BYTES * MAX_PATTERN_CHARS)
+    install_regexp(dbapi_connection)
 
 
 @contextmanager
@@ -252,6 +279,17 @@ class _Backstop:
         self._timer.cancel()
 
 
+@contextmanager
+def _server_cancel(kind: str, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
+    """Cancel the statement on the server (``cancel.py``) if it outlives ``timeout_s`` + grace."""
+    backstop = _Backstop(canceller(kind, dbapi_connection, _connect_timeout(timeout_s)),
+                         timeout_s + BACKSTOP_GRACE_S)
+    try:
+        yield
+    finally:
+        backstop.finish()
+
+
 def _connect_timeout(timeout_s: float) -> float:
     return max(CONNECT_TIMEOUT_MIN_S, min(CONNECT_TIMEOUT_MAX_S, timeout_s))
 
@@ -302,6 +340,14 @@ class _Backend:
         """Statements that make the next statement read-only and time-limited."""
         return []
 
+    def pin_schema(self, schema: str) -> list[_Setup]:
+        """Statements that make unqualified names resolve in ``schema`` only.
+
+        The sandbox already qualifies every table with the manifest's schema; this is the
+        second guard, so that no unqualified name can reach a same-named object elsewhere.
+        """
+        return []
+
     def on_connect(self, dbapi_connection: Any) -> None:
         """Called once for each new DB-API connection of the engine."""
 
@@ -345,12 +391,14 @@ class _SQLite(_Backend):
                 raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
             connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
             connection.execute("PRAGMA query_only = ON")
-            limit_sqlite(connection)
-            return connection
+            return connection  # ``on_connect`` sets the limits, after SQLAlchemy's own hook
 
         # ``creator`` owns the connection; the URL only selects the dialect. QueuePool because
         # connections are handed between the engine's worker threads.
         return make_url("sqlite+pysqlite://"), {"creator": connect, "poolclass": QueuePool}
+
+    def on_connect(self, dbapi_connection: Any) -> None:
+        limit_sqlite(dbapi_connection)
 
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
@@ -364,7 +412,9 @@ class _SQLite(_Backend):
         return isinstance(error, sqlite3.OperationalError) and "unable to open database" in str(error)
 
     def hint_for(self, error: BaseException) -> str | None:
-        return SQLITE_TOO_BIG_HINT if sqlite_too_big(error) else None
+        if sqlite_too_big(error):
+            return SQLITE_TOO_BIG_HINT
+        return REGEXP_HINT if "user-defined function raised exception" in str(error) else None
 
 
 def _sqlite_path(url: "URL") -> str:
@@ -432,17 +482,17 @@ class _Postgres(_Backend):
             _Setup("SELECT set_config('statement_timeout', :ms, true)", {"ms": str(_ms(timeout_s))}),
         ]
 
+    def pin_schema(self, schema: str) -> list[_Setup]:
+        """``search_path`` for this transaction only: the catalog's built-in functions first
+        (as PostgreSQL does implicitly), then the declared schema, temporary objects last —
+        nothing from ``public`` or a schema named after the user."""
+        path = 'pg_catalog, "' + schema.replace('"', '""') + '", pg_temp'
+        return [_Setup("SELECT set_config('search_path', :path, true)", {"path": path})]
+
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
-        if hasattr(dbapi_connection, "cancel_safe"):  # psycopg ≥ 3.2: bounded, interruptible
-            cancel = functools.partial(dbapi_connection.cancel_safe, timeout=_connect_timeout(timeout_s))
-        else:
-            cancel = dbapi_connection.cancel
-        backstop = _Backstop(cancel, timeout_s + BACKSTOP_GRACE_S)
-        try:
+        with _server_cancel("postgres", dbapi_connection, timeout_s):
             yield
-        finally:
-            backstop.finish()
 
     def is_timeout(self, error: BaseException) -> bool:
         return getattr(error, "sqlstate", None) in self._TIMEOUT_STATES
@@ -466,10 +516,11 @@ class _MySQL(_Backend):
     def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
         if "charset" not in url.query:
             url = url.update_query_dict({"charset": "utf8mb4"})
-        # The server cancels at timeout_s and says so at once; a server that stops answering
-        # is caught by the socket timeouts a little later. PyMySQL also waits for the login
-        # greeting under read_timeout, so a hung server cannot hold a connect past it.
-        backstop = timeout_s + BACKSTOP_GRACE_S
+        # The server cancels at timeout_s and says so at once; if it did not, the backstop
+        # sends KILL QUERY at timeout_s + grace (``guard``); a server that stops answering is
+        # caught by the socket timeouts after that. PyMySQL also waits for the login greeting
+        # under read_timeout, so a hung server cannot hold a connect past it.
+        backstop = timeout_s + SOCKET_GRACE_S
         connect_args = {
             "connect_timeout": _connect_timeout(timeout_s),
             "read_timeout": backstop,
@@ -513,6 +564,16 @@ class _MySQL(_Backend):
             limit,
             _Setup("START TRANSACTION READ ONLY"),
         ]
+
+    @contextmanager
+    def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
+        with _server_cancel("mysql", dbapi_connection, timeout_s):
+            yield
+
+    def pin_schema(self, schema: str) -> list[_Setup]:
+        """The declared database as the session's current one (``USE``; ``text()`` reads a
+        ``:`` as a bind, so one in the name is escaped)."""
+        return [_Setup("USE `" + schema.replace("`", "``").replace(":", "\\:") + "`")]
 
     def is_timeout(self, error: BaseException) -> bool:
         return _mysql_code(error) in self._TIMEOUT_CODES
@@ -665,6 +726,11 @@ class SqlExecutor:
         self._url = url.set(drivername=self._backend.drivername)
         self._engine: Engine | None = None
         self._lock = threading.Lock()
+        from structq.safety.sql.tables import qualifying_schema
+
+        schema = qualifying_schema(manifest.schema_, manifest.sql_dialect)
+        #: Run after the backend's set-up on every connection (``_Backend.pin_schema``).
+        self._pin = self._backend.pin_schema(schema) if schema else []
 
     def __repr__(self) -> str:
         return f"SqlExecutor({self.source!r}, {self._url.render_as_string(hide_password=True)!r})"
@@ -716,7 +782,7 @@ class SqlExecutor:
         try:
             with engine.connect() as connection:
                 phase = "setup"
-                for step in self._backend.setup(connection, self.timeout_s):
+                for step in [*self._backend.setup(connection, self.timeout_s), *self._pin]:
                     connection.execute(text(step.sql), step.params or {})
                 phase = "query"
                 dbapi_connection = connection.connection.dbapi_connection
@@ -730,7 +796,7 @@ class SqlExecutor:
         except NotAQuery:
             raise ExecutionError(
                 f"source {self.source!r}: the statement returned no rows; only queries run here",
-                source=self.source, query=query.text, cause="not a query",
+                source=self.source, query=query.sent_text, cause="not a query",
             ) from None
         except SQLAlchemyError as exc:  # pool exhausted, closed result, …
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
@@ -751,7 +817,7 @@ class SqlExecutor:
                    query: "SafeQuery", elapsed_s: float) -> ExecutionError:
         """The driver's error as the structq error that says whose fault it was."""
         cause = _driver_message(error)
-        where = {"source": self.source, "query": query.text, "cause": cause}
+        where = {"source": self.source, "query": query.sent_text, "cause": cause}
         if phase == "query" and self._backend.is_timeout(error):
             return self._timeout(where)
         lost = invalidated or self._backend.is_unavailable(error)

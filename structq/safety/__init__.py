@@ -1,11 +1,17 @@
 """The sandbox: pure functions from (manifest, query) to a ``SafeQuery`` or a ``SandboxViolation``.
 
 No I/O and no executor imports here: what the sandbox accepts is decided by the query and
-the manifest alone.
+the manifest alone. Where a query refers to earlier steps (``<key>``, ``<key.column>``) is
+decided by one grammar, ``find_references`` (defined beside the step model in
+``capabilities.references``, because manifests' examples are checked with it at load time);
+plan validation, the engine, the local executor and both sandboxes use it.
 """
+
+from structq.capabilities.references import Reference, find_references, local_inputs, replace_references
 
 from .dsl import check_dsl
 from .query import SafeQuery
 from .sql import check_sql
 
-__all__ = ["SafeQuery", "check_dsl", "check_sql"]
+__all__ = ["Reference", "SafeQuery", "check_dsl", "check_sql", "find_references", "local_inputs",
+           "replace_references"]

@@ -22,11 +22,13 @@ aggregates, window functions, string, date/time, math, conditional, JSON readers
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from sqlglot import exp
 
-__all__ = ["is_allowed", "is_table_function", "function_name", "allowed_families", "TABLE_FUNCTIONS", "UNRESOLVED"]
+__all__ = ["is_allowed", "is_table_function", "table_function", "function_name", "written_name", "ALIAS",
+           "TABLE_FUNCTION_COLUMNS", "allowed_families", "TABLE_FUNCTIONS", "UNRESOLVED"]
 
 #: Class names that this sqlglot version does not define (a test keeps this empty).
 UNRESOLVED: list[str] = []
@@ -109,20 +111,43 @@ _ANONYMOUS: dict[str, frozenset[str]] = {
 #: Generic fallback for other sqlglot dialects: the common classes and a few anonymous names.
 _GENERIC_ANONYMOUS = _names("ifnull nullif ceiling power mod log10 trunc")
 
-#: Dialect-specific classes on top of the common families.
-_DIALECT_CLASSES: dict[str, frozenset[type[exp.Expr]]] = {}
-
-#: Functions allowed in FROM as a table source (they read no table): per dialect, by the name
-#: a person writes.
-TABLE_FUNCTIONS: dict[str, frozenset[str]] = {
-    "sqlite": _names("json_each json_tree"),
-    "postgres": _names("generate_series unnest jsonb_array_elements json_array_elements"),
-    "mysql": frozenset(),
+#: Dialect-specific classes on top of the common families: what sqlglot parses some of the
+#: names above into (MySQL's ``ELT`` is an ``exp.Elt``, ``a SOUNDS LIKE b`` becomes
+#: ``SOUNDEX(a) = SOUNDEX(b)``; PostgreSQL's ``make_timestamp`` a ``TimestampFromParts``).
+#: ``tests/test_function_allowlist.py`` parses every name of the lists in its dialect and
+#: fails when one turns into a class that is not allowed, so a listed name cannot be refused.
+_DIALECT_CLASSES: dict[str, frozenset[type[exp.Expr]]] = {
+    "postgres": _classes("TimestampFromParts"),
+    "mysql": _classes("AnyValue Elt JSONKeys Space Soundex"),
 }
-#: The classes sqlglot parses some of those into, under another name: PostgreSQL's
-#: ``generate_series`` in FROM becomes an ``ExplodingGenerateSeries``.
-_TABLE_FUNCTION_CLASSES: dict[str, frozenset[type[exp.Expr]]] = {
-    "postgres": _classes("ExplodingGenerateSeries GenerateSeries Unnest"),
+
+#: The columns a table function returns as written by ``ALIAS``: named after the function's
+#: alias in FROM. PostgreSQL names the one column of a function returning a plain type so
+#: (``generate_series(1, 3) AS g`` has the column ``g``).
+ALIAS = ""
+_JSON_EACH_SQLITE = ("key", "value", "type", "atom", "id", "parent", "fullkey", "path")
+_KEY_VALUE = ("key", "value")
+
+#: Functions allowed in FROM as a table source (they read no table), per dialect, by the name
+#: a person writes, with the columns they return: the sandbox resolves a query's columns
+#: against them (``sql/table_functions.py``) as against a declared table's.
+TABLE_FUNCTION_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
+    "sqlite": {"json_each": _JSON_EACH_SQLITE, "json_tree": _JSON_EACH_SQLITE},
+    "postgres": {
+        "generate_series": (ALIAS,),
+        "unnest": (ALIAS,),
+        **{f"{kind}_array_elements{text}": ("value",) for kind in ("json", "jsonb") for text in ("", "_text")},
+        **{f"{kind}_each{text}": _KEY_VALUE for kind in ("json", "jsonb") for text in ("", "_text")},
+    },
+    "mysql": {},
+}
+TABLE_FUNCTIONS: dict[str, frozenset[str]] = {d: frozenset(f) for d, f in TABLE_FUNCTION_COLUMNS.items()}
+#: The classes sqlglot parses some of those into, and the name they were written with:
+#: PostgreSQL's ``generate_series`` in FROM becomes an ``ExplodingGenerateSeries``.
+_TABLE_FUNCTION_CLASSES: dict[str, dict[type[exp.Expr], str]] = {
+    "postgres": {cls: name for name, cls in (("generate_series", getattr(exp, "ExplodingGenerateSeries", None)),
+                                            ("generate_series", getattr(exp, "GenerateSeries", None)),
+                                            ("unnest", getattr(exp, "Unnest", None))) if cls is not None},
 }
 
 
@@ -133,11 +158,33 @@ def function_name(node: exp.Func) -> str:
     return node.sql_name().lower()
 
 
+_WORD = re.compile(r"[\w$]+")
+
+
+def written_name(node: exp.Func, text: str) -> str:
+    """The name as the query wrote it (``CONVERT_TZ``), for messages: sqlglot may know the
+    function under another (``CONVERT_TIMEZONE``). ``text`` is the text sqlglot parsed, which
+    the node's position indexes; a node without a position (built by sqlglot from an operator,
+    like the ``SOUNDEX`` of MySQL's ``SOUNDS LIKE``) falls back to ``function_name``."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    if isinstance(start, int) and isinstance(end, int):
+        name = text[start : end + 1]
+        if _WORD.fullmatch(name):
+            return name
+    return function_name(node)
+
+
+def table_function(node: exp.Func, dialect: str) -> str | None:
+    """The name of the dialect's table function ``node`` is (written in FROM), or None."""
+    name = _TABLE_FUNCTION_CLASSES.get(dialect, {}).get(type(node))
+    if name is None and isinstance(node, exp.Anonymous):
+        name = function_name(node)
+    return name if name in TABLE_FUNCTIONS.get(dialect, ()) else None
+
+
 def is_table_function(node: exp.Func, dialect: str) -> bool:
     """Whether ``node``, written in FROM, is one of the dialect's table functions."""
-    if type(node) in _TABLE_FUNCTION_CLASSES.get(dialect, ()):
-        return True
-    return isinstance(node, exp.Anonymous) and function_name(node) in TABLE_FUNCTIONS.get(dialect, ())
+    return table_function(node, dialect) is not None
 
 
 def is_allowed(node: exp.Func, dialect: str, extra: Iterable[str]) -> bool:

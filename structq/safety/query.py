@@ -7,10 +7,15 @@ regenerated from the checked tree (never the caller's text) and written with SQL
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["SafeQuery"]
+
+#: How ``text()`` escapes a colon that is not a bind (``'10\:30'``), and how SQLAlchemy undoes it
+#: before sending (``sqlalchemy.sql.compiler.BIND_PARAMS_ESC``).
+_ESCAPED_COLON = re.compile(r"\x5c(:\w*)(?![:\w])", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,8 @@ class SafeQuery:
       text for ``json_each(:name)``: the sandbox picked the form from the dialect).
     - ``tables`` / ``columns``: what the query reads (``table`` and ``table.column``), for
       audit and tests; for search, the index and its fields.
+    - ``names``: the result columns' names as the query wrote them, which the executor gives
+      the result instead of the engine's (``max(kapazität)``, ``sbCustId``); None: the engine's.
     - ``limit``: the most rows the executor fetches (``max_rows + 1``), so that one row more
       than ``max_rows`` tells that the result was truncated.
     """
@@ -41,10 +48,20 @@ class SafeQuery:
     expanding: frozenset[str] = frozenset()
     tables: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+    names: tuple[str, ...] | None = None
+
+    @property
+    def sent_text(self) -> str | None:
+        """The SQL as the database receives it, for people and logs: ``text`` with
+        SQLAlchemy's ``\\:`` escapes undone (``'10:30'``, not ``'10\\:30'``); each bound
+        value still shows as ``:name`` (the driver writes its own placeholder there)."""
+        if self.text is None or "\\:" not in self.text:
+            return self.text
+        return _ESCAPED_COLON.sub(lambda m: m.group(1), self.text)
 
     def __str__(self) -> str:
         if self.kind == "sql":
-            return self.text or ""
+            return self.sent_text or ""
         import json
 
         return f"{self.index} {json.dumps(self.body, ensure_ascii=False)}"

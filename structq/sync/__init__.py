@@ -3,16 +3,23 @@
 The pipeline, one module per step::
 
     introspect.py  source → Snapshot (neutral frozen dataclasses, snapshot.py)
-    diff.py        manifest + Snapshot → SourceDiff (added / dropped / changed / warnings)
-    profile.py     optional: propose ``values`` for low-cardinality text columns
+    diff.py        manifest + Snapshot → SourceDiff (added / dropped / changed / filled / warnings)
+    deny.py        new members that look secret or personal → ``access: deny`` (sensitive.py rules)
+    coverage.py    date columns: the period covered and the stored format (refreshed, not drift)
+    profile.py     optional: suggest ``values`` for coded text columns (never keys, secrets, prose)
     merge.py       SourceDiff → edited YAML text (yamledit.py splices text; nothing re-dumped)
     run.py         the above for one file, with the merged text checked before any write
     history.py     atomic replace, ``.history/<source>/<UTC timestamp>.yaml``, rollback
     verify.py      ``structq check --connect``: declared objects the source lacks
+    init.py        ``structq init``: a sync of a seed manifest that declares nothing yet
+    describe.py    ``structq describe``: a model drafts descriptions (reached through a callable)
+
+Stored values are read only through samples.py (read-only, time-limited sessions of connect.py).
 """
 
-from .diff import Change, Proposal, SourceDiff, diff_manifest
+from .diff import Change, Denial, Proposal, SourceDiff, diff_manifest
 from .history import HistoryError, Version, atomic_write, list_versions, rollback
+from .init import InitResult, init_manifest
 from .introspect import Scope, introspect
 from .merge import merge_text
 from .run import SyncError, SyncPlan, plan_sync, write_sync
@@ -23,7 +30,9 @@ from .yamledit import YamlEditError
 __all__ = [
     "Change",
     "DbObject",
+    "Denial",
     "HistoryError",
+    "InitResult",
     "Member",
     "Proposal",
     "Scope",
@@ -35,6 +44,7 @@ __all__ = [
     "YamlEditError",
     "atomic_write",
     "diff_manifest",
+    "init_manifest",
     "introspect",
     "list_versions",
     "merge_text",

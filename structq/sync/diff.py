@@ -8,7 +8,11 @@ Rules that protect what people wrote:
 
 * A declared type that is a narrower *reading* of the stored type is kept (dates stored as
   text in SQLite, booleans stored as integers): only a real contradiction is a change.
-* ``nullable`` and ``primary_key`` are compared only where the manifest states them.
+* ``nullable``, ``primary_key`` and ``references`` are compared where the manifest states them,
+  and a change is drift. Where it does not, what the database says is *filled in*
+  (``primary_key: true``, ``nullable: false``, a foreign key's ``references``): written by
+  ``--write`` but not drift, since nothing disagrees. A declared reference the database has no
+  foreign key for is kept: people declare logical references that no constraint enforces.
 * A rename cannot be told from a drop plus an add; when a dropped and an added column of one
   table share a type it is reported as a *probable rename*, and nothing is carried over.
 * A dropped table or index that a row filter or a verified example still needs is **held**:
@@ -20,14 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from .changes import Change, Denial, Proposal, SourceDiff
 from .snapshot import DbObject, Member, Snapshot
 
 if TYPE_CHECKING:
     from structq.capabilities import Example, Manifest
 
-__all__ = ["Change", "Proposal", "SourceDiff", "diff_manifest", "REFINEMENTS"]
+__all__ = ["Change", "Denial", "Proposal", "SourceDiff", "diff_manifest", "REFINEMENTS"]
 
 #: (stored type, declared type) pairs where the declaration is a valid narrower reading.
 REFINEMENTS = frozenset({
@@ -36,101 +41,6 @@ REFINEMENTS = frozenset({
     ("datetime", "date"), ("binary", "text"),
     ("keyword", "date"), ("text", "keyword"), ("long", "integer"), ("double", "float"),
 })
-
-
-@dataclass(frozen=True)
-class Change:
-    """One difference. ``path`` is (object,) or (object, member, sub-member…)."""
-
-    action: Literal["add", "drop", "change"]
-    kind: str  # table | column | index | field
-    path: tuple[str, ...]
-    #: What an add brings in (with its members), as introspected.
-    obj: DbObject | None = None
-    member: Member | None = None
-    #: For a change: which attribute, from what, to what.
-    attribute: str | None = None
-    old: Any = None
-    new: Any = None
-    #: A drop left in place because policies or examples still need it.
-    held: bool = False
-
-    @property
-    def name(self) -> str:
-        return ".".join(self.path)
-
-    @property
-    def type(self) -> str | None:
-        if self.member is not None:
-            return self.member.type
-        return None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"object": self.name, "kind": self.kind}
-        if self.action == "add":
-            if self.member is not None:
-                out["type"] = self.member.type
-                out["native_type"] = self.member.native_type
-            if self.obj is not None:
-                out["columns" if self.kind == "table" else "fields"] = [
-                    {"name": m.name, "type": m.type} for m in self.obj.members
-                ]
-        elif self.action == "change":
-            out.update({"attribute": self.attribute, "from": self.old, "to": self.new})
-        else:
-            out["held"] = self.held
-        return out
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """``values`` proposed by ``--profile-values`` for a text column or keyword field."""
-
-    kind: str
-    path: tuple[str, ...]
-    values: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return ".".join(self.path)
-
-
-@dataclass(frozen=True)
-class SourceDiff:
-    """Everything that differs between one manifest and its source."""
-
-    source: str
-    file: str | None
-    changes: tuple[Change, ...] = ()
-    proposals: tuple[Proposal, ...] = ()
-    warnings: tuple[str, ...] = ()
-    renames: tuple[str, ...] = ()
-
-    @property
-    def added(self) -> list[Change]:
-        return [c for c in self.changes if c.action == "add"]
-
-    @property
-    def dropped(self) -> list[Change]:
-        return [c for c in self.changes if c.action == "drop"]
-
-    @property
-    def changed(self) -> list[Change]:
-        return [c for c in self.changes if c.action == "change"]
-
-    @property
-    def drift(self) -> bool:
-        return bool(self.changes or self.proposals)
-
-    @property
-    def writable(self) -> bool:
-        """Whether ``--write`` has anything to apply (held drops change nothing)."""
-        return any(not c.held for c in self.changes) or bool(self.proposals)
-
-    def with_proposals(self, proposals: Sequence[Proposal], notes: Sequence[str] = ()) -> SourceDiff:
-        """This diff with ``--profile-values``' proposals, and its notes (what it skipped) as warnings."""
-        return SourceDiff(self.source, self.file, self.changes, tuple(proposals), (*self.warnings, *notes),
-                          self.renames)
 
 
 # --- what the manifest declares, in the snapshot's shape ------------------------------------
@@ -181,10 +91,10 @@ def _sql_reads(query: str, dialect: str) -> tuple[set[str], set[str]]:
     import sqlglot
     from sqlglot import exp
 
-    from structq.capabilities import REFERENCE
+    from structq.capabilities import replace_references
 
     try:
-        tree = sqlglot.parse_one(REFERENCE.sub("NULL", query), read=dialect)
+        tree = sqlglot.parse_one(replace_references(query, dialect, lambda _: "NULL"), read=dialect)
     except sqlglot.errors.ParseError:
         return set(), set()
     return {t.name for t in tree.find_all(exp.Table)}, {c.name for c in tree.find_all(exp.Column)}
@@ -284,13 +194,11 @@ class _Differ:
                 dropped.append(m)
                 self._drop_member(here)
                 continue
-            if not _compatible(r.type, m.type):
+            if r.type != m.type and (self.snapshot.exact_types or not _compatible(r.type, m.type)):
                 self.changes.append(Change("change", self.member_kind, here, attribute="type", old=m.type, new=r.type,
                                            member=r))
-            if m.nullable is not None and r.nullable is not None and m.nullable != r.nullable:
-                self.changes.append(Change("change", self.member_kind, here, attribute="nullable", old=m.nullable, new=r.nullable))
-            if m.primary_key is not None and m.primary_key != r.primary_key:
-                self.changes.append(Change("change", self.member_kind, here, attribute="primary_key", old=m.primary_key, new=r.primary_key))
+            if not self.search:
+                self._keys(here, m, r)
             if m.members or r.members:
                 self._members(here, m.members, r.members)
         mine_names = {m.name.lower() for m in mine}
@@ -298,6 +206,23 @@ class _Differ:
         for r in added:
             self.changes.append(Change("add", self.member_kind, (*path, r.name), member=r))
         self._member_renames(path, dropped, added)
+
+    def _keys(self, path: tuple[str, ...], m: Member, r: Member) -> None:
+        """``primary_key``, ``nullable`` and ``references``: drift where stated, filled where not."""
+        def record(attribute: str, old: Any, new: Any) -> None:
+            self.changes.append(Change("change", self.member_kind, path, attribute=attribute, old=old, new=new,
+                                       fill=old is None))
+
+        if m.primary_key is not None and m.primary_key != r.primary_key:
+            record("primary_key", m.primary_key, r.primary_key)
+        elif m.primary_key is None and r.primary_key:
+            record("primary_key", None, True)
+        if m.nullable is not None and r.nullable is not None and m.nullable != r.nullable and not r.primary_key:
+            record("nullable", m.nullable, r.nullable)
+        elif m.nullable is None and r.nullable is False and not r.primary_key:
+            record("nullable", None, False)
+        if r.references and (m.references or "").lower() != r.references.lower() and r.references.count(".") == 1:
+            record("references", m.references, r.references)
 
     def _drop_member(self, path: tuple[str, ...]) -> None:
         obj, member = path[0], ".".join(path[1:])
@@ -362,6 +287,24 @@ def _dangling_references(manifest: "Manifest", changes: Sequence[Change]) -> lis
     return out
 
 
+def _resolvable_references(manifest: "Manifest", snapshot: Snapshot, changes: list[Change]) -> list[Change]:
+    """Leave out reference changes whose target the manifest will not declare (it would not load)."""
+    if manifest.is_search:
+        return changes
+    final = {(t.name.lower(), c.name.lower()) for t in manifest.tables for c in t.columns}
+    final |= {(c.obj.name.lower(), m.name.lower()) for c in changes if c.action == "add" and c.obj for m in c.obj.members}
+    final -= {(c.path[0].lower(), c.path[1].lower()) for c in changes if c.action == "drop" and len(c.path) == 2}
+    gone = {c.path[0].lower() for c in changes if c.action == "drop" and len(c.path) == 1 and not c.held}
+
+    def keep(c: Change) -> bool:
+        if c.attribute != "references" or c.new is None:
+            return True
+        table, column = c.new.lower().split(".", 1)
+        return (table, column) in final and table not in gone
+
+    return [c for c in changes if keep(c)]
+
+
 def diff_manifest(manifest: "Manifest", snapshot: Snapshot, *, examples: Sequence["Example"] | None = None) -> SourceDiff:
     """What ``--write`` would change to make ``manifest`` true to ``snapshot``.
 
@@ -371,7 +314,7 @@ def diff_manifest(manifest: "Manifest", snapshot: Snapshot, *, examples: Sequenc
     users = _users(manifest, manifest.examples if examples is None else examples)
     differ = _Differ(manifest, snapshot, users)
     differ.run(declared(manifest))
-    changes = differ.changes
+    changes = _resolvable_references(manifest, snapshot, differ.changes)
     unreferenced = _dangling_references(manifest, changes)
     warnings = differ.warnings + [
         f"column {c.name} referenced {c.old}, which was dropped; the reference is removed" for c in unreferenced

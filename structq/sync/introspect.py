@@ -3,7 +3,8 @@
 SQL sources go through SQLAlchemy's inspector and its ``get_multi_*`` calls, which fetch
 a whole schema's columns, keys and comments in a handful of catalog queries (one per kind of
 fact) instead of several per table; that is what keeps a 1,000-table schema fast.
-Search sources are read from the index mapping.
+Search sources are read from the index mapping; embedded ones from their documents files
+(``documents.py``), since their mapping is made from the manifest.
 
 What is in scope: every object the manifest already declares (so a drop is always seen), plus
 the objects matching ``sync.include`` (all when empty) and not ``sync.exclude`` (glob patterns),
@@ -23,6 +24,7 @@ from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, Search
 from structq.executors.embedded import is_embedded
 
 from .connect import engine_index_names, search_client, sql_connection
+from .documents import documents_objects
 from .snapshot import DbObject, Member, Snapshot
 
 if TYPE_CHECKING:
@@ -236,10 +238,15 @@ def _fields(properties: dict[str, Any], prefix: str, notes: list[str]) -> tuple[
 
 
 def _read_search(manifest: "Manifest", scope: Scope) -> Snapshot:
+    if is_embedded(manifest.url):
+        # Its mapping is made from the manifest: the documents files are what it really holds.
+        wanted = [index.name for index in manifest.indices if scope.wants(index.name)]
+        objects, notes = documents_objects(manifest, wanted)
+        return Snapshot(manifest.source, manifest.kind,
+                        *_declarable(objects, _INDEX_NAME, _FIELD_NAME, scope, notes), exact_types=True)
     names = engine_index_names(manifest)
-    embedded = is_embedded(manifest.url)  # holds the declared indices only, under its own names
     with search_client(manifest) as client:
-        if scope.declared_only or embedded:
+        if scope.declared_only:
             mappings = client.indices.get_mapping(index=",".join(sorted(names)), ignore_unavailable=True)
         else:
             mappings = client.indices.get_mapping()

@@ -40,9 +40,12 @@ class _Merger:
         self.doc = TextDocument(text, file)
         self.search = manifest.is_search
         self.objects_key, self.members_key = ("indices", "fields") if self.search else ("tables", "columns")
-        self.objects = self.doc.root[self.objects_key]
+        #: None when the file declares no objects yet (no key, ``tables:`` or ``tables: []``).
+        self.objects = self.doc.root.get(self.objects_key) or None
         self.diff = diff
         self.values = {p.path: p.values for p in diff.proposals}
+        self.denied = {d.path: d for d in diff.denials}
+        self.coverage = dict(diff.coverage)
         self.final = self._final_members(manifest, diff)
         self.offset = self._sequence_offset()
 
@@ -50,7 +53,7 @@ class _Merger:
 
     def _sequence_offset(self) -> int:
         """How far this file indents a list's '-' past its key (``columns:`` → ``  - …``)."""
-        for obj in self.objects:
+        for obj in self.objects or ():
             members = obj.get(self.members_key)
             if members is not None and len(members) and not members.fa.flow_style():
                 key_col = obj.lc.key(self.members_key)[1]
@@ -60,7 +63,7 @@ class _Merger:
     def _node(self, path: tuple[str, ...]) -> tuple[Any, int, Any]:
         """(sequence, index, mapping) of the object or member at ``path``."""
         seq = self.objects
-        i = _find(seq, path[0])
+        i = _find(seq, path[0]) if seq is not None else None
         if i is None:
             raise YamlEditError(f"{self.doc.file}: {'.'.join(path)} is not in the file")
         for name in path[1:]:
@@ -110,11 +113,18 @@ class _Merger:
             pairs.append(("nullable", False))
         if (values := self.values.get(path)) is not None:
             pairs.append(("values", {v: v for v in values}))
+        if (coverage := self.coverage.get(path)) is not None:
+            pairs.append(("coverage", coverage))
+        denial = self.denied.get(path)
+        if denial is not None:
+            pairs.append(("access", "deny"))
         pairs.append(("draft", True))
+        why = f"   # denied: {denial.reason}" if denial is not None else ""
         if not m.members:
-            return ["- " + flow_map(pairs)]
+            return ["- " + flow_map(pairs) + why]
         lines = [("- " if i == 0 else "  ") + f"{k}: {flow_map(v.items()) if isinstance(v, dict) else scalar(v)}"
                  for i, (k, v) in enumerate(pairs)]
+        lines[0] += why
         return lines + [f"  {self.members_key}:"] + self._nested(path, m.members)
 
     def _nested(self, path: tuple[str, ...], members: Iterable[Member]) -> list[str]:
@@ -145,7 +155,9 @@ class _Merger:
                 added_members[change.path[:-1]].append(change)
         for parent, changes in added_members.items():
             self._add_members(parent, changes)
-        if new_objects:
+        if new_objects and self.objects is None:
+            self.doc.put_top_list(self.objects_key, [self._object_lines(o) for o in new_objects])
+        elif new_objects:
             self.doc.append_items(self.objects, [self._object_lines(o) for o in new_objects])
         new_paths = {c.path for c in self.diff.changes if c.action == "add"}
         for proposal in self.diff.proposals:
@@ -155,10 +167,16 @@ class _Merger:
 
     def _change(self, change: Change) -> None:
         _, _, node = self._node(change.path)
+        text = flow_map(change.new.items()) if isinstance(change.new, dict) else scalar(change.new)
         if change.new is None:
             self.doc.remove_key(node, change.attribute)
+        elif change.attribute not in node:
+            self.doc.add_key(node, change.attribute, text)
+        elif isinstance(change.new, dict):  # a mapping value: replaced whole
+            self.doc.remove_key(node, change.attribute)
+            self.doc.add_key(node, change.attribute, text)
         else:
-            self.doc.set_value(node, change.attribute, scalar(change.new))
+            self.doc.set_value(node, change.attribute, text)
 
     def _add_members(self, parent: tuple[str, ...], changes: list[Change]) -> None:
         _, _, node = self._node(parent)
@@ -176,6 +194,11 @@ class _Merger:
 
     def _propose(self, proposal: Proposal) -> None:
         _, _, node = self._node(proposal.path)
+        if proposal.refresh:  # new suggestions for a draft's; meanings people wrote are kept
+            meanings = {str(k): v for k, v in (node.get("values") or {}).items()}
+            self.doc.remove_key(node, "values")
+            self.doc.add_key(node, "values", flow_map((v, meanings.get(v, v)) for v in proposal.values))
+            return
         self.doc.add_key(node, "values", flow_map((v, v) for v in proposal.values))
         if "draft" not in node:
             self.doc.add_key(node, "draft", "true")

@@ -5,36 +5,51 @@ column without them forces people to type every code by hand. Sync can read the 
 (at most N + 1 rows each, so a high-cardinality column costs one small query) and propose
 them with the value itself as its meaning, marked ``draft: true`` for a person to describe.
 
-Never touched: keys (primary or foreign: identifiers, not codes), columns that already have
-``values`` (written by a person), denied columns (their contents are none of the planner's
-business, not even their distinct values), tables and indices with row filters (their distinct
-values would be every tenant's, written into the manifest and from there into every prompt),
-and values longer than ``MAX_VALUE_LENGTH`` (free text, not codes). Skipped tables and columns
-whose read timed out are named in the sync's warnings.
+Never touched: keys (primary or foreign, and ``id`` / ``*_id`` names: identifiers, not codes),
+columns that already have ``values`` or a description (written by a person), denied columns
+and new columns about to be denied (their contents are none of the planner's business, not
+even their distinct values), columns whose name or values look secret or personal
+(``sensitive.py``), columns whose values are mostly unique (each value occurs less than
+``MIN_REPEATS`` times on average: names and free text, not codes), tables and indices with
+row filters (their distinct values would be every tenant's, written into the manifest and from
+there into every prompt), and values longer than ``MAX_VALUE_LENGTH``. Skipped tables and
+columns whose read timed out are named in the sync's warnings.
 
-Reads go through ``connect``: read-only transactions with a statement timeout, one per column,
-so one slow column costs its own timeout and not the others'.
+Proposed values are *suggestions*: the column is marked ``draft: true``, which the planner's
+prompt shows as values seen in the data and the sandbox does not enforce (data that has no
+``'Sunday'`` row yet must not make ``'Sunday'`` illegal). A person who removes ``draft``
+accepts them, and from then on they are the only legal literals. Until then each
+``--profile-values`` run refreshes them (meanings people wrote are kept), which is listed but is
+not drift.
+
+Reads go through ``samples.distinct_counts`` (read-only, time-limited, one per column).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .connect import engine_index_names, search_client, sql_connection
 from .diff import Proposal, SourceDiff
+from .samples import Target, distinct_counts
+from .sensitive import by_content, by_name, words
 from .snapshot import Snapshot
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
-__all__ = ["Profile", "propose_values", "MAX_VALUE_LENGTH"]
+__all__ = ["Profile", "propose_values", "is_key_name", "MAX_VALUE_LENGTH", "MIN_REPEATS"]
 
 MAX_VALUE_LENGTH = 64
+#: Each proposed value must occur this many times on average, or the column is mostly unique.
+MIN_REPEATS = 2
 _ENUM_TYPES = {"sql": "text", "opensearch": "keyword", "elasticsearch": "keyword"}
 
-Target = tuple[str, ...]  # (object, member)
+
+def is_key_name(name: str) -> bool:
+    """``id``, ``employee_id``, ``customerId``: an identifier by its name."""
+    found = words(name)
+    return bool(found) and found[-1] in ("id", "uuid", "guid", "key")
 
 
 @dataclass
@@ -59,8 +74,13 @@ def _targets(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, notes: 
         for m in members:
             path = (obj.name, m.name)
             declared.add((obj.name.lower(), m.name.lower()))
-            keyish = getattr(m, "primary_key", False) or getattr(m, "references", None)
-            if path in dropped or m.values or m.denied or keyish or (obj.name,) in dropped:
+            keyish = getattr(m, "primary_key", False) or getattr(m, "references", None) or is_key_name(m.name)
+            described = bool(m.description) and not m.draft
+            suggested = bool(m.values) and m.draft  # profiled before, not accepted: refreshed
+            if path in dropped or (m.values and not suggested) or m.denied or keyish or described \
+                    or (obj.name,) in dropped:
+                continue
+            if by_name(m.name) is not None:
                 continue
             if retyped.get(path, m.type) == wanted:
                 out.append(path)
@@ -68,59 +88,15 @@ def _targets(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, notes: 
     notes.extend(f"{obj}: values not profiled, it has row filters (its distinct values would be every tenant's); "
                  "write its values by hand" for obj in filtered)
     out = [path for path in out if path[0] not in filtered]
+    denied = {d.path for d in diff.denials}
     for obj in snapshot.objects:
         for m in obj.members:
-            keyish = m.primary_key or m.references
-            if (obj.name.lower(), m.name.lower()) not in declared and m.type == wanted and not keyish:
-                out.append((obj.name, m.name))
+            keyish = m.primary_key or m.references or is_key_name(m.name)
+            path = (obj.name, m.name)
+            if (obj.name.lower(), m.name.lower()) not in declared and m.type == wanted and not keyish \
+                    and path not in denied and by_name(m.name) is None:
+                out.append(path)
     return out
-
-
-def _sql_distinct(manifest: "Manifest", targets: list[Target], limit: int,
-                  notes: list[str]) -> dict[Target, list[Any]]:
-    from sqlalchemy import column, select, table
-    from sqlalchemy.exc import DBAPIError
-
-    schema = (manifest.sync.schema_ if manifest.sync else None) or manifest.schema_
-    found: dict[Target, list[Any]] = {}
-    with sql_connection(manifest) as source:
-        for path in targets:
-            col = column(path[1])
-            query = select(col).select_from(table(path[0], schema=schema)).where(col.is_not(None)).distinct().limit(limit + 1)
-            try:
-                with source.transaction() as connection:
-                    found[path] = [row[0] for row in connection.execute(query)]
-            except DBAPIError as err:
-                if not source.timed_out(err):
-                    raise
-                notes.append(f"{'.'.join(path)}: values not profiled, reading them took longer than "
-                             f"{source.timeout_s:g} s")
-    return found
-
-
-def _search_distinct(manifest: "Manifest", targets: list[Target], limit: int,
-                     notes: list[str]) -> dict[Target, list[Any]]:
-    # The embedded engine keeps each declared index under a name of its own.
-    engine_name = {declared: name for name, declared in engine_index_names(manifest).items()}
-    found: dict[Target, list[Any]] = {}
-    with search_client(manifest) as client:
-        for path in targets:
-            body = {"size": 0, "aggs": {"v": {"terms": {"field": path[1], "size": limit + 1}}}}
-            result = client.search(index=engine_name.get(path[0], path[0]), body=body)
-            agg = result.get("aggregations", {}).get("v", {})
-            values = [b["key"] for b in agg.get("buckets", [])]
-            if agg.get("sum_other_doc_count"):
-                values += [None] * (limit + 1)  # more values than the buckets show
-            found[path] = values
-    return found
-
-
-#: How each kind of source reads distinct values: (manifest, targets, limit, notes) → values.
-_DISTINCT: dict[str, Callable[["Manifest", list[Target], int, list[str]], dict[Target, list[Any]]]] = {
-    "sql": _sql_distinct,
-    "opensearch": _search_distinct,
-    "elasticsearch": _search_distinct,
-}
 
 
 def propose_values(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, limit: int) -> Profile:
@@ -130,11 +106,25 @@ def propose_values(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, l
     if not targets or limit < 1:
         return profile
     kind = "field" if manifest.is_search else "column"
-    for path, values in _DISTINCT[manifest.kind](manifest, targets, limit, profile.notes).items():
-        texts = [str(v) for v in values if v is not None]
-        if not values or len(values) > limit or len(texts) != len(values):
+    current = _suggested(manifest)
+    for path, counted in distinct_counts(manifest, targets, limit, profile.notes).items():
+        texts = [str(v) for v, _ in counted if v is not None]
+        if not counted or len(counted) > limit or len(texts) != len(counted):
             continue
         if any(len(t) > MAX_VALUE_LENGTH or not t.strip() for t in texts):
             continue
-        profile.proposals.append(Proposal(kind, path, tuple(sorted(set(texts)))))
+        if sum(n for _, n in counted) < MIN_REPEATS * len(counted) or by_content(texts) is not None:
+            continue  # mostly unique (names, free text), or secret-looking: not codes
+        values = tuple(sorted(set(texts)))
+        if path not in current:
+            profile.proposals.append(Proposal(kind, path, values))
+        elif set(values) != current[path]:
+            profile.proposals.append(Proposal(kind, path, values, refresh=True))
     return profile
+
+
+def _suggested(manifest: "Manifest") -> dict[Target, set[str]]:
+    """Declared draft members with values: suggestions from an earlier profile, refreshed (not drift)."""
+    objects = manifest.indices if manifest.is_search else manifest.tables
+    return {(o.name, m.name): set(m.values) for o in objects
+            for m in (o.fields if manifest.is_search else o.columns) if m.values and m.draft}

@@ -9,13 +9,15 @@ file that people maintain.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from structq.errors import ManifestError, StructqError
 
+from .coverage import measure_coverage
+from .deny import find_denials
 from .diff import SourceDiff, diff_manifest
 from .history import Version, replace_manifest
 from .introspect import introspect
@@ -62,13 +64,13 @@ class SyncPlan:
 
 
 def _check_merged(text: str, plan_diff: SourceDiff, manifest: "Manifest", snapshot: Snapshot,
-                  examples: Sequence["Example"] | None) -> None:
+                  examples: Sequence["Example"] | None, env: Mapping[str, str] | None) -> None:
     from structq.capabilities.loader import load_manifest_text
     from structq.capabilities.validate import check_manifest
 
     file = plan_diff.file or manifest.source
     try:
-        merged, positions = load_manifest_text(text, file)
+        merged, positions = load_manifest_text(text, file, env=env)
         check_manifest(merged, positions)
     except ManifestError as exc:
         raise SyncError(f"source {manifest.source!r}: the synced manifest would not load ({exc}); nothing was written",
@@ -79,26 +81,32 @@ def _check_merged(text: str, plan_diff: SourceDiff, manifest: "Manifest", snapsh
                         "nothing was written", hint="report this with the --check --diff output")
 
 
-def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profile_values: int | None = None) -> SyncPlan:
-    """Read ``path`` and its source and work out the synced text; writes nothing.
+def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profile_values: int | None = None,
+              text: str | None = None, env: Mapping[str, str] | None = None) -> SyncPlan:
+    """Read ``path`` (or take its would-be ``text``) and its source and work out the synced
+    text; writes nothing. ``env`` replaces the process environment for ``${VAR}``s.
 
+    New members that look secret or personal are written ``access: deny`` (``deny.py``).
     Raises ``SourceUnavailable`` when the source cannot be reached, ``ManifestError`` when the
     manifest does not load, ``SyncError``/``YamlEditError`` when the merge cannot be done safely.
     """
     from structq.capabilities.loader import load_manifest_text
 
-    before = path.read_bytes()
+    before = path.read_bytes() if text is None else text.encode("utf-8")
     text = before.decode("utf-8")
-    manifest, _ = load_manifest_text(text, str(path))
+    manifest, _ = load_manifest_text(text, str(path), env=env)
     manifest._path = path.resolve()
     snapshot = introspect(manifest)
     found = diff_manifest(manifest, snapshot, examples=examples)
+    if found.added:
+        found = found.with_denials(*find_denials(manifest, found))
+    found = measure_coverage(manifest, found)
     if profile_values:
         profile = propose_values(manifest, snapshot, found, profile_values)
         found = found.with_proposals(profile.proposals, profile.notes)
     after = merge_text(text, manifest, found, str(path))
     if after != text:
-        _check_merged(after, found, manifest, snapshot, examples)
+        _check_merged(after, found, manifest, snapshot, examples, env)
     return SyncPlan(path, manifest, snapshot, found, before, after.encode("utf-8"))
 
 

@@ -54,6 +54,10 @@ class Snapshot:
     objects: tuple[DbObject, ...]
     #: Things seen but left out (unmappable types…), said once in the report.
     notes: tuple[str, ...] = field(default=())
+    #: Types are exact, not a storage type a declaration may narrow (``text`` stored, ``date``
+    #: declared): true where the reader already kept every declared type its values fit
+    #: (an embedded source's documents, ``documents.py``).
+    exact_types: bool = False
 
     def object(self, name: str) -> DbObject | None:
         lowered = name.lower()

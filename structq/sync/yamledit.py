@@ -162,6 +162,18 @@ class TextDocument:
         lines = tuple(pad + text + self.newline for item in items for text in item)
         self._edits.append(_Lines(end, end, lines, len(self._edits)))
 
+    def put_top_list(self, key: str, items: list[list[str]]) -> None:
+        """Write top-level ``key:`` as a block list of ``items`` at the end of the file, in place
+        of an absent, empty (``key:``) or flow-empty (``key: []``) value."""
+        if key in self.root:
+            value = self.root[key]
+            if value is not None and len(value):
+                raise YamlEditError(f"{self.file}: {key!r} already has items; append to it instead")
+            self.remove_key(self.root, key)
+        end = len(self.lines)
+        lines = [f"{key}:"] + ["  " + text for item in items for text in item]
+        self._edits.append(_Lines(end, end, tuple(text + self.newline for text in lines), len(self._edits)))
+
     def delete_item(self, seq: Any, i: int) -> None:
         start, end = self.item_extent(seq, i)
         line = self.lines[start]
@@ -181,16 +193,24 @@ class TextDocument:
 
     def add_key(self, mapping: Any, key: str, text: str) -> None:
         """Add ``key: text`` at the end of ``mapping`` (flow or block)."""
+        self.add_keys(mapping, [(key, text)])
+
+    def add_keys(self, mapping: Any, pairs: list[tuple[str, str]], *, after: str | None = None) -> None:
+        """Add ``key: text`` pairs, in order, at the end of ``mapping`` — or, in a block mapping,
+        right after the key ``after`` when it is there (``description`` after ``name``)."""
+        if not pairs:
+            return
         if mapping.fa.flow_style():
             line, col = self._flow_close(mapping)
             before = self.lines[line][:col].rstrip()
             sep = "" if before.endswith("{") else ", "
-            self._splices.append(_Splice(line, col, col, f"{sep}{key}: {text}"))
+            self._splices.append(_Splice(line, col, col, sep + ", ".join(f"{k}: {t}" for k, t in pairs)))
             return
-        keys = list(mapping)
-        last_line, column = mapping.lc.key(keys[-1])
-        end = self._block_end(last_line, column + 1)
-        self._edits.append(_Lines(end, end, (" " * column + f"{key}: {text}{self.newline}",), len(self._edits)))
+        anchor = after if after is not None and after in mapping else list(mapping)[-1]
+        anchor_line, column = mapping.lc.key(anchor)
+        end = self._block_end(anchor_line, column + 1)
+        lines = tuple(" " * column + f"{k}: {t}{self.newline}" for k, t in pairs)
+        self._edits.append(_Lines(end, end, lines, len(self._edits)))
 
     def remove_key(self, mapping: Any, key: str) -> None:
         """Remove ``key`` and its (one-line, scalar) value from ``mapping``."""

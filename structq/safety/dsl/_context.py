@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from structq.capabilities.loader import closest
 from structq.capabilities.model import Index, Manifest, SearchField
-from structq.capabilities.validate import REFERENCE
+from structq.capabilities.references import REFERENCE, value_reference
 from structq.errors import PlanError, SandboxViolation
 
 __all__ = ["Context", "JsonPath", "Scalar", "SCALAR_TYPES", "PLAIN_TYPES", "REASONS", "format_path", "closest_hint"]
@@ -212,9 +212,8 @@ class Context:
 
     def reference(self, value: Any) -> str | None:
         """The reference text (``key`` or ``key.column``) when ``value`` is exactly ``"<…>"``."""
-        if isinstance(value, str) and (match := REFERENCE.fullmatch(value)):
-            return f"{match.group(1)}.{match.group(2)}" if match.group(2) else match.group(1)
-        return None
+        found = value_reference(value)
+        return found.text if found is not None else None
 
     def reference_values(self, ref: str, path: JsonPath) -> list[Any]:
         """The values bound to ``<ref>``; a reference with no values is a plan mistake."""
@@ -277,9 +276,10 @@ class Context:
             )
 
     def check_enum(self, name: str, literal: Any, path: JsonPath) -> None:
-        """A literal compared with an enum field must be one of its ``values``."""
+        """A literal compared with an enum field must be one of its ``values`` — unless they are a
+        ``draft`` field's, which profiling suggested and no person accepted."""
         declared = self._declared(name)
-        legal = self.fields[declared].values if declared else None
+        legal = self.fields[declared].values if declared and not self.fields[declared].draft else None
         if not legal or self.reference(literal) is not None:
             return
         text = str(literal).lower() if isinstance(literal, bool) else str(literal)

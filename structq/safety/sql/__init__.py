@@ -4,6 +4,7 @@ Like sqlglot's optimizer, the sandbox is a fixed sequence of small passes (``RUL
 its own module; each reads and updates one ``Check`` (see ``context.py``):
 
 1. ``parse``                 exactly one statement; references become placeholders
+   ``record_output_names``   the result columns' names as written (``names.py``)
 2. ``check_statement_kind``  a read-only query, with no write/DDL/command/lock/INTO anywhere
 3. ``reject_placeholders``   only the sandbox binds values
 4. ``resolve_tables``        every real table declared; no qualifier but the manifest's schema
@@ -12,7 +13,11 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
                               expanded; no column read unnamed (``implicit.py``: whole rows, NATURAL)
 7. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
 8. ``check_types``           cast targets are value types (no ``regclass``: catalogs)
-9. ``check_sizes``           no constant asks a string function for a huge string
+9. ``check_sizes``           every count and width a string function is given is a small number
+   ``check_growth``          strings built from literals stay small; calls multiply data values by
+                              at most ``MAX_GROWTH``; no compounding growth in recursive CTEs
+   ``check_patterns``        LIKE / GLOB / regular-expression patterns are short literals, never
+                              matched against aggregated text
 10. ``check_enum_literals``  a literal compared with an enum column is one of its values
 11. ``confine_reads``        every read of a filtered or partly denied table goes through a
                               derived table of its allowed columns (and its row filter)
@@ -41,8 +46,11 @@ from .context import Check
 from .dialects import dialect
 from .enums import check_enum_literals
 from .generate import generate
+from .growth import check_growth
 from .limit import enforce_limit
+from .names import record_output_names
 from .parse import parse
+from .patterns import check_patterns
 from .references import bind_references
 from .sizes import check_sizes
 from .statement import check_statement_kind, reject_placeholders
@@ -54,6 +62,7 @@ __all__ = ["check_sql", "RULES", "CODES"]
 
 RULES: tuple[Callable[[Check], None], ...] = (
     parse,
+    record_output_names,
     check_statement_kind,
     reject_placeholders,
     resolve_tables,
@@ -62,6 +71,8 @@ RULES: tuple[Callable[[Check], None], ...] = (
     check_functions,
     check_types,
     check_sizes,
+    check_growth,
+    check_patterns,
     check_enum_literals,
     confine_reads,
     bind_references,
@@ -83,6 +94,8 @@ CODES = (
     "ambiguous_column",
     "denied_column",
     "denied_function",
+    "string_size",
+    "pattern",
     "enum_value",
     "missing_variable",
     "row_filter",
@@ -132,4 +145,5 @@ def check_sql(
         expanding=frozenset(check.expanding),
         tables=tuple(sorted({table.name for _, table in check.reads})),
         columns=tuple(sorted(check.read_columns)),
+        names=check.output_names,
     )

@@ -18,6 +18,8 @@ columns) and ``validate_qualify_columns`` run instead — the only path that rep
 Only those two steps of ``qualify`` run (identifiers were normalised by ``resolve_tables``;
 aliasing every table and quoting every identifier buy nothing here).
 
+Table functions in FROM are sources with known columns (``table_functions.py``).
+
 Qualification names every projection (``COUNT(*) AS _col_0``); on the outermost select those
 invented aliases are removed again so result columns keep the names the database gives them.
 
@@ -46,6 +48,7 @@ from . import implicit
 from .context import Check
 from .resolve import Resolution, Unsupported, resolve_columns
 from .scopes import column_tables
+from .table_functions import declare_function_columns, settle_function_columns
 
 __all__ = ["check_columns"]
 
@@ -237,9 +240,11 @@ def check_columns(check: Check) -> None:
     implicit.check_before(check)
     _strip_schema_qualifiers(check)
     _name_derived_tables(check)
+    functions = declare_function_columns(check)
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
     check.column_tables, created = _qualify(check)
+    settle_function_columns(check, functions)
     if unnamed:
         _drop_invented_aliases(outer, unnamed, created)
     names = check.names

@@ -15,7 +15,8 @@ implicitly — a whole-row value, a star, a NATURAL join's common columns — it
 allowed columns. Databases merge such a derived table into the outer query, so it costs
 nothing at run time.
 
-The filter's ``:var`` becomes the bound parameter ``var_<name>`` with the caller's value; a
+Tables a filter's own subqueries read are qualified with the manifest's schema like the
+query's (``tables.py``). The filter's ``:var`` becomes the bound parameter ``var_<name>`` with the caller's value; a
 variable the caller did not supply is an error (``missing_variable``), never a silent
 no-filter.
 """
@@ -27,6 +28,7 @@ from sqlglot import exp
 from structq.capabilities import Table
 
 from .context import Check
+from .tables import qualify_tables, qualifying_schema
 
 __all__ = ["confine_reads", "VARIABLE_PREFIX"]
 
@@ -35,6 +37,9 @@ VARIABLE_PREFIX = "var_"
 
 def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
     predicate = predicate.copy()
+    schema = qualifying_schema(check.manifest.schema_, check.manifest.sql_dialect)
+    if schema is not None:
+        qualify_tables(predicate, schema, check.dialect)  # a filter's own subqueries, if any
     for placeholder in list(predicate.find_all(exp.Placeholder)):
         name = placeholder.name
         if name not in check.variables:

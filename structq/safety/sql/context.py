@@ -71,6 +71,8 @@ class Check:
     column_tables: dict[int, tuple[exp.Column, Table]] = field(default_factory=dict)
 
     # The output.
+    #: The result columns' names as the query wrote them (``names.py``); None: the engine's.
+    output_names: tuple[str, ...] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     expanding: set[str] = field(default_factory=set)
     read_columns: set[str] = field(default_factory=set)

@@ -14,6 +14,9 @@ or a quoted identifier. So colons inside literals and identifiers are marked bef
 and written as ``\\:``, which ``text()`` turns back into ``:``. A last check re-reads the text
 the way ``text()`` will and insists that the binds it finds are exactly the parameters bound;
 anything else is refused rather than run.
+
+What one engine of the dialect could not run is rewritten first (``portable.py``: MariaDB has
+no ``REGEXP_LIKE``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import secrets
 from sqlglot import exp
 
 from .context import Check
+from .portable import make_portable
 
 __all__ = ["generate"]
 
@@ -49,7 +53,11 @@ def generate(check: Check) -> None:
     assert tree is not None
     for placeholder in check.bind_nodes:
         placeholder.replace(exp.Var(this=":" + placeholder.name))
-    marker = _mark_colons(tree) if ":" in check.text or check.params else None
+    # Text the query did not write reaches the tree too: row filters (with their parameters)
+    # and the manifest's schema, which qualifies every table.
+    colons = ":" in check.text or check.params or ":" in (check.manifest.schema_ or "")
+    marker = _mark_colons(tree) if colons else None
+    make_portable(check, tree)
     # copy=False: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
     sql = check.dialect.generate(tree, copy=False, comments=False)

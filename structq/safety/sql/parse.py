@@ -1,10 +1,13 @@
 """Pass 1: text → one sqlglot tree, plus the single walk that indexes (and normalises) it.
 
 References (``<members>``, ``<members.employee_id>``) are not SQL, so each is swapped for a
-placeholder with a per-call random name before parsing. Only a ``<…>`` that the tokenizer
-sees as ``<`` … ``>`` tokens is a reference: the same characters inside a string literal or a
-comment stay untouched. Any other placeholder in the tree was written by the query's author
+placeholder with a per-call random name before parsing. Which ``<…>`` are references is
+decided by the one reference grammar (``capabilities.references``, tokenizer-based): the same
+characters inside a string literal or a comment stay untouched. Any other placeholder in the tree was written by the query's author
 and is refused later (``placeholder``): only the sandbox binds values.
+
+A byte-order mark before the query (editors save one) is dropped; anywhere else an invisible
+character stays an error.
 """
 
 from __future__ import annotations
@@ -14,12 +17,11 @@ import secrets
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import TokenType
 
-from structq.capabilities import REFERENCE
+from structq.capabilities.references import Reference, replace_references
 
 from .context import Check
-from .dialects import parse_text, tokenize
+from .dialects import parse_text
 
 __all__ = ["parse", "FORBIDDEN"]
 
@@ -53,6 +55,7 @@ _FORBIDDEN_ROOTS = _forbidden_roots()
 FORBIDDEN = frozenset(
     c for c in vars(exp).values() if isinstance(c, type) and issubclass(c, exp.Expr) and issubclass(c, _FORBIDDEN_ROOTS)
 )
+_BOM = "\ufeff"
 _MODEL_PLACEHOLDERS = (exp.Placeholder, exp.Parameter, exp.SessionParameter)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.In, exp.NullSafeEQ, exp.NullSafeNEQ)
 #: Control, format (zero-width, bidi), separator and private-use characters.
@@ -61,25 +64,14 @@ _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202
 
 def _swap_references(check: Check) -> str:
     """The text with each reference replaced by a fresh placeholder; records the mapping."""
-    text = check.text
-    matches = list(REFERENCE.finditer(text))
-    if not matches:
-        return text
-    tokens = tokenize(check.manifest.sql_dialect, text)
-    opens = {t.start for t in tokens if t.token_type == TokenType.LT}
-    closes = {t.end for t in tokens if t.token_type == TokenType.GT}
     nonce = secrets.token_hex(6)
-    pieces: list[str] = []
-    last = 0
-    for i, match in enumerate(matches):
-        if match.start() not in opens or match.end() - 1 not in closes:
-            continue  # inside a string literal or a comment: not a reference
-        name = "sq" + nonce + "_" + str(i)
-        check.placeholders[name] = match.group(0)[1:-1]
-        pieces += [text[last : match.start()], " :", name, " "]
-        last = match.end()
-    pieces.append(text[last:])
-    return "".join(pieces)
+
+    def placeholder(reference: Reference) -> str:
+        name = "sq" + nonce + "_" + str(len(check.placeholders))
+        check.placeholders[name] = reference.text
+        return " :" + name + " "
+
+    return replace_references(check.text, check.manifest.sql_dialect, placeholder)
 
 
 def _parse_error(check: Check, exc: ParseError | TokenError) -> Exception:
@@ -109,6 +101,8 @@ def _is_empty(statement: exp.Expr | None) -> bool:
 
 def parse(check: Check) -> None:
     """Parse exactly one statement and index its nodes in one walk."""
+    if check.text.startswith(_BOM):
+        check.text = check.text.lstrip(_BOM)  # an editor's byte-order mark, not part of the query
     text = _swap_references(check)
     check.parsed_text = text
     try:

@@ -4,11 +4,13 @@ Inside ``IN (<ref>)`` (the sole element) a reference is a list, written per dial
 any size up to the intermediate-row cap works in ONE statement, aggregates included:
 
 - PostgreSQL: ``col = ANY(:ref)``, the list bound as an array (psycopg adapts a list);
-- SQLite: ``col IN (SELECT value FROM json_each(:ref))``, the list bound as JSON text
-  (no limit on bound variables is reached: it is one parameter);
+- SQLite: ``col IN (SELECT CAST(value AS …) FROM json_each(:ref))``, the list bound as JSON
+  text (no limit on bound variables is reached: it is one parameter), each element cast to
+  the affinity its values came with (``_sqlite_element``), so the comparison is the one the
+  equivalent subquery makes;
 - MySQL and other dialects: ``col IN :ref`` with ``ref`` in ``SafeQuery.expanding``: SQLAlchemy
-  expands it (pymysql interpolates client-side; there is no placeholder cap), and renders
-  an empty list as an always-false set.
+  expands it (pymysql interpolates client-side; there is no placeholder cap); an empty list
+  makes the condition ``FALSE`` (what ``IN`` over an empty subquery is, for NULL too).
 
 ``NOT IN`` wraps the same ``IN`` node and follows. An empty list therefore selects nothing
 under ``IN`` and everything under ``NOT IN``, on every dialect. Anywhere else a reference is a
@@ -63,7 +65,13 @@ def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values:
         name = _name(check, placeholder.name, value)
         table = exp.Table(this=exp.Anonymous(this="json_each", expressions=[placeholder]))
         node.set("expressions", [])
-        node.set("query", exp.Subquery(this=exp.select("value").from_(table, copy=False)))
+        node.set("query", exp.Subquery(this=exp.select(_sqlite_element(values)).from_(table, copy=False)))
+    elif not values:
+        # ``x IN (<empty>)`` is false for every x, NULL included (as over an empty subquery),
+        # and NOT IN true; an expanding bind of nothing would write ``IN ()``, which MySQL
+        # and MariaDB refuse. No value is bound: the condition is the constant.
+        node.replace(exp.false())
+        return
     else:
         value = list(values)
         name = _name(check, placeholder.name, value)
@@ -72,6 +80,27 @@ def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values:
         check.expanding.add(name)
     placeholder.set("this", name)
     check.params[name] = value
+
+
+def _sqlite_element(values: Sequence[Any]) -> exp.Expr:
+    """The list element as SQLite should compare it: with the affinity of the column the
+    values came from, as the equivalent ``IN (SELECT column …)`` would.
+
+    ``json_each`` values have no affinity, and SQLite compares ``text_col IN (SELECT value …)``
+    without converting either side, so ``'3' IN ([3])`` is false where the subquery over an
+    INTEGER key column finds the row. Numbers come from a numeric column and strings from a
+    text one, so ``CAST(value AS NUMERIC)`` / ``CAST(value AS TEXT)`` give the element that
+    column's affinity (the cast leaves such values unchanged). A list mixing numbers and text
+    can only come from a column without affinity, and is compared as such (no cast).
+    """
+    kinds = {type(v) for v in values if v is not None}
+    if kinds and kinds <= {int, float, bool}:
+        target = "NUMERIC"
+    elif kinds == {str}:
+        target = "TEXT"
+    else:
+        return exp.column("value")
+    return exp.Cast(this=exp.column("value"), to=exp.DataType.build(target))
 
 
 def bind_references(check: Check) -> None:

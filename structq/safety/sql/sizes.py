@@ -11,11 +11,12 @@ count. Refused here:
   string): write the number in the format instead;
 - a width, precision or count written as a number larger than ``MAX_WIDTH``;
 - a ``printf`` / ``format`` whose format string is not a string literal (its directives could
-  not be read), and a count that is a constant expression rather than a number.
+  not be read), and a count that is not written as a number.
 
-A count computed from columns (``repeat('*', t.stars)``) is allowed: its size follows the
-data, and the executor's limits (statement timeout, result size) bound it. ``MAX_WIDTH``
-leaves room for any padding a report needs.
+A count computed from columns (``repeat('*', t.stars)``, ``lpad(x, id * 500000)``) is refused
+too: the data decides it, and ``repeat('a', id * 500000) LIKE …`` showed that one such call can
+build values no timeout interrupts. ``MAX_WIDTH`` leaves room for any padding a report needs;
+``growth.py`` bounds what several calls can multiply to.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sqlglot import exp
 
 from .context import Check
 
-__all__ = ["check_sizes", "MAX_WIDTH"]
+__all__ = ["check_sizes", "format_padding", "MAX_WIDTH"]
 
 #: The largest width, precision or repeat count a query may write.
 MAX_WIDTH = 1000
@@ -45,6 +46,15 @@ def _format_string(node: exp.Func) -> exp.Expr | None:
     return None
 
 
+def format_padding(node: exp.Expr) -> int | None:
+    """The characters the widths and precisions of a ``printf`` / ``format`` call can add
+    (``printf('%10s|%5d', …)``: 15), or None when ``node`` is no such call with a literal format."""
+    fmt = _format_string(node) if isinstance(node, exp.Func) else None
+    if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+        return None
+    return sum(max(map(int, _NUMBER.findall(d)), default=0) for d in _DIRECTIVE.findall(fmt.this))
+
+
 def _count(node: exp.Func) -> exp.Expr | None:
     """The length or count argument of a function that repeats or pads a string."""
     if isinstance(node, exp.Repeat):
@@ -59,14 +69,14 @@ def _count(node: exp.Func) -> exp.Expr | None:
 def _check_format(check: Check, node: exp.Func, fmt: exp.Expr) -> None:
     if not (isinstance(fmt, exp.Literal) and fmt.is_string):
         raise check.fail(
-            "unsupported",
+            "string_size",
             f"the format of {node.sql(check.dialect)!r} must be a string literal",
             "write the format string in the query ('%d items')",
         )
     for directive in _DIRECTIVE.findall(fmt.this):
         if "*" in directive or any(int(n) > MAX_WIDTH for n in _NUMBER.findall(directive)):
             raise check.fail(
-                "unsupported",
+                "string_size",
                 f"the format directive {directive!r}… asks for a width or precision that is "
                 f"taken from an argument or larger than {MAX_WIDTH}",
                 f"write widths and precisions as numbers of at most {MAX_WIDTH} in the format string",
@@ -76,12 +86,10 @@ def _check_format(check: Check, node: exp.Func, fmt: exp.Expr) -> None:
 def _check_count(check: Check, node: exp.Func, count: exp.Expr) -> None:
     if isinstance(count, exp.Literal) and count.is_int and int(count.this) <= MAX_WIDTH:
         return
-    if not isinstance(count, exp.Literal) and count.find(exp.Column) is not None:
-        return  # computed from the data (see the module docstring)
     raise check.fail(
-        "unsupported",
-        f"{node.sql(check.dialect)!r}: the length must be a number of at most {MAX_WIDTH} or computed from columns",
-        f"repeat or pad to at most {MAX_WIDTH} characters",
+        "string_size",
+        f"{node.sql(check.dialect)[:200]!r}: the length must be written as a number of at most {MAX_WIDTH}",
+        f"repeat or pad to a fixed length of at most {MAX_WIDTH} characters (repeat('-', 20), lpad(code, 6, '0'))",
     )
 
 

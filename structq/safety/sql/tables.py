@@ -13,8 +13,9 @@ the manifest does not name it: a foreign qualifier may reach a different object 
 name, and system catalogs (``information_schema``, ``pg_catalog``, ``mysql``) are reached
 exactly that way — they stay refused even if a manifest named one as its schema. A catalog
 (``db.schema.table``) is always refused. Undeclared unqualified catalogs (``sqlite_master``,
-``pg_user``) fail as unknown tables like any other. So does MySQL's ``FROM DUAL``: sqlglot
-regenerates it as the quoted name `` `dual` ``, which names a real table, not the keyword.
+``pg_user``) fail as unknown tables like any other. MySQL's ``FROM DUAL`` is the keyword for
+"no table" where it is written unquoted and unqualified; sqlglot would regenerate it as the
+quoted `` `dual` ``, which names a real table, so it is written back as the bare keyword.
 
 A table matches its manifest entry without regard to case, and is then written in the
 manifest's spelling, quoted when the dialect would otherwise fold it (``"Patient"`` on
@@ -23,6 +24,14 @@ systems). Where the query named the table without an alias and in another spelli
 old name becomes the alias, so the query's ``name.column`` references still resolve. An
 accepted schema qualifier is kept (a reader sees where the table lives) and written in the
 manifest's spelling too.
+
+Every declared table the query reads is then written qualified with the manifest's ``schema``
+(on PostgreSQL, MySQL/MariaDB and any other dialect but SQLite), whether or not the query
+qualified it: an unqualified name resolves through the session's ``search_path`` (or the
+connection's current database), where an undeclared table of the same name in ``public`` or
+in the URL's database would answer instead of the declared one. The executor pins the session
+to the same schema as a second guard. SQLite is left unqualified: its connection holds one
+database file (ATTACH is disabled), so a bare name has nowhere else to resolve.
 
 A table reference carries only what reads the table as it is now: an alias, index hints,
 ``ONLY``, a sample, a partition, ``WITH ORDINALITY``. Temporal clauses (MariaDB's ``FOR
@@ -34,14 +43,16 @@ clause silently — a filter, or the query's meaning, must never be lost without
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 
 from structq.capabilities.loader import closest
 
-from ..functions import TABLE_FUNCTIONS, function_name, is_table_function
+from ..functions import TABLE_FUNCTIONS, is_table_function, written_name
 from .context import Check
+from .ctes import order_ctes
 from .schema import identifier
 
-__all__ = ["resolve_tables", "is_cte_reference", "SYSTEM_SCHEMAS"]
+__all__ = ["resolve_tables", "is_cte_reference", "qualifying_schema", "qualify_tables", "SYSTEM_SCHEMAS"]
 
 #: Schemas that hold the engine's catalogs and settings, never business tables (lower case).
 SYSTEM_SCHEMAS = frozenset(
@@ -94,13 +105,26 @@ def is_cte_reference(table: exp.Table) -> bool:
 def _table_function(check: Check, table: exp.Table) -> None:
     func = table.this
     if not is_table_function(func, check.manifest.sql_dialect):
-        name = function_name(func)
+        name = written_name(func, check.parsed_text)
         allowed = TABLE_FUNCTIONS.get(check.manifest.sql_dialect, frozenset())
         raise check.fail(
             "denied_function",
             f"the table function {name}() is not allowed in FROM",
             f"read declared tables; table functions allowed here: {', '.join(sorted(allowed)) or 'none'}",
         )
+
+
+def _is_dual(check: Check, table: exp.Table) -> bool:
+    """MySQL's ``FROM DUAL``: the unquoted keyword, unqualified, where no table is declared so."""
+    name = table.this
+    return (
+        check.manifest.sql_dialect == "mysql"
+        and isinstance(name, exp.Identifier)
+        and not name.quoted
+        and name.name.lower() == "dual"
+        and not any(table.args.get(k) for k in ("db", "catalog", "alias", "joins", "laterals", "pivots"))
+        and "dual" not in check.names.tables
+    )
 
 
 def _respell(check: Check, table: exp.Table, name: str) -> None:
@@ -142,10 +166,27 @@ def _check_qualifier(check: Check, table: exp.Table) -> None:
         table.set("db", identifier(schema, check.dialect))
 
 
+def qualifying_schema(schema: str | None, dialect: str) -> str | None:
+    """The schema every emitted table is qualified with, or None (see the module docstring)."""
+    if not schema or dialect == "sqlite" or schema.lower() in SYSTEM_SCHEMAS:
+        return None
+    return schema
+
+
+def qualify_tables(tree: exp.Expr, schema: str, dialect: Dialect) -> None:
+    """Qualify every real, unqualified table of ``tree`` with ``schema`` (row-filter subqueries)."""
+    for table in tree.find_all(exp.Table):
+        if not isinstance(table.this, exp.Func) and not table.args.get("db") and not is_cte_reference(table):
+            table.set("db", identifier(schema, dialect))
+
+
 def resolve_tables(check: Check) -> None:
     """Record each real table read with its manifest entry; refuse anything undeclared."""
     assert check.tree is not None  # identifiers were normalised by ``parse.scan``
+    if check.with_clauses:
+        order_ctes(check)  # forward references to later CTEs become backward ones
     declared = check.names.tables
+    schema = qualifying_schema(check.manifest.schema_, check.manifest.sql_dialect)
     for table in check.tables:
         _check_clauses(check, table)
         if isinstance(table.this, exp.Func):
@@ -153,6 +194,9 @@ def resolve_tables(check: Check) -> None:
             continue
         if check.with_clauses and is_cte_reference(table):
             continue  # without a WITH anywhere, no name can be a CTE's
+        if _is_dual(check, table):
+            table.set("this", exp.Var(this="DUAL"))  # the keyword, written back unquoted
+            continue
         if table.args.get("db") or table.args.get("catalog"):
             _check_qualifier(check, table)
         entry = declared.get(table.name.lower())  # ``Manifest.table``, as a dictionary
@@ -172,4 +216,6 @@ def resolve_tables(check: Check) -> None:
                 "alias the columns in the select list instead (col AS name)",
             )
         _respell(check, table, entry.name)
+        if schema is not None and not table.args.get("db"):
+            table.set("db", identifier(schema, check.dialect))
         check.reads.append((table, entry))

@@ -1,0 +1,204 @@
+"""Schema linking on large catalogues: does the pruned prompt keep what the gold SQL reads?
+
+For each corpus, every database is loaded at once as one capability set (the question's
+database is not given), each question goes through ``structq.linking.select``, and the tables
+and columns its gold SQL reads (parsed with sqlglot; aliases resolved, an unqualified column
+credited to the gold tables that have it) are looked up in the kept sub-catalogue.
+
+Corpora (from ../shared/corpora/legit; a missing one is skipped with a note):
+- spider_en: dev questions (1,034) over all 206 databases of ``test_tables.json``
+  (1,056 tables), names only — no descriptions, as ``structq sync`` would write them;
+- spider_de: the German dev questions over its 20 dev databases (from ``tables.json``; small
+  enough not to be pruned), and over all 166 databases of ``tables.json`` (851 tables);
+- bird: mini-dev sqlite (500), question + evidence, the 11 schemas with their column comments;
+- defog: questions_gen_sqlite + instruct_* over the 11 databases, with column descriptions;
+- demo: the bundled manifests' verified examples and ``capabilities/eval.yaml`` (Chinese).
+
+Figures per corpus: mean gold-table recall, mean gold-column recall, share of questions with all
+gold tables kept, prompt tokens (estimated: ASCII at 4 characters a token, other characters 1
+each — ``structq.linking.entities.estimate_tokens``) of the pruned catalogue against the full
+one, and linking time p50/p95, wall clock and the thread's CPU time (the CPU time does not
+count waiting for a core, so it stays meaningful on a busy machine; value index not built:
+the corpora have no data here).
+
+The ``langchain`` column is LangChain's ``SQLDatabase.get_table_info()`` (CREATE TABLE plus 3
+sample rows per table) over every database of the corpus, in the same token estimate, when
+``langchain_community`` is importable: on the real SQLite files of spider_de and defog; on
+empty SQLite files created from the schema for spider_en and BIRD (no data here, so DDL only —
+an undercount of what it costs on real data).
+
+Corpora are loaded by ``bench/linking_corpora.py``.
+
+Run: ``python bench/linking.py [spider_en|spider_de|bird|defog|demo ...] [--misses]``
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+from structq.capabilities import CapabilitySet
+from structq.linking import Budget, linking_index, select
+from structq.linking.entities import estimate_tokens
+
+from linking_corpora import CORPUS_LOADERS, Item
+
+BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
+
+
+def gold(item: Item, capabilities: CapabilitySet) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]] | None:
+    """((source, table), (source, table, column)) every part reads, lower-cased; None when one does not parse."""
+    tables: set[tuple[str, str]] = set()
+    columns: set[tuple[str, str, str]] = set()
+    parts = [(item.source, item.sql, None)] if item.sql is not None else []
+    for source, sql, index in [*parts, *item.more]:
+        if index is not None:
+            tables.add((source, index.lower()))
+            continue
+        found = _gold_sql(source, sql or "", item.dialect, capabilities)
+        if found is None:
+            return None
+        tables |= {(source, t) for t in found[0]}
+        columns |= {(source, t, c) for t, c in found[1]}
+    return tables, columns
+
+
+def _gold_sql(source: str, sql: str, dialect: str, capabilities: CapabilitySet) -> tuple[set[str], set[tuple[str, str]]] | None:
+    manifest = capabilities.get(source)
+    if manifest is None:
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    if tree is None:
+        return None
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    alias: dict[str, str] = {}
+    tables: set[str] = set()
+    for t in tree.find_all(exp.Table):
+        name = t.name.lower()
+        if name in ctes or manifest.table(name) is None:
+            continue
+        tables.add(name)
+        alias[t.alias_or_name.lower()] = name
+        alias[name] = name
+    columns: set[tuple[str, str]] = set()
+    for c in tree.find_all(exp.Column):
+        cname = c.name.lower()
+        owners = [alias[c.table.lower()]] if c.table and c.table.lower() in alias else sorted(tables)
+        for owner in owners:
+            table = manifest.table(owner)
+            if table is not None and table.column(cname) is not None:
+                columns.add((owner, cname))
+                break
+    return tables, columns
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def langchain_tokens(paths: list[Path]) -> int | None:
+    """Estimated tokens of ``SQLDatabase.get_table_info()`` summed over the databases, if available."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from langchain_community.utilities import SQLDatabase
+    except ImportError:
+        return None
+    total = 0
+    for path in paths:
+        db = SQLDatabase.from_uri(f"sqlite:///{path}", sample_rows_in_table_info=3)
+        total += estimate_tokens(db.get_table_info())
+    return total
+
+
+@dataclass
+class Figures:
+    corpus: str
+    questions: int
+    tables: int
+    table_recall: float
+    column_recall: float
+    all_tables: float
+    tokens: float
+    full_tokens: int
+    p50_ms: float
+    p95_ms: float
+    cpu_p50_ms: float
+    cpu_p95_ms: float
+    langchain: int | None = None
+
+
+def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget: Budget | None = None,
+            misses: list[str] | None = None, databases: list[Path] | None = None) -> Figures:
+    started = time.perf_counter()
+    index = linking_index(capabilities)
+    build_s = time.perf_counter() - started
+    full_tokens = estimate_tokens(capabilities.render())
+    t_rec, c_rec, whole, toks, times, cpu_times = [], [], [], [], [], []
+    for item in items:
+        found = gold(item, capabilities)
+        if found is None or not found[0]:
+            continue
+        tables, columns = found
+        cpu = time.thread_time()
+        sel = select(item.question, capabilities, budget=budget)
+        cpu_times.append((time.thread_time() - cpu) * 1000)
+        times.append(sel.seconds * 1000)
+        toks.append(sel.tokens)
+        kept_t = [t for t in tables if sel.keeps(*t)]
+        kept_c = [c for c in columns if sel.keeps(*c)]
+        t_rec.append(len(kept_t) / len(tables))
+        c_rec.append(len(kept_c) / len(columns) if columns else 1.0)
+        whole.append(len(kept_t) == len(tables))
+        if misses is not None and len(kept_t) < len(tables):
+            misses.append(f"{item.source}: {item.question[:150]} | missing {sorted(set(tables) - set(kept_t))} | kept "
+                          f"{[k.entity.label for k in list(sel.kept.values())[:6]]}")
+    times.sort()
+    cpu_times.sort()
+    print(f"  ({corpus}: index built in {build_s:.2f} s)", file=sys.stderr)
+    return Figures(corpus, len(t_rec), len(index.entities), statistics.mean(t_rec), statistics.mean(c_rec),
+                   statistics.mean(whole), statistics.mean(toks), full_tokens,
+                   times[len(times) // 2], times[int(len(times) * 0.95)],
+                   cpu_times[len(cpu_times) // 2], cpu_times[int(len(cpu_times) * 0.95)],
+                   langchain_tokens(databases) if databases else None)
+
+
+BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
+
+
+def print_table(rows: list[Figures]) -> None:
+    header = (f"{'corpus':<16} {'questions':>9} {'tables':>6} {'table rec':>9} {'col rec':>8} {'all tbls':>8} "
+              f"{'tokens':>7} {'full':>7} {'share':>6} {'langchain':>9} {'p50 ms':>7} {'p95 ms':>7} {'cpu p50':>7} {'cpu p95':>7}")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r.corpus:<16} {r.questions:>9} {r.tables:>6} {r.table_recall:>9.3f} {r.column_recall:>8.3f} "
+              f"{r.all_tables:>8.1%} {r.tokens:>7.0f} {r.full_tokens:>7} {r.tokens / r.full_tokens:>6.1%} "
+              f"{r.langchain if r.langchain is not None else 'n/a':>9} "
+              f"{r.p50_ms:>7.2f} {r.p95_ms:>7.2f} {r.cpu_p50_ms:>7.2f} {r.cpu_p95_ms:>7.2f}")
+
+
+def main(argv: list[str]) -> None:
+    names = [a for a in argv if not a.startswith("-")] or list(CORPUS_LOADERS)
+    show_misses = "--misses" in argv
+    rows = []
+    for name in names:
+        for corpus, capabilities, items, databases in CORPUS_LOADERS[name]():
+            misses: list[str] = []
+            rows.append(measure(corpus, capabilities, items, BUDGETS.get(corpus), misses=misses, databases=databases))
+            if show_misses:
+                print("\n".join(misses[:80]), file=sys.stderr)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,102 @@
+"""``structq describe``: draft descriptions and synonyms for undescribed tables and columns."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from .common import (
+    DEFAULT_MANIFESTS,
+    EXIT_USAGE,
+    JsonOpt,
+    LlmOpt,
+    ManifestsOpt,
+    VerboseOpt,
+    console,
+    errors_to_exit,
+    fail,
+    print_json,
+)
+
+HELP = """Ask the configured chat model to describe draft tables and columns (or indices and fields).
+
+The model sees names, types, keys, references and neighbouring tables — and, only with --samples, up to 5 distinct values per column, never from a denied column, a row-filtered table, or values that look secret or personal. Descriptions and synonyms are added only where none exist; everything stays draft: true for a person to review, and every comment and hand-written key is kept. Tables are sent in small batches. The previous file is saved under .history/<source>/.
+
+Examples:
+
+  structq describe -m capabilities --source shop --dry-run      # show the diff, write nothing
+
+  structq describe -m capabilities --samples --lang Chinese
+"""
+
+
+def _ask(llm: str | None) -> Any:
+    """The model as ``prompt → parsed JSON`` (one model call each)."""
+    from langchain_core.messages import HumanMessage
+
+    from structq.agent.llm import CallLog, invoke, reply_text, resolve_model
+    from structq.agent.planner import extract_json
+    from structq.errors import ModelError, PlanError
+
+    model, log = resolve_model(llm), CallLog()
+
+    def ask(prompt: str) -> Any:
+        reply = invoke(model, [HumanMessage(prompt)], purpose="describe", log=log)
+        try:
+            return extract_json(reply_text(reply))
+        except PlanError as err:
+            raise ModelError(f"the model's descriptions are not one JSON object: {err.message}",
+                             hint="try again, or a stronger model (--llm)") from None
+
+    return ask
+
+
+def describe(
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    source: Annotated[str | None, typer.Option("--source", "-s", help="Only this source.")] = None,
+    samples: Annotated[bool, typer.Option("--samples", help="Show the model up to 5 sample values per allowed column.")] = False,
+    lang: Annotated[str | None, typer.Option("--lang", help="Language of the descriptions (default: the manifest's).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diff; write nothing.")] = False,
+    llm: LlmOpt = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    with errors_to_exit(verbose):
+        _run(manifests, source, samples, lang, dry_run, llm, json_out)
+
+
+def _run(manifests: Any, source: str | None, samples: bool, lang: str | None, dry_run: bool, llm: str | None,
+         json_out: bool) -> None:
+    from structq.capabilities import load_manifest, manifest_files
+    from structq.sync.describe import describe_manifest
+    from structq.sync.history import replace_manifest
+
+    loaded = [(path, load_manifest(path)[0]) for path in manifest_files(manifests)]
+    if source is not None:
+        loaded = [(p, m) for p, m in loaded if m.source == source]
+        if not loaded:
+            fail(f"no manifest for source {source!r} in {manifests}", code=EXIT_USAGE)
+    ask = _ask(llm)
+    out, entries = console(), []
+    for path, manifest in loaded:
+        result = describe_manifest(path, manifest, ask, with_samples=samples, lang=lang)
+        written = False
+        if not dry_run and result.after != result.before:
+            written = replace_manifest(path, manifest.source, result.after.encode("utf-8"),
+                                       expected=result.before.encode("utf-8")) is not None
+        entries.append({"source": manifest.source, "file": str(path), "described": result.added,
+                        "model_calls": result.calls, "written": written, "warnings": result.notes})
+        if json_out:
+            continue
+        out.print(f"{manifest.source} ({path}): {len(result.added)} descriptions drafted in {result.calls} model calls"
+                  + ("; written, still draft: true — review them" if written else ""))
+        for name in result.added:
+            out.print(f"  + {name}", highlight=False)
+        if dry_run:
+            out.print(result.unified_diff(), markup=False, highlight=False, end="")
+    if json_out:
+        print_json({"sources": entries})
+
+
+describe.__doc__ = HELP

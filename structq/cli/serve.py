@@ -1,0 +1,112 @@
+"""``structq serve`` (HTTP API, web page, MCP over HTTP) and ``structq mcp`` (MCP over stdio)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (
+    DEFAULT_MANIFESTS,
+    LlmOpt,
+    ManifestsOpt,
+    NoCacheOpt,
+    VarOpt,
+    VerboseOpt,
+    errors_to_exit,
+    parse_vars,
+    resolve_manifests,
+)
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="server.yaml: API tokens (as hashes) → user, fixed variables, sources; limits.",
+                 envvar="STRUCTQ_SERVER_CONFIG"),
+]
+
+
+def _server_extra() -> None:
+    """A clear line when the ``server`` extra is missing."""
+    from structq.errors import ConfigError
+
+    try:
+        import fastapi  # noqa: F401
+        import mcp  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"structq serve needs packages that are not installed ({exc.name})",
+                          hint='pip install "structq[server]"') from None
+
+
+def serve(
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; anything but loopback needs --config.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.", min=1, max=65535)] = 8000,
+    config: ConfigOpt = None,
+    workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm agent).", min=1)] = 1,
+    llm: LlmOpt = None,
+    var: VarOpt = None,
+    no_cache: NoCacheOpt = False,
+    new_token: Annotated[str | None, typer.Option("--new-token", metavar="USER",
+                                                  help="Print a new API token for USER and its server.yaml entry, then exit.")] = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Serve the HTTP API (/v1, /openapi.json), the web page (/) and MCP (/mcp) from one warm process.
+
+    Without --config only this machine may connect (loopback) and --var sets the variables.
+    With --config every request needs a token; each token's variables are fixed in the file,
+    requests can never set them.
+
+    Example:  structq serve -m capabilities/ --port 8000
+
+    Example:  structq serve --new-token alice >> tokens.txt
+    """
+    if new_token is not None:
+        _print_new_token(new_token)
+        return
+    with errors_to_exit(verbose):
+        from structq.server.run import ServeOptions, serve as run_server
+
+        options = ServeOptions(manifests=str(resolve_manifests(manifests)), config=str(config) if config else None,
+                               llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers)
+        options.check_host()  # before anything slow: a refusal should be instant
+        _server_extra()
+        run_server(options)
+
+
+def _print_new_token(user: str) -> None:
+    from structq.server.config import hash_token, new_token
+
+    token = new_token()
+    typer.echo(f"token for {user} (give it to them; it is not stored anywhere):\n  {token}\n")
+    typer.echo("server.yaml entry (under tokens:):")
+    typer.echo(f"  - sha256: {hash_token(token)}\n    user: {user}\n    vars: {{}}        # e.g. {{tenant_id: 1}}\n"
+               "    # sources: [hr]  # omit for every source")
+
+
+def mcp(
+    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    llm: LlmOpt = None,
+    var: VarOpt = None,
+    no_cache: NoCacheOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Serve MCP over stdio for an assistant (Claude Desktop, Cursor, any MCP client).
+
+    Tools: ask, plan, run_plan, list_sources, describe_source. Row-filter variables come from
+    --var on this command line, never from the calling model.
+
+    Example:  structq mcp -m capabilities/ --var tenant_id=7
+    """
+    with errors_to_exit(verbose):
+        _server_extra()
+        from structq.server.run import ServeOptions, make_service
+        from structq.server.mcp import build_mcp
+
+        service = make_service(ServeOptions(manifests=str(resolve_manifests(manifests)), llm=llm,
+                                            vars=parse_vars(var), no_cache=no_cache))
+        try:
+            build_mcp(service, http=False, principal=service.config.local).run("stdio")
+        finally:
+            service.close()

@@ -1,0 +1,109 @@
+"""What linking ranks: every table and search index of a capability set, flattened.
+
+A table and an index look the same here (an ``Entity`` with ``Member`` columns or fields), so
+retrieval, the FK graph and pruning need no per-kind branches. Denied members are left out at
+this point, before anything is indexed: the linker must not even learn their names, or a
+question could be steered by them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from structq.capabilities.render import render_index, render_table
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet, Manifest
+
+__all__ = ["Member", "Entity", "entities", "estimate_tokens"]
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of prompt text, estimated: ASCII at 4 characters a token, anything else 1 a character.
+
+    cl100k-style tokenizers spend about one token per Chinese character and about four English
+    characters per token; a plain ``len / 4`` would undercount Chinese manifests several-fold.
+    """
+    ascii_chars = sum(1 for ch in text if ch < "\x80")
+    return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
+
+
+@dataclass(frozen=True)
+class Member:
+    """A column or field the planner may use."""
+
+    name: str
+    type: str
+    description: str = ""
+    synonyms: tuple[str, ...] = ()
+    values: tuple[tuple[str, str], ...] = ()
+    primary_key: bool = False
+    references: str | None = None
+    tokens: int = 0
+
+    @property
+    def structural(self) -> bool:
+        """Keys and enum columns: always shown with their table (joins and legal literals)."""
+        return self.primary_key or self.references is not None or bool(self.values)
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A table (SQL) or an index (search) of one source."""
+
+    source: str
+    name: str
+    kind: str  # "table" | "index"
+    description: str
+    synonyms: tuple[str, ...]
+    members: tuple[Member, ...]
+    #: Estimated prompt tokens of the table's header line and of the whole rendered table.
+    header_tokens: int
+    tokens: int
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source, self.name.lower())
+
+    @property
+    def label(self) -> str:
+        return f"{self.source}.{self.name}"
+
+
+def _sql_entities(m: "Manifest") -> list[Entity]:
+    out = []
+    for t in m.tables:
+        lines = render_table(t, m)
+        members = tuple(
+            Member(c.name, c.type, c.description, tuple(c.synonyms), tuple((c.values or {}).items()),
+                   c.primary_key, c.references, estimate_tokens(line))
+            for c, line in zip(t.allowed_columns, lines[1:])
+        )
+        out.append(Entity(m.source, t.name, "table", t.description, tuple(t.synonyms), members,
+                          estimate_tokens(lines[0]) + sum(estimate_tokens(x) for x in lines[1 + len(members):]),
+                          estimate_tokens("\n".join(lines))))
+    return out
+
+
+def _search_entities(m: "Manifest") -> list[Entity]:
+    out = []
+    for i in m.indices:
+        lines = render_index(i, m)
+        members = tuple(
+            Member(path, f.type, f.description, tuple(f.synonyms), tuple((f.values or {}).items()), tokens=2)
+            for path, f in i.flat_fields().items()
+            if not f.denied and not any(path.startswith(d + ".") or path == d
+                                        for d, g in i.flat_fields().items() if g.denied)
+        )
+        out.append(Entity(m.source, i.name, "index", i.description, tuple(i.synonyms), members,
+                          estimate_tokens(lines[0]), estimate_tokens("\n".join(lines))))
+    return out
+
+
+def entities(capabilities: "CapabilitySet") -> list[Entity]:
+    """Every table and index, in manifest order."""
+    out: list[Entity] = []
+    for m in capabilities:
+        out += _search_entities(m) if m.is_search else _sql_entities(m)
+    return out

@@ -1,0 +1,188 @@
+"""The linking index: BM25 over what the manifests say about each table, and the FK graph.
+
+Each table (or search index) is one document made of weighted fields: its name and synonyms
+count most, then its description, its columns' names and synonyms, their descriptions, the
+codes and meanings of their ``values``, the questions of verified examples that read it, and
+a little of its source's name and description. Each column is also a document of its own, so
+pruning can rank the columns of a wide table. Scores are BM25 (k1 = 1.2, b = 0.75) with the
+question's terms (``tokens.terms``) weighted as the tokenizer says.
+
+The FK graph joins tables of one source through ``references``; pruning closes the kept
+tables over its shortest paths. Built once per manifest fingerprint and cached.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .entities import Entity, entities, estimate_tokens
+from .memo import Memo
+from .tokens import terms
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet
+
+__all__ = ["LinkingIndex", "linking_index"]
+
+K1, B = 1.2, 0.75
+#: Field weights of a table document (see the module docstring).
+W_NAME, W_SYNONYM, W_DESCRIPTION = 3.0, 3.0, 1.5
+W_COLUMN_NAME, W_COLUMN_SYNONYM, W_COLUMN_DESCRIPTION, W_VALUES = 1.0, 1.0, 0.6, 0.5
+W_EXAMPLE, W_SOURCE = 1.0, 0.3
+_TABLE_REF = re.compile(r"\b(?:from|join)\s+[`\"\[]?([\w.]+)", re.I)
+
+
+def _add(bag: Counter, text: str, weight: float) -> None:
+    for term, w in terms(text):
+        bag[term] += w * weight
+
+
+class _Bm25:
+    """A BM25 scorer over weighted bags of terms."""
+
+    def __init__(self, bags: list[Counter]) -> None:
+        #: term → (document, its BM25 term-frequency factor), computed once
+        self.postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        lengths = [sum(bag.values()) for bag in bags]
+        avg = (sum(lengths) / len(lengths)) if lengths else 1.0
+        for doc, bag in enumerate(bags):
+            norm = K1 * (1 - B + B * (lengths[doc] / (avg or 1.0)))
+            for term, tf in bag.items():
+                self.postings[term].append((doc, tf * (K1 + 1) / (tf + norm)))
+        total = len(bags)
+        self.idf = {t: math.log(1 + (total - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()}
+
+    def score(self, query: dict[str, float]) -> dict[int, float]:
+        out: dict[int, float] = defaultdict(float)
+        for term, qw in query.items():
+            idf = self.idf.get(term)
+            if idf is None:
+                continue
+            weight = qw * idf
+            for doc, factor in self.postings[term]:
+                out[doc] += weight * factor
+        return out
+
+
+def _example_tables(capabilities: "CapabilitySet") -> list[tuple[str, set[tuple[str, str]]]]:
+    """(question, {(source, table)}) of every verified example, tables read by its steps."""
+    out = []
+    for _, example in capabilities.examples():
+        read: set[tuple[str, str]] = set()
+        for step in example.steps:
+            if step.index:
+                read.add((step.source, step.index.lower()))
+            elif isinstance(step.query, str):
+                read |= {(step.source, name.split(".")[-1].lower()) for name in _TABLE_REF.findall(step.query)}
+        out.append((example.question, read))
+    return out
+
+
+@dataclass
+class LinkingIndex:
+    """Everything ``select`` needs that depends only on the manifests."""
+
+    entities: list[Entity]
+    position: dict[tuple[str, str], int]
+    tables: _Bm25
+    columns: _Bm25
+    column_keys: list[tuple[int, int]]  # column document → (entity, member)
+    graph: dict[int, set[int]]
+    examples: list[tuple[str, set[int]]]
+    total_tokens: int
+    #: (the full-weight terms of a table's name or one synonym, the table)
+    names: list[tuple[frozenset[str], int]]
+    #: Estimated tokens of each source's header lines (paid once when any of its tables is kept)
+    source_tokens: dict[str, int]
+
+    def named(self, query_terms: set[str]) -> set[int]:
+        """Tables whose name or a synonym is written in the question (all its words/bigrams)."""
+        return {i for needed, i in self.names if needed <= query_terms}
+
+    @classmethod
+    def build(cls, capabilities: "CapabilitySet") -> "LinkingIndex":
+        found = entities(capabilities)
+        position = {e.key: i for i, e in enumerate(found)}
+        examples = [(q, {position[k] for k in read if k in position}) for q, read in _example_tables(capabilities)]
+        bags: list[Counter] = []
+        column_bags: list[Counter] = []
+        column_keys: list[tuple[int, int]] = []
+        descriptions = {m.source: m.description for m in capabilities}
+        for i, e in enumerate(found):
+            bag: Counter = Counter()
+            _add(bag, e.name, W_NAME)
+            for s in e.synonyms:
+                _add(bag, s, W_SYNONYM)
+            _add(bag, e.description, W_DESCRIPTION)
+            _add(bag, f"{e.source} {descriptions.get(e.source, '')}", W_SOURCE)
+            for j, member in enumerate(e.members):
+                col: Counter = Counter()
+                _add(col, member.name.replace(".", " "), 2.0)
+                for s in member.synonyms:
+                    _add(col, s, 2.0)
+                _add(col, member.description, 1.0)
+                for code, meaning in member.values:
+                    _add(col, f"{code} {meaning}", W_VALUES)
+                column_bags.append(col)
+                column_keys.append((i, j))
+                _add(bag, member.name.replace(".", " "), W_COLUMN_NAME)
+                for s in member.synonyms:
+                    _add(bag, s, W_COLUMN_SYNONYM)
+                _add(bag, member.description, W_COLUMN_DESCRIPTION)
+                for code, meaning in member.values:
+                    _add(bag, f"{code} {meaning}", W_VALUES)
+            bags.append(bag)
+        for question, read in examples:
+            for i in read:
+                _add(bags[i], question, W_EXAMPLE)
+        names = []
+        for i, e in enumerate(found):
+            for phrase in (e.name, *e.synonyms):
+                needed = frozenset(t for t, w in terms(phrase) if w >= 1.0 and not t.startswith("#"))
+                if needed:
+                    names.append((needed, i))
+        from structq.capabilities.render import render_manifest
+
+        headers = {m.source: estimate_tokens(render_manifest(m.model_copy(update={"tables": [], "indices": []}))) + 8
+                   for m in capabilities}
+        return cls(found, position, _Bm25(bags), _Bm25(column_bags), column_keys, _graph(found, position),
+                   examples, sum(e.tokens for e in found) + sum(headers.values()), names, headers)
+
+    def paths_from(self, start: int, max_hops: int) -> dict[int, int]:
+        """Shortest FK paths from ``start``: each reachable table → the table before it."""
+        previous = {start: start}
+        frontier = deque([(start, 0)])
+        while frontier:
+            node, hops = frontier.popleft()
+            if hops >= max_hops:
+                continue
+            for nxt in sorted(self.graph.get(node, ())):
+                if nxt not in previous:
+                    previous[nxt] = node
+                    frontier.append((nxt, hops + 1))
+        return previous
+
+
+def _graph(found: list[Entity], position: dict[tuple[str, str], int]) -> dict[int, set[int]]:
+    """Undirected FK edges between tables of one source."""
+    graph: dict[int, set[int]] = defaultdict(set)
+    for i, e in enumerate(found):
+        for member in e.members:
+            if member.references:
+                target = position.get((e.source, member.references.split(".")[0].lower()))
+                if target is not None and target != i:
+                    graph[i].add(target)
+                    graph[target].add(i)
+    return graph
+
+
+_CACHE: Memo[LinkingIndex] = Memo()
+
+
+def linking_index(capabilities: "CapabilitySet") -> LinkingIndex:
+    """The index of ``capabilities``, built once per manifest fingerprint (a few kept)."""
+    return _CACHE.get(capabilities.fingerprint(), lambda: LinkingIndex.build(capabilities))

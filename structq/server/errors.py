@@ -1,0 +1,108 @@
+"""Errors as HTTP: one JSON shape, ``{"error": {"code", "message", "hint"}}``, and one table
+from the structq error tree to status codes, following the CLI's exit-code classes:
+
+=========================  ======  ==========================================================
+error                      status  why
+=========================  ======  ==========================================================
+bad request / validation   400     the caller's request is malformed (CLI: usage, exit 2)
+AccessDenied               403     the token may not use a source the plan needs
+PlanError, sandbox refusal 422     the question or plan cannot be answered safely (exit 1)
+no working plan            422     the model's plans kept failing (repairs exhausted)
+ExecutionError, ModelError 502     an upstream (database, model) failed on a valid request
+ConfigError, unavailable   503     the service is not set up for this, or a source is down
+QueryTimeout               504     a source took longer than its manifest allows
+=========================  ======  ==========================================================
+
+Anything else is a 500 with a generic message (the details go to the log, not the caller):
+a failing source or a bug in one request never takes the process down.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from structq.errors import (
+    ConfigError,
+    ExecutionError,
+    ManifestError,
+    ModelError,
+    PlanError,
+    QueryTimeout,
+    SandboxViolation,
+    SourceUnavailable,
+    StructqError,
+    SynthesisError,
+)
+
+__all__ = ["AccessDenied", "RequestRejected", "error_status", "error_body", "STATUS_OF"]
+
+log = logging.getLogger("structq.server")
+
+
+class AccessDenied(StructqError):
+    """The caller's token does not grant a source the request needs. Never retried."""
+
+    def __init__(self, source: str, user: str) -> None:
+        super().__init__(f"user {user!r} may not use source {source!r}",
+                         hint="ask the administrator to add it to this token's sources in server.yaml")
+        self.source = source
+
+
+class RequestRejected(StructqError):
+    """A request the service refuses before doing any work: malformed, too big, too often."""
+
+    def __init__(self, status: int, code: str, message: str, *, hint: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+        self.code = code
+        self.headers = headers or {}
+
+
+#: The first matching class decides (most specific first): (status, code).
+STATUS_OF: list[tuple[type[StructqError], int, str]] = [
+    (AccessDenied, 403, "forbidden"),
+    (SandboxViolation, 422, "sandbox_refused"),
+    (PlanError, 422, "invalid_plan"),
+    (QueryTimeout, 504, "query_timeout"),
+    (SourceUnavailable, 503, "source_unavailable"),
+    (ExecutionError, 502, "query_failed"),
+    (ConfigError, 503, "not_configured"),
+    (ManifestError, 503, "not_configured"),
+    (SynthesisError, 502, "answer_failed"),
+    (ModelError, 502, "model_error"),
+]
+
+
+def error_status(exc: BaseException) -> tuple[int, str]:
+    """The HTTP status and error code for ``exc``."""
+    if isinstance(exc, RequestRejected):
+        return exc.status, exc.code
+    if type(exc).__name__ == "RepairsExhausted":  # a ModelError, but the question is at fault
+        return 422, "no_working_plan"
+    for cls, status, code in STATUS_OF:
+        if isinstance(exc, cls):
+            return status, code
+    if isinstance(exc, StructqError):
+        return 422, "failed"
+    return 500, "internal"
+
+
+def error_body(exc: BaseException) -> dict[str, Any]:
+    """``{"error": {...}}`` for ``exc``; internal errors say nothing about their cause."""
+    status, code = error_status(exc)
+    if status == 500:
+        log.error("internal error while serving a request", exc_info=exc)
+        return {"error": {"code": code, "message": "internal error; the details are in the server log", "hint": None}}
+    from structq.cli.common import describe
+
+    message, hint = describe(exc)  # type: ignore[arg-type]
+    body: dict[str, Any] = {"code": code, "message": message, "hint": hint}
+    for attr in ("source", "step"):
+        value = getattr(exc, attr, None)
+        if value is not None:
+            body[attr] = value
+    if isinstance(exc, SandboxViolation):
+        body["sandbox_code"] = exc.code
+    return {"error": body}

@@ -1,0 +1,113 @@
+"""What one request may touch and what it wants to hear, carried to the engine's threads.
+
+The agent's engine is shared by every request. A request sets ``scope`` (a context variable)
+to its principal and, when it streams, an ``emit`` callback; ``GuardedEngine`` reads it:
+
+- before running any plan (the model's, a verified example, a cached one, or a plan posted to
+  ``/v1/run``) every source it names must be granted to the principal, else ``AccessDenied``
+  naming the source; and the plan runs with the principal's variables, never others. Both
+  sit in the engine, so no path around them exists (a run outside any scope is refused).
+- each plan it starts is emitted as a ``plan`` event (again after a repair), and each step as
+  a ``step`` event as soon as it has run.
+
+Context variables follow ``asyncio.to_thread``; the engine's own worker threads (steps that
+run side by side) get a copy of the caller's context through ``submit``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from structq.agent.engine import Engine
+from structq.agent.plan import LOCAL_SOURCE
+
+from .errors import AccessDenied
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from structq.agent import Plan, RunResult, Step, StepResult
+    from structq.executors.base import ResultSet
+    from structq.safety.query import SafeQuery
+
+    from .config import Principal
+
+__all__ = ["GuardedEngine", "RequestScope", "request_scope", "check_access", "STEP_EVENT_ROWS"]
+
+#: Rows of a step carried by its ``step`` event; the final document carries them all.
+STEP_EVENT_ROWS = 50
+
+Emit = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class RequestScope:
+    principal: "Principal"
+    emit: Emit | None = None
+
+
+_scope: contextvars.ContextVar[RequestScope | None] = contextvars.ContextVar("structq_request", default=None)
+
+
+@contextmanager
+def request_scope(principal: "Principal", emit: Emit | None = None) -> Iterator[None]:
+    token = _scope.set(RequestScope(principal, emit))
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def check_access(principal: "Principal", plan: "Plan") -> None:
+    """``AccessDenied`` naming the first source of ``plan`` the principal may not use."""
+    for step in plan.steps:
+        if step.source != LOCAL_SOURCE and not principal.may_use(step.source):
+            raise AccessDenied(step.source, principal.user)
+
+
+class GuardedEngine(Engine):
+    """The agent's engine in the service: it runs a plan only inside a request scope, with
+    that principal's variables (whatever its caller passed) and sources, and reports progress."""
+
+    def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None) -> "RunResult":
+        scope = _scope.get()
+        if scope is None:  # fail closed: every path of the service sets a scope
+            raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")
+        check_access(scope.principal, plan)
+        if scope.emit is not None:
+            scope.emit("plan", {"plan": plan.to_dict()})
+        # The caller's fixed variables, whatever was passed: the engine is the last word.
+        return super().run(plan, vars=scope.principal.vars)
+
+    def submit(self, fn: Any, *args: Any) -> "Future[Any]":
+        context = contextvars.copy_context()
+        return super().submit(context.run, fn, *args)
+
+    def execute(self, step: "Step", safe: "SafeQuery", inputs: Mapping[str, "StepResult"]) -> "ResultSet":
+        result = super().execute(step, safe, inputs)
+        scope = _scope.get()
+        if scope is not None and scope.emit is not None:
+            scope.emit("step", step_event(step, safe, result))
+        return result
+
+
+def step_event(step: "Step", safe: "SafeQuery", result: "ResultSet") -> dict[str, Any]:
+    """A finished step for the stream: what ran, and its first rows."""
+    query = result.query if result.query is not None else (safe.text if safe.kind == "sql" else safe.body)
+    return {
+        "output_key": step.output_key,
+        "source": step.source,
+        "index": step.index,
+        "purpose": step.purpose,
+        "query": query,
+        "columns": list(result.columns),
+        "rows": [list(r) for r in result.rows[:STEP_EVENT_ROWS]],
+        "row_count": result.row_count,
+        "rows_shown": min(result.row_count, STEP_EVENT_ROWS),
+        "truncated": result.truncated,
+        "elapsed_ms": round(result.elapsed_ms, 3),
+    }

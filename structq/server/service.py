@@ -1,0 +1,211 @@
+"""The service behind every transport (HTTP API, web page, MCP): one warm ``Agent``.
+
+One agent lives as long as the process: its executors keep their connection pools, the
+embedded search engine stays loaded, the plan cache stays open. Every operation takes the
+caller's ``Principal``: its fixed variables are the only variables a query ever sees, and its
+sources bound what any plan may touch (``observe.GuardedEngine`` enforces that on every run).
+
+Conversations are kept in memory per process, owned by the principal that started them
+(another caller's conversation id is simply unknown), the least recently used dropped first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from structq.errors import StructqError
+
+from .errors import RequestRejected
+from .observe import GuardedEngine, check_access, request_scope
+
+if TYPE_CHECKING:
+    from structq.agent import Agent, Answer
+    from structq.agent.conversation import Conversation
+
+    from .config import Principal, ServerConfig
+
+__all__ = ["Service", "Event"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event of a streamed answer."""
+
+    name: str
+    data: dict[str, Any]
+
+
+class Conversations:
+    """Conversations by id, per owner, at most ``capacity`` (least recently used dropped)."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, tuple[str, "Conversation"]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def open(self, agent: "Agent", owner: str, cid: str | None) -> tuple[str, "Conversation"]:
+        with self._lock:
+            if cid is None:
+                cid = uuid.uuid4().hex
+                self._items[cid] = (owner, agent.conversation())
+                while len(self._items) > self.capacity:
+                    self._items.popitem(last=False)
+            found = self._items.get(cid)
+            if found is None or found[0] != owner:
+                raise RequestRejected(404, "unknown_conversation", f"no conversation {cid!r} for this caller",
+                                      hint="start a new conversation: leave 'conversation' out")
+            self._items.move_to_end(cid)
+            return cid, found[1]
+
+
+class Service:
+    """Ask, plan, run and describe, for one principal at a time, on a shared agent."""
+
+    def __init__(self, agent: "Agent", config: "ServerConfig") -> None:
+        self.agent = agent
+        self.config = config
+        agent.engine.close()
+        agent.engine = GuardedEngine(agent.capabilities)
+        self.conversations = Conversations()
+        self.started = time.time()
+
+    def close(self) -> None:
+        self.agent.close()
+
+    # --- questions -----------------------------------------------------------------------
+
+    def check_question(self, question: str) -> None:
+        limit = self.config.limits.max_question_chars
+        if len(question) > limit:
+            raise RequestRejected(400, "question_too_long", f"the question has {len(question)} characters; "
+                                  f"at most {limit} are accepted", hint="ask a shorter question")
+        if not question.strip():
+            raise RequestRejected(400, "empty_question", "the question is empty", hint="send a question")
+
+    async def ask(self, principal: "Principal", question: str, *, conversation: str | None = None,
+                  today: dt.date | None = None, no_answer: bool = False) -> dict[str, Any]:
+        """The document of ``structq ask --json``, plus the conversation id."""
+        self.check_question(question)
+        cid, conv = self.conversations.open(self.agent, principal.key, conversation)
+        with request_scope(principal):
+            answer = await self.agent.aask(question, vars=principal.vars, today=today, answer=not no_answer,
+                                           conversation=conv)
+        return self._remember(cid, conv, answer)
+
+    async def ask_stream(self, principal: "Principal", question: str, *, conversation: str | None = None,
+                         today: dt.date | None = None, no_answer: bool = False) -> AsyncIterator[Event]:
+        """``plan`` (again after a repair), ``step`` per finished step, ``answer``, then ``done``
+        with the whole document — or ``error`` with the error body, as the last event."""
+        from .errors import error_body
+
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+        def emit(name: str, data: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, Event(name, data))
+
+        async def work() -> dict[str, Any]:
+            self.check_question(question)
+            cid, conv = self.conversations.open(self.agent, principal.key, conversation)
+            with request_scope(principal, emit):
+                answer = await self.agent.aask(question, vars=principal.vars, today=today,
+                                               answer=not no_answer, conversation=conv)
+            return self._remember(cid, conv, answer)
+
+        task = asyncio.ensure_future(work())
+        task.add_done_callback(lambda _: loop.call_soon(queue.put_nowait, None))
+        while (event := await queue.get()) is not None:
+            yield event
+        try:
+            document = task.result()
+        except Exception as exc:  # every failure ends the stream as an error event
+            yield Event("error", error_body(exc))
+            return
+        yield Event("answer", {"text": document["answer"], "citations": document["citations"]})
+        yield Event("done", document)
+
+    def _remember(self, cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
+        from structq.agent.conversation import Turn, summarise
+
+        conv.turns.append(Turn(answer.question, answer.plan.to_dict(), summarise(answer)))
+        return {**answer.to_dict(), "conversation": cid}
+
+    async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,
+                   today: dt.date | None = None) -> dict[str, Any]:
+        self.check_question(question)
+        conv = self.conversations.open(self.agent, principal.key, conversation)[1] if conversation else None
+        plan = await asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv)
+        check_access(principal, plan)
+        return plan.to_dict()
+
+    async def run(self, principal: "Principal", plan_data: dict[str, Any], *, question: str = "") -> dict[str, Any]:
+        """A given plan, no model: the document of ``structq run --json``."""
+        from structq.agent import Plan
+
+        plan = Plan.parse(plan_data)
+        with request_scope(principal):
+            result = await asyncio.to_thread(self.agent.engine.run, plan, vars=principal.vars)
+        return result.to_dict()
+
+    # --- the map -------------------------------------------------------------------------
+
+    def sources(self, principal: "Principal") -> list[dict[str, Any]]:
+        """What the manifests declare to this caller, denied columns and fields left out."""
+        from .describe import describe_manifest
+
+        return [describe_manifest(m) for m in self.agent.capabilities if principal.may_use(m.source)]
+
+    def describe(self, principal: "Principal", source: str) -> str:
+        """One source as the planner sees it (the prompt text)."""
+        from structq.capabilities.render import render_manifest
+
+        from .errors import AccessDenied
+
+        manifest = self.agent.capabilities.get(source)
+        if manifest is None:
+            raise RequestRejected(404, "unknown_source", f"no source {source!r}",
+                                  hint=f"sources: {', '.join(m['source'] for m in self.sources(principal))}")
+        if not principal.may_use(source):
+            raise AccessDenied(source, principal.user)
+        return render_manifest(manifest)
+
+    def examples(self, principal: "Principal") -> list[dict[str, Any]]:
+        """Verified example questions whose plans this caller may run."""
+        from structq.agent import Plan
+
+        out = []
+        for manifest, example in self.agent.capabilities.examples():
+            plan = Plan.from_example(example)  # type: ignore[arg-type]
+            sources = sorted({s.source for s in plan.steps} - {"local"})
+            if all(principal.may_use(s) for s in sources):
+                out.append({"question": example.question, "sources": sources})  # type: ignore[attr-defined]
+        return out
+
+    # --- health --------------------------------------------------------------------------
+
+    def warm(self) -> None:
+        """Open every source now (pools, the embedded engine's index load), not on the first question."""
+        self.readiness()
+
+    def readiness(self) -> dict[str, str]:
+        """Each source: ``ok`` or why it cannot be reached. Never raises."""
+        from .describe import probe
+
+        states = {}
+        for manifest in self.agent.capabilities:
+            try:
+                probe(self.agent.engine.executors.get(manifest), manifest)
+                states[manifest.source] = "ok"
+            except StructqError as exc:
+                states[manifest.source] = str(exc)
+            except Exception as exc:  # a probe must never take the process down
+                states[manifest.source] = f"{type(exc).__name__}: {exc}"
+        return states
