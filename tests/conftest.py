@@ -236,3 +236,31 @@ def demo_capabilities(demo_env: dict[str, str]):
     from structq.capabilities import CapabilitySet
 
     return CapabilitySet.from_path(REPO_ROOT / "capabilities", env=demo_env)
+
+
+# ============================================================================================
+# Agents on the demo company with a scripted model (tests/scripted.py)
+# ============================================================================================
+
+
+@pytest.fixture
+def make_agent(demo_capabilities, tmp_path: Path):
+    """``make_agent(model, **settings)``: an ``Agent`` on the demo with a private plan cache
+    (``tmp_path/plans.sqlite``) and audit log (``tmp_path/audit.jsonl``); closed afterwards."""
+    from structq.agent import Agent
+    from structq.agent.audit import AuditLog
+    from structq.agent.cache import PlanCache
+    from structq.config import Settings
+
+    agents: list[Any] = []
+
+    def make(model: Any = None, **settings: Any) -> Any:
+        config = Settings(llm=None, timezone="Asia/Shanghai", **settings)
+        agent = Agent(demo_capabilities, llm=model, settings=config,
+                      cache=PlanCache(tmp_path / "plans.sqlite"), audit=AuditLog(tmp_path / "audit.jsonl"))
+        agents.append(agent)
+        return agent
+
+    yield make
+    for agent in agents:
+        agent.close()

@@ -13,8 +13,7 @@ import pytest
 from scripted import plan_reply, scripted, text_reply
 
 from structq.agent import Agent, Plan, RepairsExhausted
-from structq.agent.audit import AuditLog
-from structq.agent.cache import PlanCache, normalise_question
+from structq.agent.cache import normalise_question
 from structq.agent.synthesis import unsupported_numbers
 from structq.config import Settings
 from structq.errors import ConfigError, ModelError, SourceUnavailable
@@ -46,22 +45,6 @@ def with_step(plan: dict[str, Any], index: int, **changes: Any) -> dict[str, Any
     out = copy.deepcopy(plan)
     out["steps"][index].update(changes)
     return out
-
-
-@pytest.fixture
-def make_agent(demo_capabilities, tmp_path: Path):
-    agents: list[Agent] = []
-
-    def make(model: Any = None, **settings: Any) -> Agent:
-        config = Settings(llm=None, timezone="Asia/Shanghai", **settings)
-        agent = Agent(demo_capabilities, llm=model, settings=config,
-                      cache=PlanCache(tmp_path / "plans.sqlite"), audit=AuditLog(tmp_path / "audit.jsonl"))
-        agents.append(agent)
-        return agent
-
-    yield make
-    for agent in agents:
-        agent.close()
 
 
 @pytest.fixture(scope="module")

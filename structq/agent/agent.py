@@ -2,10 +2,12 @@
 
     question → verified example? → plan cache? → model (structured output)
              → run (sandbox + executors) ── retryable error ──→ repair (at most max_repairs)
-             → answer (model, or deterministic) → audit line
+             → empty? observe → revised plan (at most max_replans; see ``loop``)
+             → answer (model, or deterministic; a declining plan: its reason) → audit line
 
 Only errors the model can fix go back to it (``PlanError``, ``SandboxViolation``, a query's
-``ExecutionError``); an unavailable source or a timeout stops at once.
+``ExecutionError``); an unavailable source or a timeout never does: the steps that need it
+are left out with a note (a partial answer), or the question fails when nothing could be read.
 """
 
 from __future__ import annotations
@@ -22,13 +24,17 @@ from structq.errors import ConfigError, ModelError, StructqError
 from .audit import AuditLog
 from .bridge import run_sync
 from .cache import PlanCache, VerifiedPlans
+from .decline import decline_text
 from .engine import Engine, RunResult
 from .llm import CallLog, model_name, resolve_model
+from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
 from .synthesis import citations, render_deterministic, synthesize
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from langchain_core.language_models import BaseChatModel
 
     from structq.capabilities import CapabilitySet
@@ -62,6 +68,8 @@ class Answer:
     notes: list[str]
     plan_source: str
     model_calls: CallLog = field(default_factory=CallLog)
+    #: Each evaluation of a run that came back empty, and what came of it.
+    rounds: list[Round] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable shape of ``structq ask --json``."""
@@ -74,6 +82,7 @@ class Answer:
             "steps": [s.to_dict() for s in self.results.steps.values()],
             "notes": self.notes,
             "model_calls": self.model_calls.to_list(),
+            "rounds": [r.to_dict() for r in self.rounds],
         }
 
 
@@ -208,15 +217,18 @@ class Agent:
         plan_source: str | None = None
         attempts: list[Attempt] = []
         results: RunResult | None = None
+        rounds: list[Round] = []
         try:
-            plan, plan_source, results, attempts = await self._plan_and_run(question, vars, today, context, use_cache, log)
+            plan, plan_source, results, attempts, rounds = await self._plan_and_run(
+                question, vars, today, context, use_cache, log, with_values=answer)
             text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
-            result = Answer(question, text, plan, results, citations(results), [*results.notes, *notes], plan_source, log)
+            result = Answer(question, text, plan, results, citations(results),
+                            [*(r.note() for r in rounds), *results.notes, *notes], plan_source, log, rounds)
         except BaseException as exc:
             tried = len(getattr(exc, "attempts", ())) or len(attempts) + 1
-            self._audit(question, vars, plan, plan_source, results, log, None, exc, tried)
+            self._audit(question, vars, plan, plan_source, results, log, None, exc, tried, rounds)
             raise
-        self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1)
+        self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1, rounds)
         return result
 
     def as_tool(self, **kwargs: Any) -> Any:
@@ -245,11 +257,12 @@ class Agent:
                              today=today.isoformat(), context=context)
 
     async def _plan_and_run(self, question: str, vars: dict[str, Any], today: dt.date, context: str,
-                            use_cache: bool, log: CallLog) -> tuple[Plan, str, RunResult, list[Attempt]]:
+                            use_cache: bool, log: CallLog, *, with_values: bool = True,
+                            ) -> tuple[Plan, str, RunResult, list[Attempt], list[Round]]:
         plan, source = self._first_plan(question, today, use_cache, context)
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
-            return plan, source or "verified", await self.engine.arun(plan, vars=vars), []
+            return plan, source or "verified", await self.engine.arun(plan, vars=vars), [], []
         planner = self.planner()
         attempts: list[Attempt] = []
         while True:
@@ -264,19 +277,27 @@ class Agent:
                 if len(attempts) > self.settings.max_repairs:
                     raise RepairsExhausted(attempts) from exc
                 continue
-            if use_cache and self.cache is not None:
+            rounds: list[Round] = []
+            if self.settings.max_replans and not plan.declined:
+                plan, results, rounds = await revise(
+                    planner, self.engine, question, plan, results, vars=vars, today=today, context=context, log=log,
+                    max_replans=self.settings.max_replans, with_values=with_values)
+            if use_cache and self.cache is not None and not plan.declined:  # a refusal is not worth keeping
                 self.cache.put(self._cache_key(question, today, context), question, plan)
-            return plan, "model", results, attempts
+            return plan, "model", results, attempts, rounds
 
     def _answer(self, question: str, results: RunResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
+        if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
+            return decline_text(question, results.plan, self.capabilities), []
         if use_model and self.has_model:
             return synthesize(self.model, question, results, log=log)
         return render_deterministic(question, results), []
 
     def _audit(self, question: str, vars: dict[str, Any], plan: Plan | None, plan_source: str | None,
                results: RunResult | None, log: CallLog, text: str | None, error: BaseException | None,
-               plans_tried: int) -> None:
+               plans_tried: int, rounds: "Sequence[Round]" = ()) -> None:
         if self.audit is None:
             return
         self.audit.record(question=question, vars=vars, plan=plan.to_dict() if plan else None, plan_source=plan_source,
-                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=plans_tried)
+                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=plans_tried,
+                          rounds=[r.to_dict(with_values=self.audit.include_data) for r in rounds])

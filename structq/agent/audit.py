@@ -56,6 +56,7 @@ class AuditLog:
         answer: str | None,
         error: BaseException | None,
         attempts: int,
+        rounds: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         planned = {step["output_key"]: step.get("query") for step in (plan or {}).get("steps", [])}
         entry = {
@@ -65,6 +66,7 @@ class AuditLog:
             "plan_source": plan_source,
             "plan": plan,
             "attempts": attempts,
+            "rounds": rounds or [],
             "steps": [self._step(s, planned.get(s.output_key)) for s in run.steps.values()] if run else [],
             "notes": run.notes if run else [],
             "model_calls": model_calls,

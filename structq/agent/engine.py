@@ -10,9 +10,10 @@ An empty input never changes the answer: a step is left out only where an empty 
 provably makes its result empty (``empty.py``: the reference is a top-level ``col IN (<k>)``
 conjunct or a ``terms`` filter); everywhere else it runs with the empty list bound
 (``NOT IN ()`` is true, ``COUNT`` is 0). Either way a note names the empty step and its
-purpose. Truncation anywhere is recorded in the notes, never silent, and so is what an
-executor says is not exact about its rows (``ResultSet.notes``: estimated counts, rounded
-numbers), each note prefixed with its step.
+purpose. A step whose source is unavailable or times out is not run either, and the steps that
+do not depend on it still are: a partial answer (see ``breaker``). Truncation anywhere is
+recorded in the notes, never silent, and so is what an executor says is not exact about its
+rows (``ResultSet.notes``: estimated counts, rounded numbers), each note prefixed with its step.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ExecutionError, PlanError, StructqError
 
+from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
 from .plan import LOCAL_SOURCE, Plan, Step, step_dialect
 
@@ -156,9 +158,11 @@ class Engine:
     #: Worker threads for steps that run side by side; plans are a handful of steps wide.
     MAX_WORKERS = 8
 
-    def __init__(self, capabilities: "CapabilitySet", *, executors: ExecutorPool | None = None) -> None:
+    def __init__(self, capabilities: "CapabilitySet", *, executors: ExecutorPool | None = None,
+                 breaker: CircuitBreaker | None = None) -> None:
         self.capabilities = capabilities
         self.executors = executors or ExecutorPool(capabilities)
+        self.breaker = breaker or CircuitBreaker.from_env()
         self._workers: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -187,6 +191,12 @@ class Engine:
         run = _Run(self, plan, dict(vars or {}))
         run.execute()
         ordered = {s.output_key: run.results[s.output_key] for s in plan.steps}
+        if run.unavailable:
+            if all(r.skipped is not None for r in ordered.values()):
+                raise run.unavailable[0]  # nothing could be read: not an answer, partial or not
+            missing = ", ".join(repr(k) for k in ordered if k in run.missing)
+            run.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
+                             "(see above); the other steps' results are complete")
         return RunResult(plan, ordered, run.notes, (time.perf_counter() - started) * 1000)
 
     async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None) -> RunResult:
@@ -239,7 +249,8 @@ class Engine:
                 return executor.run(safe)
             finally:
                 executor.close()
-        return self.executors.get(self.capabilities[step.source]).run(safe)
+        manifest = self.capabilities[step.source]
+        return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
 
     def intermediate_cap(self, step: Step) -> int:
         """Row cap for a step whose results feed later steps."""
@@ -279,6 +290,10 @@ class _Run:
         self.read_as_tables = plan.read_as_tables()
         self.results: dict[str, StepResult] = {}
         self.notes: list[str] = []
+        #: Why steps could not run (a source down or timing out), in the order it happened.
+        self.unavailable: list[StructqError] = []
+        #: Those steps and every step downstream of them: their results are unknown.
+        self.missing: set[str] = set()
 
     def execute(self) -> None:
         pending = list(self.plan.steps)
@@ -324,7 +339,13 @@ class _Run:
         """Why ``step`` need not run: an empty input that provably empties its result.
 
         A step that a local step reads as a table always runs, so that its columns are known.
+        An input that could not be read (its source unavailable) is unknown, not empty: the
+        step never runs on it.
         """
+        for key in self.deps[step.output_key]:
+            if key in self.missing:
+                self.missing.add(step.output_key)
+                return f"not run: its input step {key!r} could not be read"
         if step.output_key in self.read_as_tables:
             return None
         dialect = step_dialect(step, self.engine.capabilities)
@@ -365,6 +386,11 @@ class _Run:
         try:
             safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap)
             result = engine.execute(step, safe, inputs)
+        except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
+            _attach_step(exc, step.output_key)
+            self.unavailable.append(exc)
+            self.missing.add(step.output_key)
+            return _skipped(step, f"not run: {exc.message}")
         except StructqError as exc:
             _attach_step(exc, step.output_key)
             raise

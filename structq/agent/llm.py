@@ -4,6 +4,13 @@ Any LangChain chat model works: pass a ``BaseChatModel``, or a ``provider:model`
 resolved by LangChain's ``init_chat_model`` (``--llm`` / ``STRUCTQ_LLM``). With only
 ``OPENAI_API_KEY`` set the default is an OpenAI model; ``OPENAI_BASE_URL`` is honoured by the
 OpenAI client, so any OpenAI-compatible server works. LangChain is imported only here, lazily.
+
+Every call is bounded: a model built from a ``provider:model`` string gets a request timeout
+(``STRUCTQ_LLM_TIMEOUT``, default 60 s; the OpenAI client's own default is 600 s) and no
+retries of its own; ``invoke`` retries rate limits and server errors (429, 5xx) at most
+``STRUCTQ_LLM_RETRIES`` times (default 2) with exponential backoff. A timeout is not retried:
+a server that did not answer in time once is unlikely to answer the same prompt faster.
+A model instance passed in keeps its own timeout and retries.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
 
-__all__ = ["resolve_model", "model_name", "ModelCall", "CallLog", "invoke", "reply_text", "DEFAULT_OPENAI_MODEL"]
+__all__ = ["resolve_model", "model_name", "ModelCall", "CallLog", "invoke", "reply_text", "DEFAULT_OPENAI_MODEL",
+           "CallBounds"]
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
@@ -29,6 +37,38 @@ HOW_TO_CONFIGURE = (
     "OpenAI-compatible server such as vLLM, Ollama, DeepSeek or llama.cpp). Verified example "
     "questions and `structq run PLAN.yaml` work without a model."
 )
+
+
+@dataclass(frozen=True)
+class CallBounds:
+    """How long one model request may take, and how often a 429/5xx is retried."""
+
+    timeout_s: float = 60.0
+    retries: int = 2
+    #: First backoff; doubled per retry, capped at ``backoff_cap_s`` (a server's Retry-After too).
+    backoff_s: float = 0.5
+    backoff_cap_s: float = 8.0
+
+    @classmethod
+    def from_env(cls) -> "CallBounds":
+        """``STRUCTQ_LLM_TIMEOUT`` (seconds, > 0) and ``STRUCTQ_LLM_RETRIES`` (0, 1, 2, …)."""
+        timeout = os.environ.get("STRUCTQ_LLM_TIMEOUT", "60")
+        retries = os.environ.get("STRUCTQ_LLM_RETRIES", "2")
+        try:
+            timeout_s = float(timeout)
+        except ValueError:
+            timeout_s = -1.0
+        if not timeout_s > 0:
+            raise ConfigError(f"STRUCTQ_LLM_TIMEOUT={timeout!r} is not a positive number of seconds",
+                              hint="set STRUCTQ_LLM_TIMEOUT to e.g. 60")
+        if not retries.strip().isdigit():
+            raise ConfigError(f"STRUCTQ_LLM_RETRIES={retries!r} is not a whole number", hint="set it to 0, 1, 2, …")
+        return cls(timeout_s=timeout_s, retries=int(retries))
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry ``attempt`` (0-based)."""
+        wait = retry_after if retry_after is not None else self.backoff_s * 2**attempt
+        return max(0.0, min(wait, self.backoff_cap_s))
 
 
 def resolve_model(llm: "BaseChatModel | str | None") -> "BaseChatModel":
@@ -46,8 +86,12 @@ def resolve_model(llm: "BaseChatModel | str | None") -> "BaseChatModel":
         kwargs["model_provider"] = provider
     if (provider == "openai" or not name) and os.environ.get("OPENAI_BASE_URL"):
         kwargs["base_url"] = os.environ["OPENAI_BASE_URL"]
+    bounds = CallBounds.from_env()
     try:
-        return init_chat_model(**kwargs)
+        try:  # retries are ours (invoke); the provider only bounds each request
+            return init_chat_model(**kwargs, timeout=bounds.timeout_s, max_retries=0)
+        except (TypeError, ValueError):  # a provider without these settings
+            return init_chat_model(**kwargs)
     except ImportError as exc:
         raise ConfigError(f"the model {spec!r} needs a package that is not installed: {exc}",
                           hint=f"pip install the LangChain integration for {provider!r} (e.g. langchain-{provider})") from None
@@ -72,10 +116,12 @@ class ModelCall:
     elapsed_ms: float
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: Requests sent: 1, plus one per retried rate limit or server error.
+    requests: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"purpose": self.purpose, "elapsed_ms": round(self.elapsed_ms, 1),
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "requests": self.requests}
 
 
 @dataclass
@@ -91,18 +137,52 @@ class CallLog:
         return [c.to_dict() for c in self.calls]
 
 
-def invoke(model: Any, messages: "list[BaseMessage]", *, purpose: str, log: CallLog) -> "AIMessage":
-    """Call the model; any provider failure becomes ``ModelError`` with the provider's message."""
-    started = time.perf_counter()
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status of a provider error, when it carries one."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     try:
-        reply = model.invoke(messages)
-    except Exception as exc:
-        log.calls.append(ModelCall(purpose, (time.perf_counter() - started) * 1000))
-        raise ModelError(f"the model call failed ({type(exc).__name__}): {exc}",
-                         hint="check the model name, the API key and OPENAI_BASE_URL, and that the server is reachable") from exc
+        return float(headers.get("retry-after"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Rate limits and server errors pass; a bad request, a bad key or a timeout will not."""
+    status = _status(exc)
+    return status is not None and (status == 429 or status >= 500)
+
+
+def invoke(model: Any, messages: "list[BaseMessage]", *, purpose: str, log: CallLog,
+           bounds: CallBounds | None = None) -> "AIMessage":
+    """Call the model, retrying 429/5xx with backoff; any other failure, or a retryable one
+    that outlasts the retries, becomes ``ModelError`` with the provider's message."""
+    bounds = bounds or CallBounds.from_env()
+    started = time.perf_counter()
+    requests = 0
+    while True:
+        requests += 1
+        try:
+            reply = model.invoke(messages)
+            break
+        except Exception as exc:
+            if _retryable(exc) and requests <= bounds.retries:
+                time.sleep(bounds.backoff(requests - 1, _retry_after(exc)))
+                continue
+            log.calls.append(ModelCall(purpose, (time.perf_counter() - started) * 1000, requests=requests))
+            tried = f" after {requests} requests" if requests > 1 else ""
+            raise ModelError(f"the model call failed{tried} ({type(exc).__name__}): {exc}",
+                             hint="check the model name, the API key and OPENAI_BASE_URL, that the server is "
+                                  "reachable, and STRUCTQ_LLM_TIMEOUT") from exc
     usage = getattr(reply, "usage_metadata", None) or {}
     log.calls.append(ModelCall(purpose, (time.perf_counter() - started) * 1000,
-                               usage.get("input_tokens"), usage.get("output_tokens")))
+                               usage.get("input_tokens"), usage.get("output_tokens"), requests))
     return reply
 
 

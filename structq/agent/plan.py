@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from structq.capabilities.loader import closest
 from structq.capabilities.model import ExampleStep
@@ -77,13 +77,38 @@ class Step(ExampleStep):
 
 
 class Plan(BaseModel):
-    """Reasoning, steps in order, and how the answer should be written."""
+    """Reasoning, steps in order, and how the answer should be written.
+
+    Or an honest refusal: ``cannot_answer`` holds the reason (denied data, data no source
+    holds, a question too ambiguous to plan) and ``steps`` is empty. A refusal is an answer,
+    not an error: nothing runs and nothing is repaired.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     reasoning: str = ""
-    steps: list[Step] = Field(min_length=1)
+    steps: list[Step] = Field(default_factory=list)
     answer_with: str = ""
+    cannot_answer: str | None = Field(
+        default=None,
+        description="Only when the question cannot be answered from the sources: why, in the question's "
+                    "language, and what can be asked instead. Then steps is empty.")
+
+    @model_validator(mode="after")
+    def _steps_or_reason(self) -> "Plan":
+        if self.cannot_answer is not None:
+            if not self.cannot_answer.strip():
+                raise ValueError("cannot_answer needs the reason the question cannot be answered")
+            if self.steps:
+                raise ValueError("a plan that declines (cannot_answer) has no steps")
+        elif not self.steps:
+            raise ValueError("a plan needs at least one step, or cannot_answer with the reason and no steps")
+        return self
+
+    @property
+    def declined(self) -> bool:
+        """Whether this plan declines to answer (``cannot_answer``) instead of querying."""
+        return self.cannot_answer is not None
 
     # --- construction -----------------------------------------------------------------
 
@@ -232,6 +257,8 @@ class Plan(BaseModel):
 
     def __str__(self) -> str:
         lines = [f"Plan: {self.reasoning}" if self.reasoning else "Plan:"]
+        if self.cannot_answer is not None:
+            lines.append(f"  cannot answer: {self.cannot_answer}")
         for i, step in enumerate(self.steps, 1):
             where = f"{step.source}/{step.index}" if step.index else step.source
             purpose = f" — {step.purpose}" if step.purpose else ""

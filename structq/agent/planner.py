@@ -179,9 +179,11 @@ class Planner:
              attempts: list[Attempt] = ()) -> Plan:
         """Ask the model for a plan; raise ``PlanError`` (with ``.raw``) when the reply is unusable."""
         messages = self.messages(question, today=today, context=context, attempts=list(attempts))
-        purpose = "repair" if attempts else "plan"
-        reply = invoke(self._tool_model or self.model, messages, purpose=purpose, log=log)
-        return self.parse_reply(reply)
+        return self.complete(messages, purpose="repair" if attempts else "plan", log=log)
+
+    def complete(self, messages: "list[BaseMessage]", *, purpose: str, log: CallLog) -> Plan:
+        """One planning call on prepared ``messages`` (a plan, a repair, a revision)."""
+        return self.parse_reply(invoke(self._tool_model or self.model, messages, purpose=purpose, log=log))
 
     def parse_reply(self, reply: Any) -> Plan:
         """A plan from a tool call or, failing that, from JSON in the text."""

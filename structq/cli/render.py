@@ -47,6 +47,8 @@ def print_plan(out: "Console", plan: "Plan") -> None:
 
     if plan.reasoning:
         out.print(f"[bold]Plan:[/] {escape(plan.reasoning)}")
+    if plan.cannot_answer is not None:
+        out.print(f"[bold yellow]Cannot answer:[/] {escape(plan.cannot_answer)}")
     for i, step in enumerate(plan.steps, 1):
         where = f"{step.source}/{step.index}" if step.index else step.source
         title = escape(f"{i}. {step.output_key} @ {where}" + (f" — {step.purpose}" if step.purpose else ""))

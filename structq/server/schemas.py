@@ -77,6 +77,7 @@ class AskResponse(BaseModel):
     steps: list[StepDocument]
     notes: list[str]
     model_calls: list[dict[str, Any]]
+    rounds: list[dict[str, Any]] = Field(default=[], description="re-planning rounds after empty results")
     conversation: str
 
 
@@ -84,6 +85,7 @@ class PlanResponse(BaseModel):
     reasoning: str = ""
     steps: list[dict[str, Any]]
     answer_with: str = ""
+    cannot_answer: str | None = Field(default=None, description="why the question cannot be answered (then no steps)")
 
 
 class RunResponse(BaseModel):
