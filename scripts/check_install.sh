@@ -22,6 +22,8 @@ say() { printf '==> %s\n' "$*"; }
 fail() { printf '==> FAILED: %s\n' "$*" >&2; exit 1; }
 
 cleanup() {
+    # The demo's search engine runs in the background between commands: stop it with the check.
+    [[ -x $WORK/venv/bin/structq ]] && structq engine stop >/dev/null 2>&1 || true
     if [[ -n ${KEEP:-} ]]; then say "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT

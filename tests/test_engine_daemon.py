@@ -230,3 +230,15 @@ def test_a_bad_idle_setting_is_a_config_error(workspace: Workspace) -> None:
     assert result.returncode == 3
     assert "STRUCTQ_ENGINE_IDLE='soon'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_engine_nobody_can_find_stops(workspace: Workspace) -> None:
+    """Its state folder deleted (a removed temporary HOME, a cleaned state dir): the engine
+    stops instead of running unseen."""
+    import shutil
+
+    workspace.run_plan()
+    state = workspace.state()
+    shutil.rmtree(workspace.state_dir)
+    wait_until(lambda: not pid_alive(state["engine_pid"]) and not workspace.supervisors(),
+               "the disowned engine to stop")

@@ -331,7 +331,7 @@ def serve(folder: Path, idle_s: float) -> int:
         engine_state.touch(folder)
         poll_s = min(5.0, max(0.1, idle_s / 5))
         while not stopping.wait(poll_s):
-            if server.process.poll() is not None or _idle(folder, idle_s):
+            if server.process.poll() is not None or _disowned(folder) or _idle(folder, idle_s):
                 break
     finally:
         embedded.terminate(server.process)
@@ -340,6 +340,13 @@ def serve(folder: Path, idle_s: float) -> int:
             if held and state is not None and state.supervisor_pid == os.getpid():
                 engine_state.remove_state(folder)
     return 0
+
+
+def _disowned(folder: Path) -> bool:
+    """The state file is gone or names another supervisor (``engine stop``, a replaced stale
+    state, or the whole state folder deleted): nobody can find this engine any more."""
+    state = engine_state.read_state(folder)
+    return state is None or state.supervisor_pid != os.getpid()
 
 
 def _idle(folder: Path, idle_s: float) -> bool:
