@@ -80,6 +80,7 @@ class Workspace:
             self.command(*root_options, "run", str(self.plan), "-m", str(self.manifests), "--json"),
             env=self.env, capture_output=True, text=True, timeout=_HANG_GUARD_S)
         assert result.returncode == 0, result.stderr
+        self.last_stderr = result.stderr
         return documents(result.stdout)
 
     def structq(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -132,7 +133,10 @@ def test_two_commands_share_one_engine_and_load_once(workspace: Workspace) -> No
     assert workspace.run_plan() == [{"author": "a", "body": "first"}]
     first = workspace.state()
     assert first is not None
+    assert "started the embedded search engine in the background" in workspace.last_stderr
+    assert "structq engine status | stop" in workspace.last_stderr
     assert workspace.run_plan() == [{"author": "a", "body": "first"}]
+    assert "started" not in workspace.last_stderr  # said once, by the command that started it
     second = workspace.state()
     assert second is not None
     assert second["supervisor_pid"] == first["supervisor_pid"]

@@ -33,7 +33,16 @@ def configure_daemon(no_daemon: bool) -> None:
 
     idle = os.environ.get("STRUCTQ_ENGINE_IDLE")
     with errors_to_exit(False):
-        embedded.use_daemon(parse_idle(idle) if idle else DEFAULT_IDLE_S)
+        idle_s = parse_idle(idle) if idle else DEFAULT_IDLE_S
+        embedded.use_daemon(idle_s, on_start=lambda state: _say_started(state.url, idle_s))
+
+
+def _say_started(url: str, idle_s: float) -> None:
+    """One line on stderr: a process that stays behind in the background is never a surprise."""
+    import sys
+
+    sys.stderr.write(f"structq: started the embedded search engine in the background at {url}; it "
+                     f"stops after {_duration(idle_s)} unused (structq engine status | stop)\n")
 
 
 @engine_app.command("status")

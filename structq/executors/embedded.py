@@ -386,16 +386,17 @@ def _stop_at_exit() -> None:
     _ENGINE.stop()
 
 
-def use_daemon(idle_s: float | None = None) -> None:
+def use_daemon(idle_s: float | None = None, on_start: Callable[[Any], None] | None = None) -> None:
     """Serve embedded sources from the per-user daemon from now on (``engine_daemon.py``): the
     CLI's choice, so that one engine outlives one command. The Python API keeps the
-    in-process engine unless it calls this."""
+    in-process engine unless it calls this. ``on_start`` is called with the daemon's state
+    when this process starts it."""
     global _ENGINE
     from structq.executors.engine_daemon import DEFAULT_IDLE_S, DaemonEngine
 
     if not isinstance(_ENGINE, DaemonEngine):
         _ENGINE.stop()
-        _ENGINE = DaemonEngine(DEFAULT_IDLE_S if idle_s is None else idle_s)
+        _ENGINE = DaemonEngine(DEFAULT_IDLE_S if idle_s is None else idle_s, on_start)
 
 
 def use_in_process() -> None:

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -81,8 +82,12 @@ def parse_idle(text: str) -> float:
 class DaemonEngine:
     """The per-user daemon behind the interface of :class:`embedded.EmbeddedEngine`."""
 
-    def __init__(self, idle_s: float = DEFAULT_IDLE_S) -> None:
+    def __init__(self, idle_s: float = DEFAULT_IDLE_S,
+                 on_start: Callable[[EngineState], None] | None = None) -> None:
+        """``on_start`` is told when this process started the engine (the CLI says so once:
+        a process left running in the background should never be a surprise)."""
         self._idle_s = idle_s
+        self._on_start = on_start
         self._lock = threading.RLock()
         self._holders = 0
 
@@ -103,7 +108,9 @@ class DaemonEngine:
         """Start the daemon if needed, load what changed of ``manifest``'s indices, hold a lease."""
         folder = engine_state.engine_dir()
         with self._lock, engine_state.exclusive(folder):
-            state = _ensure_running(folder, self._idle_s)
+            state, started = _ensure_running(folder, self._idle_s)
+            if started and self._on_start is not None:
+                self._on_start(state)
             client = _client(state.url)
             try:
                 for index in manifest.indices:
@@ -163,16 +170,16 @@ def _refresh(client: Any, state: EngineState, manifest: Manifest, index: Index,
     return True
 
 
-def _ensure_running(folder: Path, idle_s: float) -> EngineState:
-    """The running daemon's state, after replacing a stale one or starting one; the caller
-    holds the folder's lock."""
+def _ensure_running(folder: Path, idle_s: float) -> tuple[EngineState, bool]:
+    """The running daemon's state, after replacing a stale one or starting one, and whether
+    it was started now; the caller holds the folder's lock."""
     state = engine_state.read_state(folder)
     if state is not None and _healthy(state):
-        return state
+        return state, False
     if state is not None:
         _kill(state)
         engine_state.remove_state(folder)
-    return _spawn(folder, idle_s)
+    return _spawn(folder, idle_s), True
 
 
 def _supervisor_alive(state: EngineState) -> bool:
