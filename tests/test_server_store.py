@@ -1,0 +1,93 @@
+"""The shared store of ``structq serve`` on a real SQLite file and a real PostgreSQL: plans and
+conversations survive the store object (another worker opens its own), writes are upserts that
+concurrent workers cannot break, and a bad URL is one clear error."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from structq.agent.conversation import Turn
+from structq.agent.plan import Plan
+from structq.errors import ConfigError
+from structq.server.store import Store, StorePlanCache, resolve_store_url
+
+_databases = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store' / 'store.db'}"
+    server = request.getfixturevalue("pg_server")
+    url = server.create_database(f"store_{next(_databases)}_{tmp_path.name[-8:].lower().replace('-', '_')}")
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)  # a plain URL, as a user writes it
+
+
+@pytest.fixture
+def stores(store_url: str) -> Iterator[tuple[Store, Store]]:
+    """Two store objects on one database, as two workers hold them."""
+    first, second = Store(store_url), Store(store_url)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def _plan(query: str) -> Plan:
+    return Plan.parse({"steps": [{"output_key": "o", "source": "shop", "query": query}]})
+
+
+def test_a_plan_cached_by_one_worker_is_read_by_another(stores) -> None:
+    first, second = (StorePlanCache(s) for s in stores)
+    first.put("k1", "每个月的订单金额？", _plan("SELECT 1"))
+    assert second.get("k1") == _plan("SELECT 1") and second.get("missing") is None
+    second.put("k1", "每个月的订单金额？", _plan("SELECT 2"))  # the same key again replaces it
+    assert first.get("k1") == _plan("SELECT 2") and len(first) == 1
+    assert second.clear() == 1 and len(first) == 0
+
+
+def test_a_conversation_saved_by_one_worker_continues_on_another(stores) -> None:
+    first, second = stores
+    turns = [Turn("张三在哪个部门？", {"steps": [{"output_key": "d", "query": "SELECT 1"}]}, "  answer: 研发部")]
+    first.save_conversation("c1", "owner-a", turns)
+    assert second.load_conversation("c1") == ("owner-a", [{"question": "张三在哪个部门？", "plan": turns[0].plan,
+                                                          "summary": "  answer: 研发部"}])
+    second.save_conversation("c1", "owner-a", [*turns, Turn("那他上个月的项目呢？", {}, "")])
+    assert len(first.load_conversation("c1")[1]) == 2
+    assert first.load_conversation("unknown") is None
+
+
+def test_concurrent_writers_of_one_key_leave_one_whole_entry(stores) -> None:
+    first, second = stores
+
+    def write(n: int) -> None:
+        (first if n % 2 else second).put_plan("same", f"q{n}", _plan(f"SELECT {n}").to_dict())
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(40)))
+    assert first.count_plans() == 1
+    assert Plan.parse(second.get_plan("same")).steps[0].query.startswith("SELECT ")
+
+
+@pytest.mark.parametrize("url,says", [
+    ("not a url", "is not a database URL"),
+    ("mysql://u@127.0.0.1/db", "a store is SQLite or PostgreSQL"),
+    ("postgresql://nobody@127.0.0.1:1/none", "cannot use the store"),
+])
+def test_an_unusable_store_is_one_clear_error(url: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says) as raised:
+        Store(url)
+    assert raised.value.hint
+
+
+def test_the_environment_names_the_store_before_the_config_file(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("STRUCTQ_STORE_URL", raising=False)
+    monkeypatch.setenv("STRUCTQ_CACHE_DIR", str(tmp_path))
+    assert resolve_store_url(None) == f"sqlite:///{tmp_path / 'plans.sqlite'}"
+    assert resolve_store_url("postgresql://h/db") == "postgresql://h/db"
+    monkeypatch.setenv("STRUCTQ_STORE_URL", "sqlite:///elsewhere.db")
+    assert resolve_store_url("postgresql://h/db") == "sqlite:///elsewhere.db"
