@@ -91,3 +91,24 @@ def test_the_environment_names_the_store_before_the_config_file(monkeypatch, tmp
     assert resolve_store_url("postgresql://h/db") == "postgresql://h/db"
     monkeypatch.setenv("STRUCTQ_STORE_URL", "sqlite:///elsewhere.db")
     assert resolve_store_url("postgresql://h/db") == "sqlite:///elsewhere.db"
+
+
+def test_server_yaml_names_the_store() -> None:
+    from structq.server.config import ServerConfig
+
+    data = {"tokens": [{"sha256": "0" * 64, "user": "ann"}], "store": "postgresql://structq@db/structq"}
+    assert ServerConfig.from_data(data).store == "postgresql://structq@db/structq"
+    assert ServerConfig.from_data({"tokens": data["tokens"]}).store is None
+
+
+def test_the_default_store_shares_the_cli_plan_cache_file(tmp_path: Path) -> None:
+    from structq.agent.cache import PlanCache
+
+    PlanCache(tmp_path / "plans.sqlite").put("k", "q", _plan("SELECT 7"))
+    store = Store(f"sqlite:///{tmp_path / 'plans.sqlite'}")
+    try:
+        assert StorePlanCache(store).get("k") == _plan("SELECT 7")
+        store.save_conversation("c", "o", [])
+        assert len(PlanCache(tmp_path / "plans.sqlite")) == 1
+    finally:
+        store.close()
