@@ -112,3 +112,28 @@ def test_the_default_store_shares_the_cli_plan_cache_file(tmp_path: Path) -> Non
         assert len(PlanCache(tmp_path / "plans.sqlite")) == 1
     finally:
         store.close()
+
+
+def test_conversations_nobody_continued_are_pruned(stores) -> None:
+    first, second = stores
+    first.save_conversation("old", "o", [])
+    first.save_conversation("new", "o", [])
+    with first.engine.begin() as connection:  # as if "old" was last continued 31 days ago
+        connection.execute(first.conversations.update().where(first.conversations.c.id == "old")
+                           .values(updated=first.conversations.c.updated - 31 * 24 * 3600))
+    assert second.prune_conversations() == 1
+    assert first.load_conversation("old") is None and first.load_conversation("new") is not None
+
+
+def test_a_conversation_keeps_only_the_turns_a_prompt_can_show(tmp_path: Path) -> None:
+    from structq.agent.conversation import Conversation
+    from structq.server.service import Conversations
+
+    store = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        conversation = Conversation(agent=None, turns=[Turn(f"q{n}", {}, "") for n in range(10)])  # type: ignore[arg-type]
+        Conversations(store).save("c", "o", conversation)
+        kept = store.load_conversation("c")[1]
+        assert [t["question"] for t in kept] == [f"q{n}" for n in range(10 - conversation.max_turns, 10)]
+    finally:
+        store.close()

@@ -69,6 +69,7 @@ def make_service(options: ServeOptions) -> "Service":
     config = options.load_config(capabilities.names)
     settings = Settings.from_env(llm=options.llm, cache_enabled=False if options.no_cache else None)
     store = Store(resolve_store_url(config.store))
+    store.prune_conversations()
     cache = StorePlanCache(store) if settings.cache_enabled else None
     return Service(Agent(capabilities, settings=settings, cache=cache), config, store)  # type: ignore[arg-type]
 

@@ -61,7 +61,8 @@ class Conversations:
         return cid, Conversation(agent, [Turn(**turn) for turn in found[1]])
 
     def save(self, cid: str, owner: str, conversation: "Conversation") -> None:
-        self.store.save_conversation(cid, owner, conversation.turns)
+        # only the turns the next prompt can show: a long conversation stays a small row
+        self.store.save_conversation(cid, owner, conversation.turns[-conversation.max_turns:])
 
 
 class Service:

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Store", "StorePlanCache", "default_store_url", "resolve_store_url", "ENV"]
 
+#: Conversations nobody continued for this long are dropped when a server starts (30 days).
+CONVERSATION_TTL_S = 30 * 24 * 3600
+
 #: The environment variable that names the store (wins over ``store:`` in server.yaml).
 ENV = "STRUCTQ_STORE_URL"
 
@@ -159,6 +162,12 @@ class Store:
         with self.engine.connect() as connection:
             row = connection.execute(select(c.owner, c.turns).where(c.id == cid)).first()
         return (row[0], json.loads(row[1])) if row else None
+
+    def prune_conversations(self, unused_for_s: float = CONVERSATION_TTL_S) -> int:
+        """Forget conversations nobody continued for ``unused_for_s`` seconds; returns how many."""
+        with self.engine.begin() as connection:
+            stale = self.conversations.delete().where(self.conversations.c.updated < time.time() - unused_for_s)
+            return int(connection.execute(stale).rowcount or 0)
 
     def save_conversation(self, cid: str, owner: str, turns: list["Turn"]) -> None:
         from dataclasses import asdict
