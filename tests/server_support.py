@@ -172,8 +172,9 @@ def start_server(args: list[str], *, env: dict[str, str] | None = None, log: Pat
     port = free_port()
     command = [sys.executable, "-m", "structq.cli", "serve", *args, "--port", str(port)]
     handle = log.open("w")
+    store = {"STRUCTQ_STORE_URL": f"sqlite:///{log.with_suffix('.store.db')}"}  # never the user's cache file
     process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, **(env or {})})
+                               env={**os.environ, **store, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     server = ServerProcess(process, url, log)
     give_up = time.monotonic() + deadline_s

@@ -7,6 +7,7 @@ variables **fixed** for it (a request can never set or change them) and the sour
 use (all when omitted)::
 
     limits: {max_body_bytes: 262144, max_question_chars: 2000, requests_per_minute: 60}
+    store: postgresql://structq@db.internal/structq   # plan cache + conversations, shared by workers
     tokens:
       - sha256: 3b1f…            # sha256 of the token, hex
         user: alice
@@ -102,6 +103,7 @@ class _File(BaseModel):
 
     limits: Limits = Field(default_factory=Limits)
     tokens: list[_Token] = Field(default_factory=list)
+    store: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,8 @@ class ServerConfig:
     tokens: dict[str, Principal] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     local: Principal | None = None
+    #: The shared store's URL (``store.py``); ``STRUCTQ_STORE_URL`` wins over it.
+    store: str | None = None
 
     @property
     def open(self) -> bool:
@@ -144,7 +148,7 @@ class ServerConfig:
             at = ".".join(str(p) for p in err["loc"]) or "(top level)"
             raise ConfigError(f"{where}: {at}: {err['msg']}",
                               hint="keys: limits {max_body_bytes, max_question_chars, requests_per_minute, burst}, "
-                                   "tokens [{sha256, user, vars, sources}]") from None
+                                   "tokens [{sha256, user, vars, sources}], store (a database URL)") from None
         if not parsed.tokens:
             raise ConfigError(f"{where} lists no tokens, so nobody could call the server",
                               hint="add one: structq serve --new-token USER prints a token and its config line")
@@ -158,7 +162,7 @@ class ServerConfig:
                                   hint=f"sources in the manifests: {', '.join(sources or [])}")
             allowed = frozenset(token.sources) if token.sources is not None else None
             tokens[token.sha256] = Principal(token.user, dict(token.vars), allowed, key=token.sha256[:16])
-        return cls(tokens=tokens, limits=parsed.limits)
+        return cls(tokens=tokens, limits=parsed.limits, store=parsed.store)
 
     def authenticate(self, token: str | None) -> Principal | None:
         """The principal of a bearer token (or the local one when no config); None if unknown."""

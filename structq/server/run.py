@@ -63,11 +63,15 @@ def make_service(options: ServeOptions) -> "Service":
     from structq.config import Settings
 
     from .service import Service
+    from .store import Store, StorePlanCache, resolve_store_url
 
     capabilities = CapabilitySet.from_path(options.manifests)
     config = options.load_config(capabilities.names)
     settings = Settings.from_env(llm=options.llm, cache_enabled=False if options.no_cache else None)
-    return Service(Agent(capabilities, settings=settings), config)
+    store = Store(resolve_store_url(config.store))
+    store.prune_conversations()
+    cache = StorePlanCache(store) if settings.cache_enabled else None
+    return Service(Agent(capabilities, settings=settings, cache=cache), config, store)  # type: ignore[arg-type]
 
 
 def app_from_env() -> "FastAPI":

@@ -5,18 +5,16 @@ embedded search engine stays loaded, the plan cache stays open. Every operation 
 caller's ``Principal``: its fixed variables are the only variables a query ever sees, and its
 sources bound what any plan may touch (``observe.GuardedEngine`` enforces that on every run).
 
-Conversations are kept in memory per process, owned by the principal that started them
-(another caller's conversation id is simply unknown), the least recently used dropped first.
+Conversations and the plan cache live in the shared store (``store.py``), not in the process:
+workers are stateless, so requests of one conversation may land on any worker or host.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +29,7 @@ if TYPE_CHECKING:
     from structq.agent.conversation import Conversation
 
     from .config import Principal, ServerConfig
+    from .store import Store
 
 __all__ = ["Service", "Event"]
 
@@ -44,41 +43,47 @@ class Event:
 
 
 class Conversations:
-    """Conversations by id, per owner, at most ``capacity`` (least recently used dropped)."""
+    """Conversations by id in the shared store, each owned by the caller that started it
+    (another caller's id is simply unknown), so any worker can continue any conversation."""
 
-    def __init__(self, capacity: int = 10_000) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[str, tuple[str, "Conversation"]] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, store: "Store") -> None:
+        self.store = store
 
     def open(self, agent: "Agent", owner: str, cid: str | None) -> tuple[str, "Conversation"]:
-        with self._lock:
-            if cid is None:
-                cid = uuid.uuid4().hex
-                self._items[cid] = (owner, agent.conversation())
-                while len(self._items) > self.capacity:
-                    self._items.popitem(last=False)
-            found = self._items.get(cid)
-            if found is None or found[0] != owner:
-                raise RequestRejected(404, "unknown_conversation", f"no conversation {cid!r} for this caller",
-                                      hint="start a new conversation: leave 'conversation' out")
-            self._items.move_to_end(cid)
-            return cid, found[1]
+        from structq.agent.conversation import Conversation, Turn
+
+        if cid is None:
+            return uuid.uuid4().hex, agent.conversation()
+        found = self.store.load_conversation(cid)
+        if found is None or found[0] != owner:
+            raise RequestRejected(404, "unknown_conversation", f"no conversation {cid!r} for this caller",
+                                  hint="start a new conversation: leave 'conversation' out")
+        return cid, Conversation(agent, [Turn(**turn) for turn in found[1]])
+
+    def save(self, cid: str, owner: str, conversation: "Conversation") -> None:
+        # only the turns the next prompt can show: a long conversation stays a small row
+        self.store.save_conversation(cid, owner, conversation.turns[-conversation.max_turns:])
 
 
 class Service:
     """Ask, plan, run and describe, for one principal at a time, on a shared agent."""
 
-    def __init__(self, agent: "Agent", config: "ServerConfig") -> None:
+    def __init__(self, agent: "Agent", config: "ServerConfig", store: "Store | None" = None) -> None:
+        """``store``: where conversations live (``make_service`` passes the configured one; by
+        default an in-memory store, for one process embedding the service)."""
+        from .store import Store
+
         self.agent = agent
         self.config = config
         agent.engine.close()
         agent.engine = GuardedEngine(agent.capabilities)
-        self.conversations = Conversations()
+        self.store = store if store is not None else Store("sqlite://")
+        self.conversations = Conversations(self.store)
         self.started = time.time()
 
     def close(self) -> None:
         self.agent.close()
+        self.store.close()
 
     # --- questions -----------------------------------------------------------------------
 
@@ -98,7 +103,7 @@ class Service:
         with request_scope(principal):
             answer = await self.agent.aask(question, vars=principal.vars, today=today, answer=not no_answer,
                                            conversation=conv)
-        return self._remember(cid, conv, answer)
+        return self._remember(principal, cid, conv, answer)
 
     async def ask_stream(self, principal: "Principal", question: str, *, conversation: str | None = None,
                          today: dt.date | None = None, no_answer: bool = False) -> AsyncIterator[Event]:
@@ -118,7 +123,7 @@ class Service:
             with request_scope(principal, emit):
                 answer = await self.agent.aask(question, vars=principal.vars, today=today,
                                                answer=not no_answer, conversation=conv)
-            return self._remember(cid, conv, answer)
+            return self._remember(principal, cid, conv, answer)
 
         task = asyncio.ensure_future(work())
         task.add_done_callback(lambda _: loop.call_soon(queue.put_nowait, None))
@@ -132,10 +137,11 @@ class Service:
         yield Event("answer", {"text": document["answer"], "citations": document["citations"]})
         yield Event("done", document)
 
-    def _remember(self, cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
+    def _remember(self, principal: "Principal", cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
         from structq.agent.conversation import Turn, summarise
 
         conv.turns.append(Turn(answer.question, answer.plan.to_dict(), summarise(answer)))
+        self.conversations.save(cid, principal.key, conv)
         return {**answer.to_dict(), "conversation": cid}
 
     async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,

@@ -1,0 +1,198 @@
+"""The shared store of ``structq serve``: the plan cache and the conversations, named by URL.
+
+Workers keep no state of their own, so any worker on any host can continue a conversation or
+reuse a plan another one cached. ``sqlite:///PATH`` (the default: the CLI's plan cache file in
+the user cache folder, so both share plans) serves one host; a PostgreSQL URL
+(``postgresql://user@host/db``) shares the store across hosts. One SQLAlchemy implementation
+serves both; tables are created when missing and every write is an upsert, so concurrent
+workers never collide on a key.
+
+Plan entries are keyed as ``PlanCache`` keys them (fingerprint, model, day, context and the
+normalised question); conversations are JSON lists of turns, owned by the caller that started
+them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from structq.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine, Table
+
+    from structq.agent.conversation import Turn
+    from structq.agent.plan import Plan
+
+__all__ = ["Store", "StorePlanCache", "default_store_url", "resolve_store_url", "ENV"]
+
+#: Conversations nobody continued for this long are dropped when a server starts (30 days).
+CONVERSATION_TTL_S = 30 * 24 * 3600
+
+#: The environment variable that names the store (wins over ``store:`` in server.yaml).
+ENV = "STRUCTQ_STORE_URL"
+
+
+def default_store_url() -> str:
+    """The plan cache file of the CLI (``STRUCTQ_CACHE_DIR`` moves it)."""
+    from structq.config import user_cache_dir
+
+    return f"sqlite:///{user_cache_dir() / 'plans.sqlite'}"
+
+
+def resolve_store_url(configured: str | None) -> str:
+    """``STRUCTQ_STORE_URL``, else server.yaml's ``store``, else the default file."""
+    return os.environ.get(ENV) or configured or default_store_url()
+
+
+def _engine(url: str) -> "Engine":
+    """A pooled engine; plain ``postgresql://`` URLs use psycopg 3 (the driver structq ships)."""
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from structq.executors.urls import redact_url
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise ConfigError(f"the store URL {redact_url(url)!r} is not a database URL",
+                          hint=f"e.g. sqlite:///var/lib/structq/store.db or postgresql://user@host/db ({ENV} or server.yaml 'store')") from None
+    backend = parsed.drivername.split("+", 1)[0]
+    if backend not in ("sqlite", "postgresql", "postgres"):
+        raise ConfigError(f"the store URL {redact_url(url)!r} names {backend!r}; a store is SQLite or PostgreSQL",
+                          hint="sqlite:///PATH for one host, postgresql://user@host/db to share across hosts")
+    if backend != "sqlite":
+        if "+" not in parsed.drivername:
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return create_engine(parsed, pool_pre_ping=True)
+    if not parsed.database or parsed.database == ":memory:":  # one process only: one shared connection
+        from sqlalchemy.pool import StaticPool
+
+        return create_engine(parsed, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed, connect_args={"timeout": 5})
+
+    @event.listens_for(engine, "connect")
+    def _wal(connection: Any, _: Any) -> None:  # readers never wait for a writer
+        connection.execute("PRAGMA journal_mode=WAL")
+
+    return engine
+
+
+class Store:
+    """The two tables on one engine. Thread-safe (SQLAlchemy's pool); safe across processes."""
+
+    def __init__(self, url: str) -> None:
+        from sqlalchemy import Column, Float, MetaData, String, Table, Text
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from structq.executors.urls import redact_url
+
+        self.url = url
+        self.engine = _engine(url)
+        metadata = MetaData()
+        # Same name and columns as PlanCache's SQLite table: the default store shares the CLI's file.
+        self.plans = Table("plans", metadata, Column("key", String(64), primary_key=True),
+                           Column("question", Text), Column("plan", Text), Column("created", Float))
+        self.conversations = Table("conversations", metadata, Column("id", String(64), primary_key=True),
+                                   Column("owner", String(64), nullable=False), Column("turns", Text, nullable=False),
+                                   Column("updated", Float))
+        self._create_lock = threading.Lock()
+        try:
+            with self._create_lock:
+                metadata.create_all(self.engine, checkfirst=True)
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise ConfigError(f"cannot use the store {redact_url(url)}: {type(exc.orig or exc).__name__}: "
+                              f"{str(exc.orig or exc).strip().splitlines()[0]}",
+                              hint=f"check the URL ({ENV} or server.yaml 'store') and that the database accepts this user") from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _upsert(self, table: "Table", values: dict[str, Any]) -> None:
+        """Insert or replace the row with this primary key, atomically on both engines."""
+        if self.engine.dialect.name == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert
+        key = [c.name for c in table.primary_key.columns]
+        statement = insert(table).values(**values)
+        statement = statement.on_conflict_do_update(
+            index_elements=key, set_={k: statement.excluded[k] for k in values if k not in key})
+        with self.engine.begin() as connection:
+            connection.execute(statement)
+
+    # --- the plan cache ------------------------------------------------------------------
+
+    def get_plan(self, key: str) -> dict[str, Any] | None:
+        from sqlalchemy import select
+
+        with self.engine.connect() as connection:
+            text = connection.execute(select(self.plans.c.plan).where(self.plans.c.key == key)).scalar()
+        return json.loads(text) if text is not None else None
+
+    def put_plan(self, key: str, question: str, plan: dict[str, Any]) -> None:
+        self._upsert(self.plans, {"key": key, "question": question,
+                                  "plan": json.dumps(plan, ensure_ascii=False), "created": time.time()})
+
+    def count_plans(self) -> int:
+        from sqlalchemy import func, select
+
+        with self.engine.connect() as connection:
+            return int(connection.execute(select(func.count()).select_from(self.plans)).scalar() or 0)
+
+    def clear_plans(self) -> int:
+        with self.engine.begin() as connection:
+            return int(connection.execute(self.plans.delete()).rowcount or 0)
+
+    # --- conversations -------------------------------------------------------------------
+
+    def load_conversation(self, cid: str) -> tuple[str, list[dict[str, Any]]] | None:
+        """(owner, turns) of a conversation, or None when there is none with this id."""
+        from sqlalchemy import select
+
+        c = self.conversations.c
+        with self.engine.connect() as connection:
+            row = connection.execute(select(c.owner, c.turns).where(c.id == cid)).first()
+        return (row[0], json.loads(row[1])) if row else None
+
+    def prune_conversations(self, unused_for_s: float = CONVERSATION_TTL_S) -> int:
+        """Forget conversations nobody continued for ``unused_for_s`` seconds; returns how many."""
+        with self.engine.begin() as connection:
+            stale = self.conversations.delete().where(self.conversations.c.updated < time.time() - unused_for_s)
+            return int(connection.execute(stale).rowcount or 0)
+
+    def save_conversation(self, cid: str, owner: str, turns: list["Turn"]) -> None:
+        from dataclasses import asdict
+
+        self._upsert(self.conversations, {"id": cid, "owner": owner, "updated": time.time(),
+                                          "turns": json.dumps([asdict(t) for t in turns], ensure_ascii=False, default=str)})
+
+
+class StorePlanCache:
+    """The ``PlanCache`` interface over a ``Store`` (the agent computes the keys), for a server's agent."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def get(self, key: str) -> "Plan | None":
+        from structq.agent.plan import Plan
+
+        data = self.store.get_plan(key)
+        return Plan.parse(data) if data is not None else None
+
+    def put(self, key: str, question: str, plan: "Plan") -> None:
+        self.store.put_plan(key, question, plan.to_dict())
+
+    def clear(self) -> int:
+        return self.store.clear_plans()
+
+    def __len__(self) -> int:
+        return self.store.count_plans()
