@@ -373,7 +373,7 @@ class _Run:
         self.notes.extend(f"step {result.output_key!r}: {note}" for note in result.notes)
         if result.skipped:
             self.notes.append(f"step {result.output_key!r} {result.skipped}")
-        elif result.truncated:
+        elif result.truncated and not _bounded_count(result):
             cap = "the intermediate row cap" if result.output_key in self.consumed else "the row limit"
             self.notes.append(
                 f"step {result.output_key!r} was truncated at {result.row_count} rows ({cap}); "
@@ -438,3 +438,8 @@ def _attach_step(exc: StructqError, key: str) -> None:
         except AttributeError:
             pass
 
+
+def _bounded_count(result: StepResult) -> bool:
+    """A search count that stopped at its bound: its own note says "at least N", and "truncated
+    at 1 rows" would misread it."""
+    return result.columns == ("count",) and result.row_count == 1 and bool(result.notes)
