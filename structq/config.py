@@ -43,6 +43,8 @@ class Settings:
     max_repairs: int = 2
     #: Revised plans after a run that came back empty (see ``agent.loop``); 0 turns it off.
     max_replans: int = 1
+    #: Ask the model after each step whether to go on, revise the rest or stop (``agent.adaptive``).
+    adaptive: bool = False
     timezone: str = "local"
     audit_path: Path | None = None
     audit_enabled: bool = True
@@ -62,6 +64,7 @@ class Settings:
             "llm": env.get("STRUCTQ_LLM") or None,
             "max_repairs": _whole_number("STRUCTQ_MAX_REPAIRS", env.get("STRUCTQ_MAX_REPAIRS", "2")),
             "max_replans": _whole_number("STRUCTQ_MAX_REPLANS", env.get("STRUCTQ_MAX_REPLANS", "1")),
+            "adaptive": env.get("STRUCTQ_ADAPTIVE", "0") in ("1", "on", "true"),
             "timezone": env.get("STRUCTQ_TIMEZONE", "local"),
             "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
             "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),

@@ -78,7 +78,7 @@ MANIFEST_YAML = """\
 source: reports
 kind: {kind}
 url: {url}
-limits: {{max_rows: {max_rows}, timeout_s: {timeout_s}}}
+limits: {{max_rows: {max_rows}, timeout_s: {timeout_s}, max_count: {max_count}}}
 indices:
   - name: {index}
     fields:
@@ -111,9 +111,11 @@ indices:
 
 
 def make_manifest(kind: str, url: str, *, max_rows: int = 100, timeout_s: float = 5,
-                  index: str = INDEX, documents: str | None = None) -> Manifest:
+                  index: str = INDEX, documents: str | None = None,
+                  max_count: int = 1_000_000) -> Manifest:
     docs = f"    documents: {documents}\n" if documents else ""
     text = MANIFEST_YAML.format(kind=kind, url=url, max_rows=max_rows, timeout_s=timeout_s,
+                                max_count=max_count,
                                 index=index, big=BIG_INDEX, missing=MISSING_INDEX,
                                 documents=docs)
     manifest, _ = load_manifest_text(text, env={})
@@ -284,7 +286,32 @@ def test_size_zero_with_post_filter_counts_through_search(executor: SearchExecut
                                   "post_filter": {"term": {"author_id": "E000"}}}))
     assert result.rows == [(sum(r["dept"] == "研发" and r["author_id"] == "E000"
                                 for r in REPORTS),)]
-    assert result.query["track_total_hits"] is True
+    assert result.query["track_total_hits"] == 1_000_000 and not result.truncated
+
+
+# The engine honours an integer track_total_hits (relation "gte" at the bound), so the bound
+# is checked end to end: 30 reports, counted up to bounds below, at and above 30.
+@pytest.mark.parametrize(("bound", "shown", "stopped"), [(10, 10, True), (30, 30, True), (31, 30, False)])
+@pytest.mark.parametrize("body", [{"size": 0}, {"size": 0, "post_filter": {"match_all": {}}},
+                                  {"size": 0, "track_total_hits": True},
+                                  {"size": 0, "track_total_hits": False}],
+                         ids=["count", "post_filter", "track true", "track false"])
+def test_a_count_is_bounded_and_says_at_least_at_the_bound(
+        make_executor: Callable[..., SearchExecutor], body: dict[str, Any],
+        bound: int, shown: int, stopped: bool) -> None:
+    result = make_executor(max_count=bound).run(search(body))
+    assert result.query["track_total_hits"] == bound
+    assert result.rows == [(shown,)] and result.truncated is stopped
+    assert result.notes == ((f"the count stopped at {shown:,} documents (limits.max_count): "
+                             f"at least {shown:,} match",) if stopped else ())
+
+
+@pytest.mark.parametrize(("asked", "sent"), [(True, 20), (5, 5), (20, 20), (10**9, 20), (-1, 20),
+                                             ("true", 20), (False, False)])
+def test_no_request_tracks_total_hits_past_the_bound(
+        make_executor: Callable[..., SearchExecutor], asked: Any, sent: Any) -> None:
+    result = make_executor(max_count=20).run(search({"query": {"match_all": {}}, "track_total_hits": asked}))
+    assert result.query["track_total_hits"] == sent and result.row_count == 30
 
 
 def test_70k_value_terms_split_into_bool_should(executor: SearchExecutor) -> None:
@@ -495,14 +522,13 @@ def test_undeclared_index_is_refused_before_any_request(executor: SearchExecutor
 # --------------------------------------------------------------------------------------------
 
 
-def test_only_search_and_count_endpoints_are_called(
+def test_only_the_search_endpoint_is_called(
         make_executor: Callable[..., SearchExecutor], faulty: EsProxy) -> None:
     executor = make_executor(faulty.url)
     executor.run(search({"query": {"match_all": {}}}))
     executor.run(search({"size": 0}))
     executor.run(search({"size": 0, "aggs": {"a": {"terms": {"field": "dept"}}}}))
-    assert faulty.requests == [("POST", f"/{INDEX}/_search"), ("POST", f"/{INDEX}/_count"),
-                               ("POST", f"/{INDEX}/_search")]
+    assert faulty.requests == [("POST", f"/{INDEX}/_search")] * 3
 
 
 @pytest.mark.parametrize(("status", "error"), [(500, ExecutionError), (503, SourceUnavailable)])

@@ -3,6 +3,7 @@
     question → verified example? → plan cache? → model (structured output)
              → run (sandbox + executors) ── retryable error ──→ repair (at most max_repairs)
              → empty? observe → revised plan (at most max_replans; see ``loop``)
+             (adaptive: step by step, the model deciding after each; see ``adaptive``)
              → answer (model, or deterministic; a declining plan: its reason) → audit line
 
 Only errors the model can fix go back to it (``PlanError``, ``SandboxViolation``, a query's
@@ -13,6 +14,7 @@ are left out with a note (a partial answer), or the question fails when nothing 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,9 +113,12 @@ class Agent:
         settings: Settings | None = None,
         cache: PlanCache | None = None,
         audit: AuditLog | None = None,
+        adaptive: bool | None = None,
     ) -> None:
         self.capabilities = capabilities
         self.settings = settings or Settings.from_env()
+        if adaptive is not None:
+            self.settings = dataclasses.replace(self.settings, adaptive=adaptive)
         self._llm_spec = llm if llm is not None else self.settings.llm
         self._model: Any = None
         self.engine = Engine(capabilities)
@@ -265,10 +270,18 @@ class Agent:
             return plan, source or "verified", await self.engine.arun(plan, vars=vars), [], []
         planner = self.planner()
         attempts: list[Attempt] = []
+        rounds: list[Round] = []
         while True:
             plan = None
             try:
                 plan = await asyncio.to_thread(planner.plan, question, today=today, log=log, context=context, attempts=attempts)
+                if self.settings.adaptive and not plan.declined:
+                    from .adaptive import run_adaptive
+
+                    plan, results, rounds = await run_adaptive(
+                        planner, self.engine, question, plan, vars=vars, today=today, context=context, log=log,
+                        max_replans=self.settings.max_replans, with_values=with_values)
+                    break
                 results = await self.engine.arun(plan, vars=vars)
             except StructqError as exc:
                 if not exc.retryable:
@@ -277,14 +290,15 @@ class Agent:
                 if len(attempts) > self.settings.max_repairs:
                     raise RepairsExhausted(attempts) from exc
                 continue
-            rounds: list[Round] = []
+            rounds = []
             if self.settings.max_replans and not plan.declined:
                 plan, results, rounds = await revise(
                     planner, self.engine, question, plan, results, vars=vars, today=today, context=context, log=log,
                     max_replans=self.settings.max_replans, with_values=with_values)
-            if use_cache and self.cache is not None and not plan.declined:  # a refusal is not worth keeping
-                self.cache.put(self._cache_key(question, today, context), question, plan)
-            return plan, "model", results, attempts, rounds
+            break
+        if use_cache and self.cache is not None and not plan.declined:  # a refusal is not worth keeping
+            self.cache.put(self._cache_key(question, today, context), question, plan)
+        return plan, "model", results, attempts, rounds
 
     def _answer(self, question: str, results: RunResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call

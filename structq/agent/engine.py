@@ -181,16 +181,20 @@ class Engine:
 
     # --- public -----------------------------------------------------------------------
 
-    def run(self, plan: Plan, *, vars: Mapping[str, Any] | None = None) -> RunResult:
+    def run(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
+            done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> RunResult:
         """Validate ``plan`` and run its steps, independent ones concurrently.
 
-        Works inside a running event loop too (it starts none).
+        Step by step (adaptive mode): ``done`` holds results of steps that already ran (they
+        are not run again) and ``upto`` stops after the first ``upto`` steps; the result then
+        holds the steps that have run. Works inside a running event loop too (it starts none).
         """
         plan.validate_against(self.capabilities)
         started = time.perf_counter()
         run = _Run(self, plan, dict(vars or {}))
-        run.execute()
-        ordered = {s.output_key: run.results[s.output_key] for s in plan.steps}
+        run.results.update(done or {})
+        run.execute(upto)
+        ordered = {s.output_key: run.results[s.output_key] for s in plan.steps if s.output_key in run.results}
         if run.unavailable:
             if all(r.skipped is not None for r in ordered.values()):
                 raise run.unavailable[0]  # nothing could be read: not an answer, partial or not
@@ -199,9 +203,10 @@ class Engine:
                              "(see above); the other steps' results are complete")
         return RunResult(plan, ordered, run.notes, (time.perf_counter() - started) * 1000)
 
-    async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None) -> RunResult:
+    async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
+                   done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> RunResult:
         """``run`` on a worker thread, so the caller's event loop keeps serving others."""
-        return await asyncio.to_thread(self.run, plan, vars=vars)
+        return await asyncio.to_thread(self.run, plan, vars=vars, done=done, upto=upto)
 
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         """Run ``fn(*args)`` on the engine's worker threads (started on first use)."""
@@ -295,8 +300,8 @@ class _Run:
         #: Those steps and every step downstream of them: their results are unknown.
         self.missing: set[str] = set()
 
-    def execute(self) -> None:
-        pending = list(self.plan.steps)
+    def execute(self, upto: int | None = None) -> None:
+        pending = [s for s in self.plan.steps[:upto] if s.output_key not in self.results]
         running: dict[Future[StepResult], str] = {}
         try:
             while pending or running:
@@ -373,7 +378,7 @@ class _Run:
         self.notes.extend(f"step {result.output_key!r}: {note}" for note in result.notes)
         if result.skipped:
             self.notes.append(f"step {result.output_key!r} {result.skipped}")
-        elif result.truncated:
+        elif result.truncated and not _bounded_count(result):
             cap = "the intermediate row cap" if result.output_key in self.consumed else "the row limit"
             self.notes.append(
                 f"step {result.output_key!r} was truncated at {result.row_count} rows ({cap}); "
@@ -438,3 +443,8 @@ def _attach_step(exc: StructqError, key: str) -> None:
         except AttributeError:
             pass
 
+
+def _bounded_count(result: StepResult) -> bool:
+    """A search count that stopped at its bound: its own note says "at least N", and "truncated
+    at 1 rows" would misread it."""
+    return result.columns == ("count",) and result.row_count == 1 and bool(result.notes)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .engine import Engine, RunResult
 
-__all__ = ["Observation", "Unmatched", "observe", "DISTINCT_LIMIT", "CLOSEST"]
+__all__ = ["Observation", "Unmatched", "observe", "step_summaries", "DISTINCT_LIMIT", "CLOSEST"]
 
 #: Distinct stored values read per column, and how many of the closest are shown.
 DISTINCT_LIMIT = 500
@@ -111,9 +111,13 @@ def observe(run: "RunResult", engine: "Engine", *, vars: Mapping[str, Any],
             unmatched += found
     if not empty:
         return None
-    steps = tuple({"output_key": k, "row_count": r.row_count, "columns": list(r.columns),
-                   "truncated": r.truncated, "skipped": r.skipped} for k, r in run.steps.items())
-    return Observation(tuple(empty), steps, tuple(unmatched))
+    return Observation(tuple(empty), step_summaries(run), tuple(unmatched))
+
+
+def step_summaries(run: "RunResult") -> tuple[dict[str, Any], ...]:
+    """Per step that has run: row count, columns, truncation, why it did not run — no rows."""
+    return tuple({"output_key": k, "row_count": r.row_count, "columns": list(r.columns),
+                  "truncated": r.truncated, "skipped": r.skipped} for k, r in run.steps.items())
 
 
 def _unmatched(step: Step, engine: "Engine", vars: Mapping[str, Any], with_values: bool,

@@ -8,6 +8,7 @@ import typer
 
 from .common import (
     DEFAULT_MANIFESTS,
+    AdaptiveOpt,
     JsonOpt,
     LlmOpt,
     ManifestsOpt,
@@ -44,6 +45,7 @@ def ask(
     show_plan: Annotated[bool, typer.Option("--show-plan", help="Print the plan and the queries that ran.")] = False,
     no_answer: Annotated[bool, typer.Option("--no-answer", help="Return the raw results; no answer-writing model call.")] = False,
     no_cache: NoCacheOpt = False,
+    adaptive: AdaptiveOpt = False,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -58,7 +60,7 @@ def ask(
     variables = parse_vars(var)
     day = parse_today(today)
     with errors_to_exit(verbose):
-        with make_agent(manifests, llm, no_cache=no_cache) as agent:
+        with make_agent(manifests, llm, no_cache=no_cache, adaptive=adaptive) as agent:
             answer = agent.ask(question, vars=variables, today=day, answer=not no_answer, use_cache=not no_cache)
         if json_out:
             print_json(answer.to_dict())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .common import (
     DEFAULT_MANIFESTS,
+    AdaptiveOpt,
     LlmOpt,
     ManifestsOpt,
     TodayOpt,
@@ -26,6 +27,7 @@ def chat(
     llm: LlmOpt = None,
     var: VarOpt = None,
     today: TodayOpt = None,
+    adaptive: AdaptiveOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Ask questions in a row; follow-ups ("那他上个月的项目呢？") resolve against earlier answers.
@@ -43,7 +45,7 @@ def chat(
     out = console()
     _enable_history()
     with errors_to_exit(verbose):  # manifests and sources; errors in the loop are shown and survived
-        agent = make_agent(manifests, llm)
+        agent = make_agent(manifests, llm, adaptive=adaptive)
     with agent:
         conversation = agent.conversation()
         last = None

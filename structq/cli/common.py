@@ -204,6 +204,9 @@ TodayOpt = Annotated[
     typer.Option("--today", help="Resolve relative dates (去年, last quarter) against this date, YYYY-MM-DD.", metavar="YYYY-MM-DD"),
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the plan cache.")]
+AdaptiveOpt = Annotated[bool, typer.Option(
+    "--adaptive", help="Run the plan step by step; after each step the model may continue, revise the "
+                       "remaining steps or stop (one extra model call per step; STRUCTQ_ADAPTIVE=1).")]
 
 
 def parse_today(value: str | None):
@@ -218,10 +221,10 @@ def parse_today(value: str | None):
         raise typer.BadParameter(f"{value!r} is not a date like 2026-11-30", param_hint="--today") from None
 
 
-def make_agent(manifests: Path, llm: str | None, *, no_cache: bool = False):
+def make_agent(manifests: Path, llm: str | None, *, no_cache: bool = False, adaptive: bool = False):
     """An ``Agent`` for the CLI: manifests, model spec (resolved lazily), settings from the environment."""
     from structq.agent import Agent
     from structq.config import Settings
 
-    settings = Settings.from_env(llm=llm, cache_enabled=False if no_cache else None)
+    settings = Settings.from_env(llm=llm, cache_enabled=False if no_cache else None, adaptive=adaptive or None)
     return Agent(load_capabilities(manifests), settings=settings)

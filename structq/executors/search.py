@@ -5,12 +5,12 @@ One implementation, two registrations::
     @register("elasticsearch")  ElasticsearchExecutor   the official elasticsearch client
     @register("opensearch")     OpenSearchExecutor      opensearch-py
 
-Everything about the DSL — the request actually sent, the two endpoints, errors, hits and
+Everything about the DSL — the request actually sent, the one endpoint, errors, hits and
 aggregations → rows (``search_rows.py``) — lives in ``SearchExecutor``; a subclass only names
 its ``ClientFlavour`` (``search_clients.py``), which builds the client and reads its
 exceptions.
 
-Read-only by construction: the executor only ever calls ``search`` and ``count``, from
+Read-only by construction: the executor only ever calls ``search``, from
 ``SearchExecutor._call``, the one place that touches the client. No index, update, delete,
 bulk, script or ``_sql`` call exists in this module.
 
@@ -20,7 +20,9 @@ file. The URL ``embedded`` starts the in-process engine (``embedded.py``) and lo
 manifest's documents; it is always spoken to with the OpenSearch client.
 
 Time: each request is bounded twice — the client's request timeout and the body's
-``timeout`` (so the engine stops searching too) — both ``limits.timeout_s``.
+``timeout`` (so the engine stops searching too) — both ``limits.timeout_s``. Counting is
+bounded too: ``track_total_hits`` is never ``true`` but at most ``limits.max_count``, so the
+engine stops counting there and a count at the bound reads "at least N".
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from structq.capabilities.model import Index, Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
@@ -47,7 +49,6 @@ from structq.safety.query import SafeQuery
 
 __all__ = ["SearchExecutor", "ElasticsearchExecutor", "OpenSearchExecutor", "redact_url"]
 
-Endpoint = Literal["search", "count"]
 
 #: Too many requests, bad gateway, service unavailable, gateway timeout: the engine cannot
 #: serve anyone right now — the source's state, not the query's fault (other 5xx stay
@@ -81,8 +82,15 @@ def _has_aggregations(body: Mapping[str, Any]) -> bool:
     return bool(body.get("aggs") or body.get("aggregations"))
 
 
-#: Request keys that change which hits count, which the count endpoint cannot take.
-_COUNT_CHANGERS = ("post_filter", "min_score", "collapse")
+def _bounded_total(asked: Any, bound: int) -> int | bool:
+    """``track_total_hits`` as sent: ``false`` stays off; anything else (``true``, a number, a
+    count step that did not say) counts exactly up to ``bound`` and no further, so no request
+    makes the engine count a huge index to the end."""
+    if asked is False:
+        return False
+    if type(asked) is int and 0 <= asked < bound:
+        return asked
+    return bound
 
 
 def _wants_count(body: Mapping[str, Any]) -> bool:
@@ -111,8 +119,9 @@ class SearchExecutor:
     (object sub-fields as dotted columns, nested fields as lists of objects, arrays as lists)
     and ``_highlight`` ({field: joined fragments}) when the request highlights. A body with
     aggregations answers with the aggregation rows even if it also asks for hits; ``size: 0``
-    without aggregations answers one ``count`` row. ``truncated``: more than ``max_rows`` hits
-    came back (the sandbox asks for ``max_rows + 1``), or an aggregation left buckets out.
+    without aggregations answers one ``count`` row, counted up to ``limits.max_count``.
+    ``truncated``: more than ``max_rows`` hits came back (the sandbox asks for
+    ``max_rows + 1``), an aggregation left buckets out, or a count stopped at its bound.
 
     The client is created on first use and shared by threads (both clients are thread-safe);
     ``close()`` releases it, and the embedded engine when this executor holds it.
@@ -153,27 +162,18 @@ class SearchExecutor:
         started = time.perf_counter()
         index = self._index_of(query)
         body = self._request_body(query)
-        if _wants_count(body) and not any(k in body for k in _COUNT_CHANGERS):
-            # The count endpoint answers exactly, where hits.total may stop at 10,000.
-            request = {"query": body["query"]} if "query" in body else {}
-            response = self._call("count", query, request)
-            table = count_rows(response["count"])
-        elif _wants_count(body):
-            request = {**body, "track_total_hits": True}
-            response = self._call("search", query, request)
-            self._check_complete(response, query)
-            table = count_rows(((response.get("hits") or {}).get("total") or {}).get("value"))
+        response = self._call(query, body)
+        self._check_complete(response, query)
+        if _wants_count(body):
+            table = count_rows((response.get("hits") or {}).get("total"), body["track_total_hits"])
         else:
-            request = body
-            response = self._call("search", query, request)
-            self._check_complete(response, query)
-            table = self._rows(response, request, index, query.max_rows)
+            table = self._rows(response, body, index, query.max_rows)
         return ResultSet(
             columns=table.columns,
             rows=table.rows,
             truncated=table.truncated,
             elapsed_ms=(time.perf_counter() - started) * 1000,
-            query=request,
+            query=body,
             params=dict(query.params),
             notes=table.notes,
         )
@@ -230,10 +230,15 @@ class SearchExecutor:
             body["size"] = 0  # the answer is the aggregation rows; hits would be thrown away
         elif size is None or size > query.limit:
             body["size"] = query.limit
+        if _wants_count(body) or "track_total_hits" in body:
+            asked = body.get("track_total_hits")
+            if _wants_count(body) and asked is False:
+                asked = True  # a count step's answer is the total: it is always tracked
+            body["track_total_hits"] = _bounded_total(asked, self.manifest.limits.max_count)
         return body
 
-    def _call(self, endpoint: Endpoint, query: SafeQuery, body: dict[str, Any]) -> dict[str, Any]:
-        """The only place that talks to the engine, and only to ``search`` or ``count``.
+    def _call(self, query: SafeQuery, body: dict[str, Any]) -> dict[str, Any]:
+        """The only place that talks to the engine, and only to ``search``.
 
         An embedded engine that refuses the connection has died since the client was made:
         the client is dropped, the engine started (and loaded) again, and the request sent
@@ -241,12 +246,11 @@ class SearchExecutor:
         """
         for attempt in range(2):
             client, flavour = self._connection()
-            call = client.count if endpoint == "count" else client.search
             index = query.index
             if self._holds_engine:  # the embedded engine keeps each declared index under its own name
                 index = embedded.physical_index(self.manifest, query.index)
             try:
-                response = call(index=index, body=body)
+                response = client.search(index=index, body=body)
             except Exception as exc:
                 failure = flavour.failure(exc)
                 if failure is None:

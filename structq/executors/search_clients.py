@@ -2,7 +2,7 @@
 
 The executor (``search.py``) holds all DSL handling; a flavour only knows how to build its
 library's client and how to read that library's exceptions. Both clients expose the same
-``search(index=…, body=…)`` and ``count(index=…, body=…)`` calls, which the executor makes
+``search(index=…, body=…)`` call, which the executor makes
 itself, in one place.
 
 Libraries are imported when a client is first built, so importing structq stays fast and a

@@ -7,7 +7,8 @@ Pure functions over decoded JSON; no client, no I/O. Three shapes of answer:
 - **aggregations** → one row per innermost bucket, the keys of the enclosing buckets as
   columns (see :func:`aggregation_rows`); a body with both hits and aggregations answers with
   the aggregation rows, because a question that aggregates is about the buckets;
-- **count** → one row, one column ``count`` (a body with ``size: 0`` and no aggregations).
+- **count** → one row, one column ``count`` (a body with ``size: 0`` and no aggregations),
+  counted up to a bound: past it the row says "at least" (:func:`count_rows`).
 
 The manifest, not the engine, decides which fields leave this module: a field the manifest
 denies (or does not declare) is dropped even if the engine returned it.
@@ -233,9 +234,20 @@ def hit_rows(response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
     return Table(tuple(names), rows, truncated)
 
 
-def count_rows(count: Any) -> Table:
-    """How many documents matched, as one row."""
-    return Table(("count",), [json_safe_row([count])])
+def count_rows(total: Any, bound: int) -> Table:
+    """How many documents matched, as one row, from ``hits.total`` of a request whose
+    ``track_total_hits`` was ``bound``.
+
+    At the bound the engine stopped counting (relation ``gte``, or a value at the bound): the
+    row holds the bound, ``truncated`` is set and a note says "at least" — a count that stopped
+    is never shown as exact.
+    """
+    total = total if isinstance(total, Mapping) else {"value": total, "relation": "eq"}
+    value = total.get("value")
+    stopped = total.get("relation") == "gte" or (isinstance(value, int) and value >= bound)
+    notes = (f"the count stopped at {value:,} documents (limits.max_count): at least {value:,} match",
+             ) if stopped else ()
+    return Table(("count",), [json_safe_row([value])], stopped, notes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -73,7 +73,8 @@ class GuardedEngine(Engine):
     """The agent's engine in the service: it runs a plan only inside a request scope, with
     that principal's variables (whatever its caller passed) and sources, and reports progress."""
 
-    def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None) -> "RunResult":
+    def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None,
+            done: Mapping[str, "StepResult"] | None = None, upto: int | None = None) -> "RunResult":
         scope = _scope.get()
         if scope is None:  # fail closed: every path of the service sets a scope
             raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")
@@ -81,7 +82,7 @@ class GuardedEngine(Engine):
         if scope.emit is not None:
             scope.emit("plan", {"plan": plan.to_dict()})
         # The caller's fixed variables, whatever was passed: the engine is the last word.
-        return super().run(plan, vars=scope.principal.vars)
+        return super().run(plan, vars=scope.principal.vars, done=done, upto=upto)
 
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         context = contextvars.copy_context()
