@@ -77,6 +77,20 @@ def test_stop_answers_with_the_steps_that_ran(make_agent) -> None:
     assert answer.rounds[0].outcome == "stopped: 找到的项目已回答问题"
 
 
+def test_a_plan_the_run_cut_short_is_not_cached(make_agent) -> None:
+    """Replayed from the cache, a plan stopped on one day's data would skip the model's judgment."""
+    stop = text_reply('{"decision": "stop", "reason": "找到的项目已回答问题"}')
+    agent = make_agent(scripted(plan_reply(PLAN), stop), adaptive=True)
+    agent.ask(QUESTION, today=TODAY, answer=False)
+    assert len(agent.cache) == 0
+
+
+def test_a_plan_the_model_let_run_is_cached(make_agent) -> None:
+    agent = make_agent(scripted(plan_reply(PLAN), CONTINUE, CONTINUE), adaptive=True)
+    agent.ask(QUESTION, today=TODAY, answer=False)
+    assert len(agent.cache) == 1
+
+
 @pytest.mark.parametrize("max_replans", [1, 2])
 def test_revisions_are_bounded_and_the_rest_runs_without_asking(make_agent, xinghuo, max_replans: int) -> None:
     """Every step is revised into another step plus one more; past the bound nothing is asked."""

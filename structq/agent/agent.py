@@ -296,7 +296,10 @@ class Agent:
                     planner, self.engine, question, plan, results, vars=vars, today=today, context=context, log=log,
                     max_replans=self.settings.max_replans, with_values=with_values)
             break
-        if use_cache and self.cache is not None and not plan.declined:  # a refusal is not worth keeping
+        # A refusal is not worth keeping; nor is a plan an adaptive run revised or cut short on
+        # what this run's data showed (replayed later, it would skip the model's judgment).
+        adapted = self.settings.adaptive and bool(rounds)
+        if use_cache and self.cache is not None and not plan.declined and not adapted:
             self.cache.put(self._cache_key(question, today, context), question, plan)
         return plan, "model", results, attempts, rounds
 
