@@ -20,10 +20,9 @@ Per backend (each guard verified against the real server in ``tests/test_executo
 backend      read-only                               statement timeout
 ===========  ======================================  ==========================================
 SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
-             ``PRAGMA query_only``; no ATTACH;       the deadline + the process's one deadline
-             values, SQL text and LIKE patterns      thread (``deadlines.py``) interrupts a long
-             size-limited; REGEXP matched by RE2     single step at the deadline; ``REGEXP``
-                                                     by RE2, linear in the text
+             ``PRAGMA query_only``; no ATTACH;       the deadline + a timer that interrupts
+             values, SQL text and LIKE patterns      a long single step at the deadline;
+             size-limited; REGEXP matched by RE2     ``REGEXP`` by RE2, linear in the text
 PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
              query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
              only`` per session; every statement     cancels the backend as a backstop
@@ -61,7 +60,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
 
-from . import deadlines
 from .base import ResultSet, register
 from .cancel import canceller
 from .regexp import REGEXP_HINT, install_regexp
@@ -235,9 +233,8 @@ def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> I
 
     SQLite has no statement timeout. A progress handler, called every thousand VM steps,
     that returns non-zero makes the statement fail with ``interrupted``; but it is never
-    called inside one expensive step (a function call, a sort), so the process's one
-    deadline thread (``deadlines.py``) also calls ``interrupt()`` at the deadline, which
-    stops the statement as soon as that step ends.
+    called inside one expensive step (a function call, a sort), so a timer also calls
+    ``interrupt()`` at the deadline, which stops the statement as soon as that step ends.
     """
     deadline = time.monotonic() + timeout_s
 
@@ -245,11 +242,11 @@ def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> I
         return 1 if time.monotonic() > deadline else 0
 
     dbapi_connection.set_progress_handler(past_deadline, SQLITE_PROGRESS_STEPS)
-    backstop = deadlines.watch(dbapi_connection, timeout_s)
+    timer = _Backstop(dbapi_connection.interrupt, timeout_s)
     try:
         yield
     finally:
-        backstop.release()
+        timer.finish()
         dbapi_connection.set_progress_handler(None, 0)
 
 
