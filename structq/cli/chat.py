@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from structq.errors import describe
+
 from .common import (
     DEFAULT_MANIFESTS,
     LlmOpt,
@@ -10,7 +12,6 @@ from .common import (
     VarOpt,
     VerboseOpt,
     console,
-    describe,
     errors_to_exit,
     make_agent,
     parse_today,
