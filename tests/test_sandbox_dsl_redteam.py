@@ -880,3 +880,14 @@ def test_local_timeout_holds_for_expensive_single_operations() -> None:
             local(sql, timeout_s=0.05)
     except SandboxViolation:
         return  # refused up front: safe
+
+
+@pytest.mark.parametrize("codes,table", [
+    (SCRIPT_ATTACKS_REFUSED_BY_ANOTHER_RULE, SCRIPT_ATTACKS),
+    (FIELD_ATTACKS_REFUSED_BY_ANOTHER_RULE, FIELD_ATTACKS),
+    (INDEX_IN_BODY_CODES, INDEX_IN_BODY),
+    (CAP_CODES, CAP_ATTACKS),
+], ids=["script", "field", "index_in_body", "caps"])
+def test_code_tables_name_only_existing_rows(codes: dict[str, str], table: dict[str, Any]) -> None:
+    """A renamed row cannot silently fall back to its table's default code."""
+    assert set(codes) <= set(table)
