@@ -240,9 +240,14 @@ SCRIPT_ATTACKS: dict[str, dict[str, Any]] = {
 }
 
 
-#: Script attacks the key/clause allowlists refuse before the script rule sees them (a misspelt or
-#: padded key, a template, a wrapper); every other row is refused as ``script``.
-SCRIPT_ATTACKS_REFUSED_BY_ANOTHER_RULE: dict[str, str] = {
+
+
+#: The refusal code of every attack row (by its name in SCRIPT_ATTACKS, FIELD_ATTACKS, INDEX_IN_BODY
+#: and CAP_ATTACKS) that is not its table's default: script attacks a key/clause allowlist refuses
+#: first (a misspelt or padded key, a template, a wrapper); an undeclared field (``unknown_field``)
+#: or a key/clause outside the allowlists among the field attacks; and every row of the two tables
+#: with no single rule (another index named in the body; size caps vs malformed or too deep bodies).
+ATTACK_CODES: dict[str, str] = {
     "Script with capital S": "denied_clause",
     "key with trailing space": "denied_key",
     "key with leading space": "denied_clause",
@@ -253,12 +258,63 @@ SCRIPT_ATTACKS_REFUSED_BY_ANOTHER_RULE: dict[str, str] = {
     "wrapper query (base64 body)": "denied_clause",
     "terms_set (minimum_should_match_script)": "denied_clause",
     "decay function with script-free field key": "denied_key",
+    "_source undeclared": "unknown_field",
+    "stored_fields": "denied_key",
+    "top_hits stored_fields": "denied_key",
+    "top_hits script_fields": "script",
+    "inner_hits on nested": "denied_key",
+    "collapse inner_hits": "denied_key",
+    "terms agg on undeclared": "unknown_field",
+    "terms agg on _index": "unknown_field",
+    "terms agg on _id": "unknown_field",
+    "significant_text": "denied_aggregation",
+    "sort on _id": "unknown_field",
+    "term on denied.keyword": "unknown_field",
+    "regexp on denied": "denied_clause",
+    "multi_match without fields": "missing_key",
+    "query_string default_field": "denied_clause",
+    "query_string field syntax": "denied_clause",
+    "simple_query_string without fields": "missing_key",
+    "term on undeclared": "unknown_field",
+    "term on _index": "unknown_field",
+    "more_like_this": "denied_clause",
+    "span_term on denied": "denied_clause",
+    "intervals on denied": "denied_clause",
+    "combined_fields": "denied_clause",
+    "nested sort path hiding (object) via _source exclude typo": "unknown_field",
+    "terms lookup": "terms_lookup",
+    "indices_boost": "denied_key",
+    "_index term": "unknown_field",
+    "_index terms agg": "unknown_field",
+    "more_like_this other index": "denied_clause",
+    "percolate": "denied_clause",
+    "geo_shape indexed_shape": "denied_clause",
+    "index key at top level": "denied_key",
+    "msearch-like header": "denied_key",
+    "pit": "denied_key",
+    "has_child": "denied_clause",
+    "from + size past the limit": "size_limit",
+    "from past the limit": "size_limit",
+    "negative size": "invalid_body",
+    "size as string": "invalid_body",
+    "terms agg size": "size_limit",
+    "nested terms agg size": "size_limit",
+    "composite size": "size_limit",
+    "top_hits size": "size_limit",
+    "deeply nested bool": "invalid_body",
+    "deeply nested aggs": "invalid_body",
+    "deeply nested data": "invalid_body",
 }
 
 
-@pytest.mark.parametrize("name,body", list(SCRIPT_ATTACKS.items()), ids=list(SCRIPT_ATTACKS))
-def test_scripts_are_refused(name: str, body: dict[str, Any]) -> None:
-    refused(body, code=SCRIPT_ATTACKS_REFUSED_BY_ANOTHER_RULE.get(name, "script"))
+def attack_rows(table: dict[str, Any], default: str | None = None) -> list[Any]:
+    """``(body, code)`` parameters for an attack table, named by their row."""
+    return [pytest.param(body, ATTACK_CODES.get(name, default), id=name) for name, body in table.items()]
+
+
+@pytest.mark.parametrize("body,code", attack_rows(SCRIPT_ATTACKS, "script"))
+def test_scripts_are_refused(body: dict[str, Any], code: str) -> None:
+    refused(body, code=code)
 
 
 # ==========================================================================================
@@ -364,39 +420,11 @@ FIELD_ATTACKS: dict[str, dict[str, Any]] = {
 }
 
 
-#: Field attacks refused by another rule: an undeclared field is ``unknown_field``, a key or clause
-#: outside the allowlists is refused before its fields are read; every other row is ``denied_field``.
-FIELD_ATTACKS_REFUSED_BY_ANOTHER_RULE: dict[str, str] = {
-    "_source undeclared": "unknown_field",
-    "stored_fields": "denied_key",
-    "top_hits stored_fields": "denied_key",
-    "top_hits script_fields": "script",
-    "inner_hits on nested": "denied_key",
-    "collapse inner_hits": "denied_key",
-    "terms agg on undeclared": "unknown_field",
-    "terms agg on _index": "unknown_field",
-    "terms agg on _id": "unknown_field",
-    "significant_text": "denied_aggregation",
-    "sort on _id": "unknown_field",
-    "term on denied.keyword": "unknown_field",
-    "regexp on denied": "denied_clause",
-    "multi_match without fields": "missing_key",
-    "query_string default_field": "denied_clause",
-    "query_string field syntax": "denied_clause",
-    "simple_query_string without fields": "missing_key",
-    "term on undeclared": "unknown_field",
-    "term on _index": "unknown_field",
-    "more_like_this": "denied_clause",
-    "span_term on denied": "denied_clause",
-    "intervals on denied": "denied_clause",
-    "combined_fields": "denied_clause",
-    "nested sort path hiding (object) via _source exclude typo": "unknown_field",
-}
 
 
-@pytest.mark.parametrize("name,body", list(FIELD_ATTACKS.items()), ids=list(FIELD_ATTACKS))
-def test_denied_and_undeclared_fields_are_refused(name: str, body: dict[str, Any]) -> None:
-    refused(body, code=FIELD_ATTACKS_REFUSED_BY_ANOTHER_RULE.get(name, "denied_field"))
+@pytest.mark.parametrize("body,code", attack_rows(FIELD_ATTACKS, "denied_field"))
+def test_denied_and_undeclared_fields_are_refused(body: dict[str, Any], code: str) -> None:
+    refused(body, code=code)
 
 
 def test_filter_sort_and_aggregate_on_a_denied_column_are_refused_in_sql_too() -> None:
@@ -492,25 +520,11 @@ INDEX_IN_BODY: dict[str, dict[str, Any]] = {
 }
 
 
-#: No one rule owns another index named in the body: each row pins the rule that refuses it.
-INDEX_IN_BODY_CODES: dict[str, str] = {
-    "terms lookup": "terms_lookup",
-    "indices_boost": "denied_key",
-    "_index term": "unknown_field",
-    "_index terms agg": "unknown_field",
-    "more_like_this other index": "denied_clause",
-    "percolate": "denied_clause",
-    "geo_shape indexed_shape": "denied_clause",
-    "index key at top level": "denied_key",
-    "msearch-like header": "denied_key",
-    "pit": "denied_key",
-    "has_child": "denied_clause",
-}
 
 
-@pytest.mark.parametrize("name,body", list(INDEX_IN_BODY.items()), ids=list(INDEX_IN_BODY))
-def test_other_indices_named_in_the_body_are_refused(name: str, body: dict[str, Any]) -> None:
-    refused(body, code=INDEX_IN_BODY_CODES[name])
+@pytest.mark.parametrize("body,code", attack_rows(INDEX_IN_BODY))
+def test_other_indices_named_in_the_body_are_refused(body: dict[str, Any], code: str) -> None:
+    refused(body, code=code)
 
 
 def test_only_search_and_count_endpoints_are_ever_called(engine_url: str) -> None:
@@ -644,26 +658,11 @@ CAP_ATTACKS["deeply nested bool"] = _deep_bool(5_000)
 CAP_ATTACKS["deeply nested aggs"] = _deep_aggs(5_000)
 
 
-#: Sizes past the limit are ``size_limit``; malformed sizes and nesting past the depth cap are
-#: ``invalid_body`` (a SandboxViolation, never a RecursionError).
-CAP_CODES: dict[str, str] = {
-    "from + size past the limit": "size_limit",
-    "from past the limit": "size_limit",
-    "negative size": "invalid_body",
-    "size as string": "invalid_body",
-    "terms agg size": "size_limit",
-    "nested terms agg size": "size_limit",
-    "composite size": "size_limit",
-    "top_hits size": "size_limit",
-    "deeply nested bool": "invalid_body",
-    "deeply nested aggs": "invalid_body",
-    "deeply nested data": "invalid_body",
-}
 
 
-@pytest.mark.parametrize("name,body", list(CAP_ATTACKS.items()), ids=list(CAP_ATTACKS))
-def test_caps_are_enforced(name: str, body: dict[str, Any]) -> None:
-    refused(body, code=CAP_CODES[name])
+@pytest.mark.parametrize("body,code", attack_rows(CAP_ATTACKS))
+def test_caps_are_enforced(body: dict[str, Any], code: str) -> None:
+    refused(body, code=code)
 
 
 def test_huge_size_is_capped_and_truncation_reported(executor: SearchExecutor) -> None:
@@ -882,12 +881,7 @@ def test_local_timeout_holds_for_expensive_single_operations() -> None:
         return  # refused up front: safe
 
 
-@pytest.mark.parametrize("codes,table", [
-    (SCRIPT_ATTACKS_REFUSED_BY_ANOTHER_RULE, SCRIPT_ATTACKS),
-    (FIELD_ATTACKS_REFUSED_BY_ANOTHER_RULE, FIELD_ATTACKS),
-    (INDEX_IN_BODY_CODES, INDEX_IN_BODY),
-    (CAP_CODES, CAP_ATTACKS),
-], ids=["script", "field", "index_in_body", "caps"])
-def test_code_tables_name_only_existing_rows(codes: dict[str, str], table: dict[str, Any]) -> None:
+def test_attack_codes_name_only_existing_rows() -> None:
     """A renamed row cannot silently fall back to its table's default code."""
-    assert set(codes) <= set(table)
+    rows = {*SCRIPT_ATTACKS, *FIELD_ATTACKS, *INDEX_IN_BODY, *CAP_ATTACKS}
+    assert set(ATTACK_CODES) <= rows, set(ATTACK_CODES) - rows
