@@ -30,6 +30,7 @@ __all__ = [
     "QueryTimeout",
     "ModelError",
     "SynthesisError",
+    "describe",
 ]
 
 
@@ -185,3 +186,14 @@ class ModelError(StructqError):
 
 class SynthesisError(StructqError):
     """Writing the answer from the results failed."""
+
+
+def describe(exc: StructqError) -> tuple[str, str | None]:
+    """An error's one-line message and its hint, apart, for every surface that shows errors (the
+    CLI, the HTTP API). The message keeps what the error's own ``str`` adds to the bare text: the
+    sandbox's ``[code]``, the plan step, the manifest's ``file:line:col`` (whose suggestion stays
+    inline). It lives here, at the bottom of the layers, so the server need not import the CLI."""
+    text = str(exc)
+    if isinstance(exc, ManifestError) or not exc.hint:
+        return text, None
+    return text.removesuffix(f" (hint: {exc.hint})"), exc.hint

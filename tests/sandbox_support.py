@@ -8,15 +8,18 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 
 from structq.capabilities import Manifest, load_manifest_text
+from structq.errors import SandboxViolation
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sandbox"
 
@@ -108,3 +111,15 @@ def database_engine() -> Engine:
     connection, so the engine hands out only it (``StaticPool``); dispose the engine after."""
     db = database()
     return create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+
+
+def refused(check: Callable[..., object], *args: Any, code: str, **kw: Any) -> SandboxViolation:
+    """``check(*args, **kw)`` raises the SandboxViolation ``code``, and it is returned.
+
+    The one contract for every allow/deny table (SQL and DSL): a row names the rule it is about,
+    and a refusal by another rule fails, because such a row could not catch a regression in its
+    own rule."""
+    with pytest.raises(SandboxViolation) as info:
+        check(*args, **kw)
+    assert info.value.code == code, f"refused by {info.value.code!r}, not {code!r}: {info.value}"
+    return info.value

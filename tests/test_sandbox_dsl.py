@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+import sandbox_support as support
 
 from structq.capabilities import load_manifest_text
 from structq.capabilities.model import Manifest
@@ -79,10 +80,8 @@ def check(body: Any, *, index: str = INDEX, source: Manifest = REPORTS, **kw: An
 
 
 def refused(body: Any, code: str, **kw: Any) -> SandboxViolation:
-    with pytest.raises(SandboxViolation) as info:
-        check(body, **kw)
-    assert info.value.code == code, str(info.value)
-    return info.value
+    """``body`` is refused by the rule ``code`` names (see ``sandbox_support.refused``)."""
+    return support.refused(check, body, code=code, **kw)
 
 
 def original_query(safe: SafeQuery) -> Any:

@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sandbox_support as support
 import sqlglot
+from sandbox_support import FIXTURES, database, database_engine, manifest
 from sqlalchemy import bindparam, create_engine, text
 from sqlalchemy.engine import Engine
 from sqlglot import exp
 
-from sandbox_support import FIXTURES, database, database_engine, manifest
 from structq.capabilities import Manifest, load_manifest_text
 from structq.errors import ExecutionError, PlanError, SandboxViolation
 from structq.executors.sql import SqlExecutor
 from structq.safety import SafeQuery, check_sql
-from structq.safety.sql import CODES
 
 DIALECTS = ["sqlite", "postgres", "mysql"]
 VARS = {"tenant_id": 7}
@@ -55,11 +55,9 @@ def check(query: str, dialect: str = "sqlite", *, filters: bool = True, **kw: An
     return check_sql(query, manifest(dialect, filters=filters), **kw)
 
 
-def refused(query: str, dialect: str = "sqlite", **kw: Any) -> SandboxViolation:
-    with pytest.raises(SandboxViolation) as info:
-        check(query, dialect, **kw)
-    assert info.value.code in CODES
-    return info.value
+def refused(query: str, dialect: str = "sqlite", *, code: str, **kw: Any) -> SandboxViolation:
+    """``query`` is refused by the rule ``code`` names (see ``sandbox_support.refused``)."""
+    return support.refused(check, query, dialect, code=code, **kw)
 
 
 def accepted_or_none(query: str, dialect: str, **kw: Any) -> SafeQuery | None:
@@ -142,90 +140,81 @@ def mariadb(mariadb_hr: tuple[str, str]) -> Iterator[dict[str, Any]]:
 # ============================================================================================
 
 WRITES_EVERYWHERE = [
-    "INSERT INTO departments SELECT * FROM departments",
-    "WITH x AS (SELECT 1) INSERT INTO departments VALUES (1, 'x', 1)",
-    "WITH x AS (SELECT 1) DELETE FROM departments",
-    "UPDATE departments SET budget = budget + 1 WHERE dept_id IN (SELECT dept_id FROM departments)",
-    "SELECT * INTO newtab FROM departments",
-    "CREATE VIEW v AS SELECT title FROM departments",
-    "CREATE TEMP TABLE t AS SELECT 1",
-    "DROP VIEW IF EXISTS v",
-    "SELECT 1; SELECT 2",
-    "SELECT 1;\n;\nDELETE FROM departments",
-    "SELECT 1 -- ;\n; UPDATE departments SET budget = 0",
-    "SELECT 1 /* ; */ ; DELETE FROM departments",
-    "SELECT title FROM departments; /* trailing */ DROP TABLE departments",
-    "EXPLAIN SELECT 1",
-    "SAVEPOINT a",
-    "ROLLBACK",
-    "START TRANSACTION",
-    "SELECT title FROM departments FOR UPDATE",
+    ("INSERT INTO departments SELECT * FROM departments", "write"),
+    ("WITH x AS (SELECT 1) INSERT INTO departments VALUES (1, 'x', 1)", "write"),
+    ("WITH x AS (SELECT 1) DELETE FROM departments", "write"),
+    ("UPDATE departments SET budget = budget + 1 WHERE dept_id IN (SELECT dept_id FROM departments)", "write"),
+    ("SELECT * INTO newtab FROM departments", "write"),
+    ("CREATE VIEW v AS SELECT title FROM departments", "write"),
+    ("CREATE TEMP TABLE t AS SELECT 1", "write"),
+    ("DROP VIEW IF EXISTS v", "write"),
+    ("SELECT 1; SELECT 2", "multiple_statements"),
+    ("SELECT 1;\n;\nDELETE FROM departments", "multiple_statements"),
+    ("SELECT 1 -- ;\n; UPDATE departments SET budget = 0", "multiple_statements"),
+    ("SELECT 1 /* ; */ ; DELETE FROM departments", "multiple_statements"),
+    ("SELECT title FROM departments; /* trailing */ DROP TABLE departments", "multiple_statements"),
+    ("SAVEPOINT a", "not_a_query"),
+    ("ROLLBACK", "not_a_query"),
+    ("START TRANSACTION", "not_a_query"),
+    ("SELECT title FROM departments FOR UPDATE", "locking"),
 ]
 
 WRITES_PER_DIALECT = [
-    ("postgres", "EXPLAIN ANALYZE SELECT 1"),
-    ("postgres", "CALL p()"),
-    ("postgres", "DO $$ BEGIN DELETE FROM departments; END $$"),
-    ("postgres", "LISTEN x"),
-    ("postgres", "NOTIFY x"),
-    ("postgres", "VACUUM"),
-    ("postgres", "REFRESH MATERIALIZED VIEW v"),
-    ("postgres", "SHOW ALL"),
-    ("postgres", "PREPARE p AS SELECT 1"),
-    ("postgres", "EXECUTE p"),
-    ("postgres", "DEALLOCATE p"),
-    ("postgres", "DECLARE c CURSOR FOR SELECT 1"),
-    ("postgres", "FETCH c"),
-    ("postgres", "LOCK TABLE departments"),
-    ("postgres", "CHECKPOINT"),
-    ("postgres", "DISCARD ALL"),
-    ("postgres", "RESET ALL"),
-    ("postgres", "SET ROLE postgres"),
-    ("postgres", "SET SESSION AUTHORIZATION postgres"),
-    ("postgres", "SELECT * INTO TEMP x FROM departments"),
-    ("postgres", "SELECT * INTO UNLOGGED x FROM departments"),
-    ("postgres", "SELECT title FROM departments FOR NO KEY UPDATE"),
-    ("postgres", "SELECT title FROM departments FOR KEY SHARE"),
-    ("postgres", "SELECT title FROM departments FOR UPDATE SKIP LOCKED"),
-    ("postgres", "SELECT title FROM departments d FOR UPDATE OF d NOWAIT"),
-    ("postgres", "WITH x AS (SELECT 1) SELECT * FROM x FOR UPDATE"),
-    ("postgres", "WITH d AS (UPDATE departments SET budget = 0 RETURNING *) SELECT COUNT(*) FROM d"),
-    ("postgres", "WITH d AS (INSERT INTO departments VALUES (9, 'x', 1) RETURNING 1) SELECT 1"),
-    ("postgres", "WITH d AS (MERGE INTO departments t USING departments s ON t.dept_id = s.dept_id "
-                 "WHEN MATCHED THEN DELETE) SELECT 1"),
-    ("postgres", "COPY (SELECT title FROM departments) TO '/tmp/x'"),
-    ("postgres", "COPY departments FROM PROGRAM 'id'"),
-    ("mysql", "DO SLEEP(1)"),
-    ("mysql", "HANDLER departments OPEN"),
-    ("mysql", "SELECT title INTO @x FROM departments"),
-    ("mysql", "SELECT title FROM departments INTO @x"),
-    ("mysql", "SELECT title FROM departments LIMIT 1 INTO @a"),
-    ("mysql", "SELECT title FROM departments PROCEDURE ANALYSE()"),
-    ("mysql", "FLUSH TABLES"),
-    ("mysql", "KILL 1"),
-    ("mysql", "SHUTDOWN"),
-    ("mysql", "XA START 'x'"),
-    ("mysql", "SELECT title FROM departments FOR SHARE"),
-    ("mysql", "SELECT title FROM departments FOR UPDATE NOWAIT"),
-    ("mysql", "SELECT title FROM departments INTO OUTFILE '/tmp/x' FIELDS TERMINATED BY ','"),
-    ("mysql", "SELECT @x := 1"),
-    ("mysql", "SELECT title FROM departments WHERE (@x := 1) = 1"),
-    ("mysql", "SELECT /*+ SET_VAR(sql_mode='') */ title FROM departments"),
-    ("mysql", "SELECT /*+ MAX_EXECUTION_TIME(99999999) */ title FROM departments"),
-    ("mysql", "INSERT IGNORE INTO departments VALUES (1, 'x', 1)"),
-    ("mysql", "CREATE TABLE x SELECT * FROM departments"),
-    ("sqlite", "VACUUM INTO '/tmp/x.db'"),
-    ("sqlite", "VACUUM"),
-    ("sqlite", "REINDEX"),
-    ("sqlite", "ANALYZE"),
-    ("sqlite", "RELEASE a"),
-    ("sqlite", "PRAGMA query_only = 0"),
-    ("sqlite", "PRAGMA main.journal_mode = DELETE"),
-    ("sqlite", "ATTACH 'file:/tmp/x.db?mode=rwc' AS x"),
-    ("sqlite", "INSERT OR REPLACE INTO departments VALUES (1, 'x', 1)"),
-    ("sqlite", "WITH x AS (SELECT 1) REPLACE INTO departments VALUES (1, 'x', 1)"),
-    ("sqlite", "CREATE TRIGGER t AFTER INSERT ON departments BEGIN SELECT 1; END"),
-    ("sqlite", "SELECT title FROM departments; PRAGMA writable_schema = 1"),
+    ("sqlite", "EXPLAIN SELECT 1", "unsupported"),
+    ("postgres", "EXPLAIN SELECT 1", "unsupported"),
+    ("mysql", "EXPLAIN SELECT 1", "write"),
+    ("postgres", "EXPLAIN ANALYZE SELECT 1", "unsupported"),
+    ("postgres", "CALL p()", "unsupported"),
+    ("postgres", "DO $$ BEGIN DELETE FROM departments; END $$", "unsupported"),
+    ("postgres", "LISTEN x", "not_a_query"),
+    ("postgres", "NOTIFY x", "not_a_query"),
+    ("postgres", "VACUUM", "unsupported"),
+    ("postgres", "REFRESH MATERIALIZED VIEW v", "unsupported"),
+    ("postgres", "SHOW ALL", "unsupported"),
+    ("postgres", "PREPARE p AS SELECT 1", "unsupported"),
+    ("postgres", "EXECUTE p", "unsupported"),
+    ("postgres", "DEALLOCATE p", "not_a_query"),
+    ("postgres", "DECLARE c CURSOR FOR SELECT 1", "unsupported"),
+    ("postgres", "FETCH c", "unsupported"),
+    ("postgres", "LOCK TABLE departments", "unsupported"),
+    ("postgres", "CHECKPOINT", "not_a_query"),
+    ("postgres", "DISCARD ALL", "not_a_query"),
+    ("postgres", "RESET ALL", "unsupported"),
+    ("postgres", "SET ROLE postgres", "unsupported"),
+    ("postgres", "SET SESSION AUTHORIZATION postgres", "unsupported"),
+    ("postgres", "SELECT * INTO TEMP x FROM departments", "write"),
+    ("postgres", "SELECT * INTO UNLOGGED x FROM departments", "write"),
+    ("postgres", "SELECT title FROM departments FOR NO KEY UPDATE", "locking"),
+    ("postgres", "SELECT title FROM departments FOR KEY SHARE", "locking"),
+    ("postgres", "SELECT title FROM departments FOR UPDATE SKIP LOCKED", "locking"),
+    ("postgres", "SELECT title FROM departments d FOR UPDATE OF d NOWAIT", "locking"),
+    ("postgres", "WITH x AS (SELECT 1) SELECT * FROM x FOR UPDATE", "locking"),
+    ("postgres", "WITH d AS (UPDATE departments SET budget = 0 RETURNING *) SELECT COUNT(*) FROM d", "write"),
+    ("postgres", "WITH d AS (INSERT INTO departments VALUES (9, 'x', 1) RETURNING 1) SELECT 1", "write"),
+    ("postgres", "WITH d AS (MERGE INTO departments t USING departments s ON t.dept_id = s.dept_id WHEN MATCHED THEN DELETE) SELECT 1", "write"),
+    ("postgres", "COPY (SELECT title FROM departments) TO '/tmp/x'", "write"),
+    ("postgres", "COPY departments FROM PROGRAM 'id'", "write"),
+    ("mysql", "SELECT title INTO @x FROM departments", "write"),
+    ("mysql", "FLUSH TABLES", "not_a_query"),
+    ("mysql", "KILL 1", "write"),
+    ("mysql", "SHUTDOWN", "not_a_query"),
+    ("mysql", "SELECT title FROM departments FOR SHARE", "locking"),
+    ("mysql", "SELECT title FROM departments FOR UPDATE NOWAIT", "locking"),
+    ("mysql", "SELECT /*+ SET_VAR(sql_mode='') */ title FROM departments", "unsupported"),
+    ("mysql", "SELECT /*+ MAX_EXECUTION_TIME(99999999) */ title FROM departments", "unsupported"),
+    ("mysql", "INSERT IGNORE INTO departments VALUES (1, 'x', 1)", "write"),
+    ("mysql", "CREATE TABLE x SELECT * FROM departments", "write"),
+    ("sqlite", "VACUUM INTO '/tmp/x.db'", "unsupported"),
+    ("sqlite", "VACUUM", "unsupported"),
+    ("sqlite", "REINDEX", "not_a_query"),
+    ("sqlite", "ANALYZE", "write"),
+    ("sqlite", "RELEASE a", "not_a_query"),
+    ("sqlite", "PRAGMA query_only = 0", "not_a_query"),
+    ("sqlite", "PRAGMA main.journal_mode = DELETE", "not_a_query"),
+    ("sqlite", "ATTACH 'file:/tmp/x.db?mode=rwc' AS x", "not_a_query"),
+    ("sqlite", "INSERT OR REPLACE INTO departments VALUES (1, 'x', 1)", "write"),
+    ("sqlite", "CREATE TRIGGER t AFTER INSERT ON departments BEGIN SELECT 1; END", "multiple_statements"),
+    ("sqlite", "SELECT title FROM departments; PRAGMA writable_schema = 1", "multiple_statements"),
 ]
 
 SIDE_EFFECT_FUNCTIONS = [
@@ -250,8 +239,6 @@ SIDE_EFFECT_FUNCTIONS = [
     ("postgres", "SELECT to_regclass('secrets')"),
     ("postgres", "SELECT has_table_privilege('secrets', 'select')"),
     ("postgres", "SELECT inet_server_addr()"),
-    ("postgres", "SELECT row_to_json(d) FROM departments d"),
-    ("postgres", "SELECT ROW(d.*) FROM departments d"),
     ("postgres", "SELECT title FROM departments WHERE dept_id = pg_sleep(1)::text::int"),
     ("postgres", "SELECT 1 FROM departments, pg_sleep(5)"),
     ("postgres", "SELECT pg_catalog.set_config('a', 'b', true)"),
@@ -278,8 +265,6 @@ SIDE_EFFECT_FUNCTIONS = [
     ("mysql", "SELECT EXTRACTVALUE('<a>1</a>', '/a')"),
     ("mysql", "SELECT UPDATEXML('<a/>', '/a', '<b/>')"),
     ("mysql", "SELECT RANDOM_BYTES(1024)"),
-    ("mysql", "SELECT title FROM departments WHERE title = @@version"),
-    ("mysql", "SELECT title FROM departments WHERE title = @@global.secure_file_priv"),
     ("mysql", "SELECT BENCHMARK(100000000, SHA1('a'))"),
     ("mysql", "SELECT title FROM departments WHERE SLEEP(1) = 0"),
     ("mysql", "SELECT GET_LOCK('x', 10)"),
@@ -304,19 +289,19 @@ SIDE_EFFECT_FUNCTIONS = [
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("query", WRITES_EVERYWHERE)
-def test_writes_and_extra_statements_are_refused_everywhere(dialect: str, query: str) -> None:
-    refused(query, dialect)
+@pytest.mark.parametrize("query,code", WRITES_EVERYWHERE)
+def test_writes_and_extra_statements_are_refused_everywhere(dialect: str, query: str, code: str) -> None:
+    refused(query, dialect, code=code)
 
 
-@pytest.mark.parametrize("dialect,query", WRITES_PER_DIALECT)
-def test_dialect_writes_and_commands_are_refused(dialect: str, query: str) -> None:
-    refused(query, dialect)
+@pytest.mark.parametrize("dialect,query,code", WRITES_PER_DIALECT)
+def test_dialect_writes_and_commands_are_refused(dialect: str, query: str, code: str) -> None:
+    refused(query, dialect, code=code)
 
 
 @pytest.mark.parametrize("dialect,query", SIDE_EFFECT_FUNCTIONS)
 def test_side_effect_and_system_functions_are_refused(dialect: str, query: str) -> None:
-    refused(query, dialect)
+    refused(query, dialect, code="denied_function")
 
 
 # ============================================================================================
@@ -359,17 +344,11 @@ UNDECLARED_EVERYWHERE = [
     "SELECT * FROM dbstat",
     "SELECT * FROM sqlite_dbpage",
     "SELECT title FROM departments WHERE title = (SELECT sql FROM sqlite_master)",
-    "SELECT * FROM pragma_table_info('secrets')",
     "SELECT * FROM pragma_database_list",
     "SELECT name FROM pragma_function_list",
-    "SELECT title FROM departments, pragma_table_info('secrets') p",
-    "SELECT * FROM pg_ls_dir('.')",
-    "SELECT * FROM dblink('host=127.0.0.1', 'select 1') AS t(a int)",
-    "SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS j",
-    "SELECT * FROM secrets\u00a0",
-    "SELECT * FROM sеcrets",  # Cyrillic е
-    "SELECT * FROM ｓｅｃｒｅｔｓ",  # fullwidth
-    "SELECT * FROM secrets\u200b",
+    "SELECT * FROM secrets\xa0",
+    "SELECT * FROM sеcrets",
+    "SELECT * FROM ｓｅｃｒｅｔｓ",
 ]
 
 UNDECLARED_PER_DIALECT = [
@@ -382,7 +361,6 @@ UNDECLARED_PER_DIALECT = [
     ("postgres", "SELECT title FROM departments WHERE EXISTS (TABLE secrets)"),
     ("postgres", "SELECT title FROM departments d WHERE d.title = ANY(SELECT v FROM secrets)"),
     ("postgres", "SELECT * FROM unnest(ARRAY(SELECT v FROM secrets))"),
-    ("postgres", "SELECT * FROM ROWS FROM (generate_series(1, 2))"),
     ("postgres", "SELECT * FROM ONLY secrets"),
     ("postgres", "SELECT * FROM secrets*"),
     ("postgres", 'SELECT * FROM "public".secrets'),
@@ -400,7 +378,6 @@ UNDECLARED_PER_DIALECT = [
     ("sqlite", 'SELECT title FROM "main".departments'),
     ("sqlite", "SELECT * FROM json_each((SELECT group_concat(sql) FROM sqlite_master))"),
     ("sqlite", 'SELECT "sql" FROM sqlite_master'),
-    # Without RECURSIVE, a later CTE's name is a table on these engines (SQLite: see below).
     ("postgres", "WITH a AS (SELECT * FROM b), b AS (SELECT 1 AS x) SELECT * FROM a"),
     ("mysql", "WITH a AS (SELECT * FROM b), b AS (SELECT 1 AS x) SELECT * FROM a"),
 ]
@@ -409,12 +386,12 @@ UNDECLARED_PER_DIALECT = [
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("query", UNDECLARED_EVERYWHERE)
 def test_undeclared_tables_and_catalogs_are_refused_everywhere(dialect: str, query: str) -> None:
-    refused(query, dialect)
+    refused(query, dialect, code="unknown_table")
 
 
 @pytest.mark.parametrize("dialect,query", UNDECLARED_PER_DIALECT)
 def test_undeclared_tables_are_refused_per_dialect(dialect: str, query: str) -> None:
-    refused(query, dialect)
+    refused(query, dialect, code="unknown_table")
 
 
 def test_sqlite_later_cte_is_the_cte_as_on_the_engine(sqlite_engine: Engine) -> None:
@@ -466,41 +443,26 @@ DENIED_EVERYWHERE = [
     "SELECT COUNT(*) FROM employee_performance p JOIN (SELECT 'x1' AS id_card) s USING (id_card)",
     "SELECT p.employee_id FROM employee_performance p JOIN employee_performance q ON p.id_card = q.id_card",
     "SELECT employee_id FROM employee_performance p WHERE p.id_card IS NOT NULL",
-    "SELECT employee_id FROM employee_performance AS p(a, b, c, d)",
-    "SELECT d FROM employee_performance AS p(a, b, c, d)",
     "SELECT name FROM employees ORDER BY salary",
     "SELECT SUM(salary) FROM employees",
     "SELECT e.name FROM employees e WHERE e.salary > 100",
     "SELECT e.name FROM employees e JOIN employees f USING (salary)",
-    # an alias that matches a denied name is refused conservatively, in any clause
     "SELECT employee_id AS id_card FROM employee_performance ORDER BY id_card",
-    # an unqualified denied name is refused even where another source could own it
     "SELECT id_card FROM employee_performance, (SELECT 'x' AS id_card) s",
-    # positional references to a denied column (the star is expanded first)
-    "SELECT * FROM employee_performance ORDER BY 4",
-    "SELECT p.* FROM employee_performance p ORDER BY 4",
-    "SELECT * FROM employee_performance p GROUP BY 1, 2, 3, 4",
-    # Unicode confusables and invisible characters never reach a denied column by accident
-    "SELECT id_card\u200b FROM employee_performance",
-    "SELECT іd_card FROM employee_performance",  # Cyrillic і
-    "SELECT `id_card` FROM employee_performance",
     "SELECT [id_card] FROM employee_performance",
 ]
 
 DENIED_PER_DIALECT = [
+    ("sqlite", "SELECT `id_card` FROM employee_performance"),
+    ("mysql", "SELECT `id_card` FROM employee_performance"),
     ("postgres", "SELECT DISTINCT ON (id_card) employee_id FROM employee_performance"),
-    ("postgres", "SELECT employee_id FROM employee_performance ORDER BY id_card USING <"),
     ("postgres", "SELECT STRING_AGG(id_card, ',') FROM employee_performance"),
     ("postgres", "SELECT employee_id FROM employee_performance WHERE id_card ~ '^x'"),
     ("postgres", "SELECT ARRAY_AGG(p.id_card) FROM employee_performance p"),
-    ("postgres", "SELECT row_to_json(p) FROM employee_performance p"),
-    ("postgres", "SELECT ROW(p.*) FROM employee_performance p"),
     ("postgres", "SELECT ROW(p.id_card) FROM employee_performance p"),
-    ("postgres", "SELECT id_card(p) FROM employee_performance p"),
     ("postgres", "SELECT x.id_card FROM employee_performance p, unnest(ARRAY[p]) AS x"),
     ("postgres", "SELECT employee_id FROM employee_performance p WINDOW w AS (ORDER BY p.id_card)"),
     ("mysql", "SELECT employee_id FROM employee_performance WHERE MATCH(id_card) AGAINST ('x')"),
-    ("mysql", "SELECT DEFAULT(id_card) FROM employee_performance"),
     ("mysql", "SELECT employee_id FROM employee_performance WHERE id_card SOUNDS LIKE 'x1'"),
     ("mysql", "SELECT JSON_OBJECT('a', id_card) FROM employee_performance"),
     ("sqlite", "SELECT json_object('a', id_card) FROM employee_performance"),
@@ -512,12 +474,90 @@ DENIED_PER_DIALECT = [
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("query", DENIED_EVERYWHERE)
 def test_denied_columns_are_refused_everywhere(dialect: str, query: str) -> None:
-    refused(query, dialect)
+    refused(query, dialect, code="denied_column")
 
 
 @pytest.mark.parametrize("dialect,query", DENIED_PER_DIALECT)
 def test_denied_columns_are_refused_per_dialect(dialect: str, query: str) -> None:
-    refused(query, dialect)
+    refused(query, dialect, code="denied_column")
+
+
+#: Attacks from the tables above that an earlier or different rule refuses before the one the
+#: table is named for: a zero-width character is a tokenizer error, ``ORDER BY 4`` past the
+#: allowed columns is an unknown column, MySQL's ``INTO @x`` / ``PROCEDURE`` do not parse, ``@x``
+#: and ``@@x`` are placeholders, a whole-row value (``ROW(p.*)``, ``row_to_json``) and a column
+#: alias list are unsupported, table functions are denied functions. Each keeps the code it gets
+#: today, so a change in which rule catches it is noticed. The last field names the table it
+#: came from; the write probes below still run the "writes" and "side_effect" ones on the engines.
+REFUSED_BY_ANOTHER_RULE = [
+    ("postgres", "SELECT q.id_card FROM (SELECT * FROM unnest(ARRAY(SELECT p FROM employee_performance p))) AS q",
+     "denied_column", "whole_row"),
+    ("mysql", "DO SLEEP(1)", "parse_error", "writes"),
+    ("mysql", "HANDLER departments OPEN", "parse_error", "writes"),
+    ("mysql", "SELECT title FROM departments INTO @x", "parse_error", "writes"),
+    ("mysql", "SELECT title FROM departments LIMIT 1 INTO @a", "parse_error", "writes"),
+    ("mysql", "SELECT title FROM departments PROCEDURE ANALYSE()", "parse_error", "writes"),
+    ("mysql", "XA START 'x'", "parse_error", "writes"),
+    ("mysql", "SELECT title FROM departments INTO OUTFILE '/tmp/x' FIELDS TERMINATED BY ','", "parse_error", "writes"),
+    ("mysql", "SELECT @x := 1", "placeholder", "writes"),
+    ("mysql", "SELECT title FROM departments WHERE (@x := 1) = 1", "placeholder", "writes"),
+    ("sqlite", "WITH x AS (SELECT 1) REPLACE INTO departments VALUES (1, 'x', 1)", "parse_error", "writes"),
+    ("postgres", "SELECT row_to_json(d) FROM departments d", "unsupported", "side_effect"),
+    ("postgres", "SELECT ROW(d.*) FROM departments d", "unsupported", "side_effect"),
+    ("mysql", "SELECT title FROM departments WHERE title = @@version", "placeholder", "side_effect"),
+    ("mysql", "SELECT title FROM departments WHERE title = @@global.secure_file_priv", "placeholder", "side_effect"),
+    ("sqlite", "SELECT * FROM pragma_table_info('secrets')", "denied_function", "undeclared"),
+    ("postgres", "SELECT * FROM pragma_table_info('secrets')", "denied_function", "undeclared"),
+    ("mysql", "SELECT * FROM pragma_table_info('secrets')", "denied_function", "undeclared"),
+    ("sqlite", "SELECT title FROM departments, pragma_table_info('secrets') p", "denied_function", "undeclared"),
+    ("postgres", "SELECT title FROM departments, pragma_table_info('secrets') p", "denied_function", "undeclared"),
+    ("mysql", "SELECT title FROM departments, pragma_table_info('secrets') p", "denied_function", "undeclared"),
+    ("sqlite", "SELECT * FROM pg_ls_dir('.')", "denied_function", "undeclared"),
+    ("postgres", "SELECT * FROM pg_ls_dir('.')", "denied_function", "undeclared"),
+    ("mysql", "SELECT * FROM pg_ls_dir('.')", "denied_function", "undeclared"),
+    ("sqlite", "SELECT * FROM dblink('host=127.0.0.1', 'select 1') AS t(a int)", "denied_function", "undeclared"),
+    ("postgres", "SELECT * FROM dblink('host=127.0.0.1', 'select 1') AS t(a int)", "denied_function", "undeclared"),
+    ("mysql", "SELECT * FROM dblink('host=127.0.0.1', 'select 1') AS t(a int)", "denied_function", "undeclared"),
+    ("sqlite", "SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS j", "denied_function", "undeclared"),
+    ("postgres", "SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS j", "denied_function", "undeclared"),
+    ("mysql", "SELECT * FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS j", "denied_function", "undeclared"),
+    ("sqlite", "SELECT * FROM secrets\u200b", "parse_error", "undeclared"),
+    ("postgres", "SELECT * FROM secrets\u200b", "parse_error", "undeclared"),
+    ("mysql", "SELECT * FROM secrets\u200b", "parse_error", "undeclared"),
+    ("postgres", "SELECT * FROM ROWS FROM (generate_series(1, 2))", "unsupported", "undeclared"),
+    ("sqlite", "SELECT employee_id FROM employee_performance AS p(a, b, c, d)", "unsupported", "denied"),
+    ("postgres", "SELECT employee_id FROM employee_performance AS p(a, b, c, d)", "unsupported", "denied"),
+    ("mysql", "SELECT employee_id FROM employee_performance AS p(a, b, c, d)", "unsupported", "denied"),
+    ("sqlite", "SELECT d FROM employee_performance AS p(a, b, c, d)", "unsupported", "denied"),
+    ("postgres", "SELECT d FROM employee_performance AS p(a, b, c, d)", "unsupported", "denied"),
+    ("mysql", "SELECT d FROM employee_performance AS p(a, b, c, d)", "unsupported", "denied"),
+    ("sqlite", "SELECT * FROM employee_performance ORDER BY 4", "unknown_column", "denied"),
+    ("postgres", "SELECT * FROM employee_performance ORDER BY 4", "unknown_column", "denied"),
+    ("mysql", "SELECT * FROM employee_performance ORDER BY 4", "unknown_column", "denied"),
+    ("sqlite", "SELECT p.* FROM employee_performance p ORDER BY 4", "unknown_column", "denied"),
+    ("postgres", "SELECT p.* FROM employee_performance p ORDER BY 4", "unknown_column", "denied"),
+    ("mysql", "SELECT p.* FROM employee_performance p ORDER BY 4", "unknown_column", "denied"),
+    ("sqlite", "SELECT * FROM employee_performance p GROUP BY 1, 2, 3, 4", "unknown_column", "denied"),
+    ("postgres", "SELECT * FROM employee_performance p GROUP BY 1, 2, 3, 4", "unknown_column", "denied"),
+    ("mysql", "SELECT * FROM employee_performance p GROUP BY 1, 2, 3, 4", "unknown_column", "denied"),
+    ("sqlite", "SELECT id_card\u200b FROM employee_performance", "parse_error", "denied"),
+    ("postgres", "SELECT id_card\u200b FROM employee_performance", "parse_error", "denied"),
+    ("mysql", "SELECT id_card\u200b FROM employee_performance", "parse_error", "denied"),
+    ("sqlite", "SELECT іd_card FROM employee_performance", "unknown_column", "denied"),
+    ("postgres", "SELECT іd_card FROM employee_performance", "unknown_column", "denied"),
+    ("mysql", "SELECT іd_card FROM employee_performance", "unknown_column", "denied"),
+    ("postgres", "SELECT `id_card` FROM employee_performance", "parse_error", "denied"),
+    ("postgres", "SELECT employee_id FROM employee_performance ORDER BY id_card USING <", "parse_error", "denied"),
+    ("postgres", "SELECT row_to_json(p) FROM employee_performance p", "unsupported", "denied"),
+    ("postgres", "SELECT ROW(p.*) FROM employee_performance p", "unsupported", "denied"),
+    ("postgres", "SELECT id_card(p) FROM employee_performance p", "unsupported", "denied"),
+    ("mysql", "SELECT DEFAULT(id_card) FROM employee_performance", "unknown_column", "denied"),
+]
+
+
+@pytest.mark.parametrize("dialect,query,code,table", REFUSED_BY_ANOTHER_RULE)
+def test_attacks_refused_by_another_rule_keep_their_code(dialect: str, query: str, code: str, table: str) -> None:
+    refused(query, dialect, code=code)
 
 
 QUOTED_NAMES = [
@@ -754,8 +794,8 @@ def test_reference_values_are_bound_never_spliced(dialect: str, reference: list)
 def test_missing_variable_never_means_no_filter() -> None:
     for query in ["SELECT employee_id FROM employees", "WITH x AS (SELECT 1) SELECT employee_id FROM employees",
                   "SELECT title FROM departments WHERE EXISTS (SELECT 1 FROM employees)"]:
-        assert refused(query, vars={}).code == "missing_variable"
-        assert refused(query, vars={"tenant": 7}).code == "missing_variable"
+        refused(query, vars={}, code="missing_variable")
+        refused(query, vars={"tenant": 7}, code="missing_variable")
 
 
 # ============================================================================================
@@ -882,22 +922,22 @@ SMUGGLING = [
 ]
 
 SMUGGLING_REFUSED = [
-    ("postgres", "SELECT (ARRAY[1,2,3])[:2] AS x"),
-    ("postgres", "SELECT 'a' || :'x' AS x"),
-    ("mysql", "SELECT title FROM departments --x\n WHERE 1=0"),
-    ("sqlite", "SELECT title FROM departments WHERE dept_id = ?1"),
-    ("sqlite", "SELECT title FROM departments WHERE dept_id = :1"),
-    ("sqlite", "SELECT title FROM departments WHERE dept_id = @x"),
-    ("postgres", "SELECT title FROM departments WHERE dept_id = $1"),
-    ("mysql", "SELECT title FROM departments WHERE dept_id = %s"),
-    ("mysql", "SELECT title FROM departments WHERE dept_id = ?"),
-    ("sqlite", "SELECT title FROM departments\x00; DELETE FROM departments"),
+    ("postgres", "SELECT (ARRAY[1,2,3])[:2] AS x", "unsupported"),
+    ("postgres", "SELECT 'a' || :'x' AS x", "parse_error"),
+    ("mysql", "SELECT title FROM departments --x\n WHERE 1=0", "parse_error"),
+    ("sqlite", "SELECT title FROM departments WHERE dept_id = ?1", "parse_error"),
+    ("sqlite", "SELECT title FROM departments WHERE dept_id = :1", "parse_error"),
+    ("sqlite", "SELECT title FROM departments WHERE dept_id = @x", "placeholder"),
+    ("postgres", "SELECT title FROM departments WHERE dept_id = $1", "placeholder"),
+    ("mysql", "SELECT title FROM departments WHERE dept_id = %s", "parse_error"),
+    ("mysql", "SELECT title FROM departments WHERE dept_id = ?", "placeholder"),
+    ("sqlite", "SELECT title FROM departments\x00; DELETE FROM departments", "multiple_statements"),
 ]
 
 
-@pytest.mark.parametrize("dialect,query", SMUGGLING_REFUSED)
-def test_smuggled_placeholders_and_unparsed_text_are_refused(dialect: str, query: str) -> None:
-    refused(query, dialect)
+@pytest.mark.parametrize("dialect,query,code", SMUGGLING_REFUSED)
+def test_smuggled_placeholders_and_unparsed_text_are_refused(dialect: str, query: str, code: str) -> None:
+    refused(query, dialect, code=code)
 
 
 @pytest.mark.parametrize("dialect,query,expected", SMUGGLING)
@@ -956,8 +996,10 @@ def test_mariadb_no_backslash_escapes_keeps_strings_closed(mariadb: dict[str, An
 
 
 def _write_probe_queries(dialect: str) -> list[str]:
-    return (WRITES_EVERYWHERE + [q for d, q in WRITES_PER_DIALECT if d == dialect]
-            + [q for d, q in SIDE_EFFECT_FUNCTIONS if d == dialect])
+    return ([q for q, _ in WRITES_EVERYWHERE] + [q for d, q, _ in WRITES_PER_DIALECT if d == dialect]
+            + [q for d, q in SIDE_EFFECT_FUNCTIONS if d == dialect]
+            + [q for d, q, _, table in REFUSED_BY_ANOTHER_RULE
+               if d == dialect and table in ("writes", "side_effect")])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -989,13 +1031,12 @@ WHOLE_ROW = [
     "SELECT employee_id FROM employee_performance p WHERE CAST(p AS TEXT) LIKE '%x1%'",
     "SELECT employee_id FROM employee_performance p ORDER BY p",
     "SELECT * FROM unnest(ARRAY(SELECT p FROM employee_performance p)) AS u",
-    "SELECT q.id_card FROM (SELECT * FROM unnest(ARRAY(SELECT p FROM employee_performance p))) AS q",
 ]
 
 
 @pytest.mark.parametrize("query", WHOLE_ROW)
 def test_hole_whole_row_reference_is_refused(query: str) -> None:
-    refused(query, "postgres")
+    refused(query, "postgres", code="unsupported")
 
 
 def test_hole_whole_row_reference_leaks_on_postgres(pg: dict[str, Any]) -> None:
@@ -1042,7 +1083,7 @@ def _natural_join_extraction(engine: Engine, dialect: str) -> None:
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_hole_natural_join_on_denied_column_is_refused(dialect: str) -> None:
-    refused(NATURAL_ORACLE.format(value="x1"), dialect)
+    refused(NATURAL_ORACLE.format(value="x1"), dialect, code="unsupported")
 
 
 def test_hole_natural_join_oracle_sqlite(sqlite_engine: Engine) -> None:
@@ -1079,7 +1120,7 @@ CORRELATED_STAR = [
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("query", CORRELATED_STAR)
 def test_hole_correlated_star_is_refused(dialect: str, query: str) -> None:
-    refused(query, dialect)
+    refused(query, dialect, code="unsupported")
 
 
 def test_hole_correlated_star_leaks_on_postgres(pg: dict[str, Any]) -> None:
@@ -1108,7 +1149,7 @@ CATALOG_CASTS = [
 
 @pytest.mark.parametrize("query", CATALOG_CASTS)
 def test_hole_catalog_casts_are_refused(query: str) -> None:
-    refused(query, "postgres")
+    refused(query, "postgres", code="unsupported")
 
 
 def test_hole_catalog_casts_enumerate_tables_on_postgres(pg: dict[str, Any], pg_server) -> None:
@@ -1124,7 +1165,7 @@ def test_hole_catalog_casts_enumerate_tables_on_postgres(pg: dict[str, Any], pg_
 
 @pytest.mark.parametrize("query", ["SELECT 1 OPERATOR(public.+) 1", "SELECT 1 OPERATOR(pg_catalog.+) 1"])
 def test_hole_qualified_operator_is_refused(query: str) -> None:
-    refused(query, "postgres")
+    refused(query, "postgres", code="denied_function")
 
 
 # --- H6 (medium, SQLite): printf('%.*c', N, …) is the allocation bomb randomblob/zeroblob were
@@ -1181,7 +1222,7 @@ WHOLE_ROW_VARIANTS = [
 
 @pytest.mark.parametrize("query", WHOLE_ROW_VARIANTS)
 def test_whole_row_variants_are_refused(query: str) -> None:
-    refused(query, "postgres")
+    refused(query, "postgres", code="unsupported")
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -1189,11 +1230,17 @@ def test_whole_row_variants_are_refused(query: str) -> None:
     "WITH s AS (SELECT 'x1' AS id_card) SELECT COUNT(*) FROM employee_performance NATURAL JOIN s",
     "SELECT COUNT(*) FROM (SELECT 'x1' AS id_card) s NATURAL JOIN employee_performance",
     "SELECT COUNT(*) FROM employee_performance NATURAL LEFT JOIN (SELECT 'x1' AS id_card) s",
-    "SELECT COUNT(*) FROM employee_performance p JOIN (SELECT 'x1' AS id_card) s USING (id_card)",
     "SELECT COUNT(*) FROM employees NATURAL JOIN (SELECT 100 AS salary) s",
 ])
-def test_natural_and_using_joins_on_denied_columns_are_refused(dialect: str, query: str) -> None:
-    refused(query, dialect)
+def test_natural_joins_on_denied_columns_are_refused(dialect: str, query: str) -> None:
+    # NATURAL JOIN is refused as a whole (its join columns are implicit), before any column check
+    refused(query, dialect, code="unsupported")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_using_join_on_a_denied_column_is_refused(dialect: str) -> None:
+    query = "SELECT COUNT(*) FROM employee_performance p JOIN (SELECT 'x1' AS id_card) s USING (id_card)"
+    refused(query, dialect, code="denied_column")
 
 
 @pytest.mark.parametrize("query", [
@@ -1204,7 +1251,7 @@ def test_natural_and_using_joins_on_denied_columns_are_refused(dialect: str, que
 ])
 def test_mariadb_temporal_clauses_are_refused(query: str) -> None:
     # On a filtered table the derived table of the row filter would drop the clause silently.
-    refused(query, "mysql")
+    refused(query, "mysql", code="unsupported")
 
 
 @pytest.mark.parametrize("dialect, query", [
@@ -1217,14 +1264,17 @@ def test_mariadb_temporal_clauses_are_refused(query: str) -> None:
     ("mysql", "SELECT LENGTH(LPAD('x', 200000000, 'y')) AS n"),
 ])
 def test_string_allocation_bombs_are_refused(dialect: str, query: str) -> None:
-    refused(query, dialect)
+    refused(query, dialect, code="string_size")
 
 
-@pytest.mark.parametrize("query", ["SELECT 1 OPERATOR(+) 1", "SELECT d.title OPERATOR(pg_catalog.||) 'x' FROM departments d",
-                                   "SELECT CAST(CAST(d.dept_id AS oid) AS regclass) FROM departments d",
-                                   "SELECT d.title::regnamespace FROM departments d"])
-def test_more_postgres_catalog_paths_are_refused(query: str) -> None:
-    refused(query, "postgres")
+@pytest.mark.parametrize("query,code", [
+    ("SELECT 1 OPERATOR(+) 1", "denied_function"),
+    ("SELECT d.title OPERATOR(pg_catalog.||) 'x' FROM departments d", "denied_function"),
+    ("SELECT CAST(CAST(d.dept_id AS oid) AS regclass) FROM departments d", "unsupported"),
+    ("SELECT d.title::regnamespace FROM departments d", "unsupported"),
+])
+def test_more_postgres_catalog_paths_are_refused(query: str, code: str) -> None:
+    refused(query, "postgres", code=code)
 
 
 def test_confined_table_hides_denied_columns_from_the_engine_on_postgres(pg: dict[str, Any]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from structq.errors import describe
+
 from .common import (
     DEFAULT_MANIFESTS,
     AdaptiveOpt,
@@ -11,7 +13,6 @@ from .common import (
     VarOpt,
     VerboseOpt,
     console,
-    describe,
     errors_to_exit,
     make_agent,
     parse_today,

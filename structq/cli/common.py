@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from structq.capabilities import CapabilitySet
-    from structq.errors import StructqError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 
@@ -145,7 +144,7 @@ def fail(message: str, *, hint: str | None = None, code: int = EXIT_FAILED) -> N
 @contextmanager
 def errors_to_exit(verbose: bool = False) -> Iterator[None]:
     """Turn structq errors into one line and an exit code; a traceback only with ``-v``."""
-    from structq.errors import StructqError
+    from structq.errors import StructqError, describe
 
     try:
         yield
@@ -185,18 +184,6 @@ def _traceback_if(verbose: bool) -> None:
         import traceback
 
         traceback.print_exc()
-
-
-def describe(exc: "StructqError") -> tuple[str, str | None]:
-    """An error's one-line message and its hint, apart. The message keeps what the error's own
-    ``str`` adds to the bare text: the sandbox's ``[code]``, the plan step, the manifest's
-    ``file:line:col`` (whose suggestion stays inline)."""
-    from structq.errors import ManifestError
-
-    text = str(exc)
-    if isinstance(exc, ManifestError) or not exc.hint:
-        return text, None
-    return text.removesuffix(f" (hint: {exc.hint})"), exc.hint
 
 
 TodayOpt = Annotated[

@@ -33,6 +33,7 @@ from structq.errors import (
     SourceUnavailable,
     StructqError,
     SynthesisError,
+    describe,
 )
 
 __all__ = ["AccessDenied", "RequestRejected", "error_status", "error_body", "STATUS_OF"]
@@ -95,8 +96,6 @@ def error_body(exc: BaseException) -> dict[str, Any]:
     if status == 500:
         log.error("internal error while serving a request", exc_info=exc)
         return {"error": {"code": code, "message": "internal error; the details are in the server log", "hint": None}}
-    from structq.cli.common import describe
-
     message, hint = describe(exc)  # type: ignore[arg-type]
     body: dict[str, Any] = {"code": code, "message": message, "hint": hint}
     for attr in ("source", "step"):
