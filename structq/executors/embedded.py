@@ -56,6 +56,8 @@ __all__ = [
     "use_daemon",
     "use_in_process",
     "documents_path",
+    "existing_documents",
+    "read_documents",
     "load_index",
     "drain_output",
     "terminate",
@@ -152,12 +154,26 @@ def physical_index(manifest: Manifest, name: str) -> str:
     return f"{name}--{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
 
 
+def existing_documents(manifest: Manifest, index: Index) -> Path | None:
+    """``documents_path``, which must exist when declared (``SourceUnavailable`` otherwise)."""
+    path = documents_path(manifest, index)
+    if path is not None and not path.is_file():
+        raise SourceUnavailable(
+            f"documents for embedded index {index.name!r} of source {manifest.source!r} "
+            f"not found: {path}",
+            source=manifest.source,
+            hint="run `structq demo` to build the demo data, or fix `documents:` in the "
+                 "manifest",
+        )
+    return path
+
+
 def _count_documents(path: Path) -> int:
     with path.open("rb") as handle:
         return sum(1 for line in handle if line.strip())
 
 
-def _read_documents(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_documents(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, document) for each non-blank line; a bad line is a ``ConfigError``."""
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -300,16 +316,8 @@ def load_index(client: Any, manifest: Manifest, index: Index,
                progress: LoadProgress | None = None) -> int:
     """Create ``index`` in the engine ``client`` speaks to and fill it from its documents file;
     the number of documents loaded. A failed load leaves no half-filled index behind."""
-    path = documents_path(manifest, index)
+    path = existing_documents(manifest, index)
     name = physical_index(manifest, index.name)
-    if path is not None and not path.is_file():
-        raise SourceUnavailable(
-            f"documents for embedded index {index.name!r} of source {manifest.source!r} "
-            f"not found: {path}",
-            source=manifest.source,
-            hint="run `structq demo` to build the demo data, or fix `documents:` in the "
-                 "manifest",
-        )
     client.indices.create(index=name, body=index_body(index))
     try:
         loaded = _bulk_load(client, name, path, progress, label=index.name) if path else 0
@@ -326,7 +334,7 @@ def _bulk_load(client: Any, name: str, path: Path, progress: LoadProgress | None
     loaded = 0
     if progress:
         progress(label, loaded, total)
-    documents = _read_documents(path)
+    documents = read_documents(path)
     while batch := list(itertools.islice(documents, _BATCH)):
         response = client.bulk(body=_bulk_lines(name, batch))
         if response.get("errors"):

@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from structq.errors import SourceUnavailable
 
 from .snapshot import DbObject, Member
 
@@ -81,42 +77,23 @@ def _observe(document: dict[str, Any], into: dict[str, _Observed]) -> None:
 def documents_objects(manifest: Manifest, wanted: Iterable[str]) -> tuple[list[DbObject], list[str]]:
     """One object per declared index in ``wanted`` (names), described from its documents file;
     plus notes on what could not be described."""
-    from structq.executors.embedded import documents_path
+    from structq.executors.embedded import existing_documents, read_documents
 
     names = {name.lower() for name in wanted}
     objects, notes = [], []
     for index in manifest.indices:
         if index.name.lower() not in names:
             continue
-        path = documents_path(manifest, index)
+        path = existing_documents(manifest, index)
+        observed: dict[str, _Observed] = {}
         if path is None:
             notes.append(f"{index.name}: no documents file declared; nothing to compare")
-            objects.append(_as_object(index, {}, notes))
-            continue
-        objects.append(_as_object(index, _read(path, manifest.source, index.name), notes))
-    return objects, notes
-
-
-def _read(path: Path, source: str, index: str) -> dict[str, _Observed]:
-    if not path.is_file():
-        raise SourceUnavailable(f"documents for embedded index {index!r} of source {source!r} "
-                                f"not found: {path}", source=source,
-                                hint="run `structq demo` to build the demo data, or fix "
-                                     "`documents:` in the manifest")
-    observed: dict[str, _Observed] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                document = json.loads(line)
-            except ValueError as exc:
-                raise SourceUnavailable(f"{path}:{number}: not a JSON document ({exc})",
-                                        source=source) from None
-            if isinstance(document, dict):
+        else:
+            for _, document in read_documents(path):
                 document.pop("_id", None)
                 _observe(document, observed)
-    return observed
+        objects.append(_as_object(index, observed, notes))
+    return objects, notes
 
 
 def _as_object(index: Index, observed: dict[str, _Observed], notes: list[str]) -> DbObject:
