@@ -6,7 +6,7 @@ Planning requests (they carry ``tools``) are answered with a ``submit_plan`` too
 plan of the rule whose text occurs last in the prompt (the question comes after the
 conversation so far). Answer-writing requests get a short
 text citing the first step named in the prompt, with no figure in it (so the answer check
-never replaces it).
+never replaces it) — streamed a few characters at a time when the request asks for a stream.
 """
 
 from __future__ import annotations
@@ -32,9 +32,15 @@ class OpenAIStub:
             def do_POST(self) -> None:  # noqa: N802 (the http.server API)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append(body)
-                payload = json.dumps(stub.reply(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                reply = stub.reply(body)
+                if body.get("stream"):
+                    payload = stub.streamed(reply)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                else:
+                    payload = json.dumps(reply).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -56,6 +62,18 @@ class OpenAIStub:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    @staticmethod
+    def streamed(reply: dict[str, Any], piece: int = 2) -> bytes:
+        """``reply`` as the chunks of a streamed completion (``stream: true``): its text a
+        few characters at a time, then the finish reason, then ``[DONE]``."""
+        choice = reply["choices"][0]
+        text = choice["message"].get("content") or ""
+        head = {"id": reply["id"], "object": "chat.completion.chunk", "created": 0, "model": reply["model"]}
+        deltas = [{"role": "assistant", "content": ""}] + [{"content": text[i:i + piece]} for i in range(0, len(text), piece)]
+        chunks = [{**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
+        return b"".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         users = [m.get("content") or "" for m in body["messages"] if m["role"] == "user"]

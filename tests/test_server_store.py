@@ -1,6 +1,7 @@
 """The shared store of ``structq serve`` on a real SQLite file and a real PostgreSQL: plans and
-conversations survive the store object (another worker opens its own), writes are upserts that
-concurrent workers cannot break, and a bad URL is one clear error."""
+conversations survive the store object (another worker opens its own), writes are upserts and
+appends that concurrent workers cannot break (no lost turn, no request spent twice), and a bad
+URL is one clear error."""
 
 from __future__ import annotations
 
@@ -52,13 +53,35 @@ def test_a_plan_cached_by_one_worker_is_read_by_another(stores) -> None:
 
 def test_a_conversation_saved_by_one_worker_continues_on_another(stores) -> None:
     first, second = stores
-    turns = [Turn("张三在哪个部门？", {"steps": [{"output_key": "d", "query": "SELECT 1"}]}, "  answer: 研发部")]
-    first.save_conversation("c1", "owner-a", turns)
-    assert second.load_conversation("c1") == ("owner-a", [{"question": "张三在哪个部门？", "plan": turns[0].plan,
+    turn = Turn("张三在哪个部门？", {"steps": [{"output_key": "d", "query": "SELECT 1"}]}, "  answer: 研发部")
+    assert first.append_turn("c1", "owner-a", turn)
+    assert second.load_conversation("c1") == ("owner-a", [{"question": "张三在哪个部门？", "plan": turn.plan,
                                                           "summary": "  answer: 研发部"}])
-    second.save_conversation("c1", "owner-a", [*turns, Turn("那他上个月的项目呢？", {}, "")])
-    assert len(first.load_conversation("c1")[1]) == 2
+    assert second.append_turn("c1", "owner-a", Turn("那他上个月的项目呢？", {}, ""))
+    assert [t["question"] for t in first.load_conversation("c1")[1]] == ["张三在哪个部门？", "那他上个月的项目呢？"]
     assert first.load_conversation("unknown") is None
+
+
+def test_another_owner_cannot_append_to_a_conversation(stores) -> None:
+    first, second = stores
+    assert first.append_turn("c2", "owner-a", Turn("q1", {}, ""))
+    assert not second.append_turn("c2", "owner-b", Turn("stolen", {}, ""))
+    assert first.load_conversation("c2") == ("owner-a", [{"question": "q1", "plan": {}, "summary": ""}])
+
+
+def test_turns_appended_at_once_by_many_workers_are_all_kept_in_one_order(stores) -> None:
+    """Follow-ups answered at the same time: each append lands (no read-modify-write)."""
+    first, second = stores
+    first.append_turn("c3", "o", Turn("start", {}, ""))
+
+    def follow_up(n: int) -> bool:
+        return (first if n % 2 else second).append_turn("c3", "o", Turn(f"f{n}", {}, ""))
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(follow_up, range(24)))
+    questions = [t["question"] for t in second.load_conversation("c3")[1]]
+    assert questions[0] == "start" and sorted(questions[1:]) == sorted(f"f{n}" for n in range(24))
+    assert questions == [t["question"] for t in first.load_conversation("c3")[1]]  # one order, seen by all
 
 
 def test_concurrent_writers_of_one_key_leave_one_whole_entry(stores) -> None:
@@ -108,7 +131,7 @@ def test_the_default_store_shares_the_cli_plan_cache_file(tmp_path: Path) -> Non
     store = Store(f"sqlite:///{tmp_path / 'plans.sqlite'}")
     try:
         assert StorePlanCache(store).get("k") == _plan("SELECT 7")
-        store.save_conversation("c", "o", [])
+        store.append_turn("c", "o", Turn("q", {}, ""))
         assert len(PlanCache(tmp_path / "plans.sqlite")) == 1
     finally:
         store.close()
@@ -116,8 +139,8 @@ def test_the_default_store_shares_the_cli_plan_cache_file(tmp_path: Path) -> Non
 
 def test_conversations_nobody_continued_are_pruned(stores) -> None:
     first, second = stores
-    first.save_conversation("old", "o", [])
-    first.save_conversation("new", "o", [])
+    first.append_turn("old", "o", Turn("q", {}, ""))
+    first.append_turn("new", "o", Turn("q", {}, ""))
     with first.engine.begin() as connection:  # as if "old" was last continued 31 days ago
         connection.execute(first.conversations.update().where(first.conversations.c.id == "old")
                            .values(updated=first.conversations.c.updated - 31 * 24 * 3600))
@@ -131,9 +154,50 @@ def test_a_conversation_keeps_only_the_turns_a_prompt_can_show(tmp_path: Path) -
 
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     try:
-        conversation = Conversation(agent=None, turns=[Turn(f"q{n}", {}, "") for n in range(10)])  # type: ignore[arg-type]
-        Conversations(store).save("c", "o", conversation)
+        conversation = Conversation(agent=None)  # type: ignore[arg-type]
+        for n in range(10):
+            Conversations(store).append("c", "o", conversation, Turn(f"q{n}", {}, ""))
         kept = store.load_conversation("c")[1]
         assert [t["question"] for t in kept] == [f"q{n}" for n in range(10 - conversation.max_turns, 10)]
+        with store.engine.connect() as connection:  # the older turns are gone from the table, not only hidden
+            assert len(connection.execute(store.turns.select()).all()) == conversation.max_turns
     finally:
         store.close()
+
+
+def test_the_request_rate_is_counted_in_the_store_for_every_worker(stores) -> None:
+    """Two limiters (two workers) on one store share each token's bucket; it refills with time."""
+    from structq.server.errors import RequestRejected
+    from structq.server.limits import RateLimiter
+
+    now = [1000.0]
+    first, second = (RateLimiter(60, 3, store, clock=lambda: now[0]) for store in stores)
+    for limiter in (first, second, first):
+        limiter.take("token-a")
+    for limiter in (second, first):
+        with pytest.raises(RequestRejected) as refused:
+            limiter.take("token-a")
+        assert refused.value.status == 429 and refused.value.headers["Retry-After"] == "1"
+    second.take("token-b")  # another token's allowance
+    now[0] += 1.0  # 60 per minute: one more request a second
+    first.take("token-a")
+    with pytest.raises(RequestRejected):
+        second.take("token-a")
+
+
+def test_concurrent_workers_cannot_both_spend_the_last_request(stores) -> None:
+    from structq.server.errors import RequestRejected
+    from structq.server.limits import RateLimiter
+
+    limiters = [RateLimiter(0.001, 10, store, clock=lambda: 5000.0) for store in stores]
+
+    def take(n: int) -> bool:
+        try:
+            limiters[n % 2].take("shared")
+        except RequestRejected:
+            return False
+        return True
+
+    with ThreadPoolExecutor(8) as pool:
+        granted = sum(pool.map(take, range(40)))
+    assert granted == 10

@@ -257,6 +257,10 @@ class Engine:
         manifest = self.capabilities[step.source]
         return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
 
+    def on_step(self, step: Step, result: StepResult | None, error: StructqError | None) -> None:
+        """Called once each step of a run is settled: with its result (run, or not run and
+        why), or with the error that stopped it. Nothing by default; the server streams them."""
+
     def intermediate_cap(self, step: Step) -> int:
         """Row cap for a step whose results feed later steps."""
         if step.source == LOCAL_SOURCE:
@@ -373,6 +377,7 @@ class _Run:
 
     def _record(self, result: StepResult) -> None:
         self.results[result.output_key] = result
+        self.engine.on_step(self.plan.step(result.output_key), result, None)
         if result.skipped is None and (note := self._empty_inputs_note(self.plan.step(result.output_key))):
             self.notes.append(note)
         self.notes.extend(f"step {result.output_key!r}: {note}" for note in result.notes)
@@ -398,10 +403,12 @@ class _Run:
             return _skipped(step, f"not run: {exc.message}")
         except StructqError as exc:
             _attach_step(exc, step.output_key)
+            engine.on_step(step, None, exc)
             raise
         except Exception as exc:  # an executor bug must still say which step failed
-            raise ExecutionError(f"step {step.output_key!r} failed: {exc}", source=step.source,
-                                 step=step.output_key) from exc
+            failed = ExecutionError(f"step {step.output_key!r} failed: {exc}", source=step.source, step=step.output_key)
+            engine.on_step(step, None, failed)
+            raise failed from exc
         return StepResult(
             output_key=step.output_key,
             source=step.source,

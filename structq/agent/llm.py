@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from structq.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
 
@@ -160,19 +162,29 @@ def _retryable(exc: BaseException) -> bool:
 
 
 def invoke(model: Any, messages: "list[BaseMessage]", *, purpose: str, log: CallLog,
-           bounds: CallBounds | None = None) -> "AIMessage":
+           bounds: CallBounds | None = None, on_text: "Callable[[str], None] | None" = None) -> "AIMessage":
     """Call the model, retrying 429/5xx with backoff; any other failure, or a retryable one
-    that outlasts the retries, becomes ``ModelError`` with the provider's message."""
+    that outlasts the retries, becomes ``ModelError`` with the provider's message.
+
+    ``on_text``: stream the reply, handing each piece of text to it as it arrives (a model
+    that cannot stream gives one piece). A request fails over to a retry only while nothing
+    was handed on: text already shown cannot be taken back by a second, different reply."""
     bounds = bounds or CallBounds.from_env()
     started = time.perf_counter()
     requests = 0
+    streamed = [False]
+
+    def passed_on(text: str) -> None:
+        streamed[0] = True
+        on_text(text)  # type: ignore[misc]
+
     while True:
         requests += 1
         try:
-            reply = model.invoke(messages)
+            reply = model.invoke(messages) if on_text is None else _stream(model, messages, passed_on)
             break
         except Exception as exc:
-            if _retryable(exc) and requests <= bounds.retries:
+            if _retryable(exc) and requests <= bounds.retries and not streamed[0]:
                 time.sleep(bounds.backoff(requests - 1, _retry_after(exc)))
                 continue
             log.calls.append(ModelCall(purpose, (time.perf_counter() - started) * 1000, requests=requests))
@@ -184,6 +196,20 @@ def invoke(model: Any, messages: "list[BaseMessage]", *, purpose: str, log: Call
     log.calls.append(ModelCall(purpose, (time.perf_counter() - started) * 1000,
                                usage.get("input_tokens"), usage.get("output_tokens"), requests))
     return reply
+
+
+def _stream(model: Any, messages: "list[BaseMessage]", on_text: "Callable[[str], None]") -> "AIMessage":
+    """The whole reply of a streamed call (chunks added up, usage included), each piece of
+    text handed to ``on_text`` on the way."""
+    from langchain_core.messages import AIMessage
+
+    reply: Any = None
+    for chunk in model.stream(messages):
+        reply = chunk if reply is None else reply + chunk
+        text = reply_text(chunk)
+        if text:
+            on_text(text)
+    return reply if reply is not None else AIMessage(content="")
 
 
 def reply_text(reply: Any) -> str:

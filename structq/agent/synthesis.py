@@ -6,12 +6,21 @@ the reply is checked for figures that appear nowhere in the results, the questio
 with a note; so is a failed or empty reply). The check is a net, not a proof: it reads Arabic
 numerals only (not 三倍 or 两千) and cannot tell two real figures swapped. Without a model: a deterministic rendering, per-step tables and a one-line summary,
 in the question's language.
+
+Streaming (``streaming_answer``): a caller that shows the answer as it is written (the
+server's event stream) sets a listener; the reply is then streamed through ``NumberGate``,
+which passes text on only once every figure in it has been checked, so an invented figure is
+never shown, not even for a moment. When the check fails the stream stops there and the
+final text (the deterministic rendering) replaces what was shown.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +32,8 @@ from .planner import template
 if TYPE_CHECKING:
     from .engine import RunResult, StepResult
 
-__all__ = ["synthesize", "render_deterministic", "unsupported_numbers", "citations", "is_chinese"]
+__all__ = ["synthesize", "render_deterministic", "unsupported_numbers", "known_figures", "citations", "is_chinese",
+           "streaming_answer", "NumberGate"]
 
 #: Rows of each step shown to the answering model, and in the deterministic rendering.
 PROMPT_ROWS = 50
@@ -94,8 +104,9 @@ def _variants(x: Decimal) -> set[Decimal]:
     return out
 
 
-def unsupported_numbers(text: str, run: "RunResult", *, question: str = "") -> list[str]:
-    """Figures in ``text`` that appear nowhere in the results, the question or the plan."""
+def known_figures(run: "RunResult", question: str = "") -> set[Decimal]:
+    """Every figure an answer may state: the results' (with their roundings and scalings),
+    row counts, the question's, the plan's, and small counts and ordinals."""
     known: set[Decimal] = set()
     for result in run.steps.values():
         known.add(Decimal(result.row_count))
@@ -105,6 +116,15 @@ def unsupported_numbers(text: str, run: "RunResult", *, question: str = "") -> l
                     known |= _variants(number)
     known |= _numbers_in(question) | _numbers_in(run.plan.to_dict())
     known |= {Decimal(n) for n in range(0, 11)}  # small counts and ordinals ("前3名", "第1周")
+    return known
+
+
+def unsupported_numbers(text: str, run: "RunResult", *, question: str = "") -> list[str]:
+    """Figures in ``text`` that appear nowhere in the results, the question or the plan."""
+    return _unknown_figures(text, known_figures(run, question))
+
+
+def _unknown_figures(text: str, known: set[Decimal]) -> list[str]:
     missing = []
     for match in _NUMBER.finditer(_strip_citations(text)):
         try:
@@ -120,7 +140,7 @@ def _strip_citations(text: str) -> str:
     return re.sub(r"\[[A-Za-z_]\w*\]", "", text)
 
 
-# --- with a model ------------------------------------------------------------------------
+# --- the prompt --------------------------------------------------------------------------
 
 
 def _result_block(result: "StepResult") -> str:
@@ -136,8 +156,73 @@ def _result_block(result: "StepResult") -> str:
     return "\n".join(lines)
 
 
+# --- streaming ---------------------------------------------------------------------------
+
+#: Where the answer's text goes while it is written (set by ``streaming_answer``), if anywhere.
+_listener: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "structq_answer_listener", default=None)
+
+#: A run of characters at the end of streamed text that may still grow into a longer figure.
+_OPEN_FIGURE = re.compile(r"[\d,.\-]+$")
+
+
+@contextmanager
+def streaming_answer(on_text: Callable[[str], None]) -> Iterator[None]:
+    """Within this block (and the threads it hands work to), answers written by the model are
+    streamed: checked pieces of text go to ``on_text`` as the model writes them. The final
+    text (what ``synthesize`` returns) stays the one to keep: when the check rejects the
+    reply it is the deterministic rendering, not what was streamed."""
+    token = _listener.set(on_text)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
+
+
+class NumberGate:
+    """Passes streamed text on once every figure in it is known (``known_figures``).
+
+    Text ending in digits, commas, dots or a minus is held back: "12" may yet become "12.5"
+    or "125". The first unknown figure closes the gate for good; nothing from it on is passed.
+    What was passed is always a prefix of the reply, and the whole reply once ``finish`` finds
+    it clean.
+    """
+
+    def __init__(self, known: set[Decimal], on_text: Callable[[str], None]) -> None:
+        self.known = known
+        self.on_text = on_text
+        self.text = ""
+        self.sent = 0
+        self.closed = False
+
+    def feed(self, piece: str) -> None:
+        if self.closed:
+            return
+        self.text += piece
+        open_figure = _OPEN_FIGURE.search(self.text)
+        self._pass(open_figure.start() if open_figure else len(self.text))
+
+    def finish(self) -> None:
+        """The reply is complete: pass on what was held back, if it checks."""
+        if not self.closed:
+            self._pass(len(self.text))
+
+    def _pass(self, end: int) -> None:
+        if end <= self.sent:
+            return
+        if _unknown_figures(self.text[:end], self.known):
+            self.closed = True
+            return
+        self.on_text(self.text[self.sent:end])
+        self.sent = end
+
+
+# --- with a model ------------------------------------------------------------------------
+
+
 def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> tuple[str, list[str]]:
-    """The model's answer and notes; falls back to the deterministic rendering when it invents figures."""
+    """The model's answer and notes; falls back to the deterministic rendering when it invents figures.
+    Streamed (checked piece by piece) when a ``streaming_answer`` listener is set."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
     language = ("Chinese" if is_chinese(_language_text(question, run))
@@ -152,8 +237,10 @@ def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> 
             notes=notes_text,
         )),
     ]
+    listener = _listener.get()
+    gate = NumberGate(known_figures(run, question), listener) if listener is not None else None
     try:
-        reply = invoke(model, messages, purpose="answer", log=log)
+        reply = invoke(model, messages, purpose="answer", log=log, on_text=gate.feed if gate else None)
     except ModelError as exc:
         # The data was read and is correct: show it rather than lose it to a model failure.
         return render_deterministic(question, run), [f"the answer could not be written ({exc.message}); "
@@ -166,6 +253,8 @@ def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> 
         note = (f"the model's answer mentioned figures not found in the results ({', '.join(invented[:5])}); "
                 "showing the results instead")
         return render_deterministic(question, run), [note]
+    if gate is not None:
+        gate.finish()
     return text, []
 
 

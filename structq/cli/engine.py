@@ -23,10 +23,15 @@ engine_app = typer.Typer(
 )
 
 
+def daemon_wanted(no_daemon: bool) -> bool:
+    """Whether embedded sources come from the per-user daemon: yes, unless ``--no-daemon`` or
+    ``STRUCTQ_ENGINE_DAEMON=0`` says otherwise."""
+    return not no_daemon and os.environ.get("STRUCTQ_ENGINE_DAEMON", "1").lower() not in ("0", "off", "false", "no")
+
+
 def configure_daemon(no_daemon: bool) -> None:
-    """Called by the root command: serve embedded sources from the per-user daemon unless
-    ``--no-daemon`` or ``STRUCTQ_ENGINE_DAEMON=0`` says otherwise."""
-    if no_daemon or os.environ.get("STRUCTQ_ENGINE_DAEMON", "1").lower() in ("0", "off", "false", "no"):
+    """Called by the root command: serve embedded sources from the per-user daemon when wanted."""
+    if not daemon_wanted(no_daemon):
         return
     from structq.executors import embedded
     from structq.executors.engine_daemon import DEFAULT_IDLE_S, parse_idle

@@ -40,11 +40,13 @@ def _server_extra() -> None:
 
 
 def serve(
+    ctx: typer.Context,
     manifests: ManifestsOpt = DEFAULT_MANIFESTS,
     host: Annotated[str, typer.Option("--host", help="Address to listen on; anything but loopback needs --config.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.", min=1, max=65535)] = 8000,
     config: ConfigOpt = None,
-    workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm agent).", min=1)] = 1,
+    workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm agent; they share "
+                                                         "the store and the background search engine).", min=1)] = 1,
     llm: LlmOpt = None,
     var: VarOpt = None,
     no_cache: NoCacheOpt = False,
@@ -68,8 +70,13 @@ def serve(
     with errors_to_exit(verbose):
         from structq.server.run import ServeOptions, serve as run_server
 
+        from .engine import daemon_wanted
+
+        # every worker uses the one background search engine, unless `structq --no-daemon serve`
+        daemon = daemon_wanted(bool(ctx.find_root().params.get("no_daemon")))
         options = ServeOptions(manifests=str(resolve_manifests(manifests)), config=str(config) if config else None,
-                               llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers)
+                               llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers,
+                               daemon=daemon)
         options.check_host()  # before anything slow: a refusal should be instant
         _server_extra()
         run_server(options)

@@ -77,7 +77,7 @@ def _sse(event: "Event") -> bytes:
 def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
     """The application for ``service``; ``mcp`` mounts the MCP endpoint at ``/mcp``."""
     config = service.config
-    limiter = RateLimiter(config.limits.requests_per_minute, config.limits.burst)
+    limiter = RateLimiter(config.limits.requests_per_minute, config.limits.burst, service.store)
     bearer = HTTPBearer(auto_error=False, description="An API token from server.yaml (not needed without a config).")
     mcp_app = None
     if mcp:

@@ -78,7 +78,7 @@ class Principal:
 
 
 class Limits(BaseModel):
-    """Per-process request limits (each worker counts its own requests)."""
+    """Request limits; the request rate is counted per token across every worker sharing the store."""
 
     model_config = ConfigDict(extra="forbid")
 

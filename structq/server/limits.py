@@ -1,7 +1,11 @@
 """Request limits: a token bucket per caller, and a cap on request bodies.
 
-The rate limiter is per process: with ``--workers N`` each worker grants the configured rate,
-so the whole server allows up to N times it (README says so). The body cap is an ASGI
+The rate limiter keeps its buckets in the shared store (``store.py``), not in the process:
+with ``--workers N``, or servers on several hosts sharing a PostgreSQL store, a token gets the
+configured rate in all, not N times it. Spending a request is one atomic statement (an upsert
+that refills and takes a token only when one is there), so concurrent workers cannot both
+spend the last token. It costs one small write per request; the clock is each server's own
+(hosts sharing a store should keep time, as any cluster does). The body cap is an ASGI
 middleware so that it holds for every route, the MCP endpoint included, before any JSON is
 parsed; a body larger than the cap is never read past the cap.
 """
@@ -10,37 +14,35 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import RequestRejected
+
+if TYPE_CHECKING:
+    from .store import Store
 
 __all__ = ["RateLimiter", "BodyLimit"]
 
 
 class RateLimiter:
-    """``rate`` requests per minute per key, with bursts of up to ``burst``."""
+    """``per_minute`` requests per minute per key, with bursts of up to ``burst``, counted in
+    ``store`` for every worker that shares it."""
 
-    def __init__(self, per_minute: float, burst: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, per_minute: float, burst: int, store: "Store", *,
+                 clock: Callable[[], float] = time.time) -> None:
         self.per_second = per_minute / 60.0
         self.burst = burst
+        self.store = store
         self._clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, when)
-        self._lock = threading.Lock()
 
     def take(self, key: str) -> None:
         """Spend one request of ``key``'s allowance, or raise a 429 saying when to retry."""
-        now = self._clock()
-        with self._lock:
-            tokens, when = self._buckets.get(key, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - when) * self.per_second)
-            if tokens >= 1.0:
-                self._buckets[key] = (tokens - 1.0, now)
-                return
-            self._buckets[key] = (tokens, now)
-        wait = max(1, math.ceil((1.0 - tokens) / self.per_second))
+        left = self.store.take_request(key, per_second=self.per_second, burst=self.burst, now=self._clock())
+        if left is None:
+            return
+        wait = max(1, math.ceil((1.0 - left) / self.per_second))
         raise RequestRejected(429, "rate_limited", f"too many requests: this token may make "
                               f"{self.per_second * 60:g} per minute (bursts of {self.burst})",
                               hint=f"retry after {wait} s", headers={"Retry-After": str(wait)})

@@ -12,6 +12,7 @@ command line that started the process. Never from the calling model: no tool tak
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
@@ -130,7 +131,7 @@ class McpHttp:
                     raise RequestRejected(401, "unauthorized", "the request carries no valid API token",
                                           hint="send the header Authorization: Bearer <token> with a token from server.yaml")
                 if not self.config.open:
-                    self.limiter.take(principal.key)
+                    await asyncio.to_thread(self.limiter.take, principal.key)  # a store write
             except RequestRejected as exc:
                 await _send_json(send, exc)
                 return

@@ -8,7 +8,8 @@ to its principal and, when it streams, an ``emit`` callback; ``GuardedEngine`` r
   naming the source; and the plan runs with the principal's variables, never others. Both
   sit in the engine, so no path around them exists (a run outside any scope is refused).
 - each plan it starts is emitted as a ``plan`` event (again after a repair), and each step as
-  a ``step`` event as soon as it has run.
+  a ``step`` event as soon as it is settled: run, not run (an empty input, a source down) or
+  failed (a repair follows, or the error ends the stream).
 
 Context variables follow ``asyncio.to_thread``; the engine's own worker threads (steps that
 run side by side) get a copy of the caller's context through ``submit``.
@@ -31,8 +32,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from structq.agent import Plan, RunResult, Step, StepResult
-    from structq.executors.base import ResultSet
-    from structq.safety.query import SafeQuery
+    from structq.errors import StructqError
 
     from .config import Principal
 
@@ -88,23 +88,29 @@ class GuardedEngine(Engine):
         context = contextvars.copy_context()
         return super().submit(context.run, fn, *args)
 
-    def execute(self, step: "Step", safe: "SafeQuery", inputs: Mapping[str, "StepResult"]) -> "ResultSet":
-        result = super().execute(step, safe, inputs)
+    def on_step(self, step: "Step", result: "StepResult | None", error: "StructqError | None") -> None:
         scope = _scope.get()
         if scope is not None and scope.emit is not None:
-            scope.emit("step", step_event(step, safe, result))
-        return result
+            scope.emit("step", step_event(step, result, error))
 
 
-def step_event(step: "Step", safe: "SafeQuery", result: "ResultSet") -> dict[str, Any]:
-    """A finished step for the stream: what ran, and its first rows."""
-    query = result.query if result.query is not None else (safe.text if safe.kind == "sql" else safe.body)
+def step_event(step: "Step", result: "StepResult | None", error: "StructqError | None" = None) -> dict[str, Any]:
+    """A settled step for the stream: ``status`` ``ok`` (what ran, and its first rows),
+    ``skipped`` (not run, and why: an empty input, an input that could not be read, a source
+    that is down) or ``failed`` (the error, as the API reports errors; a repaired plan follows)."""
+    event: dict[str, Any] = {"output_key": step.output_key, "source": step.source, "index": step.index,
+                             "purpose": step.purpose}
+    if result is None:
+        from .errors import error_body
+
+        return {**event, "status": "failed", "query": step.query,
+                "error": error_body(error)["error"] if error is not None else None}
+    if result.skipped is not None:
+        return {**event, "status": "skipped", "skipped": result.skipped, "query": step.query}
     return {
-        "output_key": step.output_key,
-        "source": step.source,
-        "index": step.index,
-        "purpose": step.purpose,
-        "query": query,
+        **event,
+        "status": "ok",
+        "query": result.query,
         "columns": list(result.columns),
         "rows": [list(r) for r in result.rows[:STEP_EVENT_ROWS]],
         "row_count": result.row_count,

@@ -39,6 +39,9 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
+    #: Embedded search sources come from the per-user background engine (``engine_daemon.py``),
+    #: shared by every worker, rather than one engine (and one copy of the documents) per worker.
+    daemon: bool = False
 
     def load_config(self, sources: list[str]) -> ServerConfig:
         if self.config is None:
@@ -78,7 +81,14 @@ def app_from_env() -> "FastAPI":
     """uvicorn's factory in each worker process: the options the parent process checked."""
     from .app import create_app
 
-    return create_app(make_service(ServeOptions(**json.loads(os.environ[_ENV]))))
+    options = ServeOptions(**json.loads(os.environ[_ENV]))
+    if options.daemon:  # a fresh process: the parent's choice of engine is not inherited
+        from structq.executors import embedded
+        from structq.executors.engine_daemon import parse_idle
+
+        idle = os.environ.get("STRUCTQ_ENGINE_IDLE")
+        embedded.use_daemon(parse_idle(idle) if idle else None)
+    return create_app(make_service(options))
 
 
 def serve(options: ServeOptions) -> None:

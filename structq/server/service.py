@@ -26,7 +26,7 @@ from .observe import GuardedEngine, check_access, request_scope
 
 if TYPE_CHECKING:
     from structq.agent import Agent, Answer
-    from structq.agent.conversation import Conversation
+    from structq.agent.conversation import Conversation, Turn
 
     from .config import Principal, ServerConfig
     from .store import Store
@@ -54,15 +54,25 @@ class Conversations:
 
         if cid is None:
             return uuid.uuid4().hex, agent.conversation()
-        found = self.store.load_conversation(cid)
+        keep = agent.conversation().max_turns
+        found = self.store.load_conversation(cid, last=keep)
         if found is None or found[0] != owner:
-            raise RequestRejected(404, "unknown_conversation", f"no conversation {cid!r} for this caller",
-                                  hint="start a new conversation: leave 'conversation' out")
+            raise _unknown(cid)
         return cid, Conversation(agent, [Turn(**turn) for turn in found[1]])
 
-    def save(self, cid: str, owner: str, conversation: "Conversation") -> None:
-        # only the turns the next prompt can show: a long conversation stays a small row
-        self.store.save_conversation(cid, owner, conversation.turns[-conversation.max_turns:])
+    def append(self, cid: str, owner: str, conversation: "Conversation", turn: "Turn") -> None:
+        """Add ``turn`` to the stored conversation (only the turns the next prompt can show are
+        kept: a long conversation stays small). Appended, not written back: follow-ups answered
+        at once are all kept, in the order they finished."""
+        if not self.store.append_turn(cid, owner, turn, keep=conversation.max_turns):
+            raise _unknown(cid)
+        conversation.turns.append(turn)
+
+
+def _unknown(cid: str) -> RequestRejected:
+    """Another caller's conversation id is answered like one that does not exist."""
+    return RequestRejected(404, "unknown_conversation", f"no conversation {cid!r} for this caller",
+                           hint="start a new conversation: leave 'conversation' out")
 
 
 class Service:
@@ -107,20 +117,32 @@ class Service:
 
     async def ask_stream(self, principal: "Principal", question: str, *, conversation: str | None = None,
                          today: dt.date | None = None, no_answer: bool = False) -> AsyncIterator[Event]:
-        """``plan`` (again after a repair), ``step`` per finished step, ``answer``, then ``done``
-        with the whole document — or ``error`` with the error body, as the last event."""
+        """``plan`` (again after a repair), ``step`` per settled step (run, skipped or failed),
+        ``answer`` pieces ``{delta}`` while the model writes (each checked before it is sent),
+        one ``answer`` ``{text, citations, replaces_stream}`` with the final text, then ``done``
+        with the whole document — or ``error`` with the error body, as the last event.
+
+        ``replaces_stream`` is true when the final text is not what the pieces spelt (the
+        answer check rejected the model's reply): a client shows the final text instead."""
+        from structq.agent.synthesis import streaming_answer
+
         from .errors import error_body
 
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        streamed: list[str] = []
 
         def emit(name: str, data: dict[str, Any]) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, Event(name, data))
 
+        def write(text: str) -> None:
+            streamed.append(text)
+            emit("answer", {"delta": text})
+
         async def work() -> dict[str, Any]:
             self.check_question(question)
             cid, conv = self.conversations.open(self.agent, principal.key, conversation)
-            with request_scope(principal, emit):
+            with request_scope(principal, emit), streaming_answer(write):
                 answer = await self.agent.aask(question, vars=principal.vars, today=today,
                                                answer=not no_answer, conversation=conv)
             return self._remember(principal, cid, conv, answer)
@@ -134,14 +156,15 @@ class Service:
         except Exception as exc:  # every failure ends the stream as an error event
             yield Event("error", error_body(exc))
             return
-        yield Event("answer", {"text": document["answer"], "citations": document["citations"]})
+        replaced = bool(streamed) and "".join(streamed).strip() != document["answer"]
+        yield Event("answer", {"text": document["answer"], "citations": document["citations"],
+                               "replaces_stream": replaced})
         yield Event("done", document)
 
     def _remember(self, principal: "Principal", cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
         from structq.agent.conversation import Turn, summarise
 
-        conv.turns.append(Turn(answer.question, answer.plan.to_dict(), summarise(answer)))
-        self.conversations.save(cid, principal.key, conv)
+        self.conversations.append(cid, principal.key, conv, Turn(answer.question, answer.plan.to_dict(), summarise(answer)))
         return {**answer.to_dict(), "conversation": cid}
 
     async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,

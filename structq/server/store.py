@@ -4,12 +4,14 @@ Workers keep no state of their own, so any worker on any host can continue a con
 reuse a plan another one cached. ``sqlite:///PATH`` (the default: the CLI's plan cache file in
 the user cache folder, so both share plans) serves one host; a PostgreSQL URL
 (``postgresql://user@host/db``) shares the store across hosts. One SQLAlchemy implementation
-serves both; tables are created when missing and every write is an upsert, so concurrent
-workers never collide on a key.
+serves both; tables are created when missing and no write reads first: plans are upserts,
+turns are appended, so concurrent workers never collide on a key nor lose each other's writes.
 
 Plan entries are keyed as ``PlanCache`` keys them (fingerprint, model, day, context and the
-normalised question); conversations are JSON lists of turns, owned by the caller that started
-them.
+normalised question). A conversation is an owner row (the caller that started it) and its
+turns, one row each in an append-only table whose sequence orders them: two follow-ups to
+one conversation answered at once by two workers both land, one after the other. (Writing
+the conversation back as one list — read, append, write — would keep only the last writer's.)
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class Store:
     """The two tables on one engine. Thread-safe (SQLAlchemy's pool); safe across processes."""
 
     def __init__(self, url: str) -> None:
-        from sqlalchemy import Column, Float, MetaData, String, Table, Text
+        from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text
         from sqlalchemy.exc import SQLAlchemyError
 
         from structq.executors.urls import redact_url
@@ -100,9 +102,16 @@ class Store:
         # Same name and columns as PlanCache's SQLite table: the default store shares the CLI's file.
         self.plans = Table("plans", metadata, Column("key", String(64), primary_key=True),
                            Column("question", Text), Column("plan", Text), Column("created", Float))
-        self.conversations = Table("conversations", metadata, Column("id", String(64), primary_key=True),
-                                   Column("owner", String(64), nullable=False), Column("turns", Text, nullable=False),
-                                   Column("updated", Float))
+        self.conversations = Table("conversation_owners", metadata, Column("id", String(64), primary_key=True),
+                                   Column("owner", String(64), nullable=False), Column("updated", Float))
+        self.turns = Table("conversation_turns", metadata,
+                           Column("seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+                           Column("conversation", String(64), ForeignKey("conversation_owners.id", ondelete="CASCADE"),
+                                  nullable=False),
+                           Column("turn", Text, nullable=False), Column("created", Float),
+                           Index("conversation_turns_by_conversation", "conversation", "seq"))
+        self.rates = Table("rate_buckets", metadata, Column("key", String(64), primary_key=True),
+                           Column("tokens", Float, nullable=False), Column("updated", Float, nullable=False))
         self._create_lock = threading.Lock()
         try:
             with self._create_lock:
@@ -116,14 +125,18 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
-    def _upsert(self, table: "Table", values: dict[str, Any]) -> None:
-        """Insert or replace the row with this primary key, atomically on both engines."""
+    def _insert(self, table: "Table") -> Any:
+        """The dialect's INSERT (it has ON CONFLICT on both engines)."""
         if self.engine.dialect.name == "sqlite":
             from sqlalchemy.dialects.sqlite import insert
         else:
             from sqlalchemy.dialects.postgresql import insert
+        return insert(table)
+
+    def _upsert(self, table: "Table", values: dict[str, Any]) -> None:
+        """Insert or replace the row with this primary key, atomically on both engines."""
         key = [c.name for c in table.primary_key.columns]
-        statement = insert(table).values(**values)
+        statement = self._insert(table).values(**values)
         statement = statement.on_conflict_do_update(
             index_elements=key, set_={k: statement.excluded[k] for k in values if k not in key})
         with self.engine.begin() as connection:
@@ -154,26 +167,77 @@ class Store:
 
     # --- conversations -------------------------------------------------------------------
 
-    def load_conversation(self, cid: str) -> tuple[str, list[dict[str, Any]]] | None:
-        """(owner, turns) of a conversation, or None when there is none with this id."""
+    def load_conversation(self, cid: str, *, last: int | None = None) -> tuple[str, list[dict[str, Any]]] | None:
+        """(owner, turns in the order they were added) of a conversation — its ``last`` turns
+        only, when given — or None when there is none with this id."""
         from sqlalchemy import select
 
-        c = self.conversations.c
+        c, t = self.conversations.c, self.turns.c
+        recent = select(t.seq, t.turn).where(t.conversation == cid).order_by(t.seq.desc())
+        if last is not None:
+            recent = recent.limit(last)
         with self.engine.connect() as connection:
-            row = connection.execute(select(c.owner, c.turns).where(c.id == cid)).first()
-        return (row[0], json.loads(row[1])) if row else None
+            owner = connection.execute(select(c.owner).where(c.id == cid)).scalar()
+            if owner is None:
+                return None
+            rows = connection.execute(recent).all()
+        return owner, [json.loads(turn) for _, turn in reversed(rows)]
+
+    def append_turn(self, cid: str, owner: str, turn: "Turn", *, keep: int | None = None) -> bool:
+        """Add ``turn`` after the conversation's others (starting the conversation for
+        ``owner`` when it is new), keeping its newest ``keep`` turns when given. Nothing is
+        read and written back, so turns appended at once by several workers are all kept.
+        False (and nothing written) when the conversation belongs to another owner."""
+        from dataclasses import asdict
+
+        from sqlalchemy import select
+
+        now = time.time()
+        c, t = self.conversations.c, self.turns.c
+        head = self._insert(self.conversations).values(id=cid, owner=owner, updated=now)
+        head = head.on_conflict_do_update(index_elements=["id"], set_={"updated": now}, where=c.owner == owner)
+        with self.engine.begin() as connection:
+            if connection.execute(head.returning(c.id)).first() is None:
+                return False
+            connection.execute(self.turns.insert().values(
+                conversation=cid, created=now, turn=json.dumps(asdict(turn), ensure_ascii=False, default=str)))
+            if keep is not None:
+                newest = select(t.seq).where(t.conversation == cid).order_by(t.seq.desc()).limit(keep)
+                connection.execute(self.turns.delete().where(t.conversation == cid, t.seq.not_in(newest)))
+        return True
 
     def prune_conversations(self, unused_for_s: float = CONVERSATION_TTL_S) -> int:
         """Forget conversations nobody continued for ``unused_for_s`` seconds; returns how many."""
+        from sqlalchemy import select
+
+        c = self.conversations.c
+        stale = select(c.id).where(c.updated < time.time() - unused_for_s)
         with self.engine.begin() as connection:
-            stale = self.conversations.delete().where(self.conversations.c.updated < time.time() - unused_for_s)
-            return int(connection.execute(stale).rowcount or 0)
+            connection.execute(self.turns.delete().where(self.turns.c.conversation.in_(stale)))
+            return int(connection.execute(self.conversations.delete().where(c.id.in_(stale))).rowcount or 0)
 
-    def save_conversation(self, cid: str, owner: str, turns: list["Turn"]) -> None:
-        from dataclasses import asdict
 
-        self._upsert(self.conversations, {"id": cid, "owner": owner, "updated": time.time(),
-                                          "turns": json.dumps([asdict(t) for t in turns], ensure_ascii=False, default=str)})
+    # --- request rates -------------------------------------------------------------------
+
+    def take_request(self, key: str, *, per_second: float, burst: int, now: float) -> float | None:
+        """Spend one request from ``key``'s token bucket (``burst`` at most, refilled at
+        ``per_second``): None when granted, else the tokens it holds (fewer than one).
+
+        One statement: insert a full bucket less one, or refill the existing one and take a
+        token only where one is there. Both engines lock the row for it, so workers taking at
+        once each see the other's spending."""
+        from sqlalchemy import case, literal, select
+
+        r = self.rates.c
+        refilled = r.tokens + (literal(now) - r.updated) * per_second
+        refilled = case((refilled > burst, float(burst)), else_=refilled)
+        statement = self._insert(self.rates).values(key=key, tokens=float(burst) - 1.0, updated=now)
+        statement = statement.on_conflict_do_update(
+            index_elements=["key"], set_={"tokens": refilled - 1.0, "updated": now}, where=refilled >= 1.0)
+        with self.engine.begin() as connection:
+            if connection.execute(statement.returning(r.key)).first() is not None:
+                return None
+            return float(connection.execute(select(refilled).where(r.key == key)).scalar() or 0.0)
 
 
 class StorePlanCache:

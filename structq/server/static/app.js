@@ -119,6 +119,7 @@ async function ask(question) {
     for await (const { event, data } of sse(response)) {
       if (event === "plan") showPlan(turn, data.plan, true);
       else if (event === "step") showProgress(turn, data);
+      else if (event === "answer" && data.delta !== undefined) showDelta(turn, data.delta);
       else if (event === "done") {
         state.conversation = data.conversation;
         showAnswer(turn, data);
@@ -166,7 +167,24 @@ function stepHeader(s) {
 
 function showProgress(turn, step) {
   const li = document.getElementById(stepId(turn, step.output_key));
-  if (li) $(".meta", li).textContent = `${step.row_count} rows · ${Math.round(step.elapsed_ms)} ms`;
+  if (!li) return;
+  const meta = $(".meta", li);
+  meta.classList.toggle("failed", step.status === "failed");
+  if (step.status === "skipped") meta.textContent = `skipped: ${step.skipped}`;
+  else if (step.status === "failed") meta.textContent = `failed: ${step.error.message}${step.error.hint ? ` (${step.error.hint})` : ""}`;
+  else meta.textContent = `${step.row_count} rows · ${Math.round(step.elapsed_ms)} ms`;
+}
+
+// The answer as the model writes it: provisional text, replaced by the checked answer on "done".
+function showDelta(turn, delta) {
+  const answer = $(".answer", turn);
+  let writing = $(".answer-writing", answer);
+  if (!writing) {
+    writing = node("div", { class: "answer-text answer-writing" });
+    answer.replaceChildren(writing);
+    $(".status", turn).textContent = "Writing the answer…";
+  }
+  writing.textContent += delta;
 }
 
 function showAnswer(turn, doc) {
