@@ -4,7 +4,8 @@ a scripted OpenAI-compatible model on loopback: what one conversation and one to
 - follow-ups to one conversation sent at the same moment, to both servers, all become turns
   of it, in one order that the next follow-up's prompt shows (no turn is lost to a
   read–append–write race);
-- a token's request rate is counted across both servers, not per process.
+- a token's request rate is counted across both servers, not per process;
+- an answer the model streams reaches the client in pieces, over real HTTP.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from openai_stub import OpenAIStub
-from server_support import ServerProcess, auth, build_shop, start_server
+from server_support import SERIES_QUESTION, ServerProcess, auth, build_shop, sse_events, start_server
 
 from structq.server.store import Store
 
@@ -99,3 +100,20 @@ def test_a_tokens_request_rate_is_counted_across_servers(servers) -> None:
     refused = httpx.get(first.url + "/v1/sources", headers=auth("tenant2"), timeout=30)
     assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
     assert httpx.get(second.url + "/v1/sources", headers=auth("shop_only"), timeout=30).status_code == 200
+
+
+def test_a_streamed_answer_arrives_in_pieces_over_http(servers) -> None:
+    import json
+
+    stub, (first, _), _ = servers
+    with httpx.stream("POST", first.url + "/v1/ask?stream=1", json={"question": SERIES_QUESTION},
+                      headers=auth("tenant1"), timeout=120) as response:
+        assert response.status_code == 200
+        events = [(name, json.loads(data)) for name, data in sse_events(response.read().decode())]
+    names = [name for name, _ in events]
+    assert names[:2] == ["plan", "step"] and names[-2:] == ["answer", "done"]
+    pieces = [data["delta"] for name, data in events[2:-2] if name == "answer"]
+    assert len(pieces) == len(names) - 4 > 1  # only answer pieces between the step and the final answer
+    assert "".join(pieces) == events[-1][1]["answer"] == "结果如下表所示 [by_month]。"
+    assert events[-2][1]["replaces_stream"] is False
+    assert stub.requests[-1].get("stream") is True  # the model was asked to stream
