@@ -3,13 +3,16 @@
 Starts ``structq serve`` on the demo company (bundled manifests; SQLite and the embedded
 search engine), waits until ``/readyz`` says every source answers, then runs CLIENTS
 concurrent clients that ask verified questions (SQL and search) in turn for SECONDS seconds.
-Prints requests/s, p50/p95/p99 latency, errors (target 0), and the server's RSS at the start
-and the end of the load (and at every fifth of it, to show a trend). Then, for comparison,
-each question once through the command line, one process each (``structq ask --json``), as a
-person would without the server: that pays the start-up and the search engine's index load
-every time. Figures only; nothing is asserted. Traffic goes to 127.0.0.1 only.
+Prints requests/s, p50/p95/p99 latency, errors (target 0), and the RSS of the server, its
+workers and the search engine at the start and the end of the load (and at every fifth of it,
+to show a trend). Then, for comparison, each question once through the command line, one
+process each (``structq ask --json``), as a person would without the server: with
+``--no-daemon`` (start-up and the search engine's index load every time), and sharing the
+background engine the server left warm (start-up only). The engine runs under a state folder
+of the bench's own and is stopped at the end. Figures only; nothing is asserted. Traffic goes
+to 127.0.0.1 only.
 
-Run: ``python bench/serve.py [--clients 50] [--seconds 30] [--demo-dir DIR]``
+Run: ``python bench/serve.py [--clients 50] [--seconds 30] [--workers 1] [--demo-dir DIR]``
 """
 
 from __future__ import annotations
@@ -72,11 +75,11 @@ def ensure_demo(directory: Path) -> None:
         build_demo(directory)
 
 
-def start(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def start(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
     import httpx
 
-    process = subprocess.Popen([sys.executable, "-m", "structq.cli", "serve", "--port", str(port), "--no-cache"],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([sys.executable, "-m", "structq.cli", "serve", "--port", str(port), "--no-cache",
+                                "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
     while time.perf_counter() - started < 300:
@@ -128,12 +131,13 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def cli_each(env: dict[str, str]) -> list[tuple[str, float, int]]:
+def cli_each(env: dict[str, str], *root: str) -> list[tuple[str, float, int]]:
+    """Each question through ``structq [ROOT…] ask``, one process each: (question, seconds, exit)."""
     out = []
     for question in QUESTIONS:
         started = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "structq.cli", "ask", question, "--json", "--today", "2026-11-30",
-                                 "--no-cache"], env=env, capture_output=True)
+        result = subprocess.run([sys.executable, "-m", "structq.cli", *root, "ask", question, "--json",
+                                 "--today", "2026-11-30", "--no-cache"], env=env, capture_output=True)
         out.append((question, time.perf_counter() - started, result.returncode))
     return out
 
@@ -142,14 +146,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--demo-dir", type=Path, default=Path(tempfile.gettempdir()) / "structq-bench-demo")
     parser.add_argument("--skip-cli", action="store_true", help="do not run the one-process-per-question comparison")
     args = parser.parse_args()
     ensure_demo(args.demo_dir)
-    env = {**os.environ, "STRUCTQ_DEMO_DIR": str(args.demo_dir), "STRUCTQ_AUDIT": "0", "STRUCTQ_LLM": ""}
+    state = tempfile.mkdtemp(prefix="structq-bench-state-")  # an engine of the bench's own, stopped at the end
+    env = {**os.environ, "STRUCTQ_DEMO_DIR": str(args.demo_dir), "STRUCTQ_AUDIT": "0", "STRUCTQ_LLM": "",
+           "STRUCTQ_STATE_DIR": state, "STRUCTQ_ENGINE_DAEMON": "1"}
     env.pop("OPENAI_API_KEY", None)
+    try:
+        run(args, env)
+    finally:
+        subprocess.run([sys.executable, "-m", "structq.cli", "engine", "stop"], env=env, capture_output=True, check=False)
+
+
+def run(args: argparse.Namespace, env: dict[str, str]) -> None:
     port = free_port()
-    process = start(env, port)
+    process = start(env, port, args.workers)
     try:
         before = rss_mb(process.pid)
         latencies, errors, rss = asyncio.run(load(f"http://127.0.0.1:{port}", args.clients, args.seconds, process.pid))
@@ -157,7 +171,8 @@ def main() -> None:
         process.terminate()
         process.wait(timeout=30)
     n = len(latencies)
-    print(f"\nstructq serve, {args.clients} clients for {args.seconds:g} s, {len(QUESTIONS)} verified questions (SQL and search)")
+    print(f"\nstructq serve --workers {args.workers}, {args.clients} clients for {args.seconds:g} s, "
+          f"{len(QUESTIONS)} verified questions (SQL and search)")
     print(f"  requests      {n}  ({n / args.seconds:.1f}/s)")
     print(f"  errors        {sum(errors.values())}" + (f"  ({dict(errors)})" if errors else ""))
     if latencies:
@@ -166,9 +181,10 @@ def main() -> None:
     print(f"  RSS           start {before:.0f} MB, end {rss[-1]:.0f} MB; during: {', '.join(f'{r:.0f}' for r in rss)} MB")
     if args.skip_cli:
         return
-    print("\nthe same questions through the command line, one process each (start-up and index load every time):")
-    for question, seconds, code in cli_each(env):
-        print(f"  {seconds:6.1f} s  exit {code}  {question}")
+    print("\nthe same questions through the command line, one process each:")
+    print("  --no-daemon   shared engine   (seconds; the first: start-up and index load every time)")
+    for (question, cold, code), (_, warm, warm_code) in zip(cli_each(env, "--no-daemon"), cli_each(env)):
+        print(f"  {cold:6.1f} s{'' if code == 0 else f' exit {code}'}   {warm:6.1f} s{'' if warm_code == 0 else f' exit {warm_code}'}   {question}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,14 @@ from typing import Any
 import httpx
 import pytest
 from openai_stub import OpenAIStub
-from server_support import SERIES_QUESTION, ServerProcess, auth, build_shop, sse_events, start_server
+from server_support import (
+    SERIES_QUESTION,
+    ServerProcess,
+    auth,
+    build_shop,
+    sse_events,
+    start_server,
+)
 
 from structq.server.store import Store
 

@@ -19,22 +19,12 @@ from pathlib import Path
 import httpx
 import pytest
 from server_support import ServerProcess, start_server
+from test_engine_daemon import DOCS, MANIFEST  # the same one-index notes source
 
 from structq.executors.engine_state import DAEMON_MODULE, live_leases
 
 pytest.importorskip("osmem_server", reason="the embedded engine needs the `embedded` extra")
 
-MANIFEST = """\
-source: notes
-kind: opensearch
-url: embedded
-indices:
-  - name: notes
-    documents: notes.jsonl
-    fields:
-      - {name: author, type: keyword}
-      - {name: body, type: text}
-"""
 PLAN = {"steps": [{"output_key": "hits", "source": "notes", "index": "notes",
                    "query": {"query": {"term": {"author": "a"}}}}]}
 _HANG_GUARD_S = 120.0
@@ -87,8 +77,7 @@ def workspace(tmp_path: Path):
     manifests = tmp_path / "manifests"
     manifests.mkdir()
     (manifests / "notes.yaml").write_text(MANIFEST, encoding="utf-8")
-    docs = [{"_id": "1", "author": "a", "body": "first"}, {"_id": "2", "author": "b", "body": "second"}]
-    (manifests / "notes.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (manifests / "notes.jsonl").write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
     env = {"STRUCTQ_STATE_DIR": str(tmp_path / "state"), "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
     yield manifests, env, tmp_path
     subprocess.run([sys.executable, "-m", "structq.cli", "engine", "stop"], env={**os.environ, **env},

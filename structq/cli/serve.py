@@ -68,7 +68,8 @@ def serve(
         _print_new_token(new_token)
         return
     with errors_to_exit(verbose):
-        from structq.server.run import ServeOptions, serve as run_server
+        from structq.server.run import ServeOptions
+        from structq.server.run import serve as run_server
 
         from .engine import daemon_wanted
 
@@ -108,8 +109,8 @@ def mcp(
     """
     with errors_to_exit(verbose):
         _server_extra()
-        from structq.server.run import ServeOptions, make_service
         from structq.server.mcp import build_mcp
+        from structq.server.run import ServeOptions, make_service
 
         service = make_service(ServeOptions(manifests=str(resolve_manifests(manifests)), llm=llm,
                                             vars=parse_vars(var), no_cache=no_cache))

@@ -88,10 +88,21 @@ def _engine(url: str) -> "Engine":
 
 
 class Store:
-    """The two tables on one engine. Thread-safe (SQLAlchemy's pool); safe across processes."""
+    """Plans, conversations and request rates on one engine. Thread-safe (SQLAlchemy's pool); safe across processes."""
 
     def __init__(self, url: str) -> None:
-        from sqlalchemy import BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text
+        from sqlalchemy import (
+            BigInteger,
+            Column,
+            Float,
+            ForeignKey,
+            Index,
+            Integer,
+            MetaData,
+            String,
+            Table,
+            Text,
+        )
         from sqlalchemy.exc import SQLAlchemyError
 
         from structq.executors.urls import redact_url
