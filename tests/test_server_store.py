@@ -201,3 +201,19 @@ def test_concurrent_workers_cannot_both_spend_the_last_request(stores) -> None:
     with ThreadPoolExecutor(8) as pool:
         granted = sum(pool.map(take, range(40)))
     assert granted == 10
+
+
+def test_the_in_memory_store_takes_concurrent_requests_in_turn() -> None:
+    """One process embedding the service keeps its store in memory: one connection, which the
+    request threads share without two transactions ever being open on it at once."""
+    store = Store("sqlite://")
+    try:
+        def request(n: int) -> bool:
+            store.append_turn("c", "o", Turn(f"q{n}", {}, ""))
+            return store.take_request("token", per_second=0.001, burst=30, now=1.0) is None
+
+        with ThreadPoolExecutor(8) as pool:
+            granted = sum(pool.map(request, range(60)))
+        assert granted == 30 and len(store.load_conversation("c")[1]) == 60
+    finally:
+        store.close()

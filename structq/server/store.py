@@ -16,17 +16,19 @@ the conversation back as one list — read, append, write — would keep only th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine, Table
+    from sqlalchemy import Connection, Engine, Table
 
     from structq.agent.conversation import Turn
     from structq.agent.plan import Plan
@@ -104,6 +106,7 @@ class Store:
             Text,
         )
         from sqlalchemy.exc import SQLAlchemyError
+        from sqlalchemy.pool import StaticPool
 
         from structq.executors.urls import redact_url
 
@@ -123,9 +126,11 @@ class Store:
                            Index("conversation_turns_by_conversation", "conversation", "seq"))
         self.rates = Table("rate_buckets", metadata, Column("key", String(64), primary_key=True),
                            Column("tokens", Float, nullable=False), Column("updated", Float, nullable=False))
-        self._create_lock = threading.Lock()
+        # An in-memory store is one connection (StaticPool) that threads must take in turn: two
+        # transactions cannot be open on it at once. A file or a server has a connection each.
+        self._one_connection = threading.Lock() if isinstance(self.engine.pool, StaticPool) else None
         try:
-            with self._create_lock:
+            with self._one_connection or contextlib.nullcontext():
                 metadata.create_all(self.engine, checkfirst=True)
         except SQLAlchemyError as exc:
             self.engine.dispose()
@@ -135,6 +140,18 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @contextlib.contextmanager
+    def _begin(self) -> Iterator["Connection"]:
+        """A connection in a transaction, committed when the block ends."""
+        with self._one_connection or contextlib.nullcontext(), self.engine.begin() as connection:
+            yield connection
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator["Connection"]:
+        """A connection to read with."""
+        with self._one_connection or contextlib.nullcontext(), self.engine.connect() as connection:
+            yield connection
 
     def _insert(self, table: "Table") -> Any:
         """The dialect's INSERT (it has ON CONFLICT on both engines)."""
@@ -150,7 +167,7 @@ class Store:
         statement = self._insert(table).values(**values)
         statement = statement.on_conflict_do_update(
             index_elements=key, set_={k: statement.excluded[k] for k in values if k not in key})
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             connection.execute(statement)
 
     # --- the plan cache ------------------------------------------------------------------
@@ -158,7 +175,7 @@ class Store:
     def get_plan(self, key: str) -> dict[str, Any] | None:
         from sqlalchemy import select
 
-        with self.engine.connect() as connection:
+        with self._connect() as connection:
             text = connection.execute(select(self.plans.c.plan).where(self.plans.c.key == key)).scalar()
         return json.loads(text) if text is not None else None
 
@@ -169,11 +186,11 @@ class Store:
     def count_plans(self) -> int:
         from sqlalchemy import func, select
 
-        with self.engine.connect() as connection:
+        with self._connect() as connection:
             return int(connection.execute(select(func.count()).select_from(self.plans)).scalar() or 0)
 
     def clear_plans(self) -> int:
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             return int(connection.execute(self.plans.delete()).rowcount or 0)
 
     # --- conversations -------------------------------------------------------------------
@@ -187,7 +204,7 @@ class Store:
         recent = select(t.seq, t.turn).where(t.conversation == cid).order_by(t.seq.desc())
         if last is not None:
             recent = recent.limit(last)
-        with self.engine.connect() as connection:
+        with self._connect() as connection:
             owner = connection.execute(select(c.owner).where(c.id == cid)).scalar()
             if owner is None:
                 return None
@@ -207,7 +224,7 @@ class Store:
         c, t = self.conversations.c, self.turns.c
         head = self._insert(self.conversations).values(id=cid, owner=owner, updated=now)
         head = head.on_conflict_do_update(index_elements=["id"], set_={"updated": now}, where=c.owner == owner)
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             if connection.execute(head.returning(c.id)).first() is None:
                 return False
             connection.execute(self.turns.insert().values(
@@ -223,7 +240,7 @@ class Store:
 
         c = self.conversations.c
         stale = select(c.id).where(c.updated < time.time() - unused_for_s)
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             connection.execute(self.turns.delete().where(self.turns.c.conversation.in_(stale)))
             return int(connection.execute(self.conversations.delete().where(c.id.in_(stale))).rowcount or 0)
 
@@ -245,7 +262,7 @@ class Store:
         statement = self._insert(self.rates).values(key=key, tokens=float(burst) - 1.0, updated=now)
         statement = statement.on_conflict_do_update(
             index_elements=["key"], set_={"tokens": refilled - 1.0, "updated": now}, where=refilled >= 1.0)
-        with self.engine.begin() as connection:
+        with self._begin() as connection:
             if connection.execute(statement.returning(r.key)).first() is not None:
                 return None
             return float(connection.execute(select(refilled).where(r.key == key)).scalar() or 0.0)
