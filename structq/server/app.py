@@ -132,7 +132,8 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
 
     @app.post("/v1/ask", response_model=AskResponse, responses={**_ERRORS, 200: {
         "description": "The answer document; with ?stream=1 a text/event-stream of events "
-                       "plan, step, answer, done (or error).",
+                       "plan, step (status ok, skipped or failed), answer {delta} pieces while the model "
+                       "writes, answer {text, citations, replaces_stream}, done (or error).",
         "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
     async def ask(body: AskRequest, stream: bool = Query(False, description="Stream Server-Sent Events."),
                   principal: Principal = Depends(caller)) -> Response:
