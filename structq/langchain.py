@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
-from structq.agent import RepairsExhausted
-from structq.errors import StructqError
+from structq.errors import RepairsExhausted, StructqError
 
 if TYPE_CHECKING:
     from structq.agent import Agent, Answer

@@ -1,6 +1,8 @@
 """Planning, running and answering: the agent and its parts."""
 
-from .agent import Agent, Answer, RepairsExhausted
+from structq.errors import RepairsExhausted
+
+from .agent import Agent, Answer
 from .engine import Engine, RunResult, StepResult
 from .plan import Plan, Step
 

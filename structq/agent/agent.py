@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structq.config import Settings
-from structq.errors import ConfigError, ModelError, StructqError
+from structq.errors import ConfigError, PlanError, RepairsExhausted, StructqError
 
 from .audit import AuditLog
 from .bridge import run_sync
@@ -44,18 +44,7 @@ if TYPE_CHECKING:
 
     from .conversation import Conversation
 
-__all__ = ["Agent", "Answer", "RepairsExhausted"]
-
-
-class RepairsExhausted(ModelError):
-    """The model's plans still failed after ``max_repairs`` repairs. ``attempts`` lists them all."""
-
-    def __init__(self, attempts: list[Attempt]) -> None:
-        listing = "\n".join(f"attempt {i}: {a.describe()}" for i, a in enumerate(attempts, 1))
-        last = attempts[-1].error
-        super().__init__(f"no working plan after {len(attempts)} attempts; last error: {last}\n{listing}",
-                         hint="rephrase the question, or check that the manifests describe the data it needs")
-        self.attempts = attempts
+__all__ = ["Agent", "Answer"]
 
 
 @dataclass
@@ -230,7 +219,7 @@ class Agent:
             result = Answer(question, text, plan, results, citations(results),
                             [*(r.note() for r in rounds), *results.notes, *notes], plan_source, log, rounds)
         except BaseException as exc:
-            tried = len(getattr(exc, "attempts", ())) or len(attempts) + 1
+            tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else len(attempts) + 1
             self._audit(question, vars, plan, plan_source, results, log, None, exc, tried, rounds)
             raise
         self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1, rounds)
@@ -286,7 +275,7 @@ class Agent:
             except StructqError as exc:
                 if not exc.retryable:
                     raise
-                attempts.append(Attempt(exc, plan, getattr(exc, "raw", None)))
+                attempts.append(Attempt(exc, plan, exc.raw if isinstance(exc, PlanError) else None))
                 if len(attempts) > self.settings.max_repairs:
                     raise RepairsExhausted(attempts) from exc
                 continue

@@ -26,7 +26,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from structq.errors import ExecutionError, PlanError, StructqError
+from structq.errors import ExecutionError, PlanError, SandboxViolation, StructqError
 
 from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
@@ -392,12 +392,12 @@ class _Run:
             safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap)
             result = engine.execute(step, safe, inputs)
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
-            _attach_step(exc, step.output_key)
-            self.unavailable.append(exc)
+            self.unavailable.append(_located(exc, step.output_key))
             self.missing.add(step.output_key)
             return _skipped(step, f"not run: {exc.message}")
-        except StructqError as exc:
-            _attach_step(exc, step.output_key)
+        except (PlanError, SandboxViolation, ExecutionError) as exc:
+            raise _located(exc, step.output_key)  # noqa: B904 (the original is its cause)
+        except StructqError:  # not about one step (a setup mistake): as it is
             raise
         except Exception as exc:  # an executor bug must still say which step failed
             raise ExecutionError(f"step {step.output_key!r} failed: {exc}", source=step.source,
@@ -436,12 +436,13 @@ def _skipped(step: Step, reason: str) -> StepResult:
                       index=step.index, skipped=reason)
 
 
-def _attach_step(exc: StructqError, key: str) -> None:
-    if getattr(exc, "step", None) is None:
-        try:
-            exc.step = key  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
+def _located(exc: "PlanError | SandboxViolation | ExecutionError", key: str) -> StructqError:
+    """``exc`` naming step ``key`` (the sandbox and executors do not know the step); a new
+    error has the original as its cause, for the traceback."""
+    located = exc.at_step(key)
+    if located is not exc:
+        located.__cause__ = exc
+    return located
 
 
 def _bounded_count(result: StepResult) -> bool:

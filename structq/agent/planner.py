@@ -198,8 +198,8 @@ class Planner:
                 data = coerce_search_queries(data)
             return Plan.parse(data)
         except PlanError as exc:
-            exc.raw = json.dumps(calls[0].get("args"), ensure_ascii=False) if calls else raw  # type: ignore[attr-defined]
-            raise
+            reply_json = json.dumps(calls[0].get("args"), ensure_ascii=False) if calls else raw
+            raise exc.replace(raw=reply_json) from exc
 
 
 def render_values(selection: "Selection") -> str:
