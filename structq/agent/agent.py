@@ -225,12 +225,6 @@ class Agent:
         self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1, rounds)
         return result
 
-    def as_tool(self, **kwargs: Any) -> Any:
-        """This agent as a LangChain tool (see ``structq.langchain``)."""
-        from structq.langchain import StructqTool
-
-        return StructqTool.from_agent(self, **kwargs)
-
     # --- internals ----------------------------------------------------------------------
 
     def _first_plan(self, question: str, today: dt.date, use_cache: bool,
