@@ -123,7 +123,8 @@ async def run_adaptive(planner: "Planner", engine: "Engine", question: str, plan
         messages.append(HumanMessage(template("adaptive").substitute(
             step=latest, observation=_shown(observation, results.steps[latest], with_values),
             remaining=", ".join(remaining) or "none")))
-        reply = await asyncio.to_thread(invoke, planner.model, messages, purpose="adaptive", log=log)
+        reply = await asyncio.to_thread(invoke, planner.model, messages, purpose="adaptive", log=log,
+                                        bounds=planner.bounds)
         try:
             decision = parse_decision(reply)
             if decision.kind == "revise":

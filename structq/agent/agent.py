@@ -28,7 +28,7 @@ from .bridge import run_sync
 from .cache import PlanCache, VerifiedPlans
 from .decline import decline_text
 from .engine import Engine, RunResult
-from .llm import CallLog, model_name, resolve_model
+from .llm import CallBounds, CallLog, model_name, resolve_model
 from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
@@ -143,20 +143,18 @@ class Agent:
     @property
     def has_model(self) -> bool:
         """Whether a model is configured (without creating it)."""
-        import os
-
-        return self._model is not None or bool(self._llm_spec or os.environ.get("STRUCTQ_LLM") or os.environ.get("OPENAI_API_KEY"))
+        return self._model is not None or bool(self._llm_spec)
 
     @property
     def model(self) -> Any:
         """The chat model, created on first use; ``ConfigError`` when none is configured."""
         if self._model is None:
-            self._model = resolve_model(self._llm_spec)
+            self._model = resolve_model(self._llm_spec, self.settings)
         return self._model
 
     def planner(self) -> Planner:
         return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local",
-                       budget=self.link_budget())
+                       budget=self.link_budget(), bounds=CallBounds.of(self.settings))
 
     def link_budget(self) -> "Budget":
         """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``)."""
@@ -290,7 +288,7 @@ class Agent:
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
             return decline_text(question, results.plan, self.capabilities), []
         if use_model and self.has_model:
-            return synthesize(self.model, question, results, log=log)
+            return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings))
         return render_deterministic(question, results), []
 
     def _audit(self, question: str, vars: dict[str, Any], plan: Plan | None, plan_source: str | None,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ModelError
 
-from .llm import CallLog, invoke, reply_text
+from .llm import CallBounds, CallLog, invoke, reply_text
 from .planner import template
 
 if TYPE_CHECKING:
@@ -136,7 +136,8 @@ def _result_block(result: "StepResult") -> str:
     return "\n".join(lines)
 
 
-def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> tuple[str, list[str]]:
+def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog,
+               bounds: "CallBounds | None" = None) -> tuple[str, list[str]]:
     """The model's answer and notes; falls back to the deterministic rendering when it invents figures."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -153,7 +154,7 @@ def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> 
         )),
     ]
     try:
-        reply = invoke(model, messages, purpose="answer", log=log)
+        reply = invoke(model, messages, purpose="answer", log=log, bounds=bounds)
     except ModelError as exc:
         # The data was read and is correct: show it rather than lose it to a model failure.
         return render_deterministic(question, run), [f"the answer could not be written ({exc.message}); "
