@@ -6,6 +6,11 @@
              (adaptive: step by step, the model deciding after each; see ``adaptive``)
              → answer (model, or deterministic; a declining plan: its reason) → audit line
 
+``ask``, ``aask``, ``run`` (a given plan) and ``Conversation.ask`` all go through one core,
+``_respond``, which is the only place that writes the audit line. Within it, a plan is
+obtained in ``_plan_and_run`` (plans that need no model come from ``_first_plan``) and the
+results become an answer in ``_answer``: the two places to extend.
+
 Only errors the model can fix go back to it (``PlanError``, ``SandboxViolation``, a query's
 ``ExecutionError``); an unavailable source or a timeout never does: the steps that need it
 are left out with a note (a partial answer), or the question fails when nothing could be read.
@@ -75,6 +80,31 @@ class Answer:
             "model_calls": self.model_calls.to_list(),
             "rounds": [r.to_dict() for r in self.rounds],
         }
+
+
+@dataclass(frozen=True)
+class Request:
+    """One question as the core sees it: asked with these variables, on this day, after this
+    conversation (``context``: the earlier turns as prompt text); ``answer``: whether the model
+    writes the answer (and may see row contents)."""
+
+    question: str
+    vars: dict[str, Any]
+    today: dt.date
+    context: str = ""
+    answer: bool = True
+    use_cache: bool = True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The plan that ran, where it came from, its steps' results, and how it got there."""
+
+    plan: Plan
+    plan_source: str
+    results: RunResult
+    attempts: "Sequence[Attempt]" = ()
+    rounds: "Sequence[Round]" = ()
 
 
 def _today(timezone: str | None) -> dt.date:
@@ -187,11 +217,9 @@ class Agent:
 
     def run(self, plan: Plan, *, vars: dict[str, Any] | None = None, question: str = "",
             answer: bool = False) -> Answer:
-        """Run a given plan with no planning call; the answer is deterministic unless ``answer``."""
-        log = CallLog()
-        results = self.engine.run(plan, vars=vars)
-        text, notes = self._answer(question, results, log, use_model=answer)
-        return Answer(question, text, plan, results, citations(results), [*results.notes, *notes], "given", log)
+        """Run a given plan with no planning call, and audit it; the answer is deterministic unless ``answer``."""
+        request = self._request(question, vars, None, None, answer=answer, use_cache=False)
+        return run_sync(lambda: self._respond(request, given=plan))
 
     def ask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
             answer: bool = True, use_cache: bool = True, conversation: "Conversation | None" = None) -> Answer:
@@ -201,27 +229,44 @@ class Agent:
 
     async def aask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
                    answer: bool = True, use_cache: bool = True, conversation: "Conversation | None" = None) -> Answer:
-        vars = dict(vars or {})
-        today = today or _today(self.settings.timezone)
-        context = conversation.context() if conversation else ""
+        """``ask`` for async callers. With a ``conversation``, its earlier turns go into the
+        prompt and this question becomes its next turn."""
+        request = self._request(question, vars, today, conversation, answer=answer, use_cache=use_cache)
+        answered = await self._respond(request)
+        if conversation is not None:
+            conversation.record(answered)
+        return answered
+
+    # --- the one path -------------------------------------------------------------------
+
+    def _request(self, question: str, vars: dict[str, Any] | None, today: dt.date | None,
+                 conversation: "Conversation | None", *, answer: bool, use_cache: bool) -> "Request":
+        return Request(question, dict(vars or {}), today or _today(self.settings.timezone),
+                       conversation.context() if conversation else "", answer, use_cache)
+
+    async def _respond(self, request: "Request", *, given: Plan | None = None) -> Answer:
+        """Every question and every given plan goes this way: a plan (``given``, or obtained by
+        ``_plan_and_run``), its steps' results, the answer (``_answer``), and always one audit
+        line, whether it succeeded or not."""
         log = CallLog()
-        plan: Plan | None = None
-        plan_source: str | None = None
-        attempts: list[Attempt] = []
-        results: RunResult | None = None
-        rounds: list[Round] = []
+        outcome: Outcome | None = None
         try:
-            plan, plan_source, results, attempts, rounds = await self._plan_and_run(
-                question, vars, today, context, use_cache, log, with_values=answer)
-            text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
-            result = Answer(question, text, plan, results, citations(results),
-                            [*(r.note() for r in rounds), *results.notes, *notes], plan_source, log, rounds)
+            if given is None:
+                outcome = Outcome(*await self._plan_and_run(
+                    request.question, request.vars, request.today, request.context, request.use_cache, log,
+                    with_values=request.answer))
+            else:
+                outcome = Outcome(given, "given", await self.engine.arun(given, vars=request.vars))
+            text, notes = await asyncio.to_thread(self._answer, request.question, outcome.results, log, request.answer)
         except BaseException as exc:
-            tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else len(attempts) + 1
-            self._audit(question, vars, plan, plan_source, results, log, None, exc, tried, rounds)
+            tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
+            self._audit(request, outcome, log, None, exc, tried)
             raise
-        self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1, rounds)
-        return result
+        results, rounds = outcome.results, outcome.rounds
+        answered = Answer(request.question, text, outcome.plan, results, citations(results),
+                          [*(r.note() for r in rounds), *results.notes, *notes], outcome.plan_source, log, list(rounds))
+        self._audit(request, outcome, log, text, None, len(outcome.attempts) + 1)
+        return answered
 
     # --- internals ----------------------------------------------------------------------
 
@@ -291,11 +336,14 @@ class Agent:
             return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings))
         return render_deterministic(question, results), []
 
-    def _audit(self, question: str, vars: dict[str, Any], plan: Plan | None, plan_source: str | None,
-               results: RunResult | None, log: CallLog, text: str | None, error: BaseException | None,
-               plans_tried: int, rounds: "Sequence[Round]" = ()) -> None:
+    def _audit(self, request: "Request", outcome: "Outcome | None", log: CallLog, text: str | None,
+               error: BaseException | None, plans_tried: int) -> None:
         if self.audit is None:
             return
-        self.audit.record(question=question, vars=vars, plan=plan.to_dict() if plan else None, plan_source=plan_source,
-                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=plans_tried,
+        rounds = outcome.rounds if outcome else ()
+        self.audit.record(question=request.question, vars=request.vars,
+                          plan=outcome.plan.to_dict() if outcome else None,
+                          plan_source=outcome.plan_source if outcome else None,
+                          run=outcome.results if outcome else None, model_calls=log.to_list(), answer=text,
+                          error=error, attempts=plans_tried,
                           rounds=[r.to_dict(with_values=self.audit.include_data) for r in rounds])

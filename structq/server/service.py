@@ -138,10 +138,7 @@ class Service:
         yield Event("done", document)
 
     def _remember(self, principal: "Principal", cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
-        from structq.agent.conversation import Turn, summarise
-
-        conv.turns.append(Turn(answer.question, answer.plan.to_dict(), summarise(answer)))
-        self.conversations.save(cid, principal.key, conv)
+        self.conversations.save(cid, principal.key, conv)  # the agent recorded the turn
         return {**answer.to_dict(), "conversation": cid}
 
     async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,
