@@ -81,3 +81,9 @@ def test_a_failed_question_adds_no_turn(make_agent) -> None:
     with pytest.raises(Exception):  # no model configured: the question cannot be planned
         chat.ask("一个没有验证过的问题", today=TODAY)
     assert chat.turns == []
+
+
+def test_the_former_name_of_plan_result_still_imports() -> None:
+    from structq.agent import PlanResult, RunResult
+
+    assert RunResult is PlanResult and "RunResult" not in __import__("structq.agent").agent.__all__

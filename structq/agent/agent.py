@@ -29,10 +29,10 @@ from structq.config import Settings
 from structq.errors import ConfigError, PlanError, RepairsExhausted, StructqError
 
 from .audit import AuditLog
-from .bridge import run_sync
+from .bridge import block_on
 from .cache import PlanCache, VerifiedPlans
 from .decline import decline_text
-from .engine import Engine, RunResult
+from .engine import Engine, PlanResult
 from .llm import CallBounds, CallLog, model_name, resolve_model
 from .loop import Round, revise
 from .plan import Plan
@@ -59,7 +59,7 @@ class Answer:
     question: str
     text: str
     plan: Plan
-    results: RunResult
+    results: PlanResult
     citations: list[dict[str, Any]]
     notes: list[str]
     plan_source: str
@@ -102,7 +102,7 @@ class Outcome:
 
     plan: Plan
     plan_source: str
-    results: RunResult
+    results: PlanResult
     attempts: "Sequence[Attempt]" = ()
     rounds: "Sequence[Round]" = ()
 
@@ -219,12 +219,12 @@ class Agent:
             answer: bool = False) -> Answer:
         """Run a given plan with no planning call, and audit it; the answer is deterministic unless ``answer``."""
         request = self._request(question, vars, None, None, answer=answer, use_cache=False)
-        return run_sync(lambda: self._respond(request, given=plan))
+        return block_on(lambda: self._respond(request, given=plan))
 
     def ask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
             answer: bool = True, use_cache: bool = True, conversation: "Conversation | None" = None) -> Answer:
         """Plan, run (repairing on retryable errors), answer with citations, and audit."""
-        return run_sync(lambda: self.aask(question, vars=vars, today=today, answer=answer,
+        return block_on(lambda: self.aask(question, vars=vars, today=today, answer=answer,
                                           use_cache=use_cache, conversation=conversation))
 
     async def aask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
@@ -289,7 +289,7 @@ class Agent:
 
     async def _plan_and_run(self, question: str, vars: dict[str, Any], today: dt.date, context: str,
                             use_cache: bool, log: CallLog, *, with_values: bool = True,
-                            ) -> tuple[Plan, str, RunResult, list[Attempt], list[Round]]:
+                            ) -> tuple[Plan, str, PlanResult, list[Attempt], list[Round]]:
         plan, source = self._first_plan(question, today, use_cache, context)
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
@@ -329,7 +329,7 @@ class Agent:
             self.cache.put(self._cache_key(question, today, context), question, plan)
         return plan, "model", results, attempts, rounds
 
-    def _answer(self, question: str, results: RunResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
+    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
             return decline_text(question, results.plan, self.capabilities), []
         if use_model and self.has_model:

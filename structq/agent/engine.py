@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from structq.executors.base import Executor, ResultSet
     from structq.safety.query import SafeQuery
 
-__all__ = ["Engine", "StepResult", "RunResult", "ExecutorPool"]
+__all__ = ["Engine", "StepResult", "PlanResult", "ExecutorPool"]  # RunResult: PlanResult's former name
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,9 @@ class StepResult:
 
 
 @dataclass
-class RunResult:
-    """Every step's result by output key (in plan order), and the notes for the answer."""
+class PlanResult:
+    """One run of a plan: every step's result by output key (in plan order), and the notes
+    for the answer."""
 
     plan: Plan
     steps: dict[str, StepResult]
@@ -182,7 +183,7 @@ class Engine:
     # --- public -----------------------------------------------------------------------
 
     def run(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
-            done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> RunResult:
+            done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> PlanResult:
         """Validate ``plan`` and run its steps, independent ones concurrently.
 
         Step by step (adaptive mode): ``done`` holds results of steps that already ran (they
@@ -191,20 +192,20 @@ class Engine:
         """
         plan.validate_against(self.capabilities)
         started = time.perf_counter()
-        run = _Run(self, plan, dict(vars or {}))
-        run.results.update(done or {})
-        run.execute(upto)
-        ordered = {s.output_key: run.results[s.output_key] for s in plan.steps if s.output_key in run.results}
-        if run.unavailable:
+        schedule = _Schedule(self, plan, dict(vars or {}))
+        schedule.results.update(done or {})
+        schedule.run(upto)
+        ordered = {s.output_key: schedule.results[s.output_key] for s in plan.steps if s.output_key in schedule.results}
+        if schedule.unavailable:
             if all(r.skipped is not None for r in ordered.values()):
-                raise run.unavailable[0]  # nothing could be read: not an answer, partial or not
-            missing = ", ".join(repr(k) for k in ordered if k in run.missing)
-            run.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
+                raise schedule.unavailable[0]  # nothing could be read: not an answer, partial or not
+            missing = ", ".join(repr(k) for k in ordered if k in schedule.missing)
+            schedule.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
                              "(see above); the other steps' results are complete")
-        return RunResult(plan, ordered, run.notes, (time.perf_counter() - started) * 1000)
+        return PlanResult(plan, ordered, schedule.notes, (time.perf_counter() - started) * 1000)
 
     async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
-                   done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> RunResult:
+                   done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> PlanResult:
         """``run`` on a worker thread, so the caller's event loop keeps serving others."""
         return await asyncio.to_thread(self.run, plan, vars=vars, done=done, upto=upto)
 
@@ -277,8 +278,8 @@ def _as_resultset(result: StepResult) -> "ResultSet":
     return ResultSet(columns=result.columns, rows=result.rows, truncated=result.truncated)
 
 
-class _Run:
-    """The state of one plan run: results so far, notes, and the scheduling of steps.
+class _Schedule:
+    """The state of one run of a plan: results so far, notes, and the scheduling of steps.
 
     Only the scheduling thread touches ``results`` and ``notes``; a step is handed a snapshot
     of exactly the results it depends on, so what it sees never depends on which unrelated
@@ -300,7 +301,8 @@ class _Run:
         #: Those steps and every step downstream of them: their results are unknown.
         self.missing: set[str] = set()
 
-    def execute(self, upto: int | None = None) -> None:
+    def run(self, upto: int | None = None) -> None:
+        """Run the pending steps (the first ``upto`` of the plan), each as soon as its inputs are in."""
         pending = [s for s in self.plan.steps[:upto] if s.output_key not in self.results]
         running: dict[Future[StepResult], str] = {}
         try:
@@ -415,6 +417,10 @@ class _Run:
             elapsed_ms=result.elapsed_ms,
             notes=tuple(result.notes),
         )
+
+
+#: The former name of ``PlanResult``, still importable.
+RunResult = PlanResult
 
 
 def _column_index(columns: tuple[str, ...], name: str) -> int | None:

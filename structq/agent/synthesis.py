@@ -21,7 +21,7 @@ from .llm import CallBounds, CallLog, invoke, reply_text
 from .planner import template
 
 if TYPE_CHECKING:
-    from .engine import RunResult, StepResult
+    from .engine import PlanResult, StepResult
 
 __all__ = ["synthesize", "render_deterministic", "unsupported_numbers", "citations", "is_chinese"]
 
@@ -44,7 +44,7 @@ def is_chinese(text: str) -> bool:
     return cjk > 0 and cjk >= 2 * len(_LATIN_WORD.findall(text))
 
 
-def _language_text(question: str, run: "RunResult") -> str:
+def _language_text(question: str, run: "PlanResult") -> str:
     """The text whose language the answer takes: the question, or for a plan run without one
     (``Agent.run``) the plan's own words (reasoning, purposes, answer_with)."""
     if question.strip():
@@ -53,7 +53,7 @@ def _language_text(question: str, run: "RunResult") -> str:
     return " ".join([plan.reasoning, plan.answer_with, *(step.purpose for step in plan.steps)])
 
 
-def citations(run: "RunResult") -> list[dict[str, Any]]:
+def citations(run: "PlanResult") -> list[dict[str, Any]]:
     """One citation per step that ran: the step, its source, and the query that ran."""
     return [
         {"step": r.output_key, "source": r.source, "index": r.index, "purpose": r.purpose,
@@ -94,7 +94,7 @@ def _variants(x: Decimal) -> set[Decimal]:
     return out
 
 
-def unsupported_numbers(text: str, run: "RunResult", *, question: str = "") -> list[str]:
+def unsupported_numbers(text: str, run: "PlanResult", *, question: str = "") -> list[str]:
     """Figures in ``text`` that appear nowhere in the results, the question or the plan."""
     known: set[Decimal] = set()
     for result in run.steps.values():
@@ -136,7 +136,7 @@ def _result_block(result: "StepResult") -> str:
     return "\n".join(lines)
 
 
-def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog,
+def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
                bounds: "CallBounds | None" = None) -> tuple[str, list[str]]:
     """The model's answer and notes; falls back to the deterministic rendering when it invents figures."""
     from langchain_core.messages import HumanMessage, SystemMessage
@@ -238,7 +238,7 @@ def _summary_line(final: "StepResult", zh: bool) -> str:
     return f"{final.row_count} rows{more}: {listed} [{key}]."
 
 
-def render_deterministic(question: str, run: "RunResult") -> str:
+def render_deterministic(question: str, run: "PlanResult") -> str:
     """Per-step tables and a one-line summary, citing steps, without a model."""
     zh = is_chinese(_language_text(question, run))
     final = run.final
