@@ -11,15 +11,7 @@ import pytest
 from scripted import text_reply
 
 from structq import errors
-from structq.errors import (
-    ExecutionError,
-    PlanError,
-    QueryTimeout,
-    RepairsExhausted,
-    SandboxViolation,
-    SourceUnavailable,
-    StructqError,
-)
+from structq.errors import ExecutionError, PlanError, QueryTimeout, RepairsExhausted, SandboxViolation, StructqError
 
 PACKAGE = Path(__file__).resolve().parent.parent / "structq"
 
@@ -28,7 +20,7 @@ STEPLESS: list[StructqError] = [
     PlanError("bad reference", hint="name the column"),
     SandboxViolation("unknown_column", "no column x", hint="columns: a, b", source="hr"),
     ExecutionError("the query failed", source="hr", query="SELECT 1", cause="driver said no", hint="fix it"),
-    SourceUnavailable("connection refused", source="hr"),
+    errors.SourceUnavailable("connection refused", source="hr"),
     QueryTimeout("took too long", source="hr", query="SELECT pg_sleep(9)"),
 ]
 
