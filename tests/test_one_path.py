@@ -87,3 +87,20 @@ def test_the_former_name_of_plan_result_still_imports() -> None:
     from structq.agent import PlanResult, RunResult
 
     assert RunResult is PlanResult and "RunResult" not in __import__("structq.agent").agent.__all__
+
+
+def test_structq_run_goes_the_agents_way_and_is_audited(make_agent, demo_env: dict[str, str], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from structq.cli import app
+
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps(example_plan(make_agent(None)).to_dict(), ensure_ascii=False), encoding="utf-8")
+    env = {"STRUCTQ_DEMO_DIR": demo_env["STRUCTQ_DEMO_DIR"], "STRUCTQ_AUDIT_LOG": str(tmp_path / "run-audit.jsonl"),
+           "STRUCTQ_CACHE_DIR": str(tmp_path / "cache"), "STRUCTQ_LLM": None, "OPENAI_API_KEY": None}
+    manifests = Path(__file__).resolve().parent.parent / "capabilities"
+    result = CliRunner().invoke(app, ["run", str(saved), "-m", str(manifests), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    [line] = [json.loads(x) for x in (tmp_path / "run-audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert line["plan_source"] == "given" and line["error"] is None
+    assert [s["output_key"] for s in line["steps"]] == [s["output_key"] for s in json.loads(result.stdout)["steps"]]
