@@ -57,7 +57,8 @@ def test_a_given_plan_that_fails_is_audited_too(make_agent, tmp_path: Path) -> N
         make_agent(None).run(bad, question="delete everyone", vars={"tenant_id": 7})
     [line] = audit_lines(tmp_path)
     assert line["question"] == "delete everyone" and line["error"]["type"] == "SandboxViolation"
-    assert line["plan"] is None and line["vars"] == ["tenant_id"]  # names only, never values
+    assert line["plan_source"] == "given" and line["plan"]["steps"][0]["query"] == "DELETE FROM employees"
+    assert line["vars"] == ["tenant_id"]  # names only, never values
 
 
 @pytest.mark.parametrize("entry", ["conversation", "agent"])

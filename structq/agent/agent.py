@@ -260,7 +260,7 @@ class Agent:
             text, notes = await asyncio.to_thread(self._answer, request.question, outcome.results, log, request.answer)
         except BaseException as exc:
             tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
-            self._audit(request, outcome, log, None, exc, tried)
+            self._audit(request, outcome, log, None, exc, tried, given=given)
             raise
         results, rounds = outcome.results, outcome.rounds
         answered = Answer(request.question, text, outcome.plan, results, citations(results),
@@ -337,13 +337,16 @@ class Agent:
         return render_deterministic(question, results), []
 
     def _audit(self, request: "Request", outcome: "Outcome | None", log: CallLog, text: str | None,
-               error: BaseException | None, plans_tried: int) -> None:
+               error: BaseException | None, plans_tried: int, *, given: Plan | None = None) -> None:
+        """One line: what was asked, the plan (a given plan even when it failed to run), the
+        steps that ran, the model calls, the answer (when kept) or the error."""
         if self.audit is None:
             return
         rounds = outcome.rounds if outcome else ()
+        plan = outcome.plan if outcome else given
         self.audit.record(question=request.question, vars=request.vars,
-                          plan=outcome.plan.to_dict() if outcome else None,
-                          plan_source=outcome.plan_source if outcome else None,
+                          plan=plan.to_dict() if plan else None,
+                          plan_source=outcome.plan_source if outcome else ("given" if given else None),
                           run=outcome.results if outcome else None, model_calls=log.to_list(), answer=text,
                           error=error, attempts=plans_tried,
                           rounds=[r.to_dict(with_values=self.audit.include_data) for r in rounds])
