@@ -32,7 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from structq.agent import Engine, Plan, RunResult  # noqa: E402
+from structq.agent import Engine, Plan, PlanResult  # noqa: E402
 from structq.agent.engine import StepResult  # noqa: E402
 from structq.capabilities import CapabilitySet, Manifest  # noqa: E402
 from structq.capabilities.loader import load_manifest_text  # noqa: E402
@@ -94,7 +94,7 @@ class DirectRunner:
         if self._search is not None:
             self._search.close()
 
-    def run(self, result: RunResult) -> None:
+    def run(self, result: PlanResult) -> None:
         """Every step of ``result`` again, in plan order, from its final query and params."""
         rows: dict[str, StepResult] = {}
         for step in result.plan.steps:
@@ -180,7 +180,7 @@ def bench_examples(runs: int) -> None:
             direct.close()
 
 
-def executor_ms(result: RunResult) -> float:
+def executor_ms(result: PlanResult) -> float:
     """Time spent inside the executors (connection, query, fetch, row conversion)."""
     return sum(step.elapsed_ms for step in result.steps.values())
 

@@ -9,9 +9,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Settings", "default_demo_dir", "user_cache_dir", "user_state_dir"]
+__all__ = ["Settings", "DEFAULT_OPENAI_MODEL", "default_demo_dir", "user_cache_dir", "user_state_dir"]
 
 APP = "structq"
+
+#: The model when only ``OPENAI_API_KEY`` is set (no ``--llm``, no ``STRUCTQ_LLM``).
+DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
 
 def _platform_dir(kind: str) -> Path:
@@ -37,9 +40,20 @@ def default_demo_dir() -> Path:
 
 @dataclass(frozen=True)
 class Settings:
-    """What a run needs to know besides the manifests; built by the CLI or the caller."""
+    """What a run needs to know besides the manifests; built by the CLI or the caller.
+
+    The model configuration is read here and nowhere else: ``llm`` is the ``provider:model``
+    to create (``--llm``, else ``STRUCTQ_LLM``, else ``DEFAULT_OPENAI_MODEL`` when
+    ``OPENAI_API_KEY`` is set; None: no model), with its endpoint and call bounds.
+    """
 
     llm: str | None = None
+    #: ``OPENAI_BASE_URL``: any OpenAI-compatible server (vLLM, Ollama, DeepSeek, llama.cpp).
+    llm_base_url: str | None = None
+    #: Seconds one model request may take (``STRUCTQ_LLM_TIMEOUT``), and how often a 429/5xx
+    #: is retried (``STRUCTQ_LLM_RETRIES``); see ``agent.llm.CallBounds``.
+    llm_timeout_s: float = 60.0
+    llm_retries: int = 2
     max_repairs: int = 2
     #: Revised plans after a run that came back empty (see ``agent.loop``); 0 turns it off.
     max_replans: int = 1
@@ -61,7 +75,10 @@ class Settings:
         """Defaults, then ``STRUCTQ_*`` variables, then the explicit ``overrides`` (flags)."""
         env = os.environ
         values: dict[str, object] = {
-            "llm": env.get("STRUCTQ_LLM") or None,
+            "llm": env.get("STRUCTQ_LLM") or (DEFAULT_OPENAI_MODEL if env.get("OPENAI_API_KEY") else None),
+            "llm_base_url": env.get("OPENAI_BASE_URL") or None,
+            "llm_timeout_s": _seconds("STRUCTQ_LLM_TIMEOUT", env.get("STRUCTQ_LLM_TIMEOUT", "60")),
+            "llm_retries": _whole_number("STRUCTQ_LLM_RETRIES", env.get("STRUCTQ_LLM_RETRIES", "2")),
             "max_repairs": _whole_number("STRUCTQ_MAX_REPAIRS", env.get("STRUCTQ_MAX_REPAIRS", "2")),
             "max_replans": _whole_number("STRUCTQ_MAX_REPLANS", env.get("STRUCTQ_MAX_REPLANS", "1")),
             "adaptive": env.get("STRUCTQ_ADAPTIVE", "0") in ("1", "on", "true"),
@@ -83,3 +100,15 @@ def _whole_number(name: str, text: str) -> int:
     if not text.strip().isdigit():
         raise ConfigError(f"{name}={text!r} is not a whole number", hint=f"set {name} to 0, 1, 2, …")
     return int(text)
+
+
+def _seconds(name: str, text: str) -> float:
+    from structq.errors import ConfigError
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:  # also NaN
+        raise ConfigError(f"{name}={text!r} is not a positive number of seconds", hint=f"set {name} to e.g. 60")
+    return seconds

@@ -11,13 +11,22 @@ Every failure is raised (never returned as a string) as one of these::
     │   ├── SourceUnavailable    connection refused / DNS / auth; not retried by the planner
     │   └── QueryTimeout
     ├── ModelError           the LLM is unreachable, refused, or still malformed after repairs
+    │   └── RepairsExhausted     the plans still failed after ``max_repairs`` repairs
     └── SynthesisError
 
 ``retryable`` separates "the planner should try again with this message" from "stop":
 the repair loop sends only retryable errors back to the model.
+
+An error knows what it is about from the moment it is made: the plan step (``step``), the
+model's unusable reply (``PlanError.raw``). The sandbox and the executors do not know which
+step their query came from, so the engine re-makes their error with it (``at_step``) instead
+of setting an attribute on it afterwards.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "StructqError",
@@ -29,9 +38,12 @@ __all__ = [
     "SourceUnavailable",
     "QueryTimeout",
     "ModelError",
+    "RepairsExhausted",
     "SynthesisError",
     "describe",
 ]
+
+E = TypeVar("E", bound="StructqError")
 
 
 class StructqError(Exception):
@@ -49,6 +61,26 @@ class StructqError(Exception):
         if self.hint:
             return f"{self.message} (hint: {self.hint})"
         return self.message
+
+    def _arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The constructor's arguments that made this error (``replace`` makes another from them)."""
+        return (self.message,), {"hint": self.hint}
+
+    def replace(self: E, **changes: Any) -> E:
+        """A new error of the same type, made with ``changes`` to the constructor's keyword arguments."""
+        args, kwargs = self._arguments()
+        return type(self)(*args, **{**kwargs, **changes})
+
+
+class _AtStep(StructqError):
+    """An error about one plan step: ``step`` names it (None while no step is known)."""
+
+    step: str | None
+
+    def at_step(self: E, step: str) -> E:
+        """This error as raised in plan step ``step``: itself when it already names a step,
+        else a new error of the same type that does."""
+        return self if self.step is not None else self.replace(step=step)  # type: ignore[attr-defined]
 
 
 class ConfigError(StructqError):
@@ -100,21 +132,30 @@ class ManifestError(StructqError):
         return text
 
 
-class PlanError(StructqError):
-    """A plan is invalid: unknown source, bad reference, cycle, malformed step."""
+class PlanError(_AtStep):
+    """A plan is invalid: unknown source, bad reference, cycle, malformed step.
+
+    ``raw`` is the model's reply the plan was read from, when it could not be read (the repair
+    prompt shows it back to the model).
+    """
 
     retryable = True
 
-    def __init__(self, message: str, *, step: str | None = None, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, step: str | None = None, hint: str | None = None,
+                 raw: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.step = step
+        self.raw = raw
+
+    def _arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (self.message,), {"step": self.step, "hint": self.hint, "raw": self.raw}
 
     def __str__(self) -> str:
         text = super().__str__()
         return f"step {self.step!r}: {text}" if self.step else text
 
 
-class SandboxViolation(StructqError):
+class SandboxViolation(_AtStep):
     """The sandbox refused a query.
 
     ``code`` is stable and machine-readable (``write``, ``multiple_statements``,
@@ -139,6 +180,9 @@ class SandboxViolation(StructqError):
         self.source = source
         self.step = step
 
+    def _arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (self.code, self.message), {"hint": self.hint, "source": self.source, "step": self.step}
+
     def __str__(self) -> str:
         text = f"[{self.code}] {self.message}"
         if self.hint:
@@ -146,7 +190,7 @@ class SandboxViolation(StructqError):
         return text
 
 
-class ExecutionError(StructqError):
+class ExecutionError(_AtStep):
     """A query failed while running. ``cause`` is the database's own message."""
 
     retryable = True
@@ -167,6 +211,10 @@ class ExecutionError(StructqError):
         self.cause = cause
         self.step = step
 
+    def _arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (self.message,), {"source": self.source, "query": self.query, "cause": self.cause,
+                                 "step": self.step, "hint": self.hint}
+
 
 class SourceUnavailable(ExecutionError):
     """The source could not be reached (refused, DNS, authentication). Not the query's fault."""
@@ -182,6 +230,33 @@ class QueryTimeout(ExecutionError):
 
 class ModelError(StructqError):
     """The language model is unreachable, refused, or still malformed after the repairs."""
+
+
+class Attempted(Protocol):
+    """One plan the model wrote and the error it ran into (``agent.planner.Attempt``)."""
+
+    @property
+    def error(self) -> StructqError: ...
+
+    def describe(self) -> str: ...
+
+
+class RepairsExhausted(ModelError):
+    """The model's plans still failed after ``max_repairs`` repairs. ``attempts`` lists them all.
+
+    A ``ModelError`` (the model did not produce a working plan), though usually the question
+    is at fault: the HTTP API answers it with 422.
+    """
+
+    def __init__(self, attempts: Sequence[Attempted]) -> None:
+        listing = "\n".join(f"attempt {i}: {a.describe()}" for i, a in enumerate(attempts, 1))
+        last = attempts[-1].error
+        super().__init__(f"no working plan after {len(attempts)} attempts; last error: {last}\n{listing}",
+                         hint="rephrase the question, or check that the manifests describe the data it needs")
+        self.attempts = list(attempts)
+
+    def _arguments(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (self.attempts,), {}
 
 
 class SynthesisError(StructqError):

@@ -1,4 +1,8 @@
-"""structq as a LangChain tool, for agents built with ``langchain.agents.create_agent``.
+"""structq as a LangChain tool, for agents built with ``langchain.agents.create_agent``:
+``as_tool(agent, vars=…)``.
+
+This module imports the agent, never the other way round (DESIGN §2: ``langchain`` sits above
+``agent``), which is why the tool is made here from an agent rather than by a method of it.
 
 The tool's content is the answer with its citations; its artifact is the plan, the queries
 that ran and the rows, for callers that want the data. Errors come back as ``ToolException``
@@ -14,21 +18,20 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
-from structq.agent import RepairsExhausted
-from structq.errors import StructqError
+from structq.errors import RepairsExhausted, StructqError
 
 if TYPE_CHECKING:
     from structq.agent import Agent, Answer
     from structq.capabilities import CapabilitySet
 
-__all__ = ["StructqTool", "StructqToolInput", "describe_capabilities"]
+__all__ = ["StructqTool", "StructqToolInput", "as_tool", "describe_capabilities"]
 
 
 class StructqToolInput(BaseModel):
     """Arguments of the tool: the question only.
 
     Row-filter variables (``tenant_id``…) are fixed by the application when it creates the tool
-    (``agent.as_tool(vars=…)``), never chosen by the calling model: a prompt-injected model that
+    (``as_tool(agent, vars=…)``), never chosen by the calling model: a prompt-injected model that
     could set them could read another tenant's rows.
     """
 
@@ -130,3 +133,10 @@ class StructqTool(BaseTool):
         with _structq_errors_as_tool_errors():
             answer = await self.agent.aask(question, vars=self.vars)
         return _reply(answer)
+
+
+def as_tool(agent: "Agent", *, name: str = "company_data", description: str | None = None,
+            vars: dict[str, Any] | None = None) -> StructqTool:
+    """``agent`` as a LangChain tool. ``description`` defaults to what the manifests declare;
+    ``vars`` (row-filter variables) are fixed here, by the application, for every question."""
+    return StructqTool.from_agent(agent, name=name, description=description, vars=vars)

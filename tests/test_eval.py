@@ -209,7 +209,7 @@ def eval_cli(demo_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.Monke
            "COLUMNS": "200"}
 
     def run(model: Any, *args: str):
-        monkeypatch.setattr("structq.agent.agent.resolve_model", lambda spec: model)
+        monkeypatch.setattr("structq.agent.agent.resolve_model", lambda spec, settings=None: model)
         return CliRunner().invoke(app, ["eval", *args, "-m", str(CAPABILITIES)], env=env)
 
     return run

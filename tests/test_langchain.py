@@ -16,7 +16,7 @@ from scripted import ScriptedModel, plan_reply, scripted, text_reply
 from structq.agent import Agent
 from structq.config import Settings
 from structq.errors import ConfigError, ExecutionError, SandboxViolation, StructqError
-from structq.langchain import StructqTool, StructqToolInput
+from structq.langchain import StructqTool, StructqToolInput, as_tool
 
 TOOL = "company_data"
 #: A verified example of the sales manifest: answered without any model.
@@ -92,7 +92,7 @@ def test_example_question_is_a_verified_example(demo_capabilities) -> None:
 
 
 def test_as_tool_is_a_base_tool_described_from_the_manifests(make_agent, demo_capabilities) -> None:
-    tool = make_agent().as_tool()
+    tool = as_tool(make_agent())
 
     assert isinstance(tool, BaseTool) and isinstance(tool, StructqTool) and tool.name == TOOL
     assert tool.args_schema is StructqToolInput
@@ -107,14 +107,14 @@ def test_as_tool_is_a_base_tool_described_from_the_manifests(make_agent, demo_ca
 
 
 def test_name_and_description_can_be_given(make_agent) -> None:
-    tool = make_agent().as_tool(name="sales_data", description="Sales only.")
+    tool = as_tool(make_agent(), name="sales_data", description="Sales only.")
     assert (tool.name, tool.description) == ("sales_data", "Sales only.")
 
 
 def test_args_schema_converts_to_an_openai_tool_definition(make_agent) -> None:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    tool = make_agent().as_tool()
+    tool = as_tool(make_agent())
     definition = convert_to_openai_tool(tool)
 
     assert definition["type"] == "function"
@@ -132,7 +132,7 @@ def test_args_schema_converts_to_an_openai_tool_definition(make_agent) -> None:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_tool_call_returns_the_answer_with_citations_and_the_run_as_artifact(make_agent, mode) -> None:
     agent = make_agent()
-    message = call_tool(agent.as_tool(), tool_call(EXAMPLE, "call_7"), mode)
+    message = call_tool(as_tool(agent), tool_call(EXAMPLE, "call_7"), mode)
 
     assert_answer_message(message, "call_7", "sales")
     expected = agent.ask(EXAMPLE)  # deterministic: a verified plan and no model
@@ -142,13 +142,13 @@ def test_tool_call_returns_the_answer_with_citations_and_the_run_as_artifact(mak
 
 
 def test_plain_arguments_return_the_content_only(make_agent) -> None:
-    content = make_agent().as_tool().invoke({"question": EXAMPLE})
+    content = as_tool(make_agent()).invoke({"question": EXAMPLE})
     assert isinstance(content, str) and "Sources: [" in content
 
 
 def test_sync_call_works_inside_a_running_event_loop(make_agent) -> None:
     """A notebook or an async server calling ``invoke``: ``Agent.ask`` must not start a nested loop."""
-    tool = make_agent().as_tool()
+    tool = as_tool(make_agent())
 
     async def from_a_coroutine() -> ToolMessage:
         return tool.invoke(tool_call(EXAMPLE))
@@ -158,7 +158,7 @@ def test_sync_call_works_inside_a_running_event_loop(make_agent) -> None:
 
 def test_the_tool_plans_with_the_inner_model(make_agent) -> None:
     inner = scripted(plan_reply(PLAN), text_reply("2025年华东区的销售额合计见结果。"))
-    message = call_tool(make_agent(inner).as_tool(), tool_call(QUESTION), "sync")
+    message = call_tool(as_tool(make_agent(inner)), tool_call(QUESTION), "sync")
 
     assert_answer_message(message, "call_1", "sales")
     assert message.content.startswith("2025年华东区的销售额合计见结果。")
@@ -171,7 +171,7 @@ def test_the_tool_plans_with_the_inner_model(make_agent) -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_no_model_configured_is_a_config_error_with_the_hint(make_agent, mode) -> None:
-    message = call_tool(make_agent().as_tool(), tool_call(QUESTION), mode)
+    message = call_tool(as_tool(make_agent()), tool_call(QUESTION), mode)
 
     assert message.status == "error" and message.artifact is None
     assert message.content.startswith("ConfigError: no language model is configured. Hint: configure a model")
@@ -180,7 +180,7 @@ def test_no_model_configured_is_a_config_error_with_the_hint(make_agent, mode) -
 
 def test_a_sandbox_violation_never_repaired_names_the_code_and_hints(make_agent) -> None:
     inner = scripted(*[plan_reply(BROKEN_PLAN)] * 3)
-    message = call_tool(make_agent(inner, max_repairs=2).as_tool(), tool_call(QUESTION), "sync")
+    message = call_tool(as_tool(make_agent(inner, max_repairs=2)), tool_call(QUESTION), "sync")
 
     assert inner.calls == 3 and message.status == "error"
     content = message.content
@@ -255,7 +255,7 @@ def message_types(messages: list[Any]) -> list[type]:
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_create_agent_calls_structq_and_answers_from_its_tool_message(make_agent, mode) -> None:
     outer = calling_model(tool_call_reply(EXAMPLE, "call_42"), text_reply("华东区2025年销售额最高。"))
-    messages = run_agent(outer, make_agent().as_tool(), "各大区去年卖了多少？", mode)
+    messages = run_agent(outer, as_tool(make_agent()), "各大区去年卖了多少？", mode)
 
     assert message_types(messages) == [HumanMessage, AIMessage, ToolMessage, AIMessage]
     assert_answer_message(messages[2], "call_42", "sales")
@@ -267,7 +267,7 @@ def test_create_agent_calls_structq_and_answers_from_its_tool_message(make_agent
 def test_create_agent_with_an_inner_planning_model(make_agent) -> None:
     inner = scripted(plan_reply(PLAN), text_reply("合计如下。"))
     outer = calling_model(tool_call_reply(QUESTION, "call_1"), text_reply("华东区2025年的销售额见上。"))
-    messages = run_agent(outer, make_agent(inner).as_tool(), "华东区去年一共卖了多少？", "sync")
+    messages = run_agent(outer, as_tool(make_agent(inner)), "华东区去年一共卖了多少？", "sync")
 
     assert message_types(messages) == [HumanMessage, AIMessage, ToolMessage, AIMessage]
     assert_answer_message(messages[2], "call_1", "sales")
@@ -280,7 +280,7 @@ def test_create_agent_reads_a_tool_error_and_rephrases(make_agent) -> None:
     """No inner model: the non-example question fails with a hint, the outer model asks the example."""
     outer = calling_model(tool_call_reply(QUESTION, "call_1"), tool_call_reply(EXAMPLE, "call_2"),
                           text_reply("见各大区的销售额。"))
-    messages = run_agent(outer, make_agent().as_tool(), "华东区去年一共卖了多少？", "sync")
+    messages = run_agent(outer, as_tool(make_agent()), "华东区去年一共卖了多少？", "sync")
 
     assert message_types(messages) == [HumanMessage, AIMessage, ToolMessage, AIMessage, ToolMessage, AIMessage]
     failed, answered = messages[2], messages[4]
@@ -300,7 +300,7 @@ def test_row_filter_variables_come_from_the_application_never_the_model(demo_cap
                        "query": "SELECT DISTINCT region FROM employees"}]}
     model = scripted(plan_reply(plan), text_reply("只有华东 [regions]"))
     agent = Agent(CapabilitySet([hr]), llm=model, settings=Settings(cache_enabled=False, audit_enabled=False))
-    tool = agent.as_tool(vars={"region": "华东"})
+    tool = as_tool(agent, vars={"region": "华东"})
     try:
         message = tool.invoke({"name": TOOL, "args": {"question": "有哪些大区的员工？"}, "id": "c1", "type": "tool_call"})
         assert message.artifact["steps"][0]["rows"] == [["华东"]]  # the application's filter held

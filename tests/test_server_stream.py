@@ -145,11 +145,11 @@ def test_a_failed_step_has_an_event_with_the_error_then_the_stream_ends_with_it(
 
 def _run_with(*values: Any) -> Any:
     """A run whose one step returned ``values``: the figures an answer may state."""
-    from structq.agent import Plan, RunResult, StepResult
+    from structq.agent import Plan, PlanResult, StepResult
 
     plan = Plan.parse({"steps": [{"output_key": "s", "source": "shop", "query": "SELECT v FROM t"}]})
     step = StepResult("s", "shop", columns=("v",), rows=[(v,) for v in values])
-    return RunResult(plan, {"s": step}, [], 0.0)
+    return PlanResult(plan, {"s": step}, [], 0.0)
 
 
 RUN = _run_with(12.5, 125, 2026, -3, "2026-01-01")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import PlanError, StructqError
 
-from .engine import RunResult, StepResult
+from .engine import PlanResult, StepResult
 from .llm import invoke, reply_text
 from .loop import Round
 from .observe import Observation, observe, step_summaries
@@ -82,7 +82,7 @@ def parse_decision(reply: Any) -> Decision:
     return Decision(kind, tuple(Plan.parse({"steps": steps}).steps))
 
 
-def observation_of(results: RunResult, engine: "Engine", *, vars: dict[str, Any], with_values: bool) -> Observation:
+def observation_of(results: PlanResult, engine: "Engine", *, vars: dict[str, Any], with_values: bool) -> Observation:
     """The loop's observation of a partial run; one with no empty step when nothing was empty."""
     found = observe(results, engine, vars=vars, with_values=with_values)
     return found or Observation((), step_summaries(results))
@@ -99,7 +99,7 @@ def _shown(observation: Observation, latest: StepResult, with_values: bool) -> s
 
 async def run_adaptive(planner: "Planner", engine: "Engine", question: str, plan: Plan, *, vars: dict[str, Any],
                        today: "dt.date", context: str, log: "CallLog", max_replans: int,
-                       with_values: bool) -> tuple[Plan, RunResult, list[Round]]:
+                       with_values: bool) -> tuple[Plan, PlanResult, list[Round]]:
     """Run ``plan`` step by step, asking the model after each step while revisions are left."""
     from langchain_core.messages import AIMessage, HumanMessage
 
@@ -123,7 +123,8 @@ async def run_adaptive(planner: "Planner", engine: "Engine", question: str, plan
         messages.append(HumanMessage(template("adaptive").substitute(
             step=latest, observation=_shown(observation, results.steps[latest], with_values),
             remaining=", ".join(remaining) or "none")))
-        reply = await asyncio.to_thread(invoke, planner.model, messages, purpose="adaptive", log=log)
+        reply = await asyncio.to_thread(invoke, planner.model, messages, purpose="adaptive", log=log,
+                                        bounds=planner.bounds)
         try:
             decision = parse_decision(reply)
             if decision.kind == "revise":
@@ -143,4 +144,4 @@ async def run_adaptive(planner: "Planner", engine: "Engine", question: str, plan
             rounds.append(AdaptiveRound(plan, observation, "revised the remaining steps: "
                                         + ", ".join(s.output_key for s in decision.steps), after=latest))
             plan = revised
-    return plan, RunResult(plan, {s.output_key: done[s.output_key] for s in plan.steps}, notes, elapsed), rounds
+    return plan, PlanResult(plan, {s.output_key: done[s.output_key] for s in plan.steps}, notes, elapsed), rounds

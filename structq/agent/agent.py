@@ -6,6 +6,11 @@
              (adaptive: step by step, the model deciding after each; see ``adaptive``)
              → answer (model, or deterministic; a declining plan: its reason) → audit line
 
+``ask``, ``aask``, ``run`` (a given plan) and ``Conversation.ask`` all go through one core,
+``_respond``, which is the only place that writes the audit line. Within it, a plan is
+obtained in ``_plan_and_run`` (plans that need no model come from ``_first_plan``) and the
+results become an answer in ``_answer``: the two places to extend.
+
 Only errors the model can fix go back to it (``PlanError``, ``SandboxViolation``, a query's
 ``ExecutionError``); an unavailable source or a timeout never does: the steps that need it
 are left out with a note (a partial answer), or the question fails when nothing could be read.
@@ -21,14 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structq.config import Settings
-from structq.errors import ConfigError, ModelError, StructqError
+from structq.errors import ConfigError, PlanError, RepairsExhausted, StructqError
 
 from .audit import AuditLog
-from .bridge import run_sync
+from .bridge import block_on
 from .cache import PlanCache, VerifiedPlans
 from .decline import decline_text
-from .engine import Engine, RunResult
-from .llm import CallLog, model_name, resolve_model
+from .engine import Engine, PlanResult
+from .llm import CallBounds, CallLog, model_name, resolve_model
 from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
@@ -44,18 +49,7 @@ if TYPE_CHECKING:
 
     from .conversation import Conversation
 
-__all__ = ["Agent", "Answer", "RepairsExhausted"]
-
-
-class RepairsExhausted(ModelError):
-    """The model's plans still failed after ``max_repairs`` repairs. ``attempts`` lists them all."""
-
-    def __init__(self, attempts: list[Attempt]) -> None:
-        listing = "\n".join(f"attempt {i}: {a.describe()}" for i, a in enumerate(attempts, 1))
-        last = attempts[-1].error
-        super().__init__(f"no working plan after {len(attempts)} attempts; last error: {last}\n{listing}",
-                         hint="rephrase the question, or check that the manifests describe the data it needs")
-        self.attempts = attempts
+__all__ = ["Agent", "Answer"]
 
 
 @dataclass
@@ -65,7 +59,7 @@ class Answer:
     question: str
     text: str
     plan: Plan
-    results: RunResult
+    results: PlanResult
     citations: list[dict[str, Any]]
     notes: list[str]
     plan_source: str
@@ -86,6 +80,31 @@ class Answer:
             "model_calls": self.model_calls.to_list(),
             "rounds": [r.to_dict() for r in self.rounds],
         }
+
+
+@dataclass(frozen=True)
+class Request:
+    """One question as the core sees it: asked with these variables, on this day, after this
+    conversation (``context``: the earlier turns as prompt text); ``answer``: whether the model
+    writes the answer (and may see row contents)."""
+
+    question: str
+    vars: dict[str, Any]
+    today: dt.date
+    context: str = ""
+    answer: bool = True
+    use_cache: bool = True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The plan that ran, where it came from, its steps' results, and how it got there."""
+
+    plan: Plan
+    plan_source: str
+    results: PlanResult
+    attempts: "Sequence[Attempt]" = ()
+    rounds: "Sequence[Round]" = ()
 
 
 def _today(timezone: str | None) -> dt.date:
@@ -154,20 +173,18 @@ class Agent:
     @property
     def has_model(self) -> bool:
         """Whether a model is configured (without creating it)."""
-        import os
-
-        return self._model is not None or bool(self._llm_spec or os.environ.get("STRUCTQ_LLM") or os.environ.get("OPENAI_API_KEY"))
+        return self._model is not None or bool(self._llm_spec)
 
     @property
     def model(self) -> Any:
         """The chat model, created on first use; ``ConfigError`` when none is configured."""
         if self._model is None:
-            self._model = resolve_model(self._llm_spec)
+            self._model = resolve_model(self._llm_spec, self.settings)
         return self._model
 
     def planner(self) -> Planner:
         return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local",
-                       budget=self.link_budget())
+                       budget=self.link_budget(), bounds=CallBounds.of(self.settings))
 
     def link_budget(self) -> "Budget":
         """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``)."""
@@ -200,47 +217,56 @@ class Agent:
 
     def run(self, plan: Plan, *, vars: dict[str, Any] | None = None, question: str = "",
             answer: bool = False) -> Answer:
-        """Run a given plan with no planning call; the answer is deterministic unless ``answer``."""
-        log = CallLog()
-        results = self.engine.run(plan, vars=vars)
-        text, notes = self._answer(question, results, log, use_model=answer)
-        return Answer(question, text, plan, results, citations(results), [*results.notes, *notes], "given", log)
+        """Run a given plan with no planning call, and audit it; the answer is deterministic unless ``answer``."""
+        request = self._request(question, vars, None, None, answer=answer, use_cache=False)
+        return block_on(lambda: self._respond(request, given=plan))
 
     def ask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
             answer: bool = True, use_cache: bool = True, conversation: "Conversation | None" = None) -> Answer:
         """Plan, run (repairing on retryable errors), answer with citations, and audit."""
-        return run_sync(lambda: self.aask(question, vars=vars, today=today, answer=answer,
+        return block_on(lambda: self.aask(question, vars=vars, today=today, answer=answer,
                                           use_cache=use_cache, conversation=conversation))
 
     async def aask(self, question: str, *, vars: dict[str, Any] | None = None, today: dt.date | None = None,
                    answer: bool = True, use_cache: bool = True, conversation: "Conversation | None" = None) -> Answer:
-        vars = dict(vars or {})
-        today = today or _today(self.settings.timezone)
-        context = conversation.context() if conversation else ""
+        """``ask`` for async callers. With a ``conversation``, its earlier turns go into the
+        prompt and this question becomes its next turn."""
+        request = self._request(question, vars, today, conversation, answer=answer, use_cache=use_cache)
+        answered = await self._respond(request)
+        if conversation is not None:
+            conversation.record(answered)
+        return answered
+
+    # --- the one path -------------------------------------------------------------------
+
+    def _request(self, question: str, vars: dict[str, Any] | None, today: dt.date | None,
+                 conversation: "Conversation | None", *, answer: bool, use_cache: bool) -> "Request":
+        return Request(question, dict(vars or {}), today or _today(self.settings.timezone),
+                       conversation.context() if conversation else "", answer, use_cache)
+
+    async def _respond(self, request: "Request", *, given: Plan | None = None) -> Answer:
+        """Every question and every given plan goes this way: a plan (``given``, or obtained by
+        ``_plan_and_run``), its steps' results, the answer (``_answer``), and always one audit
+        line, whether it succeeded or not."""
         log = CallLog()
-        plan: Plan | None = None
-        plan_source: str | None = None
-        attempts: list[Attempt] = []
-        results: RunResult | None = None
-        rounds: list[Round] = []
+        outcome: Outcome | None = None
         try:
-            plan, plan_source, results, attempts, rounds = await self._plan_and_run(
-                question, vars, today, context, use_cache, log, with_values=answer)
-            text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
-            result = Answer(question, text, plan, results, citations(results),
-                            [*(r.note() for r in rounds), *results.notes, *notes], plan_source, log, rounds)
+            if given is None:
+                outcome = Outcome(*await self._plan_and_run(
+                    request.question, request.vars, request.today, request.context, request.use_cache, log,
+                    with_values=request.answer))
+            else:
+                outcome = Outcome(given, "given", await self.engine.arun(given, vars=request.vars))
+            text, notes = await asyncio.to_thread(self._answer, request.question, outcome.results, log, request.answer)
         except BaseException as exc:
-            tried = len(getattr(exc, "attempts", ())) or len(attempts) + 1
-            self._audit(question, vars, plan, plan_source, results, log, None, exc, tried, rounds)
+            tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
+            self._audit(request, outcome, log, None, exc, tried, given=given)
             raise
-        self._audit(question, vars, plan, plan_source, results, log, result.text, None, len(attempts) + 1, rounds)
-        return result
-
-    def as_tool(self, **kwargs: Any) -> Any:
-        """This agent as a LangChain tool (see ``structq.langchain``)."""
-        from structq.langchain import StructqTool
-
-        return StructqTool.from_agent(self, **kwargs)
+        results, rounds = outcome.results, outcome.rounds
+        answered = Answer(request.question, text, outcome.plan, results, citations(results),
+                          [*(r.note() for r in rounds), *results.notes, *notes], outcome.plan_source, log, list(rounds))
+        self._audit(request, outcome, log, text, None, len(outcome.attempts) + 1)
+        return answered
 
     # --- internals ----------------------------------------------------------------------
 
@@ -263,7 +289,7 @@ class Agent:
 
     async def _plan_and_run(self, question: str, vars: dict[str, Any], today: dt.date, context: str,
                             use_cache: bool, log: CallLog, *, with_values: bool = True,
-                            ) -> tuple[Plan, str, RunResult, list[Attempt], list[Round]]:
+                            ) -> tuple[Plan, str, PlanResult, list[Attempt], list[Round]]:
         plan, source = self._first_plan(question, today, use_cache, context)
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
@@ -286,7 +312,7 @@ class Agent:
             except StructqError as exc:
                 if not exc.retryable:
                     raise
-                attempts.append(Attempt(exc, plan, getattr(exc, "raw", None)))
+                attempts.append(Attempt(exc, plan, exc.raw if isinstance(exc, PlanError) else None))
                 if len(attempts) > self.settings.max_repairs:
                     raise RepairsExhausted(attempts) from exc
                 continue
@@ -303,18 +329,24 @@ class Agent:
             self.cache.put(self._cache_key(question, today, context), question, plan)
         return plan, "model", results, attempts, rounds
 
-    def _answer(self, question: str, results: RunResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
+    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
             return decline_text(question, results.plan, self.capabilities), []
         if use_model and self.has_model:
-            return synthesize(self.model, question, results, log=log)
+            return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings))
         return render_deterministic(question, results), []
 
-    def _audit(self, question: str, vars: dict[str, Any], plan: Plan | None, plan_source: str | None,
-               results: RunResult | None, log: CallLog, text: str | None, error: BaseException | None,
-               plans_tried: int, rounds: "Sequence[Round]" = ()) -> None:
+    def _audit(self, request: "Request", outcome: "Outcome | None", log: CallLog, text: str | None,
+               error: BaseException | None, plans_tried: int, *, given: Plan | None = None) -> None:
+        """One line: what was asked, the plan (a given plan even when it failed to run), the
+        steps that ran, the model calls, the answer (when kept) or the error."""
         if self.audit is None:
             return
-        self.audit.record(question=question, vars=vars, plan=plan.to_dict() if plan else None, plan_source=plan_source,
-                          run=results, model_calls=log.to_list(), answer=text, error=error, attempts=plans_tried,
+        rounds = outcome.rounds if outcome else ()
+        plan = outcome.plan if outcome else given
+        self.audit.record(question=request.question, vars=request.vars,
+                          plan=plan.to_dict() if plan else None,
+                          plan_source=outcome.plan_source if outcome else ("given" if given else None),
+                          run=outcome.results if outcome else None, model_calls=log.to_list(), answer=text,
+                          error=error, attempts=plans_tried,
                           rounds=[r.to_dict(with_values=self.audit.include_data) for r in rounds])

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine import RunResult
+    from .engine import PlanResult
 
 __all__ = ["AuditLog", "default_audit_path"]
 
@@ -51,7 +51,7 @@ class AuditLog:
         vars: dict[str, Any],
         plan: dict[str, Any] | None,
         plan_source: str | None,
-        run: "RunResult | None",
+        run: "PlanResult | None",
         model_calls: list[dict[str, Any]],
         answer: str | None,
         error: BaseException | None,

@@ -13,7 +13,7 @@ import contextvars
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["block_on"]
 
 T = TypeVar("T")
 
@@ -26,7 +26,7 @@ def _in_event_loop() -> bool:
     return True
 
 
-def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+def block_on(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``make()`` to completion and return its result."""
     if not _in_event_loop():
         return asyncio.run(make())

@@ -1,5 +1,9 @@
 """Multi-turn questions: earlier questions, plans and result summaries go into the next prompt,
-so that "那他上个月的项目呢？" after a question about 张三 resolves 张三."""
+so that "那他上个月的项目呢？" after a question about 张三 resolves 张三.
+
+A conversation is history only: the agent reads it (``context``) before planning and adds the
+answered question to it (``record``); ``Conversation.ask`` is a shorthand for
+``agent.ask(question, conversation=…)``."""
 
 from __future__ import annotations
 
@@ -53,9 +57,12 @@ class Conversation:
         return "\n".join(blocks)
 
     def ask(self, question: str, **kwargs: Any) -> "Answer":
-        answer = self.agent.ask(question, conversation=self, **kwargs)
-        self.turns.append(Turn(question, answer.plan.to_dict(), summarise(answer)))
-        return answer
+        """``agent.ask`` in this conversation (which then records the turn)."""
+        return self.agent.ask(question, conversation=self, **kwargs)
+
+    def record(self, answer: "Answer") -> None:
+        """Keep an answered question as the next turn."""
+        self.turns.append(Turn(answer.question, answer.plan.to_dict(), summarise(answer)))
 
     def reset(self) -> None:
         self.turns.clear()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .engine import RunResult
+from .engine import PlanResult
 from .synthesis import is_chinese
 
 if TYPE_CHECKING:
@@ -56,6 +56,6 @@ def decline_text(question: str, plan: "Plan", capabilities: "CapabilitySet") -> 
     return "\n".join(lines)
 
 
-def declined_run(plan: "Plan") -> RunResult:
+def declined_run(plan: "Plan") -> PlanResult:
     """The (empty) run of a declined plan: no step, no note."""
-    return RunResult(plan, {}, [], 0.0)
+    return PlanResult(plan, {}, [], 0.0)

@@ -23,104 +23,21 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from structq.errors import ExecutionError, PlanError, StructqError
+from structq.errors import ExecutionError, PlanError, SandboxViolation, StructqError
 
 from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
 from .plan import LOCAL_SOURCE, Plan, Step, step_dialect
+from .results import PlanResult, RunResult, StepResult
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
     from structq.executors.base import Executor, ResultSet
     from structq.safety.query import SafeQuery
 
-__all__ = ["Engine", "StepResult", "RunResult", "ExecutorPool"]
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What one step returned (or why it did not run)."""
-
-    output_key: str
-    source: str
-    purpose: str = ""
-    index: str | None = None
-    query: Any = None
-    params: dict[str, Any] = field(default_factory=dict)
-    columns: tuple[str, ...] = ()
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
-    truncated: bool = False
-    elapsed_ms: float = 0.0
-    skipped: str | None = None
-    #: The executor's notes on what is not exact about ``rows`` (also in the run's notes).
-    notes: tuple[str, ...] = ()
-
-    @property
-    def row_count(self) -> int:
-        return len(self.rows)
-
-    def column_values(self, column: str | None) -> list[Any]:
-        """The values of one column: the named one, or the only one (none for a step that
-        did not run because its result was provably empty)."""
-        if self.skipped is not None:
-            return []
-        if column is None:
-            if len(self.columns) != 1:
-                raise PlanError(
-                    f"<{self.output_key}> needs a single-column result, but the step returns "
-                    f"{len(self.columns)} columns ({', '.join(self.columns)})",
-                    hint=f"name the column: <{self.output_key}.{self.columns[0] if self.columns else 'column'}>",
-                )
-            return [row[0] for row in self.rows]
-        i = _column_index(self.columns, column)
-        if i is None:
-            raise PlanError(
-                f"<{self.output_key}.{column}>: step {self.output_key!r} has no column {column!r}",
-                hint=f"its columns: {', '.join(self.columns)}",
-            )
-        return [row[i] for row in self.rows]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stable JSON shape of ``structq run --json`` (rows as lists in column order)."""
-        return {
-            "output_key": self.output_key,
-            "source": self.source,
-            "index": self.index,
-            "purpose": self.purpose,
-            "query": self.query,
-            "params": self.params,
-            "columns": list(self.columns),
-            "rows": [list(r) for r in self.rows],
-            "row_count": self.row_count,
-            "truncated": self.truncated,
-            "elapsed_ms": round(self.elapsed_ms, 3),
-            "skipped": self.skipped,
-        }
-
-
-@dataclass
-class RunResult:
-    """Every step's result by output key (in plan order), and the notes for the answer."""
-
-    plan: Plan
-    steps: dict[str, StepResult]
-    notes: list[str]
-    elapsed_ms: float
-
-    @property
-    def final(self) -> StepResult:
-        """The last step's result: what the question asked for."""
-        return self.steps[self.plan.steps[-1].output_key]
-
-    @property
-    def truncated(self) -> bool:
-        return any(s.truncated for s in self.steps.values())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"steps": [s.to_dict() for s in self.steps.values()], "notes": list(self.notes)}
+__all__ = ["Engine", "StepResult", "PlanResult", "RunResult", "ExecutorPool"]
 
 
 class ExecutorPool:
@@ -182,7 +99,7 @@ class Engine:
     # --- public -----------------------------------------------------------------------
 
     def run(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
-            done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> RunResult:
+            done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> PlanResult:
         """Validate ``plan`` and run its steps, independent ones concurrently.
 
         Step by step (adaptive mode): ``done`` holds results of steps that already ran (they
@@ -191,20 +108,20 @@ class Engine:
         """
         plan.validate_against(self.capabilities)
         started = time.perf_counter()
-        run = _Run(self, plan, dict(vars or {}))
-        run.results.update(done or {})
-        run.execute(upto)
-        ordered = {s.output_key: run.results[s.output_key] for s in plan.steps if s.output_key in run.results}
-        if run.unavailable:
+        schedule = _Schedule(self, plan, dict(vars or {}))
+        schedule.results.update(done or {})
+        schedule.run(upto)
+        ordered = {s.output_key: schedule.results[s.output_key] for s in plan.steps if s.output_key in schedule.results}
+        if schedule.unavailable:
             if all(r.skipped is not None for r in ordered.values()):
-                raise run.unavailable[0]  # nothing could be read: not an answer, partial or not
-            missing = ", ".join(repr(k) for k in ordered if k in run.missing)
-            run.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
+                raise schedule.unavailable[0]  # nothing could be read: not an answer, partial or not
+            missing = ", ".join(repr(k) for k in ordered if k in schedule.missing)
+            schedule.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
                              "(see above); the other steps' results are complete")
-        return RunResult(plan, ordered, run.notes, (time.perf_counter() - started) * 1000)
+        return PlanResult(plan, ordered, schedule.notes, (time.perf_counter() - started) * 1000)
 
     async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
-                   done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> RunResult:
+                   done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> PlanResult:
         """``run`` on a worker thread, so the caller's event loop keeps serving others."""
         return await asyncio.to_thread(self.run, plan, vars=vars, done=done, upto=upto)
 
@@ -281,8 +198,8 @@ def _as_resultset(result: StepResult) -> "ResultSet":
     return ResultSet(columns=result.columns, rows=result.rows, truncated=result.truncated)
 
 
-class _Run:
-    """The state of one plan run: results so far, notes, and the scheduling of steps.
+class _Schedule:
+    """The state of one run of a plan: results so far, notes, and the scheduling of steps.
 
     Only the scheduling thread touches ``results`` and ``notes``; a step is handed a snapshot
     of exactly the results it depends on, so what it sees never depends on which unrelated
@@ -304,7 +221,8 @@ class _Run:
         #: Those steps and every step downstream of them: their results are unknown.
         self.missing: set[str] = set()
 
-    def execute(self, upto: int | None = None) -> None:
+    def run(self, upto: int | None = None) -> None:
+        """Run the pending steps (the first ``upto`` of the plan), each as soon as its inputs are in."""
         pending = [s for s in self.plan.steps[:upto] if s.output_key not in self.results]
         running: dict[Future[StepResult], str] = {}
         try:
@@ -397,12 +315,14 @@ class _Run:
             safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap)
             result = engine.execute(step, safe, inputs)
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
-            _attach_step(exc, step.output_key)
-            self.unavailable.append(exc)
+            self.unavailable.append(_located(exc, step.output_key))
             self.missing.add(step.output_key)
             return _skipped(step, f"not run: {exc.message}")
-        except StructqError as exc:
-            _attach_step(exc, step.output_key)
+        except (PlanError, SandboxViolation, ExecutionError) as exc:
+            located = _located(exc, step.output_key)
+            engine.on_step(step, None, located)
+            raise located  # noqa: B904 (the original is its cause)
+        except StructqError as exc:  # not about one step (a setup mistake): as it is
             engine.on_step(step, None, exc)
             raise
         except Exception as exc:  # an executor bug must still say which step failed
@@ -424,16 +344,6 @@ class _Run:
         )
 
 
-def _column_index(columns: tuple[str, ...], name: str) -> int | None:
-    """Where column ``name`` is: spelled exactly, or else the one column spelled the same
-    without regard to case (PostgreSQL folds ``sbCustId`` to ``sbcustid``, and a plan's
-    reference may be written either way)."""
-    if name in columns:
-        return columns.index(name)
-    folded = [i for i, column in enumerate(columns) if column.lower() == name.lower()]
-    return folded[0] if len(folded) == 1 else None
-
-
 def _purpose(result: StepResult) -> str:
     return f" ({result.purpose})" if result.purpose else ""
 
@@ -443,12 +353,13 @@ def _skipped(step: Step, reason: str) -> StepResult:
                       index=step.index, skipped=reason)
 
 
-def _attach_step(exc: StructqError, key: str) -> None:
-    if getattr(exc, "step", None) is None:
-        try:
-            exc.step = key  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
+def _located(exc: "PlanError | SandboxViolation | ExecutionError", key: str) -> StructqError:
+    """``exc`` naming step ``key`` (the sandbox and executors do not know the step); a new
+    error has the original as its cause, for the traceback."""
+    located = exc.at_step(key)
+    if located is not exc:
+        located.__cause__ = exc
+    return located
 
 
 def _bounded_count(result: StepResult) -> bool:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from structq.errors import ConfigError, SourceUnavailable, StructqError
+from structq.errors import ConfigError, RepairsExhausted, SourceUnavailable, StructqError
 
 from .plan import Plan
 
@@ -229,7 +229,7 @@ def _run_item(agent: "Agent", item: EvalItem, today: dt.date | None) -> ItemResu
     except _STOPS_THE_RUN:
         raise
     except StructqError as exc:
-        attempts = getattr(exc, "attempts", None) or []  # RepairsExhausted: one model call per plan tried
+        attempts = exc.attempts if isinstance(exc, RepairsExhausted) else []  # one model call per plan tried
         last_plan = attempts[-1].plan if attempts else None
         return ItemResult(item, False, f"{type(exc).__name__}: {exc.message}", last_plan,
                           model_calls=len(attempts), elapsed_ms=(time.perf_counter() - started) * 1000)

@@ -3,7 +3,8 @@
 Any LangChain chat model works: pass a ``BaseChatModel``, or a ``provider:model`` string
 resolved by LangChain's ``init_chat_model`` (``--llm`` / ``STRUCTQ_LLM``). With only
 ``OPENAI_API_KEY`` set the default is an OpenAI model; ``OPENAI_BASE_URL`` is honoured by the
-OpenAI client, so any OpenAI-compatible server works. LangChain is imported only here, lazily.
+OpenAI client, so any OpenAI-compatible server works. All of that is read once, by
+``structq.config.Settings``; this module only uses it. LangChain is imported only here, lazily.
 
 Every call is bounded: a model built from a ``provider:model`` string gets a request timeout
 (``STRUCTQ_LLM_TIMEOUT``, default 60 s; the OpenAI client's own default is 600 s) and no
@@ -15,11 +16,11 @@ A model instance passed in keeps its own timeout and retries.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from structq.config import DEFAULT_OPENAI_MODEL, Settings
 from structq.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["resolve_model", "model_name", "ModelCall", "CallLog", "invoke", "reply_text", "DEFAULT_OPENAI_MODEL",
            "CallBounds"]
-
-DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
 HOW_TO_CONFIGURE = (
     "configure a model: pass --llm provider:model (e.g. --llm openai:gpt-4o-mini), or set "
@@ -52,20 +51,14 @@ class CallBounds:
     backoff_cap_s: float = 8.0
 
     @classmethod
+    def of(cls, settings: Settings) -> "CallBounds":
+        """The bounds ``settings`` name (``STRUCTQ_LLM_TIMEOUT``, ``STRUCTQ_LLM_RETRIES``)."""
+        return cls(timeout_s=settings.llm_timeout_s, retries=settings.llm_retries)
+
+    @classmethod
     def from_env(cls) -> "CallBounds":
-        """``STRUCTQ_LLM_TIMEOUT`` (seconds, > 0) and ``STRUCTQ_LLM_RETRIES`` (0, 1, 2, …)."""
-        timeout = os.environ.get("STRUCTQ_LLM_TIMEOUT", "60")
-        retries = os.environ.get("STRUCTQ_LLM_RETRIES", "2")
-        try:
-            timeout_s = float(timeout)
-        except ValueError:
-            timeout_s = -1.0
-        if not timeout_s > 0:
-            raise ConfigError(f"STRUCTQ_LLM_TIMEOUT={timeout!r} is not a positive number of seconds",
-                              hint="set STRUCTQ_LLM_TIMEOUT to e.g. 60")
-        if not retries.strip().isdigit():
-            raise ConfigError(f"STRUCTQ_LLM_RETRIES={retries!r} is not a whole number", hint="set it to 0, 1, 2, …")
-        return cls(timeout_s=timeout_s, retries=int(retries))
+        """The bounds of ``Settings.from_env()``."""
+        return cls.of(Settings.from_env())
 
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry ``attempt`` (0-based)."""
@@ -73,11 +66,13 @@ class CallBounds:
         return max(0.0, min(wait, self.backoff_cap_s))
 
 
-def resolve_model(llm: "BaseChatModel | str | None") -> "BaseChatModel":
-    """A chat model from an instance, a ``provider:model`` string, or the environment."""
+def resolve_model(llm: "BaseChatModel | str | None", settings: Settings | None = None) -> "BaseChatModel":
+    """A chat model from an instance, a ``provider:model`` string, or ``settings.llm``
+    (``settings``: by default ``Settings.from_env()``, where the model configuration is read)."""
     if llm is not None and not isinstance(llm, str):
         return llm
-    spec = llm or os.environ.get("STRUCTQ_LLM") or (DEFAULT_OPENAI_MODEL if os.environ.get("OPENAI_API_KEY") else None)
+    settings = settings or Settings.from_env()
+    spec = llm or settings.llm
     if not spec:
         raise ConfigError("no language model is configured", hint=HOW_TO_CONFIGURE)
     from langchain.chat_models import init_chat_model
@@ -86,9 +81,9 @@ def resolve_model(llm: "BaseChatModel | str | None") -> "BaseChatModel":
     kwargs: dict[str, Any] = {"model": name or provider}
     if name:
         kwargs["model_provider"] = provider
-    if (provider == "openai" or not name) and os.environ.get("OPENAI_BASE_URL"):
-        kwargs["base_url"] = os.environ["OPENAI_BASE_URL"]
-    bounds = CallBounds.from_env()
+    if (provider == "openai" or not name) and settings.llm_base_url:
+        kwargs["base_url"] = settings.llm_base_url
+    bounds = CallBounds.of(settings)
     try:
         try:  # retries are ours (invoke); the provider only bounds each request
             return init_chat_model(**kwargs, timeout=bounds.timeout_s, max_retries=0)

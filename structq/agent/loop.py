@@ -24,7 +24,7 @@ from .planner import template
 if TYPE_CHECKING:
     import datetime as dt
 
-    from .engine import Engine, RunResult
+    from .engine import Engine, PlanResult
     from .llm import CallLog
     from .plan import Plan
     from .planner import Planner
@@ -60,9 +60,9 @@ def revision_messages(planner: "Planner", question: str, plan: "Plan", observati
     return messages
 
 
-async def revise(planner: "Planner", engine: "Engine", question: str, plan: "Plan", results: "RunResult", *,
+async def revise(planner: "Planner", engine: "Engine", question: str, plan: "Plan", results: "PlanResult", *,
                  vars: dict[str, Any], today: "dt.date", context: str, log: "CallLog", max_replans: int,
-                 with_values: bool) -> tuple["Plan", "RunResult", list[Round]]:
+                 with_values: bool) -> tuple["Plan", "PlanResult", list[Round]]:
     """Evaluate ``results`` and revise the plan while it helps, at most ``max_replans`` times."""
     rounds: list[Round] = []
     while len(rounds) < max_replans:

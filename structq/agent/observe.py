@@ -28,7 +28,7 @@ from .plan import LOCAL_SOURCE, Step
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
 
-    from .engine import Engine, RunResult
+    from .engine import Engine, PlanResult
 
 __all__ = ["Observation", "Unmatched", "observe", "step_summaries", "DISTINCT_LIMIT", "CLOSEST"]
 
@@ -84,7 +84,7 @@ def _nothing(result: Any) -> bool:
     return result.row_count == 1 and all(v is None or v == 0 for v in result.rows[0])
 
 
-def empty_steps(run: "RunResult", capabilities: "CapabilitySet") -> list[str]:
+def empty_steps(run: "PlanResult", capabilities: "CapabilitySet") -> list[str]:
     """Steps that ran and found nothing, when that matters: the final result, or an input
     of later steps."""
     consumed = run.plan.consumed(capabilities)
@@ -93,7 +93,7 @@ def empty_steps(run: "RunResult", capabilities: "CapabilitySet") -> list[str]:
             if r.skipped is None and _nothing(r) and (key == last or key in consumed)]
 
 
-def observe(run: "RunResult", engine: "Engine", *, vars: Mapping[str, Any],
+def observe(run: "PlanResult", engine: "Engine", *, vars: Mapping[str, Any],
             with_values: bool) -> Observation | None:
     """The observation of ``run``, or None when nothing came back empty.
 
@@ -114,7 +114,7 @@ def observe(run: "RunResult", engine: "Engine", *, vars: Mapping[str, Any],
     return Observation(tuple(empty), step_summaries(run), tuple(unmatched))
 
 
-def step_summaries(run: "RunResult") -> tuple[dict[str, Any], ...]:
+def step_summaries(run: "PlanResult") -> tuple[dict[str, Any], ...]:
     """Per step that has run: row count, columns, truncation, why it did not run — no rows."""
     return tuple({"output_key": k, "row_count": r.row_count, "columns": list(r.columns),
                   "truncated": r.truncated, "skipped": r.skipped} for k, r in run.steps.items())

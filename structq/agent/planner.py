@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import PlanError, SandboxViolation, StructqError
 
-from .llm import CallLog, invoke, reply_text
+from .llm import CallBounds, CallLog, invoke, reply_text
 from .plan import Plan, coerce_search_queries
 
 if TYPE_CHECKING:
@@ -100,8 +100,11 @@ class Planner:
     """Writes plans with a chat model for the sources of a capability set."""
 
     def __init__(self, model: Any, capabilities: "CapabilitySet", *, timezone: str = "local",
-                 budget: "Budget | None" = None, values: "ValueIndex | None" = None) -> None:
+                 budget: "Budget | None" = None, values: "ValueIndex | None" = None,
+                 bounds: CallBounds | None = None) -> None:
         self.model = model
+        #: Timeout and retries of each call (None: the environment's, read when calling).
+        self.bounds = bounds
         self.capabilities = capabilities
         self.timezone = timezone
         self.budget = budget
@@ -183,7 +186,8 @@ class Planner:
 
     def complete(self, messages: "list[BaseMessage]", *, purpose: str, log: CallLog) -> Plan:
         """One planning call on prepared ``messages`` (a plan, a repair, a revision)."""
-        return self.parse_reply(invoke(self._tool_model or self.model, messages, purpose=purpose, log=log))
+        return self.parse_reply(invoke(self._tool_model or self.model, messages, purpose=purpose, log=log,
+                                        bounds=self.bounds))
 
     def parse_reply(self, reply: Any) -> Plan:
         """A plan from a tool call or, failing that, from JSON in the text."""
@@ -198,8 +202,8 @@ class Planner:
                 data = coerce_search_queries(data)
             return Plan.parse(data)
         except PlanError as exc:
-            exc.raw = json.dumps(calls[0].get("args"), ensure_ascii=False) if calls else raw  # type: ignore[attr-defined]
-            raise
+            reply_json = json.dumps(calls[0].get("args"), ensure_ascii=False) if calls else raw
+            raise exc.replace(raw=reply_json) from exc
 
 
 def render_values(selection: "Selection") -> str:

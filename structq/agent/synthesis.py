@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ModelError
 
-from .llm import CallLog, invoke, reply_text
+from .llm import CallBounds, CallLog, invoke, reply_text
 from .planner import template
 
 if TYPE_CHECKING:
-    from .engine import RunResult, StepResult
+    from .engine import PlanResult, StepResult
 
 __all__ = ["synthesize", "render_deterministic", "unsupported_numbers", "known_figures", "citations", "is_chinese",
            "streaming_answer", "NumberGate"]
@@ -54,7 +54,7 @@ def is_chinese(text: str) -> bool:
     return cjk > 0 and cjk >= 2 * len(_LATIN_WORD.findall(text))
 
 
-def _language_text(question: str, run: "RunResult") -> str:
+def _language_text(question: str, run: "PlanResult") -> str:
     """The text whose language the answer takes: the question, or for a plan run without one
     (``Agent.run``) the plan's own words (reasoning, purposes, answer_with)."""
     if question.strip():
@@ -63,7 +63,7 @@ def _language_text(question: str, run: "RunResult") -> str:
     return " ".join([plan.reasoning, plan.answer_with, *(step.purpose for step in plan.steps)])
 
 
-def citations(run: "RunResult") -> list[dict[str, Any]]:
+def citations(run: "PlanResult") -> list[dict[str, Any]]:
     """One citation per step that ran: the step, its source, and the query that ran."""
     return [
         {"step": r.output_key, "source": r.source, "index": r.index, "purpose": r.purpose,
@@ -104,7 +104,7 @@ def _variants(x: Decimal) -> set[Decimal]:
     return out
 
 
-def known_figures(run: "RunResult", question: str = "") -> set[Decimal]:
+def known_figures(run: "PlanResult", question: str = "") -> set[Decimal]:
     """Every figure an answer may state: the results' (with their roundings and scalings),
     row counts, the question's, the plan's, and small counts and ordinals."""
     known: set[Decimal] = set()
@@ -119,7 +119,7 @@ def known_figures(run: "RunResult", question: str = "") -> set[Decimal]:
     return known
 
 
-def unsupported_numbers(text: str, run: "RunResult", *, question: str = "") -> list[str]:
+def unsupported_numbers(text: str, run: "PlanResult", *, question: str = "") -> list[str]:
     """Figures in ``text`` that appear nowhere in the results, the question or the plan."""
     return _unknown_figures(text, known_figures(run, question))
 
@@ -220,7 +220,8 @@ class NumberGate:
 # --- with a model ------------------------------------------------------------------------
 
 
-def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> tuple[str, list[str]]:
+def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
+               bounds: "CallBounds | None" = None) -> tuple[str, list[str]]:
     """The model's answer and notes; falls back to the deterministic rendering when it invents figures.
     Streamed (checked piece by piece) when a ``streaming_answer`` listener is set."""
     from langchain_core.messages import HumanMessage, SystemMessage
@@ -240,7 +241,8 @@ def synthesize(model: Any, question: str, run: "RunResult", *, log: CallLog) -> 
     listener = _listener.get()
     gate = NumberGate(known_figures(run, question), listener) if listener is not None else None
     try:
-        reply = invoke(model, messages, purpose="answer", log=log, on_text=gate.feed if gate else None)
+        reply = invoke(model, messages, purpose="answer", log=log, bounds=bounds,
+                       on_text=gate.feed if gate else None)
     except ModelError as exc:
         # The data was read and is correct: show it rather than lose it to a model failure.
         return render_deterministic(question, run), [f"the answer could not be written ({exc.message}); "
@@ -326,7 +328,7 @@ def _summary_line(final: "StepResult", zh: bool) -> str:
     return f"{final.row_count} rows{more}: {listed} [{key}]."
 
 
-def render_deterministic(question: str, run: "RunResult") -> str:
+def render_deterministic(question: str, run: "PlanResult") -> str:
     """Per-step tables and a one-line summary, citing steps, without a model."""
     zh = is_chinese(_language_text(question, run))
     final = run.final

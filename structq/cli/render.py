@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from structq.agent import Answer, Plan, RunResult, StepResult
+    from structq.agent import Answer, Plan, PlanResult, StepResult
 
 #: Rows shown per step in the terminal (all rows are in --json).
 TABLE_ROWS = 20
@@ -77,7 +77,7 @@ def print_step(out: "Console", result: "StepResult") -> None:
     out.print(table)
 
 
-def print_queries(out: "Console", run: "RunResult") -> None:
+def print_queries(out: "Console", run: "PlanResult") -> None:
     """The queries exactly as they ran (after the sandbox's rewrite), highlighted."""
     for result in run.steps.values():
         if result.skipped:
@@ -86,7 +86,7 @@ def print_queries(out: "Console", run: "RunResult") -> None:
                         title=f"ran: {result.output_key}", title_align="left", border_style="dim"))
 
 
-def print_results(out: "Console", run: "RunResult") -> None:
+def print_results(out: "Console", run: "PlanResult") -> None:
     for result in run.steps.values():
         print_step(out, result)
     from rich.markup import escape

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_MANIFESTS, JsonOpt, ManifestsOpt, VarOpt, VerboseOpt, console, errors_to_exit, load_capabilities, parse_vars, print_json
+from .common import DEFAULT_MANIFESTS, JsonOpt, ManifestsOpt, VarOpt, VerboseOpt, console, errors_to_exit, make_agent, parse_vars, print_json
 
 
 def run(
@@ -19,6 +19,8 @@ def run(
 ) -> None:
     """Run a saved plan: every step through the sandbox, no language model involved.
 
+    The run is written to the audit log like a question (STRUCTQ_AUDIT_LOG; STRUCTQ_AUDIT=0 turns it off).
+
     Output with --json: {"steps": [{"output_key", "source", "query", "params", "columns",
     "rows", "row_count", "truncated", "elapsed_ms", ...}], "notes": [...]}.
 
@@ -26,14 +28,10 @@ def run(
     """
     variables = parse_vars(var)
     with errors_to_exit(verbose):
-        from structq.agent import Engine
-
         from .planfile import read_plan_file
 
-        caps = load_capabilities(manifests)
-        plan = read_plan_file(plan_file)
-        with Engine(caps) as engine:
-            result = engine.run(plan, vars=variables)
+        with make_agent(manifests, None, no_cache=True) as agent:  # the agent's path: audited
+            result = agent.run(read_plan_file(plan_file), vars=variables).results
         if json_out:
             print_json(result.to_dict())
             return

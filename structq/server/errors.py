@@ -29,6 +29,7 @@ from structq.errors import (
     ModelError,
     PlanError,
     QueryTimeout,
+    RepairsExhausted,
     SandboxViolation,
     SourceUnavailable,
     StructqError,
@@ -64,6 +65,7 @@ class RequestRejected(StructqError):
 #: The first matching class decides (most specific first): (status, code).
 STATUS_OF: list[tuple[type[StructqError], int, str]] = [
     (AccessDenied, 403, "forbidden"),
+    (RepairsExhausted, 422, "no_working_plan"),  # a ModelError, but the question is at fault
     (SandboxViolation, 422, "sandbox_refused"),
     (PlanError, 422, "invalid_plan"),
     (QueryTimeout, 504, "query_timeout"),
@@ -80,8 +82,6 @@ def error_status(exc: BaseException) -> tuple[int, str]:
     """The HTTP status and error code for ``exc``."""
     if isinstance(exc, RequestRejected):
         return exc.status, exc.code
-    if type(exc).__name__ == "RepairsExhausted":  # a ModelError, but the question is at fault
-        return 422, "no_working_plan"
     for cls, status, code in STATUS_OF:
         if isinstance(exc, cls):
             return status, code

@@ -31,7 +31,7 @@ from .errors import AccessDenied
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from structq.agent import Plan, RunResult, Step, StepResult
+    from structq.agent import Plan, PlanResult, Step, StepResult
     from structq.errors import StructqError
 
     from .config import Principal
@@ -74,7 +74,7 @@ class GuardedEngine(Engine):
     that principal's variables (whatever its caller passed) and sources, and reports progress."""
 
     def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None,
-            done: Mapping[str, "StepResult"] | None = None, upto: int | None = None) -> "RunResult":
+            done: Mapping[str, "StepResult"] | None = None, upto: int | None = None) -> "PlanResult":
         scope = _scope.get()
         if scope is None:  # fail closed: every path of the service sets a scope
             raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")

@@ -61,12 +61,11 @@ class Conversations:
         return cid, Conversation(agent, [Turn(**turn) for turn in found[1]])
 
     def append(self, cid: str, owner: str, conversation: "Conversation", turn: "Turn") -> None:
-        """Add ``turn`` to the stored conversation (only the turns the next prompt can show are
-        kept: a long conversation stays small). Appended, not written back: follow-ups answered
+        """Store ``turn`` (which the agent already added to ``conversation``) after the stored
+        ones (only the turns the next prompt can show are kept: a long conversation stays small). Appended, not written back: follow-ups answered
         at once are all kept, in the order they finished."""
         if not self.store.append_turn(cid, owner, turn, keep=conversation.max_turns):
             raise _unknown(cid)
-        conversation.turns.append(turn)
 
 
 def _unknown(cid: str) -> RequestRejected:
@@ -162,9 +161,7 @@ class Service:
         yield Event("done", document)
 
     def _remember(self, principal: "Principal", cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
-        from structq.agent.conversation import Turn, summarise
-
-        self.conversations.append(cid, principal.key, conv, Turn(answer.question, answer.plan.to_dict(), summarise(answer)))
+        self.conversations.append(cid, principal.key, conv, conv.turns[-1])  # the agent recorded the turn
         return {**answer.to_dict(), "conversation": cid}
 
     async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,
