@@ -23,104 +23,22 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import ExecutionError, PlanError, StructqError
 
 from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
-from .plan import LOCAL_SOURCE, Plan, Step, step_dialect
+from .plan import Plan, Step, step_dialect
+from .results import RunResult, StepResult
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
     from structq.executors.base import Executor, ResultSet
     from structq.safety.query import SafeQuery
+    from structq.sources import Bound
 
 __all__ = ["Engine", "StepResult", "RunResult", "ExecutorPool"]
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What one step returned (or why it did not run)."""
-
-    output_key: str
-    source: str
-    purpose: str = ""
-    index: str | None = None
-    query: Any = None
-    params: dict[str, Any] = field(default_factory=dict)
-    columns: tuple[str, ...] = ()
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
-    truncated: bool = False
-    elapsed_ms: float = 0.0
-    skipped: str | None = None
-    #: The executor's notes on what is not exact about ``rows`` (also in the run's notes).
-    notes: tuple[str, ...] = ()
-
-    @property
-    def row_count(self) -> int:
-        return len(self.rows)
-
-    def column_values(self, column: str | None) -> list[Any]:
-        """The values of one column: the named one, or the only one (none for a step that
-        did not run because its result was provably empty)."""
-        if self.skipped is not None:
-            return []
-        if column is None:
-            if len(self.columns) != 1:
-                raise PlanError(
-                    f"<{self.output_key}> needs a single-column result, but the step returns "
-                    f"{len(self.columns)} columns ({', '.join(self.columns)})",
-                    hint=f"name the column: <{self.output_key}.{self.columns[0] if self.columns else 'column'}>",
-                )
-            return [row[0] for row in self.rows]
-        i = _column_index(self.columns, column)
-        if i is None:
-            raise PlanError(
-                f"<{self.output_key}.{column}>: step {self.output_key!r} has no column {column!r}",
-                hint=f"its columns: {', '.join(self.columns)}",
-            )
-        return [row[i] for row in self.rows]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stable JSON shape of ``structq run --json`` (rows as lists in column order)."""
-        return {
-            "output_key": self.output_key,
-            "source": self.source,
-            "index": self.index,
-            "purpose": self.purpose,
-            "query": self.query,
-            "params": self.params,
-            "columns": list(self.columns),
-            "rows": [list(r) for r in self.rows],
-            "row_count": self.row_count,
-            "truncated": self.truncated,
-            "elapsed_ms": round(self.elapsed_ms, 3),
-            "skipped": self.skipped,
-        }
-
-
-@dataclass
-class RunResult:
-    """Every step's result by output key (in plan order), and the notes for the answer."""
-
-    plan: Plan
-    steps: dict[str, StepResult]
-    notes: list[str]
-    elapsed_ms: float
-
-    @property
-    def final(self) -> StepResult:
-        """The last step's result: what the question asked for."""
-        return self.steps[self.plan.steps[-1].output_key]
-
-    @property
-    def truncated(self) -> bool:
-        return any(s.truncated for s in self.steps.values())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"steps": [s.to_dict() for s in self.steps.values()], "notes": list(self.notes)}
 
 
 class ExecutorPool:
@@ -217,6 +135,13 @@ class Engine:
 
     # --- one step ---------------------------------------------------------------------
 
+    def bind(self, step: Step, inputs: Mapping[str, StepResult]) -> "Bound":
+        """The step bound to its source, by the source's kind (``structq.sources``): the
+        manifest its query is checked against, and the executor a built-in source opens."""
+        from structq.sources import step_kind
+
+        return step_kind(step.source, self.capabilities).bind(step, inputs, self.capabilities)
+
     def prepare(
         self,
         step: Step,
@@ -224,57 +149,34 @@ class Engine:
         *,
         vars: Mapping[str, Any],
         max_rows: int | None,
+        bound: "Bound | None" = None,
     ) -> "SafeQuery":
         """Resolve the step's references from ``inputs`` (the results of the steps it
-        depends on) and pass it through the sandbox."""
+        depends on) and pass it through the sandbox of its source's kind."""
         references = step.references(step_dialect(step, self.capabilities))
         params = {ref.text: inputs[ref.key].column_values(ref.column) for ref in references}
-        if step.source == LOCAL_SOURCE:
-            from structq.executors.local import local_manifest
-            from structq.safety import check_sql
+        bound = bound or self.bind(step, inputs)
+        return bound.check(step, params=params, vars=vars, max_rows=max_rows)
 
-            return check_sql(step.query, local_manifest(_local_tables(step, inputs)), params=params,
-                             vars=vars, max_rows=max_rows)
-        manifest = self.capabilities[step.source]
-        if manifest.is_search:
-            from structq.safety import check_dsl
-
-            return check_dsl(step.query, manifest, step.index, params=params, vars=vars, max_rows=max_rows)
-        from structq.safety import check_sql
-
-        return check_sql(step.query, manifest, params=params, vars=vars, max_rows=max_rows)
-
-    def execute(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult]) -> "ResultSet":
-        """Run a checked query on the step's executor."""
-        if step.source == LOCAL_SOURCE:
-            from structq.executors.local import LocalExecutor
-
-            executor = LocalExecutor(_local_tables(step, inputs))
-            try:
-                return executor.run(safe)
-            finally:
-                executor.close()
-        manifest = self.capabilities[step.source]
-        return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
+    def execute(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult], *,
+                bound: "Bound | None" = None) -> "ResultSet":
+        """Run a checked query: on the step's own executor when its source opens one, else on
+        the source's pooled executor behind the circuit breaker."""
+        bound = bound or self.bind(step, inputs)
+        if bound.open is None:
+            manifest = bound.manifest
+            return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
+        executor = bound.open()
+        try:
+            return executor.run(safe)
+        finally:
+            executor.close()
 
     def intermediate_cap(self, step: Step) -> int:
         """Row cap for a step whose results feed later steps."""
-        if step.source == LOCAL_SOURCE:
-            from structq.capabilities.model import Limits
+        from structq.sources import step_kind
 
-            return Limits().max_intermediate_rows
-        return self.capabilities[step.source].limits.max_intermediate_rows
-
-
-def _local_tables(step: Step, inputs: Mapping[str, StepResult]) -> dict[str, "ResultSet"]:
-    """The earlier results a local step reads as tables (only steps it depends on)."""
-    return {k: _as_resultset(inputs[k]) for k in step.local_inputs(list(inputs))}
-
-
-def _as_resultset(result: StepResult) -> "ResultSet":
-    from structq.executors.base import ResultSet
-
-    return ResultSet(columns=result.columns, rows=result.rows, truncated=result.truncated)
+        return step_kind(step.source, self.capabilities).intermediate_cap(self.capabilities.get(step.source))
 
 
 class _Run:
@@ -389,8 +291,9 @@ class _Run:
         engine = self.engine
         cap = engine.intermediate_cap(step) if step.output_key in self.consumed else None
         try:
-            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap)
-            result = engine.execute(step, safe, inputs)
+            bound = engine.bind(step, inputs)
+            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap, bound=bound)
+            result = engine.execute(step, safe, inputs, bound=bound)
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
             _attach_step(exc, step.output_key)
             self.unavailable.append(exc)
@@ -415,16 +318,6 @@ class _Run:
             elapsed_ms=result.elapsed_ms,
             notes=tuple(result.notes),
         )
-
-
-def _column_index(columns: tuple[str, ...], name: str) -> int | None:
-    """Where column ``name`` is: spelled exactly, or else the one column spelled the same
-    without regard to case (PostgreSQL folds ``sbCustId`` to ``sbcustid``, and a plan's
-    reference may be written either way)."""
-    if name in columns:
-        return columns.index(name)
-    folded = [i for i, column in enumerate(columns) if column.lower() == name.lower()]
-    return folded[0] if len(folded) == 1 else None
 
 
 def _purpose(result: StepResult) -> str:

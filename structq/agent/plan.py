@@ -224,34 +224,17 @@ class Plan(BaseModel):
 
     @staticmethod
     def _check_source(step: Step, capabilities: "CapabilitySet", earlier: list[str]) -> None:
-        key = step.output_key
-        if step.source == LOCAL_SOURCE:
-            if not isinstance(step.query, str):
-                raise PlanError("a local step's query is SQL text", step=key)
-            if not earlier:
-                raise PlanError("a local step needs earlier steps to read", step=key)
-            return
-        manifest = capabilities.get(step.source)
-        if manifest is None:
-            suggestion = closest(step.source, [*capabilities.names, LOCAL_SOURCE])
-            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(capabilities.names)}, local"
-            raise PlanError(f"unknown source {step.source!r}", step=key, hint=hint)
-        if manifest.is_search:
-            names = [i.name for i in manifest.indices]
-            if not step.index:
-                raise PlanError(f"a step on search source {step.source!r} must name its index", step=key,
-                                hint=f"index: one of {', '.join(names)}")
-            if manifest.index(step.index) is None:
-                suggestion = closest(step.index, names)
-                raise PlanError(f"unknown index {step.index!r} in source {step.source!r}", step=key,
-                                hint=f"did you mean {suggestion!r}?" if suggestion else f"indices: {', '.join(names)}")
-            if not isinstance(step.query, dict):
-                raise PlanError("a search step's query is a JSON object (the DSL body)", step=key)
-        else:
-            if step.index:
-                raise PlanError(f"source {step.source!r} is SQL; 'index' is only for search sources", step=key)
-            if not isinstance(step.query, str):
-                raise PlanError(f"a step on SQL source {step.source!r} has SQL text as its query", step=key)
+        """The step's source exists, and the step fits its kind (index, query type)."""
+        from structq.sources import builtin_sources, step_kind
+
+        try:
+            kind = step_kind(step.source, capabilities)
+        except KeyError:
+            names = [*capabilities.names, *builtin_sources()]
+            suggestion = closest(step.source, names)
+            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(names)}"
+            raise PlanError(f"unknown source {step.source!r}", step=step.output_key, hint=hint) from None
+        kind.validate_step(step, capabilities.get(step.source), earlier)
 
     # --- display ----------------------------------------------------------------------
 

@@ -88,8 +88,9 @@ class GuardedEngine(Engine):
         context = contextvars.copy_context()
         return super().submit(context.run, fn, *args)
 
-    def execute(self, step: "Step", safe: "SafeQuery", inputs: Mapping[str, "StepResult"]) -> "ResultSet":
-        result = super().execute(step, safe, inputs)
+    def execute(self, step: "Step", safe: "SafeQuery", inputs: Mapping[str, "StepResult"],
+                **options: Any) -> "ResultSet":
+        result = super().execute(step, safe, inputs, **options)
         scope = _scope.get()
         if scope is not None and scope.emit is not None:
             scope.emit("step", step_event(step, safe, result))

@@ -20,7 +20,7 @@ checks against); ``executor.py`` loads them into SQLite and runs the query.
 from __future__ import annotations
 
 from .executor import DEFAULT_TIMEOUT_S, LocalExecutor
-from .inference import LocalTable, describe_results, infer_column_type, local_manifest
+from .inference import LocalTable, describe_results, infer_column_type, local_manifest, manifest_for
 
 __all__ = ["DEFAULT_TIMEOUT_S", "LocalExecutor", "LocalTable", "describe_results", "infer_column_type",
-           "local_manifest"]
+           "local_manifest", "manifest_for"]

@@ -80,6 +80,14 @@ class LocalExecutor:
         self.tables = describe_results(results or {})
 
     @classmethod
+    def of_tables(cls, tables: Iterable[LocalTable], **options: Any) -> "LocalExecutor":
+        """An executor over tables already described (``describe_results``), so that a step's
+        column types are inferred once for both its sandbox check and its run."""
+        executor = cls(None, **options)
+        executor.tables = list(tables)
+        return executor
+
+    @classmethod
     def load(cls, results: Mapping[str, ResultSet], **options: Any) -> "LocalExecutor":
         """``LocalExecutor(results, …)``, named for readability at the call site."""
         return cls(results, **options)
