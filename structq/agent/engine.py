@@ -194,7 +194,7 @@ class _Run:
         self.deps = plan.dependencies(engine.capabilities)
         self.consumed = {key for needed in self.deps.values() for key in needed}
         #: Steps a local step reads as tables: they always run (a table needs its columns).
-        self.read_as_tables = plan.read_as_tables()
+        self.read_as_tables = plan.read_as_tables(engine.capabilities)
         self.results: dict[str, StepResult] = {}
         self.notes: list[str] = []
         #: Why steps could not run (a source down or timing out), in the order it happened.
