@@ -106,6 +106,8 @@ class Backend:
     drivername: ClassVar[str]  # SQLAlchemy dialect+driver this backend runs with
     driver_module: ClassVar[str | None] = None  # import name of the DB-API package
     extra: ClassVar[str | None] = None  # the structq extra that installs it
+    #: ``cancel.py``'s name for cancelling a statement on this server; None: no server cancel.
+    cancel_kind: ClassVar[str | None] = None
 
     def check_driver(self) -> None:
         """A missing driver is a setup mistake, and the message says how to fix it."""
@@ -141,8 +143,13 @@ class Backend:
 
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
-        """Around the query itself: client-side deadline enforcement, if any."""
-        yield
+        """Around the query itself: client-side deadline enforcement, if any — by default the
+        server-side cancel named by ``cancel_kind`` (``cancel.py``), a grace after ``timeout_s``."""
+        if self.cancel_kind is None:
+            yield
+            return
+        with server_cancel(self.cancel_kind, dbapi_connection, timeout_s):
+            yield
 
     def is_timeout(self, error: BaseException) -> bool:
         """Whether the driver error says the statement was cancelled for running too long."""

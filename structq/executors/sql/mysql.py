@@ -3,12 +3,10 @@ time limit, ``KILL QUERY`` as the backstop; lists of ints bound as one parameter
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .fetch import Statement, bind
-from .guards import SOCKET_GRACE_S, Backend, Setup, connect_timeout, milliseconds, server_cancel
+from .guards import SOCKET_GRACE_S, Backend, Setup, connect_timeout, milliseconds
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection
@@ -23,6 +21,7 @@ class MySQLBackend(Backend):
     drivername = "mysql+pymysql"
     driver_module = "pymysql"
     extra = "mysql"
+    cancel_kind = "mysql"
 
     #: MariaDB max_statement_time, MySQL max_execution_time, query killed.
     _TIMEOUT_CODES = frozenset({1969, 3024, 1317})
@@ -80,11 +79,6 @@ class MySQLBackend(Backend):
             limit,
             Setup("START TRANSACTION READ ONLY"),
         ]
-
-    @contextmanager
-    def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
-        with server_cancel("mysql", dbapi_connection, timeout_s):
-            yield
 
     def pin_schema(self, schema: str) -> list[Setup]:
         """The declared database as the session's current one (``USE``; ``text()`` reads a
