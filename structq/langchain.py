@@ -42,9 +42,11 @@ class StructqToolInput(BaseModel):
 
 def describe_capabilities(capabilities: "CapabilitySet", *, max_objects: int = 8) -> str:
     """A few lines on what each source can answer, for the tool description."""
+    from structq.sources import objects as source_objects
+
     lines = ["Answers questions about the company's data by querying these sources read-only:"]
     for manifest in capabilities:
-        objects = manifest.indices if manifest.is_search else manifest.tables
+        objects = source_objects(manifest)
         names = ", ".join(f"{o.name} ({_one_line(o.description)})" if o.description else o.name
                           for o in objects[:max_objects])
         more = f", … {len(objects) - max_objects} more" if len(objects) > max_objects else ""

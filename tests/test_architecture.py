@@ -25,8 +25,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "structq"
 _BOTTOM = {"errors", "config"}
 
 #: What each unit may import (besides itself). DESIGN §2:
-#: ``capabilities ← safety ← executors ← agent ← cli, langchain, server``; ``linking`` beside
-#: ``safety`` (reads capabilities, no executor); ``sync`` uses capabilities and executors (and the
+#: ``capabilities ← safety ← executors ← sources ← agent ← cli, langchain, server`` (``sources``:
+#: the registry of source kinds, which names each kind's sandbox check and executor); ``linking`` beside
+#: ``safety`` (reads capabilities, no executor); ``sync`` uses capabilities, executors and sources (and the
 #: layers below them, ``linking`` for its value index); ``errors``/``config`` at the bottom;
 #: ``demo`` standalone. ``structq`` is the root ``__init__`` (the public re-exports and
 #: ``__version__``), which anything may read.
@@ -39,11 +40,12 @@ ALLOWED: dict[str, set[str]] = {
     "safety": _BOTTOM | {"capabilities"},
     "linking": _BOTTOM | {"capabilities"},
     "executors": _BOTTOM | {"capabilities", "safety"},
-    "sync": _BOTTOM | {"capabilities", "safety", "linking", "executors"},
-    "agent": _BOTTOM | {"capabilities", "safety", "linking", "executors"},
-    "langchain": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "agent"},
-    "server": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "agent"},
-    "cli": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "agent",
+    "sources": _BOTTOM | {"capabilities", "safety", "executors"},
+    "sync": _BOTTOM | {"capabilities", "safety", "linking", "executors", "sources"},
+    "agent": _BOTTOM | {"capabilities", "safety", "linking", "executors", "sources"},
+    "langchain": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "sources", "agent"},
+    "server": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "sources", "agent"},
+    "cli": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "sources", "agent",
                       "sync", "server", "langchain", "demo"},
     "__main__": {"cli"},
 }

@@ -752,7 +752,7 @@ class TestListBinding:
 
 
 def test_mysql_int_list_renders_plain_ints_only() -> None:
-    from structq.executors.sql import _MySQLIntList
+    from structq.executors.sql.mysql import MySQLIntList as _MySQLIntList
 
     assert _MySQLIntList.literal(_MySQLIntList([1, -2, 2**70])) == "(1,-2,1180591620717411303424)"
     for bad in ([], [True], [1, "2) OR (1=1"], [1.5], [1, None]):
@@ -761,7 +761,8 @@ def test_mysql_int_list_renders_plain_ints_only() -> None:
 
 
 def test_mysql_fast_path_needs_the_registered_encoder() -> None:
-    from structq.executors.sql import _MYSQL, _MySQLIntList
+    from structq.executors.sql.mysql import MySQLIntList as _MySQLIntList
+    from structq.executors.sql.session import MYSQL as _MYSQL
 
     query = sql("SELECT count(*) AS n FROM ids WHERE id IN :ref", params={"ref": [1, 2]},
                 expanding=frozenset({"ref"}))
@@ -777,7 +778,7 @@ def test_mysql_fast_path_needs_the_registered_encoder() -> None:
 
 
 def test_postgres_int_arrays_get_psycopg_s_type() -> None:
-    from structq.executors.sql import _pg_int_array
+    from structq.executors.sql.postgresql import pg_int_array as _pg_int_array
 
     assert _pg_int_array([1, 2, 3]).oid == 1005 and _pg_int_array([1, 2, 3]).text == b"{1,2,3}"
     assert _pg_int_array([-(2**15), 2**15 - 1]).oid == 1005

@@ -29,13 +29,14 @@ from structq.errors import ExecutionError, PlanError, SandboxViolation, StructqE
 
 from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
-from .plan import LOCAL_SOURCE, Plan, Step, step_dialect
+from .plan import Plan, Step, step_dialect
 from .results import PlanResult, RunResult, StepResult
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
     from structq.executors.base import Executor, ResultSet
     from structq.safety.query import SafeQuery
+    from structq.sources import Bound
 
 __all__ = ["Engine", "StepResult", "PlanResult", "RunResult", "ExecutorPool"]
 
@@ -134,6 +135,13 @@ class Engine:
 
     # --- one step ---------------------------------------------------------------------
 
+    def bind(self, step: Step, inputs: Mapping[str, StepResult]) -> "Bound":
+        """The step bound to its source, by the source's kind (``structq.sources``): the
+        manifest its query is checked against, and the executor a built-in source opens."""
+        from structq.sources import step_kind
+
+        return step_kind(step.source, self.capabilities).bind(step, inputs, self.capabilities)
+
     def prepare(
         self,
         step: Step,
@@ -141,38 +149,28 @@ class Engine:
         *,
         vars: Mapping[str, Any],
         max_rows: int | None,
+        bound: "Bound | None" = None,
     ) -> "SafeQuery":
         """Resolve the step's references from ``inputs`` (the results of the steps it
-        depends on) and pass it through the sandbox."""
+        depends on) and pass it through the sandbox of its source's kind."""
         references = step.references(step_dialect(step, self.capabilities))
         params = {ref.text: inputs[ref.key].column_values(ref.column) for ref in references}
-        if step.source == LOCAL_SOURCE:
-            from structq.executors.local import local_manifest
-            from structq.safety import check_sql
+        bound = bound or self.bind(step, inputs)
+        return bound.check(step, params=params, vars=vars, max_rows=max_rows)
 
-            return check_sql(step.query, local_manifest(_local_tables(step, inputs)), params=params,
-                             vars=vars, max_rows=max_rows)
-        manifest = self.capabilities[step.source]
-        if manifest.is_search:
-            from structq.safety import check_dsl
-
-            return check_dsl(step.query, manifest, step.index, params=params, vars=vars, max_rows=max_rows)
-        from structq.safety import check_sql
-
-        return check_sql(step.query, manifest, params=params, vars=vars, max_rows=max_rows)
-
-    def execute(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult]) -> "ResultSet":
-        """Run a checked query on the step's executor."""
-        if step.source == LOCAL_SOURCE:
-            from structq.executors.local import LocalExecutor
-
-            executor = LocalExecutor(_local_tables(step, inputs))
-            try:
-                return executor.run(safe)
-            finally:
-                executor.close()
-        manifest = self.capabilities[step.source]
-        return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
+    def execute(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult], *,
+                bound: "Bound | None" = None) -> "ResultSet":
+        """Run a checked query: on the step's own executor when its source opens one, else on
+        the source's pooled executor behind the circuit breaker."""
+        bound = bound or self.bind(step, inputs)
+        if bound.open is None:
+            manifest = bound.manifest
+            return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
+        executor = bound.open()
+        try:
+            return executor.run(safe)
+        finally:
+            executor.close()
 
     def on_step(self, step: Step, result: StepResult | None, error: StructqError | None) -> None:
         """Called once each step of a run is settled: with its result (run, or not run and
@@ -180,22 +178,9 @@ class Engine:
 
     def intermediate_cap(self, step: Step) -> int:
         """Row cap for a step whose results feed later steps."""
-        if step.source == LOCAL_SOURCE:
-            from structq.capabilities.model import Limits
+        from structq.sources import step_kind
 
-            return Limits().max_intermediate_rows
-        return self.capabilities[step.source].limits.max_intermediate_rows
-
-
-def _local_tables(step: Step, inputs: Mapping[str, StepResult]) -> dict[str, "ResultSet"]:
-    """The earlier results a local step reads as tables (only steps it depends on)."""
-    return {k: _as_resultset(inputs[k]) for k in step.local_inputs(list(inputs))}
-
-
-def _as_resultset(result: StepResult) -> "ResultSet":
-    from structq.executors.base import ResultSet
-
-    return ResultSet(columns=result.columns, rows=result.rows, truncated=result.truncated)
+        return step_kind(step.source, self.capabilities).intermediate_cap(self.capabilities.get(step.source))
 
 
 class _Schedule:
@@ -213,7 +198,7 @@ class _Schedule:
         self.deps = plan.dependencies(engine.capabilities)
         self.consumed = {key for needed in self.deps.values() for key in needed}
         #: Steps a local step reads as tables: they always run (a table needs its columns).
-        self.read_as_tables = plan.read_as_tables()
+        self.read_as_tables = plan.read_as_tables(engine.capabilities)
         self.results: dict[str, StepResult] = {}
         self.notes: list[str] = []
         #: Why steps could not run (a source down or timing out), in the order it happened.
@@ -312,8 +297,9 @@ class _Schedule:
         engine = self.engine
         cap = engine.intermediate_cap(step) if step.output_key in self.consumed else None
         try:
-            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap)
-            result = engine.execute(step, safe, inputs)
+            bound = engine.bind(step, inputs)
+            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap, bound=bound)
+            result = engine.execute(step, safe, inputs, bound=bound)
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
             self.unavailable.append(_located(exc, step.output_key))
             self.missing.add(step.output_key)

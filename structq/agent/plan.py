@@ -178,19 +178,17 @@ class Plan(BaseModel):
         earlier: list[str] = []
         for step in self.steps:
             needed = [r.key for r in step.references(step_dialect(step, capabilities))]
-            if step.source == LOCAL_SOURCE:
-                needed += step.local_inputs(earlier)
+            needed += _tables_read(step, capabilities, earlier)
             deps[step.output_key] = list(dict.fromkeys(needed))
             earlier.append(step.output_key)
         return deps
 
-    def read_as_tables(self) -> set[str]:
-        """Output keys that some local step reads as a table (it needs their columns)."""
+    def read_as_tables(self, capabilities: "CapabilitySet") -> set[str]:
+        """Output keys that a later step reads as a whole table (it needs their columns)."""
         earlier: list[str] = []
         read: set[str] = set()
         for step in self.steps:
-            if step.source == LOCAL_SOURCE:
-                read.update(step.local_inputs(earlier))
+            read.update(_tables_read(step, capabilities, earlier))
             earlier.append(step.output_key)
         return read
 
@@ -202,13 +200,15 @@ class Plan(BaseModel):
 
     def validate_against(self, capabilities: "CapabilitySet") -> "Plan":
         """Check sources, indices, keys and reference order; raise ``PlanError`` naming the step."""
+        from structq.sources import builtin_sources
+
         earlier: list[str] = []
         for step in self.steps:
             key = step.output_key
             if key in earlier:
                 raise PlanError(f"duplicate output_key {key!r}", step=key, hint="every step needs its own output_key")
-            if key == LOCAL_SOURCE:
-                raise PlanError("'local' cannot be an output_key", step=key)
+            if key in builtin_sources():
+                raise PlanError(f"{key!r} cannot be an output_key: it names a source", step=key)
             self._check_source(step, capabilities, earlier)
             for ref in step.references(step_dialect(step, capabilities)):
                 if ref.key not in earlier:
@@ -224,34 +224,17 @@ class Plan(BaseModel):
 
     @staticmethod
     def _check_source(step: Step, capabilities: "CapabilitySet", earlier: list[str]) -> None:
-        key = step.output_key
-        if step.source == LOCAL_SOURCE:
-            if not isinstance(step.query, str):
-                raise PlanError("a local step's query is SQL text", step=key)
-            if not earlier:
-                raise PlanError("a local step needs earlier steps to read", step=key)
-            return
-        manifest = capabilities.get(step.source)
-        if manifest is None:
-            suggestion = closest(step.source, [*capabilities.names, LOCAL_SOURCE])
-            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(capabilities.names)}, local"
-            raise PlanError(f"unknown source {step.source!r}", step=key, hint=hint)
-        if manifest.is_search:
-            names = [i.name for i in manifest.indices]
-            if not step.index:
-                raise PlanError(f"a step on search source {step.source!r} must name its index", step=key,
-                                hint=f"index: one of {', '.join(names)}")
-            if manifest.index(step.index) is None:
-                suggestion = closest(step.index, names)
-                raise PlanError(f"unknown index {step.index!r} in source {step.source!r}", step=key,
-                                hint=f"did you mean {suggestion!r}?" if suggestion else f"indices: {', '.join(names)}")
-            if not isinstance(step.query, dict):
-                raise PlanError("a search step's query is a JSON object (the DSL body)", step=key)
-        else:
-            if step.index:
-                raise PlanError(f"source {step.source!r} is SQL; 'index' is only for search sources", step=key)
-            if not isinstance(step.query, str):
-                raise PlanError(f"a step on SQL source {step.source!r} has SQL text as its query", step=key)
+        """The step's source exists, and the step fits its kind (index, query type)."""
+        from structq.sources import builtin_sources, step_kind
+
+        try:
+            kind = step_kind(step.source, capabilities)
+        except KeyError:
+            names = [*capabilities.names, *builtin_sources()]
+            suggestion = closest(step.source, names)
+            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(names)}"
+            raise PlanError(f"unknown source {step.source!r}", step=step.output_key, hint=hint) from None
+        kind.validate_step(step, capabilities.get(step.source), earlier)
 
     # --- display ----------------------------------------------------------------------
 
@@ -267,6 +250,18 @@ class Plan(BaseModel):
         if self.answer_with:
             lines.append(f"  answer: {self.answer_with}")
         return "\n".join(lines)
+
+
+def _tables_read(step: Step, capabilities: "CapabilitySet", earlier: list[str]) -> list[str]:
+    """The earlier output keys ``step`` reads as whole tables, by its source's kind (none for
+    a source that does not exist: validation reports it)."""
+    from structq.sources import step_kind
+
+    try:
+        kind = step_kind(step.source, capabilities)
+    except KeyError:
+        return []
+    return kind.tables_read(step, earlier)
 
 
 def step_dialect(step: ExampleStep, capabilities: "CapabilitySet") -> str:

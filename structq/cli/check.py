@@ -22,8 +22,11 @@ from .common import (
 
 
 def _summary(manifest) -> dict:
-    objects = manifest.indices if manifest.is_search else manifest.tables
-    fields = sum(len(o.fields if manifest.is_search else o.columns) for o in objects)
+    from structq.sources import kind_of
+    from structq.sources import objects as source_objects
+
+    objects = source_objects(manifest)
+    fields = sum(len(kind_of(manifest).members(o)) for o in objects)
     return {
         "source": manifest.source,
         "kind": manifest.kind,

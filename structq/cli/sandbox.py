@@ -1,7 +1,7 @@
 """``structq sandbox``: show what the sandbox makes of one query, without running it.
 
-The query goes through exactly the check a plan step gets (``check_sql`` for SQL sources,
-``check_dsl`` for search sources), so this is the way to see why a query is refused, or what
+The query goes through exactly the check a plan step gets (its source kind's: ``check_sql``
+for SQL sources, ``check_dsl`` for search sources), so this is the way to see why a query is refused, or what
 the rewritten query, its bound values and its row cap look like.
 """
 
@@ -55,30 +55,24 @@ def _pick_source(caps: "CapabilitySet", name: str) -> "Manifest":
     return manifest
 
 
-def _parse_body(text: str) -> Any:
-    """The JSON body; a syntax error names its line and column."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(f"the search body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-             hint="quote the body in single quotes so the shell keeps its double quotes", code=EXIT_USAGE)
-
-
 def _check(manifest: "Manifest", text: str, index: str | None, vars: dict[str, Any]) -> "SafeQuery":
-    """Run the sandbox that fits the source's kind."""
-    if manifest.is_search:
-        if not index:
-            indices = ", ".join(i.name for i in manifest.indices)
-            fail(f"source {manifest.source!r} is a search source: name the index", hint=f"--index one of: {indices}",
-                 code=EXIT_USAGE)
-        from structq.safety.dsl import check_dsl
+    """Run the sandbox of the source's kind (``structq.sources``) on the query as that kind
+    reads it (SQL text, a JSON body)."""
+    from structq.errors import PlanError
+    from structq.sources import kind_of
 
-        return check_dsl(_parse_body(text), manifest, index, vars=vars)
-    if index:
-        fail(f"--index applies to search sources; {manifest.source!r} is a SQL source", code=EXIT_USAGE)
-    from structq.safety.sql import check_sql
-
-    return check_sql(text, manifest, vars=vars)
+    kind = kind_of(manifest)
+    if kind.indexed and not index:
+        names = ", ".join(o.name for o in kind.objects(manifest))
+        fail(f"source {manifest.source!r} is a {kind.name} source: name the {kind.object_word}",
+             hint=f"--index one of: {names}", code=EXIT_USAGE)
+    if index and not kind.indexed:
+        fail(f"--index applies to search sources; {manifest.source!r} is a {kind.name} source", code=EXIT_USAGE)
+    try:
+        payload = kind.read_payload(text)
+    except PlanError as exc:
+        fail(exc.message, hint=exc.hint, code=EXIT_USAGE)
+    return kind.check(payload, manifest, index=index, params={}, vars=vars, max_rows=None)
 
 
 def _document(safe: "SafeQuery") -> dict[str, Any]:

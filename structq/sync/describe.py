@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from structq.sources import objects as source_objects
+
 from .samples import Target, samples
 from .sensitive import by_content
 from .yamledit import TextDocument, scalar
@@ -71,7 +73,7 @@ class Described:
 
 def _language(manifest: "Manifest") -> str:
     """The manifest's language: Chinese when its written text is, else English."""
-    objects = manifest.indices if manifest.is_search else manifest.tables
+    objects = source_objects(manifest)
     texts = [manifest.description, *(o.description for o in objects)]
     return "Chinese" if any("\u4e00" <= ch <= "\u9fff" for t in texts for ch in t) else "English"
 
@@ -193,7 +195,7 @@ def describe_manifest(path: Path, manifest: "Manifest", ask: Ask, *, with_sample
                       lang: str | None = None, batch: int = BATCH) -> Described:
     """Ask for descriptions of ``manifest``'s drafts, batch by batch; returns the new text (writes nothing)."""
     text = path.read_text(encoding="utf-8")
-    objects = [o for o in (manifest.indices if manifest.is_search else manifest.tables) if _needs(manifest, o)]
+    objects = [o for o in source_objects(manifest) if _needs(manifest, o)]
     outcome = Described(path, text, text)
     if not objects:
         return outcome

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, SearchField, Table
 
 from structq.executors.embedded import is_embedded
+from structq.sources import objects as source_objects
 
 from .connect import engine_index_names, search_client, sql_connection
 from .documents import documents_objects
@@ -60,7 +61,7 @@ class Scope:
     @classmethod
     def of(cls, manifest: "Manifest", *, declared_only: bool = False) -> "Scope":
         settings = manifest.sync
-        objects = manifest.indices if manifest.is_search else manifest.tables
+        objects = source_objects(manifest)
         return cls(
             schema=(settings.schema_ if settings else None) or manifest.schema_,
             include=tuple(settings.include) if settings else (),

@@ -30,6 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from structq.sources import kind_of
+from structq.sources import objects as source_objects
+
 from .diff import Proposal, SourceDiff
 from .samples import Target, distinct_counts
 from .sensitive import by_content, by_name, words
@@ -68,9 +71,9 @@ def _targets(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, notes: 
     retyped = {c.path: c.new for c in diff.changes if c.action == "change" and c.attribute == "type"}
     out: list[Target] = []
     declared: set[Target] = set()
-    objects = manifest.indices if manifest.is_search else manifest.tables
+    objects = source_objects(manifest)
     for obj in objects:
-        members = obj.fields if manifest.is_search else obj.columns
+        members = kind_of(manifest).members(obj)
         for m in members:
             path = (obj.name, m.name)
             declared.add((obj.name.lower(), m.name.lower()))
@@ -125,6 +128,6 @@ def propose_values(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, l
 
 def _suggested(manifest: "Manifest") -> dict[Target, set[str]]:
     """Declared draft members with values: suggestions from an earlier profile, refreshed (not drift)."""
-    objects = manifest.indices if manifest.is_search else manifest.tables
+    objects = source_objects(manifest)
     return {(o.name, m.name): set(m.values) for o in objects
-            for m in (o.fields if manifest.is_search else o.columns) if m.values and m.draft}
+            for m in (kind_of(manifest).members(o)) if m.values and m.draft}

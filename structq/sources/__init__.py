@@ -1,0 +1,59 @@
+"""The registry of source kinds: what ``sql``, search and ``local`` sources each provide.
+
+A plan step names a source; the source's kind decides how its query is validated, checked,
+run and capped. Everything kind-specific lives in the kind's module (``sql.py``,
+``search.py``, ``local.py``, each a ``SourceKind``); the rest of structq looks the kind up
+here (``kind_of`` for a manifest, ``step_kind`` for a step's source) instead of asking
+"is it a search source?". A new kind — an HTTP API, DuckDB files — is one new module and one
+entry in ``KINDS``.
+
+Layer: above ``executors`` and ``safety`` (a kind names its sandbox check and executor), below
+``agent``, ``sync``, ``cli``, ``server`` and ``langchain``, which use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .base import Bound, SourceKind
+from .local import LocalKind
+from .search import SearchKind
+from .sql import SqlKind
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet, Manifest
+
+__all__ = ["KINDS", "Bound", "SourceKind", "kind_of", "objects", "step_kind"]
+
+#: Every kind of source. A new kind is one module and one entry here.
+KINDS: tuple[SourceKind, ...] = (SqlKind(), SearchKind(), LocalKind())
+
+_BY_MANIFEST_KIND = {name: kind for kind in KINDS for name in kind.manifest_kinds}
+_BY_SOURCE = {name: kind for kind in KINDS for name in kind.builtin_sources}
+
+
+def kind_of(manifest: "Manifest") -> SourceKind:
+    """The kind that serves ``manifest`` (by its ``kind:``)."""
+    try:
+        return _BY_MANIFEST_KIND[manifest.kind]
+    except KeyError:
+        raise ValueError(f"source {manifest.source!r}: no source kind {manifest.kind!r} "
+                         f"(known: {', '.join(sorted(_BY_MANIFEST_KIND))})") from None
+
+
+def step_kind(source: str, capabilities: "CapabilitySet") -> SourceKind:
+    """The kind of the source a step names: a built-in source (``local``) or a declared one
+    (a ``KeyError`` naming the closest source when there is none)."""
+    builtin = _BY_SOURCE.get(source)
+    return builtin if builtin is not None else kind_of(capabilities[source])
+
+
+def builtin_sources() -> list[str]:
+    """Source names that need no manifest."""
+    return list(_BY_SOURCE)
+
+
+def objects(manifest: "Manifest") -> Sequence[Any]:
+    """The tables or indices ``manifest`` declares."""
+    return kind_of(manifest).objects(manifest)

@@ -1,0 +1,62 @@
+"""``kind: elasticsearch`` / ``opensearch`` — a JSON DSL body on one named index of the
+source; indices and their fields; ``check_dsl``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from structq.errors import PlanError
+
+from .base import SourceKind, StepLike
+
+if TYPE_CHECKING:
+    from structq.capabilities import Manifest
+    from structq.safety.query import SafeQuery
+
+__all__ = ["SearchKind"]
+
+
+class SearchKind(SourceKind):
+    name: ClassVar[str] = "search"
+    manifest_kinds = ("elasticsearch", "opensearch")
+    payload = dict
+    payload_words = "a JSON object (the DSL body)"
+    indexed = True
+    object_word = "index"
+
+    def objects(self, manifest: "Manifest") -> Sequence[Any]:
+        return manifest.indices
+
+    def members(self, obj: Any) -> Sequence[Any]:
+        return obj.fields
+
+    def read_payload(self, text: str) -> Any:
+        """The JSON body; a syntax error names its line and column."""
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PlanError(f"the search body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                            hint="quote the body in single quotes so the shell keeps its double quotes") from None
+
+    def validate_step(self, step: StepLike, manifest: "Manifest | None", earlier: Sequence[str]) -> None:
+        from structq.capabilities.loader import closest
+
+        assert manifest is not None
+        names = [i.name for i in manifest.indices]
+        if not step.index:
+            raise PlanError(f"a step on search source {step.source!r} must name its index", step=step.output_key,
+                            hint=f"index: one of {', '.join(names)}")
+        if manifest.index(step.index) is None:
+            suggestion = closest(step.index, names)
+            raise PlanError(f"unknown index {step.index!r} in source {step.source!r}", step=step.output_key,
+                            hint=f"did you mean {suggestion!r}?" if suggestion else f"indices: {', '.join(names)}")
+        if not isinstance(step.query, dict):
+            raise PlanError("a search step's query is a JSON object (the DSL body)", step=step.output_key)
+
+    def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
+              vars: Mapping[str, Any], max_rows: int | None) -> "SafeQuery":
+        from structq.safety.dsl import check_dsl
+
+        return check_dsl(query, manifest, index, params=params, vars=vars, max_rows=max_rows)  # type: ignore[arg-type]

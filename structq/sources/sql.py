@@ -1,0 +1,27 @@
+"""``kind: sql`` — relational databases: SQL text, tables and columns, ``check_sql``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .base import SourceKind
+
+if TYPE_CHECKING:
+    from structq.capabilities import Manifest
+    from structq.safety.query import SafeQuery
+
+__all__ = ["SqlKind"]
+
+
+class SqlKind(SourceKind):
+    name: ClassVar[str] = "SQL"
+    manifest_kinds = ("sql",)
+    payload = str
+    payload_words = "SQL text"
+
+    def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
+              vars: Mapping[str, Any], max_rows: int | None) -> "SafeQuery":
+        from structq.safety.sql import check_sql
+
+        return check_sql(query, manifest, params=params, vars=vars, max_rows=max_rows)
