@@ -20,7 +20,7 @@ def run(
     """Run a saved plan: every step through the sandbox, no language model involved.
 
     Output with --json: {"steps": [{"output_key", "source", "query", "params", "columns",
-    "rows", "row_count", "truncated", "elapsed_ms", ...}], "notes": [...]}.
+    "rows", "row_count", "truncated", "elapsed_ms", "startup_ms", ...}], "notes": [...]}.
 
     Example:  structq run reports/weekly.yaml --var tenant_id=7 --json
     """
