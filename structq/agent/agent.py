@@ -13,7 +13,6 @@ are left out with a note (a partial answer), or the question fails when nothing 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
@@ -121,7 +120,7 @@ class Agent:
             self.settings = dataclasses.replace(self.settings, adaptive=adaptive)
         self._llm_spec = llm if llm is not None else self.settings.llm
         self._model: Any = None
-        self.engine = Engine(capabilities)
+        self.engine = Engine(capabilities, threads=self.settings.threads)
         self.verified = VerifiedPlans(capabilities)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
         self.audit = audit if audit is not None else (
@@ -226,7 +225,7 @@ class Agent:
         try:
             plan, plan_source, results, attempts, rounds = await self._plan_and_run(
                 question, vars, today, context, use_cache, log, with_values=answer)
-            text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
+            text, notes = await self.engine.call(self._answer, question, results, log, answer)
             result = Answer(question, text, plan, results, citations(results),
                             [*(r.note() for r in rounds), *results.notes, *notes], plan_source, log, rounds)
         except BaseException as exc:
@@ -274,7 +273,7 @@ class Agent:
         while True:
             plan = None
             try:
-                plan = await asyncio.to_thread(planner.plan, question, today=today, log=log, context=context, attempts=attempts)
+                plan = await self.engine.call(planner.plan, question, today=today, log=log, context=context, attempts=attempts)
                 if self.settings.adaptive and not plan.declined:
                     from .adaptive import run_adaptive
 
