@@ -6,7 +6,7 @@ One implementation, two registrations::
     @register("opensearch")     OpenSearchExecutor      opensearch-py
 
 Everything about the DSL — the request actually sent, the one endpoint, errors, hits and
-aggregations → rows (``search_rows.py``) — lives in ``SearchExecutor``; a subclass only names
+aggregations → rows (``search_rows/``) — lives in ``SearchExecutor``; a subclass only names
 its ``ClientFlavour`` (``search_clients.py``), which builds the client and reads its
 exceptions.
 
@@ -43,7 +43,7 @@ from structq.executors.search_clients import (
     OpenSearchFlavour,
     engine_error,
 )
-from structq.executors.search_rows import Table, aggregation_rows, count_rows, hit_rows
+from structq.executors.search_rows import SearchTable, aggregation_rows, count_rows, hit_rows
 from structq.executors.urls import redact_url
 from structq.safety.query import SafeQuery
 
@@ -98,7 +98,7 @@ def _wants_count(body: Mapping[str, Any]) -> bool:
     return body.get("size") == 0 and not _has_aggregations(body)
 
 
-def _unscored(table: Table, index: Index, body: Mapping[str, Any]) -> Table:
+def _unscored(table: SearchTable, index: Index, body: Mapping[str, Any]) -> SearchTable:
     """Hits of a row-filtered index: the sandbox runs the query in filter context (relevance
     would read other tenants' term statistics), so the engine's score is the same constant
     for every hit. An empty ``_score`` says so, rather than a number that reads as "not
@@ -109,7 +109,7 @@ def _unscored(table: Table, index: Index, body: Mapping[str, Any]) -> Table:
     if rows and not body.get("sort"):
         notes += (f"index {index.name!r} has a row filter: hits are matched, not ranked by relevance "
                   "(_score is empty); sort by a field to order them",)
-    return Table(table.columns, rows, table.truncated, notes)
+    return SearchTable(table.columns, rows, table.truncated, notes)
 
 
 class SearchExecutor:
@@ -339,7 +339,7 @@ class SearchExecutor:
             )
 
     def _rows(self, response: Mapping[str, Any], body: Mapping[str, Any], index: Index,
-              max_rows: int) -> Table:
+              max_rows: int) -> SearchTable:
         if _has_aggregations(body):
             return aggregation_rows(response, body, index, max_rows)
         table = hit_rows(response, body, index, max_rows)

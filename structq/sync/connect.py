@@ -1,13 +1,13 @@
 """Opening a source for sync: read-only, time-limited, and one error for "cannot reach it".
 
 Sync only reads catalogs (and, with ``--profile-values``, distinct values), yet it runs the
-same guards as a question's query, because the SQL executor decides them in one place
-(``structq.executors.sql``): which driver a URL runs with (plain ``postgresql://`` and
-``mysql://`` URLs get psycopg 3 and PyMySQL, the drivers the extras install and the guards
-are tested with), how a connection is opened read-only (a SQLite file with ``mode=ro``, so a
-mistyped path never creates an empty database that the next sync would read as "every table
-dropped"), and which statements make a transaction read-only with a server-side statement
-timeout. Search sources are opened through the executor's client flavours for the same reason.
+same guards as a question's query, because it opens the database through the SQL executor's
+session functions (``structq.executors.sql.session``): which driver a URL runs with (plain
+``postgresql://`` and ``mysql://`` URLs get psycopg 3 and PyMySQL, the drivers the extras
+install and the guards are tested with), how a connection is opened read-only (a SQLite file
+with ``mode=ro``, so a mistyped path never creates an empty database that the next sync would
+read as "every table dropped"), and which statements make a transaction read-only with a
+server-side statement timeout. Search sources are opened through the executor's client flavours for the same reason.
 
 Every URL that reaches a message goes through ``redact_url``: a manifest's URL usually carries
 a password through ``${VAR}`` interpolation.
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from structq.capabilities import Manifest
+    from structq.executors.sql import Backend
 
 __all__ = ["SqlSource", "sql_connection", "search_client", "engine_index_names", "READ_TIMEOUT_S"]
 
@@ -46,7 +47,7 @@ class SqlSource:
     """An open connection to a SQL source, read through guarded transactions only."""
 
     connection: "Connection"
-    backend: Any  # structq.executors.sql._Backend: the per-database guards
+    backend: "Backend"  # the per-database guards
     timeout_s: float
 
     @contextmanager
@@ -58,12 +59,11 @@ class SqlSource:
         every transaction needs them again; its guard adds the client-side backstop (and the
         only deadline SQLite has).
         """
-        from sqlalchemy import text
+        from structq.executors.sql import begin_read_only
 
         connection = self.connection
         try:
-            for step in self.backend.setup(connection, self.timeout_s):
-                connection.execute(text(step.sql), step.params or {})
+            begin_read_only(connection, self.backend, self.timeout_s)
             with self.backend.guard(connection.connection.dbapi_connection, self.timeout_s):
                 yield connection
         finally:
@@ -74,39 +74,17 @@ class SqlSource:
         return self.backend.is_timeout(getattr(error, "orig", None) or error)
 
 
-def _sql_backend(manifest: "Manifest") -> tuple[Any, Any]:
-    """(backend, SQLAlchemy URL with the backend's driver) for ``manifest``'s URL."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    from structq.executors.sql import _backend_for
-
-    try:
-        url = make_url(manifest.url)
-    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
-        # Never the parser's message: SQLAlchemy's repeats the whole URL, password included.
-        raise ConfigError(f"source {manifest.source!r}: not a database URL: {redact_url(manifest.url)}",
-                          hint="write it as dialect://user@host:port/database, e.g. postgresql://…, "
-                               "mysql://… or sqlite:///PATH") from None
-    try:
-        backend = _backend_for(url)
-    except ConfigError as err:
-        raise ConfigError(f"source {manifest.source!r}: {err.message}", hint=err.hint) from None
-    return backend, url.set(drivername=backend.drivername)
-
-
 @contextmanager
 def sql_connection(manifest: "Manifest") -> Iterator[SqlSource]:
     """``manifest``'s database, opened as the SQL executor opens it; ``SourceUnavailable``
     when it cannot be reached, ``ConfigError`` for a bad URL or a missing driver."""
-    from sqlalchemy import create_engine
     from sqlalchemy.exc import DBAPIError
 
-    backend, url = _sql_backend(manifest)
-    backend.check_driver()
+    from structq.executors.sql import read_only_engine, resolve
+
+    backend, url = resolve(manifest)
     timeout_s = _timeout(manifest)
-    engine_url, arguments = backend.engine_arguments(url, timeout_s)
-    engine = create_engine(engine_url, **arguments)
+    engine = read_only_engine(backend, url, timeout_s)
     try:
         try:
             connection = engine.connect()

@@ -1,17 +1,4 @@
-"""SQL over earlier steps' results (``source: local``): intersections, growth rates, joins
-across sources.
-
-Each earlier ``output_key`` becomes a table with the columns its result returned. The engine
-describes those tables to the sandbox with ``local_manifest(results)``, checks the step's SQL
-with ``check_sql(query, local_manifest(results), …)`` like any other source, then runs it with
-``LocalExecutor(results).run(safe_query)``.
-
-Why an in-memory SQLite rather than DuckDB: it is in the standard library (no extra
-dependency, nothing to install for the demo), it is the dialect the demo company's database
-and its examples already use, so the planner writes one SQL flavour, and loading plus querying
-100k rows takes a fraction of a second. Every run gets a brand-new in-memory database, loaded
-from the results and then switched to ``query_only``: nothing is shared between runs or
-threads, and a run cannot see another's tables.
+"""Earlier results as typed tables: each column's type inferred once, from all its values.
 
 SQLite caveat: columns have *affinities*, not types. Types are inferred from all of a column's
 values (never the first row only, so the row order does not change them) and declared so that
@@ -56,41 +43,21 @@ import json
 import math
 import re
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from structq.capabilities.model import Column, Limits, Manifest, Table
 from structq.capabilities.references import LOCAL_SOURCE
-from structq.errors import ExecutionError, QueryTimeout
+from structq.errors import ExecutionError
 
-from .base import ResultSet, register
-from .values import json_safe
-from .sql import (
-    SQLITE_TOO_BIG_HINT,
-    NotAQuery,
-    fetch,
-    fetched_result,
-    limit_sqlite,
-    sqlite_deadline,
-    sqlite_interrupted,
-    sqlite_too_big,
-)
+from ..base import ResultSet
+from ..values import json_safe
 
-if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-
-    from structq.safety.query import SafeQuery
-
-__all__ = ["LocalTable", "LocalExecutor", "describe_results", "infer_column_type", "local_manifest"]
-
-#: How long a local query may run unless the engine says otherwise.
-DEFAULT_TIMEOUT_S = 5.0
+__all__ = ["COLUMN_TYPES", "LocalTable", "describe_results", "infer_column_type", "local_manifest", "manifest_for"]
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -166,7 +133,7 @@ class _ColumnType:
 
 # sqlite3 binds bools as 0/1 and INTEGER/REAL affinities take numbers, so only JSON, numbers
 # written as text and text columns that hold non-text values need converting.
-_TYPES = {
+COLUMN_TYPES = {
     t.name: t
     for t in (
         _ColumnType("integer", "INTEGER", None),
@@ -252,7 +219,7 @@ class LocalTable:
         """Rows converted for storage in the declared column types."""
         stores = {
             i: column_type.store
-            for i, column_type in enumerate(_TYPES[kind] for _, kind in self.columns)
+            for i, column_type in enumerate(COLUMN_TYPES[kind] for _, kind in self.columns)
             if column_type.store is not None and not self._all_native(i, column_type.native)
         }
         if not stores:
@@ -325,10 +292,10 @@ def _manifest_table(table: LocalTable) -> Table:
 def local_manifest(results: Mapping[str, ResultSet], *, limits: Limits | None = None) -> Manifest:
     """A manifest describing ``results`` as tables of the ``local`` source (SQLite dialect),
     for ``check_sql``."""
-    return _manifest_for(describe_results(results), limits)
+    return manifest_for(describe_results(results), limits)
 
 
-def _manifest_for(tables: list[LocalTable], limits: Limits | None) -> Manifest:
+def manifest_for(tables: list[LocalTable], limits: Limits | None) -> Manifest:
     return Manifest(
         source=LOCAL_SOURCE,
         kind="sql",
@@ -338,100 +305,3 @@ def _manifest_for(tables: list[LocalTable], limits: Limits | None) -> Manifest:
         limits=limits or Limits(),
         tables=[_manifest_table(t) for t in tables],
     )
-
-
-def _quote(name: str) -> str:
-    from sqlglot import exp
-
-    return exp.to_identifier(name, quoted=True).sql(dialect="sqlite")
-
-
-def _load(connection: sqlite3.Connection, tables: Iterable[LocalTable]) -> None:
-    """Create and fill each table; identifiers quoted, values bound."""
-    for table in tables:
-        columns = ", ".join(f"{_quote(name)} {_TYPES[kind].declared}" for name, kind in table.columns)
-        marks = ", ".join("?" for _ in table.columns)
-        connection.execute(f"CREATE TABLE {_quote(table.name)} ({columns})")
-        connection.executemany(f"INSERT INTO {_quote(table.name)} VALUES ({marks})", table.stored_rows())
-
-
-_engine: Engine | None = None
-_engine_lock = threading.Lock()
-
-
-def _local_engine() -> "Engine":
-    """One engine whose every connection is a new, empty in-memory database (no pooling)."""
-    global _engine
-    with _engine_lock:
-        if _engine is None:
-            from sqlalchemy import create_engine
-            from sqlalchemy.pool import NullPool
-
-            def connect() -> sqlite3.Connection:
-                return sqlite3.connect(":memory:", detect_types=sqlite3.PARSE_DECLTYPES,
-                                       check_same_thread=False)
-
-            _engine = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool)
-        return _engine
-
-
-@register("local")
-class LocalExecutor:
-    """Runs checked SQLite queries over earlier results. Cheap to create; one per step run
-    is fine, and one instance may also run several queries, from several threads."""
-
-    def __init__(self, results: Mapping[str, ResultSet] | None = None, *,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, limits: Limits | None = None) -> None:
-        self.limits = limits
-        self.timeout_s = float(limits.timeout_s) if limits is not None else float(timeout_s)
-        self.tables = describe_results(results or {})
-
-    @classmethod
-    def load(cls, results: Mapping[str, ResultSet], **options: Any) -> "LocalExecutor":
-        """``LocalExecutor(results, …)``, named for readability at the call site."""
-        return cls(results, **options)
-
-    @property
-    def manifest(self) -> Manifest:
-        """The ``local`` manifest of exactly these tables (same as ``local_manifest``)."""
-        return _manifest_for(self.tables, self.limits)
-
-    def run(self, query: "SafeQuery") -> ResultSet:
-        """Load the tables into a fresh in-memory database and run ``query`` over them."""
-        from sqlalchemy.exc import DBAPIError
-
-        if query.kind != "sql" or query.text is None:
-            raise ExecutionError(f"the local source runs SQL; got a {query.kind} query",
-                                 source=LOCAL_SOURCE, query=str(query))
-        started = time.monotonic()
-        where = {"source": LOCAL_SOURCE, "query": query.sent_text}
-        try:
-            with _local_engine().connect() as connection:
-                raw = connection.connection.dbapi_connection
-                _load(raw, self.tables)
-                raw.execute("PRAGMA query_only = ON")
-                limit_sqlite(raw)  # after loading: the limits are for what the query builds
-                with sqlite_deadline(raw, self.timeout_s):
-                    fetched = fetch(connection, query)
-        except DBAPIError as exc:
-            raise self._error(exc.orig, where) from exc
-        except sqlite3.Error as exc:  # loading the tables, on the raw connection
-            cause = " ".join(str(exc).split())
-            raise ExecutionError(f"could not load earlier results for the local query: {cause}",
-                                 cause=cause, **where) from exc
-        except NotAQuery:
-            raise ExecutionError("the local source runs queries only", cause="not a query", **where) from None
-        return fetched_result(query, fetched, started,
-                              notes=tuple(note for table in self.tables for note in table.notes))
-
-    def _error(self, error: BaseException, where: dict[str, Any]) -> ExecutionError:
-        """The SQLite error of the query as the structq error that says what to change."""
-        cause = " ".join(str(error).split())
-        if sqlite_interrupted(error):
-            return QueryTimeout(f"the local query ran longer than {self.timeout_s:g} s and was cancelled",
-                                hint="join on fewer rows, or aggregate in the source steps", cause=cause, **where)
-        hint = SQLITE_TOO_BIG_HINT if sqlite_too_big(error) else None
-        return ExecutionError(f"the local query failed: {cause}", hint=hint, cause=cause, **where)
-
-    def close(self) -> None:
-        """Nothing to release: each run's database disappears with its connection."""

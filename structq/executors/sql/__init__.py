@@ -1,0 +1,68 @@
+"""Run checked SQL against SQLite, PostgreSQL and MySQL/MariaDB through SQLAlchemy.
+
+The sandbox is the first line of defence; this executor is the second, for the day a query it
+should have refused gets through. Whatever the text says, a query here:
+
+- runs on a **read-only** connection or transaction, and is rolled back, never committed;
+- is cancelled by the **server** after ``limits.timeout_s``, and if the server's own timeout
+  did not stop it, a backstop cancels it on the server (``cancel.py``) half a second later;
+  a dead server fails fast thanks to a connect timeout;
+- returns at most ``max_rows`` rows, fetched with ``fetchmany`` (one more tells truncation).
+
+What differs between databases lives in one small strategy object per backend (``Backend``,
+one module each, as sqlglot has one file per dialect): how to open a read-only connection,
+how to start a read-only transaction with a timeout, and how to recognise a timeout or a lost
+server in the driver's error. Everything else is shared:
+
+- ``fetch.py``     binding (``bind``), fetching (``fetch``) and reporting (``fetched_result``);
+- ``guards.py``    the ``Backend`` base class, the client-side ``Backstop`` timer;
+- ``sqlite.py``, ``postgresql.py``, ``mysql.py``  one backend each;
+- ``session.py``   URL → backend, the read-only engine and transaction (``sync`` uses them too);
+- ``executor.py``  ``SqlExecutor``: run, translate errors.
+
+Per backend (each guard verified against the real server in ``tests/test_executor_sql.py``):
+
+===========  ======================================  ==========================================
+backend      read-only                               statement timeout
+===========  ======================================  ==========================================
+SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
+             ``PRAGMA query_only``; no ATTACH;       the deadline + a timer that interrupts
+             values, SQL text and LIKE patterns      a long single step at the deadline;
+             size-limited; REGEXP matched by RE2     ``REGEXP`` by RE2, linear in the text
+PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
+             query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
+             only`` per session; every statement     cancels the backend as a backstop
+             prepared, so ``…; COMMIT; …`` cannot
+             run (the simple protocol would run it)
+MariaDB /    ``SET SESSION TRANSACTION READ ONLY``   MariaDB ``max_statement_time`` (s), MySQL
+MySQL        + ``START TRANSACTION READ ONLY``;      ``max_execution_time`` (ms, SELECT only);
+             the session mode matters: a READ ONLY   ``KILL QUERY`` from a second connection
+             transaction alone still lets DDL run    as a backstop, then the read timeout
+             (DDL commits implicitly first)
+===========  ======================================  ==========================================
+
+With a ``schema`` in the manifest, each transaction is also pinned to it (PostgreSQL
+``search_path``, MySQL/MariaDB ``USE``): the sandbox already writes every table qualified
+with that schema, and the pin keeps any name that is not from reaching a same-named object
+elsewhere (``Backend.pin_schema``).
+
+Plain ``postgresql://`` / ``mysql://`` / ``mariadb://`` URLs (and other drivers' URLs) are run
+with psycopg 3 and PyMySQL: the guards above are tested with those drivers only.
+"""
+
+from __future__ import annotations
+
+from .executor import SqlExecutor
+from .fetch import Fetched, NotAQuery, Statement, bind, fetch, fetched_result
+from .guards import Backend, Setup
+from .mysql import MySQLIntList
+from .postgresql import pg_int_array
+from .session import MYSQL, backend_for, begin_read_only, parse_url, read_only_engine, resolve
+from .sqlite import SQLITE_TOO_BIG_HINT, limit_sqlite, sqlite_deadline, sqlite_interrupted, sqlite_too_big
+
+__all__ = ["SQLITE_TOO_BIG_HINT", "Backend", "Fetched", "NotAQuery", "Setup", "SqlExecutor", "Statement",
+           "backend_for", "begin_read_only", "bind", "fetch", "fetched_result", "limit_sqlite", "parse_url",
+           "read_only_engine", "resolve", "sqlite_deadline", "sqlite_interrupted", "sqlite_too_big"]
+
+#: The names these had when the executor was one module, for code written against them.
+_MYSQL, _MySQLIntList, _pg_int_array, _backend_for = MYSQL, MySQLIntList, pg_int_array, backend_for

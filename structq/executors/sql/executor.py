@@ -1,0 +1,148 @@
+"""The SQL executor: one pooled, read-only, time-limited engine per source.
+
+``run`` opens a guarded transaction (``session.begin_read_only``), binds the query the
+backend's way, fetches at most ``max_rows + 1`` rows under the backend's deadline guard, rolls
+back, and translates the driver's error into the structq error that says whose fault it was.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from structq.errors import ExecutionError, QueryTimeout, SourceUnavailable
+
+from ..base import ResultSet, register
+from .fetch import NotAQuery, fetch, fetched_result
+from .guards import driver_message
+from .session import begin_read_only, read_only_engine, resolve
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from structq.capabilities import Manifest
+    from structq.safety.query import SafeQuery
+
+__all__ = ["SqlExecutor"]
+
+
+@register("sql")
+class SqlExecutor:
+    """Runs ``SafeQuery`` objects against one SQL source, read-only, time-limited and capped.
+
+    One pooled engine per source, created on first use (thread-safe: the engine calls ``run``
+    from several worker threads at once) and disposed by ``close()``.
+    """
+
+    def __init__(self, manifest: "Manifest") -> None:
+        self.manifest = manifest
+        self.source = manifest.source
+        self.timeout_s = float(manifest.limits.timeout_s)
+        #: No query returns more rows than a step may pass on, whatever it asks for.
+        self.row_cap = max(manifest.limits.max_rows, manifest.limits.max_intermediate_rows)
+        self._backend, self._url = resolve(manifest)
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+        from structq.safety.sql.tables import qualifying_schema
+
+        schema = qualifying_schema(manifest.schema_, manifest.sql_dialect)
+        #: Run after the backend's set-up on every connection (``Backend.pin_schema``).
+        self._pin = self._backend.pin_schema(schema) if schema else []
+
+    def __repr__(self) -> str:
+        return f"SqlExecutor({self.source!r}, {self._url.render_as_string(hide_password=True)!r})"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _get_engine(self) -> "Engine":
+        engine = self._engine
+        if engine is not None:
+            return engine
+        with self._lock:
+            if self._engine is None:
+                self._engine = self._create_engine()
+            return self._engine
+
+    def _create_engine(self) -> "Engine":
+        return read_only_engine(self._backend, self._url, self.timeout_s)
+
+    def close(self) -> None:
+        """Dispose of the pool; the next ``run`` opens a new one."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.dispose()
+
+    # -- running ---------------------------------------------------------------------------
+
+    def run(self, query: "SafeQuery") -> ResultSet:
+        """Run ``query`` read-only; raise ``SourceUnavailable``, ``QueryTimeout`` or
+        ``ExecutionError`` (with the database's message) when it fails."""
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+        if query.kind != "sql" or query.text is None:
+            raise ExecutionError(f"source {self.source!r} runs SQL; got a {query.kind} query",
+                                 source=self.source, query=str(query))
+        engine = self._get_engine()
+        started = time.monotonic()
+        phase = "connect"
+        try:
+            with engine.connect() as connection:
+                phase = "setup"
+                begin_read_only(connection, self._backend, self.timeout_s, self._pin)
+                phase = "query"
+                dbapi_connection = connection.connection.dbapi_connection
+                statement = self._backend.statement(dbapi_connection, query)
+                with self._backend.guard(dbapi_connection, self.timeout_s):
+                    fetched = fetch(connection, query, self.row_cap, statement=statement)
+                connection.rollback()  # read-only anyway; never commit
+        except DBAPIError as exc:
+            raise self._translate(exc.orig, exc.connection_invalidated, phase, query,
+                                  time.monotonic() - started) from exc
+        except NotAQuery:
+            raise ExecutionError(
+                f"source {self.source!r}: the statement returned no rows; only queries run here",
+                source=self.source, query=query.sent_text, cause="not a query",
+            ) from None
+        except SQLAlchemyError as exc:  # pool exhausted, closed result, …
+            raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
+        return fetched_result(query, fetched, started)
+
+    def ping(self) -> float:
+        """Connect, run ``SELECT 1`` read-only and return the round trip in milliseconds.
+
+        For ``structq check --connect``: raises ``SourceUnavailable`` when the source cannot
+        be reached or refuses the login.
+        """
+        from structq.safety.query import SafeQuery
+
+        probe = SafeQuery(source=self.source, kind="sql", limit=2, max_rows=1, text="SELECT 1")
+        return self.run(probe).elapsed_ms
+
+    def _translate(self, error: BaseException, invalidated: bool, phase: str,
+                   query: "SafeQuery", elapsed_s: float) -> ExecutionError:
+        """The driver's error as the structq error that says whose fault it was."""
+        cause = driver_message(error)
+        where = {"source": self.source, "query": query.sent_text, "cause": cause}
+        if phase == "query" and self._backend.is_timeout(error):
+            return self._timeout(where)
+        lost = invalidated or self._backend.is_unavailable(error)
+        if phase == "query" and lost and elapsed_s >= self.timeout_s:
+            return self._timeout(where)  # the backstop dropped a server that stopped answering
+        if phase != "query" or lost:
+            url = self._url.render_as_string(hide_password=True)
+            return SourceUnavailable(
+                f"source {self.source!r}: cannot use the database at {url}: {cause}",
+                hint="check that the server is running and that the URL and credentials are right",
+                **where,
+            )
+        return ExecutionError(f"source {self.source!r}: the database rejected the query: {cause}",
+                              hint=self._backend.hint_for(error), **where)
+
+    def _timeout(self, where: dict[str, Any]) -> QueryTimeout:
+        return QueryTimeout(
+            f"source {self.source!r}: the query ran longer than {self.timeout_s:g} s and was cancelled",
+            hint="filter earlier, aggregate in the database, or read fewer rows",
+            **where,
+        )

@@ -1,0 +1,110 @@
+"""Binding and fetching, shared by every SQL backend and by the local executor.
+
+A checked query becomes a SQLAlchemy ``text()`` with its list parameters expanding (``bind``);
+``fetch`` runs it and reads at most ``max_rows + 1`` rows (one more tells truncation), as
+JSON-safe tuples; ``fetched_result`` reports the run as a ``ResultSet`` the same way for all.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..base import ResultSet
+from ..values import json_safe_rows
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, CursorResult
+    from sqlalchemy.sql.elements import TextClause
+
+    from structq.safety.query import SafeQuery
+
+__all__ = ["Fetched", "NotAQuery", "Statement", "bind", "fetch", "fetched_result"]
+
+
+def bind(query: "SafeQuery", expanding: frozenset[str] | None = None) -> "TextClause":
+    """``query.text`` as a SQLAlchemy ``text()``, with its list parameters expanding
+    (``expanding``, when given, instead of ``query.expanding``)."""
+    from sqlalchemy import bindparam, text
+
+    clause = text(query.text or "")
+    names = query.expanding if expanding is None else expanding
+    lists = [bindparam(name, expanding=True) for name in sorted(names)]
+    return clause.bindparams(*lists) if lists else clause
+
+
+#: A statement ready for ``Connection.execute``: the clause and its parameters.
+Statement = tuple["TextClause", dict[str, Any]]
+
+#: What ``fetch`` returns: the column names, the JSON-safe rows and whether rows were cut off.
+Fetched = tuple[tuple[str, ...], list[tuple[Any, ...]], bool]
+
+
+def fetch(
+    connection: "Connection", query: "SafeQuery", row_cap: int | None = None, *,
+    statement: Statement | None = None,
+) -> Fetched:
+    """Run ``query`` on ``connection``: (columns, JSON-safe rows, truncated).
+
+    At most ``max_rows + 1`` rows are ever fetched, whatever the query says; ``row_cap``
+    lowers ``max_rows`` further (the executor's own ceiling). ``statement`` is the clause
+    and parameters to execute when a backend binds ``query`` its own way (default:
+    ``bind(query)`` with ``query.params``).
+    """
+    max_rows = query.max_rows if row_cap is None else min(query.max_rows, row_cap)
+    clause, params = statement if statement is not None else (bind(query), dict(query.params))
+    result = connection.execute(clause, params)
+    try:
+        if not result.returns_rows:
+            raise NotAQuery()
+        columns = tuple(result.keys())
+        rows = _fetch_rows(result, min(query.limit, max_rows + 1))
+    finally:
+        result.close()
+    truncated = len(rows) > max_rows
+    return columns, json_safe_rows(rows[:max_rows]), truncated
+
+
+def fetched_result(
+    query: "SafeQuery", fetched: Fetched, started: float, notes: tuple[str, ...] = (),
+) -> ResultSet:
+    """The ``ResultSet`` of what ``fetch`` returned for ``query``, timed from ``started``
+    (a ``time.monotonic()`` reading): the SQL engines and the local executor report a run
+    the same way, with the SQL text and parameters that ran, and the result columns named
+    as the query wrote them (``query.names``) when the sandbox recorded them."""
+    columns, rows, truncated = fetched
+    if query.names is not None and len(query.names) == len(columns):
+        columns = query.names
+    return ResultSet(
+        columns=columns,
+        rows=rows,
+        truncated=truncated,
+        elapsed_ms=(time.monotonic() - started) * 1000,
+        query=query.sent_text,
+        params=dict(query.params),
+        notes=notes,
+    )
+
+
+def _fetch_rows(result: "CursorResult[Any]", size: int) -> list[Any]:
+    """At most ``size`` rows of ``result``, as the DB-API cursor returns them (tuples).
+
+    ``Result.fetchmany`` wraps every row in a ``Row`` object, which costs more than the
+    driver's own fetch for large results. A ``text()`` query has no typed result columns, so
+    SQLAlchemy has no value processors to apply: the rows are taken through the result's own
+    fetch strategy (``cursor.fetchmany(size)``, with SQLAlchemy's translation of driver
+    errors, disconnects included). Should a result ever carry processors or a column filter,
+    the ordinary ``Result.fetchmany`` is used.
+    """
+    metadata = getattr(result, "_metadata", None)
+    strategy = getattr(result, "cursor_strategy", None)
+    processors = getattr(metadata, "_processors", None)
+    if (strategy is None or processors is None or any(p is not None for p in processors)
+            or getattr(metadata, "_tuplefilter", None) is not None):
+        return result.fetchmany(size)
+    rows = strategy.fetchmany(result, result.cursor, size)
+    return rows if isinstance(rows, list) else list(rows)
+
+
+class NotAQuery(Exception):
+    """The statement ran but returned no result set: it was not a query."""

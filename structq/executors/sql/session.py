@@ -1,0 +1,107 @@
+"""The read-only, time-limited session: which backend a URL gets, its engine, its transaction.
+
+The SQL executor and ``structq sync`` open databases through these functions only, so a
+question's query and a catalog read get the same guards: the driver a URL runs with (plain
+``postgresql://`` / ``mysql://`` URLs get psycopg 3 and PyMySQL, the drivers the guards are
+tested with), how a connection is opened read-only, and which statements make each
+transaction read-only with a server-side statement timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from structq.errors import ConfigError
+
+from ..urls import redact_url
+from .guards import Backend, Setup
+from .mysql import MySQLBackend
+from .postgresql import PostgresBackend
+from .sqlite import SQLiteBackend
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Connection, Engine
+
+    from structq.capabilities import Manifest
+
+__all__ = ["BACKENDS", "backend_for", "begin_read_only", "parse_url", "read_only_engine", "resolve"]
+
+SQLITE, POSTGRES, MYSQL = SQLiteBackend(), PostgresBackend(), MySQLBackend()
+
+#: URL backend name → strategy. Anything else has no tested read-only guard and is refused.
+BACKENDS: dict[str, Backend] = {
+    "sqlite": SQLITE,
+    "postgresql": POSTGRES,
+    "postgres": POSTGRES,
+    "mysql": MYSQL,
+    "mariadb": MYSQL,
+}
+
+
+def backend_for(url: "URL") -> Backend:
+    """The strategy for ``url``'s database, or a ``ConfigError`` listing the supported ones."""
+    name = url.drivername.split("+", 1)[0].lower()
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise ConfigError(
+            f"no read-only SQL executor for {name!r} URLs",
+            hint="supported: sqlite:///PATH, postgresql://…, mysql://… or mariadb://…",
+        ) from None
+
+
+def parse_url(manifest: "Manifest") -> "URL":
+    """The manifest's URL parsed, or a ``ConfigError`` that shows it without its password.
+
+    SQLAlchemy raises ``ArgumentError`` for an unparseable URL and a bare ``ValueError`` for
+    a port that is not a number. Neither message is shown: the first quotes the whole URL and
+    the second the "port", which is part of the password when the password holds ``@``.
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(manifest.url)
+    except (ArgumentError, ValueError) as exc:
+        problem = "its port is not a number" if type(exc) is ValueError else "it is not a database URL"
+        raise ConfigError(
+            f"source {manifest.source!r}: cannot parse the database URL {redact_url(manifest.url)!r}: {problem}",
+            hint="e.g. sqlite:///data/company.db, postgresql://user@host:5432/db, mysql://user@host/db",
+        ) from None
+
+
+def resolve(manifest: "Manifest") -> tuple[Backend, "URL"]:
+    """(backend, URL set to the backend's driver) for ``manifest``; a ``ConfigError`` that
+    names the source for a URL that does not parse or has no read-only backend."""
+    url = parse_url(manifest)
+    try:
+        backend = backend_for(url)
+    except ConfigError as err:
+        raise ConfigError(f"source {manifest.source!r}: {err.message}", hint=err.hint) from None
+    return backend, url.set(drivername=backend.drivername)
+
+
+def read_only_engine(backend: Backend, url: "URL", timeout_s: float) -> "Engine":
+    """A SQLAlchemy engine whose connections open the way ``backend`` makes them read-only
+    (a missing driver is a ``ConfigError`` with the ``pip install`` that fixes it)."""
+    from sqlalchemy import create_engine, event
+
+    backend.check_driver()
+    engine_url, arguments = backend.engine_arguments(url, timeout_s)
+    engine = create_engine(engine_url, pool_pre_ping=True, **arguments)
+    event.listen(engine, "connect", lambda dbapi_connection, _record: backend.on_connect(dbapi_connection))
+    return engine
+
+
+def begin_read_only(connection: "Connection", backend: Backend, timeout_s: float,
+                    pin: Iterable[Setup] = ()) -> None:
+    """Make the next transaction on ``connection`` read-only with a ``timeout_s`` statement
+    timeout (``backend.setup``), then run ``pin`` (``Backend.pin_schema``'s statements).
+
+    PostgreSQL's settings are transaction-local and a rollback undoes them, so this runs at
+    the start of every transaction, not once per connection."""
+    from sqlalchemy import text
+
+    for step in [*backend.setup(connection, timeout_s), *pin]:
+        connection.execute(text(step.sql), step.params or {})
