@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from structq.agent import Engine, Plan
 from structq.capabilities import CapabilitySet
 from structq.capabilities.loader import load_manifest_text
-from structq.executors.sql import SQLITE_MAX_VALUE_BYTES
+from structq.executors.sql.sqlite import SQLITE_MAX_VALUE_BYTES
 from structq.safety.sql import references
 
 MANIFEST = """\
