@@ -9,10 +9,15 @@
     the same, on SQLite and — when their servers can be started like the test-suite does
     (``tests/servers.py``) — PostgreSQL and MariaDB. Target ≤ 2× at 100k.
 
+(c) The fixed cost of one SQLite step: the statement-deadline guard alone around ``SELECT 1``,
+    and a whole one-step engine run, with the process's one deadline thread (now) next to a
+    ``threading.Timer`` started per statement (before), in interleaved rounds.
+
 Figures only; nothing is asserted. The demo data is built into a temporary folder unless
 ``$STRUCTQ_DEMO_DIR`` already holds a built demo.
 
-    python bench/engine.py [--runs 15] [--sizes 1000,10000,100000]
+    python bench/engine.py [--runs 15] [--sizes 1000,10000,100000] [--rounds 31]
+                           [--only examples|references|step-cost]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -284,18 +290,115 @@ def bench_all_references(sizes: list[int], runs: int) -> None:
             bench_references(label, url, sizes, runs)
 
 
+# ---------------------------------------------------------------------------------------------
+# (c) fixed cost of one SQLite step
+# ---------------------------------------------------------------------------------------------
+
+@contextmanager
+def timer_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> Iterator[None]:
+    """The guard as it was: the same progress handler plus one ``threading.Timer`` per
+    statement (``guards.Backstop``, which server backstops still use) calling ``interrupt()``."""
+    from structq.executors.sql.guards import Backstop
+    from structq.executors.sql.sqlite import SQLITE_PROGRESS_STEPS
+
+    deadline = time.monotonic() + timeout_s
+    dbapi_connection.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0,
+                                          SQLITE_PROGRESS_STEPS)
+    backstop = Backstop(dbapi_connection.interrupt, timeout_s)
+    try:
+        yield
+    finally:
+        backstop.finish()
+        dbapi_connection.set_progress_handler(None, 0)
+
+
+@contextmanager
+def guard_as(guard: Callable[..., Any]) -> Iterator[None]:
+    """Both executors' SQLite guard replaced by ``guard`` for the duration."""
+    from structq.executors.local import executor as local
+    from structq.executors.sql import sqlite
+
+    saved = sqlite.sqlite_deadline, local.sqlite_deadline
+    sqlite.sqlite_deadline = local.sqlite_deadline = guard
+    try:
+        yield
+    finally:
+        sqlite.sqlite_deadline, local.sqlite_deadline = saved
+
+
+def interleaved_ms(variants: Mapping[str, Callable[[], object]], rounds: int, per_round: int) -> dict[str, float]:
+    """Per-call median (over ``rounds``) of each variant, the variants alternating every round."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for fn in variants.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            start = time.perf_counter()
+            for _ in range(per_round):
+                fn()
+            times[name].append((time.perf_counter() - start) / per_round)
+    return {name: statistics.median(values) * 1000 for name, values in times.items()}
+
+
+def bench_step_cost(rounds: int) -> None:
+    from structq.executors.sql import limit_sqlite, sqlite_deadline
+
+    print(f"\n(c) fixed cost of one SQLite step — median of {rounds} interleaved rounds, ms per call "
+          "(target ≤ 0.5 ms, no thread per query)")
+    print(f"  {'measure':<46}{'before':>9}{'now':>9}{'saved':>9}")
+    raw = sqlite3.connect(":memory:", check_same_thread=False)
+    limit_sqlite(raw)
+
+    def guarded(guard: Callable[..., Any]) -> Callable[[], object]:
+        def run() -> object:
+            with guard(raw, 30.0):
+                return raw.execute("SELECT 1").fetchall()
+        return run
+
+    def bare() -> object:
+        return raw.execute("SELECT 1").fetchall()
+
+    figures = interleaved_ms({"before": guarded(timer_deadline), "now": guarded(sqlite_deadline),
+                              "bare": bare}, rounds, 200)
+    _cost_row(f"guard + SELECT 1 (bare SELECT 1: {figures['bare']:.3f})", figures)
+    raw.close()
+    with tempfile.TemporaryDirectory(prefix="structq-bench-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'refs.db'}"
+        create_reference_tables(url)
+        manifest, _ = load_manifest_text(REFERENCE_MANIFEST.format(url=url, big=ROWS), "<SQLite>")
+        plan = Plan.parse({"steps": [{"output_key": "one", "source": "refs",
+                                      "query": "SELECT id FROM ids WHERE id = 7"}]})
+        with Engine(CapabilitySet([manifest])) as engine:
+            def run_before() -> object:
+                with guard_as(timer_deadline):
+                    return engine.run(plan)
+
+            figures = interleaved_ms({"before": run_before, "now": lambda: engine.run(plan)}, rounds, 20)
+            _cost_row("one-step engine run on SQLite", figures)
+    print(f"  threads alive now: {threading.active_count()} "
+          f"(the deadline thread: {sum(t.name == 'structq-sqlite-deadlines' for t in threading.enumerate())})")
+
+
+def _cost_row(label: str, figures: Mapping[str, float]) -> None:
+    before, now = figures["before"], figures["now"]
+    print(f"  {label:<46}{before:>9.3f}{now:>9.3f}{before - now:>9.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--sizes", default="1000,10000,100000",
                         help="comma-separated list sizes for (b), at most 100000")
-    parser.add_argument("--only", choices=["examples", "references"])
+    parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds for (c)")
+    parser.add_argument("--only", choices=["examples", "references", "step-cost"])
     args = parser.parse_args()
     sizes = [min(int(s), ROWS) for s in args.sizes.split(",")]
-    if args.only != "references":
+    if args.only in (None, "examples"):
         bench_examples(args.runs)
-    if args.only != "examples":
+    if args.only in (None, "references"):
         bench_all_references(sizes, args.runs)
+    if args.only in (None, "step-cost"):
+        bench_step_cost(args.rounds)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,8 @@ class Settings:
     #: a larger one is pruned per question to about ``link_tokens`` (see ``structq.linking``).
     prompt_tokens: int = 8000
     link_tokens: int = 3000
+    #: Threads for concurrent questions: plans in flight, and steps running, at once (``Engine``).
+    threads: int = 32
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -89,6 +91,7 @@ class Settings:
             "cache_enabled": env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false"),
             "prompt_tokens": _whole_number("STRUCTQ_PROMPT_TOKENS", env.get("STRUCTQ_PROMPT_TOKENS", "8000")),
             "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
+            "threads": _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

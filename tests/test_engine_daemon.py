@@ -146,6 +146,18 @@ def test_two_commands_share_one_engine_and_load_once(workspace: Workspace) -> No
     assert workspace.supervisors() == [first["supervisor_pid"]]
 
 
+def test_engine_start_up_is_reported_apart_from_the_query(workspace: Workspace) -> None:
+    """The step's ``elapsed_ms`` is the search; reaching (here: starting) the engine is
+    ``startup_ms``, in ``--json`` and in the text output."""
+    text = workspace.structq("run", str(workspace.plan), "-m", str(workspace.manifests))
+    assert text.returncode == 0, text.stderr
+    assert "ms engine start-up)" in " ".join(text.stdout.split())  # the caption may wrap
+    result = workspace.structq("run", str(workspace.plan), "-m", str(workspace.manifests), "--json")
+    (step,) = json.loads(result.stdout)["steps"]
+    assert step["startup_ms"] > 0  # this command still had to reach the running engine
+    assert isinstance(step["elapsed_ms"], float)
+
+
 def test_a_changed_documents_file_is_reloaded(workspace: Workspace) -> None:
     workspace.run_plan()
     before = workspace.state()

@@ -790,6 +790,9 @@ def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: Non
                                       max_rows=50_000, index="emb_load",
                                       body={"query": {"match_all": {}}, "size": 50_001}))
         assert wide.row_count == 3 and not wide.truncated
+        # Starting the engine and loading the index is reported apart from the search itself.
+        assert result.startup_ms > 0
+        assert wide.startup_ms == 0
         url = embedded.engine_url()
         assert url is not None and url.startswith("http://127.0.0.1:")
         client = OpenSearch(hosts=[url])

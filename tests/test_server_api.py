@@ -264,6 +264,9 @@ def test_invalid_plans_are_422(make_client, plan, message) -> None:
 
 def test_a_source_that_is_down_is_503_and_the_process_keeps_serving(make_client, shop) -> None:
     client = make_client()
+    # Ready first: the start-up warm-up has then pooled a connection to shop.db, which must
+    # not keep answering from the moved file (it used to race the rename below).
+    assert client.get("/readyz").json()["ready"] is True
     (shop.directory / "shop.db").rename(shop.directory / "moved.db")
     down = client.post("/v1/ask", json={"question": SERIES_QUESTION}, headers=auth("tenant1"))
     assert down.status_code == 503 and down.json()["error"]["code"] == "source_unavailable"

@@ -16,7 +16,6 @@ the plan as it was (with a note): the run never gets worse for asking.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -116,15 +115,15 @@ async def run_adaptive(planner: "Planner", engine: "Engine", question: str, plan
         if upto is None:
             break
         latest = plan.steps[len(done) - 1].output_key
-        observation = await asyncio.to_thread(observation_of, results, engine, vars=vars, with_values=with_values)
+        observation = await engine.call(observation_of, results, engine, vars=vars, with_values=with_values)
         remaining = [s.output_key for s in plan.steps[len(done):]]
         messages = planner.messages(question, today=today, context=context)
         messages.append(AIMessage(json.dumps(plan.to_dict(), ensure_ascii=False)))
         messages.append(HumanMessage(template("adaptive").substitute(
             step=latest, observation=_shown(observation, results.steps[latest], with_values),
             remaining=", ".join(remaining) or "none")))
-        reply = await asyncio.to_thread(invoke, planner.model, messages, purpose="adaptive", log=log,
-                                        bounds=planner.bounds)
+        reply = await engine.call(invoke, planner.model, messages, purpose="adaptive", log=log,
+                                  bounds=planner.bounds)
         try:
             decision = parse_decision(reply)
             if decision.kind == "revise":

@@ -18,7 +18,6 @@ are left out with a note (a partial answer), or the question fails when nothing 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
@@ -140,7 +139,7 @@ class Agent:
             self.settings = dataclasses.replace(self.settings, adaptive=adaptive)
         self._llm_spec = llm if llm is not None else self.settings.llm
         self._model: Any = None
-        self.engine = Engine(capabilities)
+        self.engine = Engine(capabilities, threads=self.settings.threads)
         self.verified = VerifiedPlans(capabilities)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
         self.audit = audit if audit is not None else (
@@ -257,7 +256,7 @@ class Agent:
                     with_values=request.answer))
             else:
                 outcome = Outcome(given, "given", await self.engine.arun(given, vars=request.vars))
-            text, notes = await asyncio.to_thread(self._answer, request.question, outcome.results, log, request.answer)
+            text, notes = await self.engine.call(self._answer, request.question, outcome.results, log, request.answer)
         except BaseException as exc:
             tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
             self._audit(request, outcome, log, None, exc, tried, given=given)
@@ -300,7 +299,7 @@ class Agent:
         while True:
             plan = None
             try:
-                plan = await asyncio.to_thread(planner.plan, question, today=today, log=log, context=context, attempts=attempts)
+                plan = await self.engine.call(planner.plan, question, today=today, log=log, context=context, attempts=attempts)
                 if self.settings.adaptive and not plan.declined:
                     from .adaptive import run_adaptive
 

@@ -113,6 +113,7 @@ class AuditLog:
             "row_count": step.row_count,
             "truncated": step.truncated,
             "elapsed_ms": round(step.elapsed_ms, 3),
+            "startup_ms": round(step.startup_ms, 3),
             "skipped": step.skipped,
         }
         if self.include_data:

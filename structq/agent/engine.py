@@ -19,13 +19,15 @@ rows (``ResultSet.notes``: estimated counts, rounded numbers), each note prefixe
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from structq.errors import ExecutionError, PlanError, SandboxViolation, StructqError
+from structq.errors import ConfigError, ExecutionError, PlanError, SandboxViolation, StructqError
 
 from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from structq.executors.base import Executor, ResultSet
     from structq.safety.query import SafeQuery
     from structq.sources import Bound
+
+T = TypeVar("T")
 
 __all__ = ["Engine", "StepResult", "PlanResult", "RunResult", "ExecutorPool"]
 
@@ -71,24 +75,41 @@ class Engine:
 
     Thread-safe: several plans may run at once (an agent answering concurrent questions); they
     share the executors (connection pools) and the worker threads.
+
+    Two pools of ``threads`` threads each (``STRUCTQ_THREADS``, default 32), both started on
+    first use: the *step* pool runs the steps of every plan in flight, and the *call* pool runs
+    the blocking calls of the async API (``arun``, and through :meth:`call` the agent's
+    planning, observation and answer calls) — instead of ``asyncio.to_thread``, whose default
+    pool has ``min(32, cores + 4)`` threads (6 on two cores): there, 50 concurrent ``aask``
+    ran six at a time while their threads mostly waited on databases and the model. They are
+    two pools because a run's thread waits for its steps: in one pool, runs filling every
+    thread would wait for steps that can never start. ``threads`` bounds how many plans (and
+    how many steps) are in flight at once; more callers queue.
     """
 
-    #: Worker threads for steps that run side by side; plans are a handful of steps wide.
-    MAX_WORKERS = 8
+    #: Default size of each pool (``Settings.threads``).
+    DEFAULT_THREADS = 32
 
     def __init__(self, capabilities: "CapabilitySet", *, executors: ExecutorPool | None = None,
-                 breaker: CircuitBreaker | None = None) -> None:
+                 breaker: CircuitBreaker | None = None, threads: int = DEFAULT_THREADS) -> None:
+        if threads < 1:
+            raise ConfigError(f"threads must be at least 1, not {threads}",
+                              hint="set STRUCTQ_THREADS (or Settings.threads) to 1 or more; the default is 32")
         self.capabilities = capabilities
         self.executors = executors or ExecutorPool(capabilities)
         self.breaker = breaker or CircuitBreaker.from_env()
+        self.threads = threads
         self._workers: ThreadPoolExecutor | None = None
+        self._callers: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
         with self._lock:
-            workers, self._workers = self._workers, None
-        if workers is not None:
-            workers.shutdown(wait=False, cancel_futures=True)
+            pools = (self._workers, self._callers)
+            self._workers = self._callers = None
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
         self.executors.close()
 
     def __enter__(self) -> "Engine":
@@ -124,13 +145,24 @@ class Engine:
     async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
                    done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> PlanResult:
         """``run`` on a worker thread, so the caller's event loop keeps serving others."""
-        return await asyncio.to_thread(self.run, plan, vars=vars, done=done, upto=upto)
+        return await self.call(self.run, plan, vars=vars, done=done, upto=upto)
+
+    async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``await fn(*args, **kwargs)`` run on the call pool (see the class docstring), with
+        the caller's context variables, as ``asyncio.to_thread`` would."""
+        with self._lock:
+            if self._callers is None:
+                self._callers = ThreadPoolExecutor(self.threads, thread_name_prefix="structq-call")
+            callers = self._callers
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(callers, call)
 
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         """Run ``fn(*args)`` on the engine's worker threads (started on first use)."""
         with self._lock:
             if self._workers is None:
-                self._workers = ThreadPoolExecutor(self.MAX_WORKERS, thread_name_prefix="structq-step")
+                self._workers = ThreadPoolExecutor(self.threads, thread_name_prefix="structq-step")
             return self._workers.submit(fn, *args)
 
     # --- one step ---------------------------------------------------------------------
@@ -327,6 +359,7 @@ class _Schedule:
             truncated=result.truncated,
             elapsed_ms=result.elapsed_ms,
             notes=tuple(result.notes),
+            startup_ms=result.startup_ms,
         )
 
 

@@ -11,7 +11,6 @@ or the revision fails: an honest empty answer beats a failed one.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -66,12 +65,12 @@ async def revise(planner: "Planner", engine: "Engine", question: str, plan: "Pla
     """Evaluate ``results`` and revise the plan while it helps, at most ``max_replans`` times."""
     rounds: list[Round] = []
     while len(rounds) < max_replans:
-        observation = await asyncio.to_thread(observe, results, engine, vars=vars, with_values=with_values)
+        observation = await engine.call(observe, results, engine, vars=vars, with_values=with_values)
         if observation is None:
             break
         messages = revision_messages(planner, question, plan, observation, today=today, context=context)
         try:
-            revised = await asyncio.to_thread(planner.complete, messages, purpose="replan", log=log)
+            revised = await engine.call(planner.complete, messages, purpose="replan", log=log)
             if revised.declined or revised == plan:
                 rounds.append(Round(plan, observation, "the plan was kept; the empty result stands"))
                 break

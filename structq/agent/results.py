@@ -33,6 +33,8 @@ class StepResult:
     skipped: str | None = None
     #: The executor's notes on what is not exact about ``rows`` (also in the run's notes).
     notes: tuple[str, ...] = ()
+    #: Starting the source's engine before the query (``ResultSet.startup_ms``); not in ``elapsed_ms``.
+    startup_ms: float = 0.0
 
     @property
     def row_count(self) -> int:
@@ -73,6 +75,7 @@ class StepResult:
             "row_count": self.row_count,
             "truncated": self.truncated,
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "startup_ms": round(self.startup_ms, 3),
             "skipped": self.skipped,
         }
 

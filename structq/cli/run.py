@@ -22,7 +22,7 @@ def run(
     The run is written to the audit log like a question (STRUCTQ_AUDIT_LOG; STRUCTQ_AUDIT=0 turns it off).
 
     Output with --json: {"steps": [{"output_key", "source", "query", "params", "columns",
-    "rows", "row_count", "truncated", "elapsed_ms", ...}], "notes": [...]}.
+    "rows", "row_count", "truncated", "elapsed_ms", "startup_ms", ...}], "notes": [...]}.
 
     Example:  structq run reports/weekly.yaml --var tenant_id=7 --json
     """

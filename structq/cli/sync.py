@@ -28,7 +28,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from structq.capabilities import Example
+    from structq.capabilities import Manifest
     from structq.sync import SyncPlan
 
 _SOURCE_LINE = re.compile(r"^source:\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
@@ -74,18 +74,24 @@ def _files(manifests: Path, source: str | None) -> list[Path]:
     return chosen
 
 
-def _all_examples(files: list[Path]) -> list["Example"]:
-    """Verified examples of every manifest that loads: any of them may read a synced source."""
-    from structq.capabilities import load_manifest
+def _load_all(files: list[Path]) -> dict[Path, tuple[str, "Manifest | None"]]:
+    """Each manifest file read and loaded once for the whole command: its text, and its model
+    (None when it does not load; ``plan_sync`` then reports why). The examples of every
+    manifest and each synced source's own plan come from this one load."""
+    from structq.capabilities import load_manifest_text
     from structq.errors import ManifestError
 
-    examples: list[Example] = []
+    loaded: dict[Path, tuple[str, Manifest | None]] = {}
     for f in files:
         try:
-            examples += load_manifest(f)[0].examples
+            text = f.read_bytes().decode("utf-8")  # bytes as they are: a CRLF file stays CRLF
+        except (OSError, UnicodeDecodeError):
+            continue  # plan_sync reads it again and says what is wrong
+        try:
+            loaded[f] = (text, load_manifest_text(text, str(f))[0])
         except ManifestError:
-            continue
-    return examples
+            loaded[f] = (text, None)
+    return loaded
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -261,7 +267,9 @@ def sync(
         from structq.sync import plan_sync, write_sync
 
         files = _files(manifests, source)
-        examples = _all_examples(_files(manifests, None))
+        loaded = _load_all(_files(manifests, None))
+        # any manifest's verified examples may read a synced source
+        examples = [e for _, m in loaded.values() if m is not None for e in m.examples]
         entries: list[dict[str, Any]] = []
         out = console()
         status_console = console(stderr=True)
@@ -272,7 +280,9 @@ def sync(
             absolute = path.resolve()  # before moving into its folder, where a relative path means another file
             try:
                 with spinner, _in_folder(absolute.parent):
-                    plan = plan_sync(absolute, examples=examples, profile_values=profile_values)
+                    text, manifest = loaded.get(path, (None, None))
+                    plan = plan_sync(absolute, examples=examples, profile_values=profile_values,
+                                     text=text, manifest=manifest)
                     if write:
                         plan = write_sync(plan)
             except SourceUnavailable as exc:

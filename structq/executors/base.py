@@ -29,6 +29,10 @@ class ResultSet:
     holds exactly ``max_rows`` of them. ``query`` is what actually ran (SQL text or the
     request body), for citations and the audit log.
 
+    ``startup_ms`` is what starting the source's engine cost before the query could be sent
+    (the embedded search engine: starting it, or reaching the background one, and loading
+    its indices); it is not part of ``elapsed_ms``, which stays the query's own time.
+
     ``notes`` say what about the rows is not exact, in words for the answer: estimates the
     engine made (approximate counts, percentiles) and values that had to be rounded or kept
     as text to be stored. The engine adds them to the run's notes, so nothing approximate
@@ -42,6 +46,7 @@ class ResultSet:
     query: Any = None
     params: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    startup_ms: float = 0.0
 
     @property
     def row_count(self) -> int:

@@ -82,9 +82,12 @@ def _check_merged(text: str, plan_diff: SourceDiff, manifest: "Manifest", snapsh
 
 
 def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profile_values: int | None = None,
-              text: str | None = None, env: Mapping[str, str] | None = None) -> SyncPlan:
+              text: str | None = None, env: Mapping[str, str] | None = None,
+              manifest: "Manifest | None" = None) -> SyncPlan:
     """Read ``path`` (or take its would-be ``text``) and its source and work out the synced
     text; writes nothing. ``env`` replaces the process environment for ``${VAR}``s.
+    ``manifest`` is ``text`` already loaded (the CLI loads every file once per command: a
+    1,000-table manifest takes a second to load); without it the text is loaded here.
 
     New members that look secret or personal are written ``access: deny`` (``deny.py``).
     Raises ``SourceUnavailable`` when the source cannot be reached, ``ManifestError`` when the
@@ -94,7 +97,8 @@ def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profil
 
     before = path.read_bytes() if text is None else text.encode("utf-8")
     text = before.decode("utf-8")
-    manifest, _ = load_manifest_text(text, str(path), env=env)
+    if manifest is None:
+        manifest, _ = load_manifest_text(text, str(path), env=env)
     manifest._path = path.resolve()
     snapshot = introspect(manifest)
     found = diff_manifest(manifest, snapshot, examples=examples)

@@ -15,7 +15,8 @@ how to start a read-only transaction with a timeout, and how to recognise a time
 server in the driver's error. Everything else is shared:
 
 - ``fetch.py``     binding (``bind``), fetching (``fetch``) and reporting (``fetched_result``);
-- ``guards.py``    the ``Backend`` base class, the client-side ``Backstop`` timer;
+- ``guards.py``    the ``Backend`` base class, the client-side ``Backstop`` timer (servers);
+- ``deadlines.py`` the one deadline thread behind every SQLite statement;
 - ``sqlite.py``, ``postgresql.py``, ``mysql.py``  one backend each;
 - ``session.py``   URL → backend, the read-only engine and transaction (``sync`` uses them too);
 - ``executor.py``  ``SqlExecutor``: run, translate errors.
@@ -26,9 +27,11 @@ Per backend (each guard verified against the real server in ``tests/test_executo
 backend      read-only                               statement timeout
 ===========  ======================================  ==========================================
 SQLite       file opened ``mode=ro`` (URI) plus      progress handler that aborts the VM past
-             ``PRAGMA query_only``; no ATTACH;       the deadline + a timer that interrupts
-             values, SQL text and LIKE patterns      a long single step at the deadline;
-             size-limited; REGEXP matched by RE2     ``REGEXP`` by RE2, linear in the text
+             ``PRAGMA query_only``; no ATTACH;       the deadline + the process's one deadline
+             values, SQL text and LIKE patterns      thread (``deadlines.py``) interrupts a long
+             size-limited; REGEXP matched by RE2;    single step at the deadline; ``REGEXP``
+             a pooled connection whose file was      by RE2, linear in the text
+             moved or replaced is dropped
 PostgreSQL   ``SET TRANSACTION READ ONLY`` per       ``set_config('statement_timeout', …,
              query, ``default_transaction_read_      true)`` (transaction-local) + a timer that
              only`` per session; every statement     cancels the backend as a backstop

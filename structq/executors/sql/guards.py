@@ -137,6 +137,11 @@ class Backend:
     def on_connect(self, dbapi_connection: Any) -> None:
         """Called once for each new DB-API connection of the engine."""
 
+    def on_checkout(self, dbapi_connection: Any) -> None:
+        """Called each time the pool hands out a connection; raising SQLAlchemy's
+        ``DisconnectionError`` drops it and opens a new one. Only registered when a backend
+        overrides it (it runs before every query)."""
+
     def statement(self, dbapi_connection: Any, query: "SafeQuery") -> Statement:
         """The clause and parameters that run ``query`` on ``dbapi_connection``."""
         return bind(query), dict(query.params)

@@ -91,6 +91,9 @@ def read_only_engine(backend: Backend, url: "URL", timeout_s: float) -> "Engine"
     engine_url, arguments = backend.engine_arguments(url, timeout_s)
     engine = create_engine(engine_url, pool_pre_ping=True, **arguments)
     event.listen(engine, "connect", lambda dbapi_connection, _record: backend.on_connect(dbapi_connection))
+    if type(backend).on_checkout is not Backend.on_checkout:
+        event.listen(engine, "checkout",
+                     lambda dbapi_connection, _record, _proxy: backend.on_checkout(dbapi_connection))
     return engine
 
 

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from structq.errors import ConfigError
 
 from ..regexp import REGEXP_HINT, install_regexp
-from .guards import Backend, Backstop
+from . import deadlines
+from .guards import Backend
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
@@ -81,8 +82,9 @@ def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> I
 
     SQLite has no statement timeout. A progress handler, called every thousand VM steps,
     that returns non-zero makes the statement fail with ``interrupted``; but it is never
-    called inside one expensive step (a function call, a sort), so a timer also calls
-    ``interrupt()`` at the deadline, which stops the statement as soon as that step ends.
+    called inside one expensive step (a function call, a sort), so the process's one
+    deadline thread (``deadlines.py``) also calls ``interrupt()`` at the deadline, which stops
+    the statement as soon as that step ends — no thread is started per statement.
     """
     deadline = time.monotonic() + timeout_s
 
@@ -90,16 +92,43 @@ def sqlite_deadline(dbapi_connection: sqlite3.Connection, timeout_s: float) -> I
         return 1 if time.monotonic() > deadline else 0
 
     dbapi_connection.set_progress_handler(past_deadline, SQLITE_PROGRESS_STEPS)
-    timer = Backstop(dbapi_connection.interrupt, timeout_s)
+    backstop = deadlines.watch(dbapi_connection.interrupt, timeout_s)
     try:
         yield
     finally:
-        timer.finish()
+        backstop.release()
         dbapi_connection.set_progress_handler(None, 0)
 
 
 
+class _FileConnection(sqlite3.Connection):
+    """A connection that remembers the file it opened: its path, and its identity (device and
+    inode) as it was just before opening."""
+
+    path: str = ""
+    file_id: tuple[int, int] | None = None
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 class SQLiteBackend(Backend):
+    """SQLite files, read-only.
+
+    A pooled connection keeps reading the file it opened through its descriptor, even after
+    that file was moved away, deleted or replaced by a new one under the same name (a rebuilt
+    database swapped in): its answers would come from a file the manifest no longer names.
+    So each checkout compares the path's identity with the one the connection opened
+    (``on_checkout``: one ``stat``), and a connection whose file is gone or replaced is
+    dropped: the next one opens what the path names now — or, when nothing is there, the
+    source is unavailable, as it would be for a new process.
+    """
+
     label = "SQLite"
     drivername = "sqlite+pysqlite"
 
@@ -115,7 +144,10 @@ class SQLiteBackend(Backend):
             # read-write open would create it, which must never happen.
             if not os.path.isfile(path):
                 raise sqlite3.OperationalError(f"unable to open database file: {path} does not exist")
-            connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s)
+            opened = _file_id(path)  # before opening: a swap in between is caught at checkout
+            connection = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=timeout_s,
+                                         factory=_FileConnection)
+            connection.path, connection.file_id = path, opened
             connection.execute("PRAGMA query_only = ON")
             return connection  # ``on_connect`` sets the limits, after SQLAlchemy's own hook
 
@@ -125,6 +157,12 @@ class SQLiteBackend(Backend):
 
     def on_connect(self, dbapi_connection: Any) -> None:
         limit_sqlite(dbapi_connection)
+
+    def on_checkout(self, dbapi_connection: Any) -> None:
+        from sqlalchemy.exc import DisconnectionError
+
+        if isinstance(dbapi_connection, _FileConnection) and _file_id(dbapi_connection.path) != dbapi_connection.file_id:
+            raise DisconnectionError(f"{dbapi_connection.path} was moved or replaced since this connection opened it")
 
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:

@@ -5,9 +5,14 @@ any size up to the intermediate-row cap works in ONE statement, aggregates inclu
 
 - PostgreSQL: ``col = ANY(:ref)``, the list bound as an array (psycopg adapts a list);
 - SQLite: ``col IN (SELECT CAST(value AS …) FROM json_each(:ref))``, the list bound as JSON
-  text (no limit on bound variables is reached: it is one parameter), each element cast to
-  the affinity its values came with (``_sqlite_element``), so the comparison is the one the
-  equivalent subquery makes;
+  text, each element cast to the affinity its values came with (``_sqlite_element``), so the
+  comparison is the one the equivalent subquery makes. One SQLite value may hold at most
+  ``SQLITE_LIST_PART_BYTES`` here (the executor's value limit is 10 MB), so a longer JSON
+  list — a million text keys — is bound in parts, ``SELECT … FROM json_each(:ref) UNION ALL
+  SELECT … FROM json_each(:ref_2) …``, and a value too wide for any part (a document's text)
+  is bound alone as itself, ``UNION ALL SELECT CAST(:ref_3 AS TEXT)``: lists of any length
+  up to the intermediate-row cap and values of any width work, and every value is still
+  bound, never spliced;
 - MySQL and other dialects: ``col IN :ref`` with ``ref`` in ``SafeQuery.expanding``: SQLAlchemy
   expands it (pymysql interpolates client-side; there is no placeholder cap); an empty list
   makes the condition ``FALSE`` (what ``IN`` over an empty subquery is, for NULL too).
@@ -33,6 +38,11 @@ from .context import Check
 __all__ = ["bind_references", "REFERENCE_PREFIX"]
 
 REFERENCE_PREFIX = "ref_"
+
+#: Most UTF-8 bytes of JSON bound in one SQLite list parameter: under the SQLite executor's
+#: value limit (``executors.sql.SQLITE_MAX_VALUE_BYTES``, 10 MB), which ``json_each`` input
+#: counts against, with room for JSON's quoting and escapes.
+SQLITE_LIST_PART_BYTES = 4_000_000
 
 
 def _values(check: Check, reference: str) -> Sequence[Any]:
@@ -61,11 +71,9 @@ def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values:
         name = _name(check, placeholder.name, value)
         node.replace(exp.EQ(this=node.this, expression=exp.Any(this=exp.Paren(this=placeholder))))
     elif dialect == "sqlite":
-        value = json.dumps(list(values), ensure_ascii=False, default=str)
-        name = _name(check, placeholder.name, value)
-        table = exp.Table(this=exp.Anonymous(this="json_each", expressions=[placeholder]))
         node.set("expressions", [])
-        node.set("query", exp.Subquery(this=exp.select(_sqlite_element(values)).from_(table, copy=False)))
+        node.set("query", exp.Subquery(this=_sqlite_list(check, placeholder.name, values)))
+        return
     elif not values:
         # ``x IN (<empty>)`` is false for every x, NULL included (as over an empty subquery),
         # and NOT IN true; an expanding bind of nothing would write ``IN ()``, which MySQL
@@ -80,6 +88,54 @@ def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values:
         check.expanding.add(name)
     placeholder.set("this", name)
     check.params[name] = value
+
+
+def _json_parts(values: Sequence[Any]) -> tuple[list[str], list[Any]]:
+    """``values`` as JSON lists of at most ``SQLITE_LIST_PART_BYTES`` each, and the values too
+    wide to go in any (bound one by one). One list when it fits: the common case, encoded once."""
+    whole = json.dumps(list(values), ensure_ascii=False, default=str)
+    if len(whole) * 4 <= SQLITE_LIST_PART_BYTES or len(whole.encode("utf-8")) <= SQLITE_LIST_PART_BYTES:
+        return [whole], []
+    parts: list[str] = []
+    alone: list[Any] = []
+    items: list[str] = []
+    size = 2  # the brackets
+    for value in values:
+        item = json.dumps(value, ensure_ascii=False, default=str)
+        width = len(item.encode("utf-8")) + 1  # and its comma
+        if width + 2 > SQLITE_LIST_PART_BYTES:
+            alone.append(value)
+            continue
+        if size + width > SQLITE_LIST_PART_BYTES:
+            parts.append("[" + ",".join(items) + "]")
+            items, size = [], 2
+        items.append(item)
+        size += width
+    if items or not parts:
+        parts.append("[" + ",".join(items) + "]")
+    return parts, alone
+
+
+def _sqlite_list(check: Check, reference: str, values: Sequence[Any]) -> exp.Query:
+    """The subquery that yields ``values`` on SQLite: one ``json_each`` per JSON part, one
+    bound value per value too wide for a part, joined by ``UNION ALL``."""
+    element = _sqlite_element(values)
+    parts, alone = _json_parts(values)
+    selects: list[exp.Query] = []
+    for i, part in enumerate(parts):
+        bound = exp.Placeholder(this=_name(check, reference if i == 0 else f"{reference}.part{i + 1}", part))
+        check.params[bound.name] = part
+        table = exp.Table(this=exp.Anonymous(this="json_each", expressions=[bound]))
+        selects.append(exp.select(element.copy()).from_(table, copy=False))
+    for i, value in enumerate(alone):
+        bound = exp.Placeholder(this=_name(check, f"{reference}.wide{i + 1}", value))
+        check.params[bound.name] = value
+        single = exp.Cast(this=bound, to=element.args["to"].copy()) if isinstance(element, exp.Cast) else bound
+        selects.append(exp.select(single))
+    query = selects[0]
+    for more in selects[1:]:
+        query = exp.union(query, more, distinct=False, copy=False)
+    return query
 
 
 def _sqlite_element(values: Sequence[Any]) -> exp.Expr:
