@@ -24,7 +24,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "structq"
 
-_BOTTOM = {"errors", "config"}
+_BOTTOM = {"errors", "config", "periods"}
 
 #: What each unit may import (besides itself). DESIGN §2:
 #: ``capabilities ← safety ← executors ← agent ← cli, langchain, server``; ``linking`` beside
@@ -34,6 +34,7 @@ _BOTTOM = {"errors", "config"}
 #: ``__version__``), which anything may read.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "periods": set(),
     "config": {"errors"},
     "structq": {"errors"},  # the lazy re-exports go through __getattr__ strings, not imports
     "demo": set(),
