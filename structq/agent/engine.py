@@ -224,9 +224,10 @@ class Engine:
         *,
         vars: Mapping[str, Any],
         max_rows: int | None,
+        slots: Mapping[str, Any] | None = None,
     ) -> "SafeQuery":
         """Resolve the step's references from ``inputs`` (the results of the steps it
-        depends on) and pass it through the sandbox."""
+        depends on) and pass it through the sandbox (with a template plan's ``slots`` values)."""
         references = step.references(step_dialect(step, self.capabilities))
         params = {ref.text: inputs[ref.key].column_values(ref.column) for ref in references}
         if step.source == LOCAL_SOURCE:
@@ -234,15 +235,16 @@ class Engine:
             from structq.safety import check_sql
 
             return check_sql(step.query, local_manifest(_local_tables(step, inputs)), params=params,
-                             vars=vars, max_rows=max_rows)
+                             vars=vars, max_rows=max_rows, slots=slots)
         manifest = self.capabilities[step.source]
         if manifest.is_search:
             from structq.safety import check_dsl
 
-            return check_dsl(step.query, manifest, step.index, params=params, vars=vars, max_rows=max_rows)
+            return check_dsl(step.query, manifest, step.index, params=params, vars=vars, max_rows=max_rows,
+                             slots=slots)
         from structq.safety import check_sql
 
-        return check_sql(step.query, manifest, params=params, vars=vars, max_rows=max_rows)
+        return check_sql(step.query, manifest, params=params, vars=vars, max_rows=max_rows, slots=slots)
 
     def execute(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult]) -> "ResultSet":
         """Run a checked query on the step's executor."""
@@ -389,7 +391,9 @@ class _Run:
         engine = self.engine
         cap = engine.intermediate_cap(step) if step.output_key in self.consumed else None
         try:
-            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap)
+            template = self.plan.template
+            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap,
+                                  slots=template.params if template is not None else None)
             result = engine.execute(step, safe, inputs)
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
             _attach_step(exc, step.output_key)
