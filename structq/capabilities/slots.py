@@ -24,6 +24,7 @@ declared column, and ``structq.templates`` that a period example reads as its ki
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any, Literal
 
@@ -60,6 +61,9 @@ class Slot(BaseModel):
     @field_validator("example", mode="before")
     @classmethod
     def _as_text(cls, value: Any) -> Any:
+        """YAML reads ``5`` as a number and ``2026-03-02`` as a date: both are the text written."""
+        if isinstance(value, dt.date):
+            return value.isoformat()
         return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")

@@ -170,7 +170,8 @@ def _codes(slot: Slot, capabilities: CapabilitySet) -> dict[str, str]:
 def _compile(parts: list[str | Hole], synonyms: Mapping[str, frozenset[str]], greedy: bool,
              periods: list[str] | None = None) -> re.Pattern[str]:
     pieces = [_fixed_pattern(p, synonyms) if isinstance(p, str) else p.pattern(greedy, periods) for p in parts]
-    return re.compile("".join(pieces), re.IGNORECASE)
+    # A blank where a slot meets its neighbours is not a word ("last month 研发部", "March 2026 的").
+    return re.compile(r" ?".join(pieces), re.IGNORECASE)
 
 
 def _fixed_pattern(text: str, synonyms: Mapping[str, frozenset[str]]) -> str:
