@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError, StructqError
 
@@ -21,7 +21,7 @@ from .llm import HOW_TO_CONFIGURE
 from .plan import Plan, TemplateUse
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet
+    from structq.capabilities import CapabilitySet, Manifest
     from structq.templates import Match, Outcome, TemplateSet
 
     from .engine import Engine
@@ -58,6 +58,8 @@ class TemplatePlans:
         self.engine = engine
         self.set: TemplateSet = TemplateSet(capabilities)
         self.lookup = lru_cache(maxsize=LOOKUP_CACHE)(self._lookup)
+        #: Column → all its values, when they fit under the row limit (read once), else None.
+        self._known: dict[str, frozenset[str] | None] = {}
 
     def outcome(self, question: str, today: dt.date) -> Outcome:
         """The match (or why there is none) for ``question`` on ``today``."""
@@ -79,20 +81,37 @@ class TemplatePlans:
         return NoModelConfigError(question, closest_questions(question, self.capabilities, self.set), reason)
 
     def _lookup(self, column: str, text: str) -> str | None:
-        """The stored value of ``column`` (``source.table.column``) equal to ``text``; None when
-        the data has none, or the source cannot be read now (an abstention, not an error)."""
+        """The stored value of ``column`` (``source.table.column``) written exactly as ``text``;
+        None when the data has none, or the source cannot be read now (an abstention, not an
+        error). A column's values are read once when they fit under the source's row limit;
+        otherwise each text is looked up on its own."""
+        known = self._values(column)
+        if known is not None:
+            return text if text in known else None
+        rows = self._read(column, {"value": text})
+        stored = {row[0] for row in rows or () if row and isinstance(row[0], str)}
+        return stored.pop() if len(stored) == 1 else None
+
+    def _values(self, column: str) -> frozenset[str] | None:
+        if column not in self._known:
+            rows = self._read(column, None)
+            self._known[column] = None if rows is None else frozenset(r[0] for r in rows if r and isinstance(r[0], str))
+        return self._known[column]
+
+    def _read(self, column: str, params: dict[str, str] | None) -> list[tuple] | None:
+        """Rows of the column: those equal to ``params["value"]``, or (``params`` None) all its
+        distinct values — None when they do not all fit, or the source cannot be read."""
         source, container, name = column.split(".", 2)
         manifest = self.capabilities.get(source)
         if manifest is None:
             return None
-        plan = Plan(steps=[_lookup_step(manifest, container, name)],
-                    template=TemplateUse(example=f"value of {column}", params={"value": text}))
+        step = _lookup_step(manifest, container, name, every=params is None)
+        plan = Plan(steps=[step], template=TemplateUse(example=f"values of {column}", params=params or {}))
         try:
-            rows = self.engine.run(plan).final.rows
+            final = self.engine.run(plan).final
         except StructqError:
             return None
-        stored = {row[0] for row in rows if row and isinstance(row[0], str)}
-        return stored.pop() if len(stored) == 1 else None
+        return None if final.truncated else list(final.rows)
 
 
 def plan_for(match: Match) -> Plan:
@@ -102,14 +121,18 @@ def plan_for(match: Match) -> Plan:
     return plan.model_copy(update={"template": use})
 
 
-def _lookup_step(manifest, container: str, name: str) -> dict:
-    """One query reading ``name`` where it equals ``:value``: SQL built as a tree, or a term query."""
+def _lookup_step(manifest: Manifest, container: str, name: str, *, every: bool) -> dict[str, Any]:
+    """One query reading ``name``: every distinct value (``every``), or those equal to ``:value``.
+    SQL is built as a tree (names from the manifest, the value a parameter); a search source
+    gets a terms aggregation or a term query."""
     if manifest.is_search:
-        query = {"query": {"term": {name: ":value"}}, "_source": [name], "size": 2}
+        query: dict[str, Any] = ({"size": 0, "aggs": {"values": {"terms": {"field": name, "size": manifest.limits.max_rows}}}}
+                                 if every else {"query": {"term": {name: ":value"}}, "_source": [name], "size": 2})
         return {"output_key": "value", "source": manifest.source, "index": container, "query": query}
     from sqlglot import exp
 
     column = exp.column(name)
-    select = (exp.select(column).distinct().from_(exp.to_table(container))
-              .where(exp.EQ(this=column.copy(), expression=exp.Placeholder(this="value"))).limit(2))
+    select = exp.select(column).distinct().from_(exp.to_table(container))
+    if not every:
+        select = select.where(exp.EQ(this=column.copy(), expression=exp.Placeholder(this="value"))).limit(2)
     return {"output_key": "value", "source": manifest.source, "query": select.sql(dialect=manifest.sql_dialect)}

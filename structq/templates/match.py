@@ -90,15 +90,17 @@ class TemplateSet:
             if lazy is None:
                 continue
             fitted.append(template.example.question)
+            greedy = template.greedy.fullmatch(text)
             if template.has_periods:
                 if periods is None:
                     from structq.periods import find_periods
 
                     periods = find_periods(text, today)
-                lazy_pattern, greedy_pattern = template.with_periods(sorted({p.text for p in periods}))
-                lazy, greedy = lazy_pattern.fullmatch(text), greedy_pattern.fullmatch(text)
-            else:
-                greedy = template.greedy.fullmatch(text)
+                if greedy is None or _spans(greedy) != _spans(lazy):
+                    # Holes side by side ("产品X last year"): let each period hole take only the
+                    # periods the grammar found, and see whether one split remains.
+                    lazy_pattern, greedy_pattern = template.with_periods(sorted({p.text for p in periods}))
+                    lazy, greedy = lazy_pattern.fullmatch(text), greedy_pattern.fullmatch(text)
             if lazy is None or greedy is None:
                 reasons.append(f"{template.shape!r}: no period of the slot's kind where the slot stands")
                 continue

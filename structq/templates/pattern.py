@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,8 @@ class Hole:
     slot: Slot
     #: Folded text → code, for a coded column; empty for the other kinds.
     codes: Mapping[str, str] = field(default_factory=dict)
+    #: The regular expression of the accepted texts (``codes``), made once.
+    codes_pattern: str = ""
 
     def pattern(self, greedy: bool, periods: list[str] | None = None) -> str:
         """What may fill the hole; a period slot, once the question's periods are known
@@ -45,7 +47,7 @@ class Hole:
         if periods is not None and self.slot.kind in PERIOD_KINDS:
             return f"(?P<{self.name}>{'|'.join(re.escape(p) for p in sorted(periods, key=len, reverse=True))})"
         if self.codes:
-            return f"(?P<{self.name}>{coded_pattern(dict(self.codes))})"
+            return f"(?P<{self.name}>{self.codes_pattern})"
         if self.slot.kind == "integer":
             return f"(?P<{self.name}>{INTEGER_PATTERN})"
         return f"(?P<{self.name}>.+)" if greedy else f"(?P<{self.name}>.+?)"
@@ -61,7 +63,8 @@ class Template:
     parts: tuple[str | Hole, ...]
     lazy: re.Pattern[str]
     greedy: re.Pattern[str]
-    synonyms: Mapping[str, frozenset[str]]
+    #: Each fixed part as a regular expression (synonyms as alternatives), None for a hole.
+    fixed_patterns: tuple[str | None, ...]
 
     @property
     def holes(self) -> list[Hole]:
@@ -93,12 +96,14 @@ class Template:
             if start > at:
                 parts.append(text[at:start])
             slot = example.slots[name]
-            parts.append(Hole(name, slot, _codes(slot, capabilities)))
+            codes = _codes(slot, capabilities)
+            parts.append(Hole(name, slot, codes, coded_pattern(codes) if codes else ""))
             at = end
         if at < len(text):
             parts.append(text[at:])
-        lazy, greedy = (_compile(parts, synonyms, greedy) for greedy in (False, True))
-        return cls(manifest.source, example, tuple(parts), lazy, greedy, synonyms)
+        fixed = tuple(_fixed_pattern(p, synonyms) if isinstance(p, str) else None for p in parts)
+        lazy, greedy = (_compile(parts, fixed, greedy) for greedy in (False, True))
+        return cls(manifest.source, example, tuple(parts), lazy, greedy, fixed)
 
     @property
     def has_periods(self) -> bool:
@@ -108,7 +113,8 @@ class Template:
         """The lazy and greedy patterns with each period hole limited to ``periods`` (the
         texts the date grammar found in the question, read in context: ``2024`` is a year in
         ``in 2024``)."""
-        return _compile(list(self.parts), self.synonyms, False, periods), _compile(list(self.parts), self.synonyms, True, periods)
+        return (_compile(self.parts, self.fixed_patterns, False, periods),
+                _compile(self.parts, self.fixed_patterns, True, periods))
 
 
 def _slot_error(manifest: Manifest, example: Example, message: str) -> ManifestError:
@@ -167,9 +173,10 @@ def _codes(slot: Slot, capabilities: CapabilitySet) -> dict[str, str]:
     return coded_values(dict(values))
 
 
-def _compile(parts: list[str | Hole], synonyms: Mapping[str, frozenset[str]], greedy: bool,
+def _compile(parts: Sequence[str | Hole], fixed: Sequence[str | None], greedy: bool,
              periods: list[str] | None = None) -> re.Pattern[str]:
-    pieces = [_fixed_pattern(p, synonyms) if isinstance(p, str) else p.pattern(greedy, periods) for p in parts]
+    """The pattern of the whole question: the fixed parts as made once, each hole's pattern."""
+    pieces = [f if f is not None else p.pattern(greedy, periods) for p, f in zip(parts, fixed, strict=True)]  # type: ignore[union-attr]
     # A blank where a slot meets its neighbours is not a word ("last month 研发部", "March 2026 的").
     return re.compile(r" ?".join(pieces), re.IGNORECASE)
 
