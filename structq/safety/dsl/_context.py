@@ -222,8 +222,8 @@ class Context:
 
     def reference_values(self, ref: str, path: JsonPath) -> list[Any]:
         """The values bound to ``<ref>``; a reference with no values is a plan mistake."""
-        if ref.startswith(":"):
-            self.used[ref] = self.slots[ref[1:]]
+        if ref.startswith(":"):  # a template's slot, recorded as the SQL sandbox names it
+            self.used["slot_" + ref[1:]] = self.slots[ref[1:]]
             return [self.slots[ref[1:]]]
         if ref not in self.params:
             known = ", ".join(f"<{k}>" for k in self.params) or "(none)"
