@@ -406,3 +406,35 @@ def test_a_period_example_that_is_not_in_the_question_does_not_build(office: Cap
         encoding="utf-8")
     with pytest.raises(ManifestError, match="not in the question"):
         TemplateSet(CapabilitySet.from_path(tmp_path))
+
+
+# --- the same binding on every engine -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("server", ["sqlite", "pg_hr", "mariadb_hr"])
+def test_slot_parameters_bind_on_every_engine(server: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Dates as ISO text against a DATE column, a text value, and ``LIMIT :n``, bound by each driver."""
+    from sandbox_support import database, manifest
+
+    from structq.agent import Engine, Plan
+    from structq.agent.plan import TemplateUse
+
+    if server == "sqlite":
+        path = tmp_path / "hr.db"
+        target = sqlite3.connect(path)
+        database().backup(target)
+        target.close()
+        source = manifest("sqlite", filters=False).model_copy(update={"url": f"sqlite:///{path}", "schema_": None})
+    else:
+        _, reader = request.getfixturevalue(server)
+        source = manifest("postgres" if server == "pg_hr" else "mysql", filters=False).model_copy(update={"url": reader})
+    plan = Plan(steps=[{"output_key": "graded", "source": source.source, "query": (
+        "SELECT employee_id FROM employee_performance WHERE performance_grade = :grade "
+        "AND assessment_month >= :month_start AND assessment_month <= :month_end ORDER BY employee_id LIMIT :n")}],
+        template=TemplateUse(example="x", params={"grade": "A", "month_start": "2024-03-01",
+                                                   "month_end": "2024-03-31", "n": 2}))
+    with Engine(CapabilitySet([source])) as engine:
+        result = engine.run(plan)
+    assert [row[0] for row in result.final.rows] == ["E1", "E3"]
+    assert result.final.params == {"slot_grade": "A", "slot_month_start": "2024-03-01",
+                                   "slot_month_end": "2024-03-31", "slot_n": 2}

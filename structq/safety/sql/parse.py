@@ -236,6 +236,7 @@ def _bind_slot(check: Check, node: exp.Placeholder) -> None:
     name = SLOT_PREFIX + node.name
     check.params[name] = check.slots[node.name]
     node.set("this", name)
+    check.bind_nodes.append(node)  # written as ``:slot_grade`` in every dialect (``generate``)
 
 
 def _invisible_identifier(check: Check, name: str) -> None:
