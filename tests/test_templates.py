@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from structq import Agent
 from structq.capabilities import CapabilitySet, load_manifest_text
@@ -438,3 +440,56 @@ def test_slot_parameters_bind_on_every_engine(server: str, request: pytest.Fixtu
     assert [row[0] for row in result.final.rows] == ["E1", "E3"]
     assert result.final.params == {"slot_grade": "A", "slot_month_start": "2024-03-01",
                                    "slot_month_end": "2024-03-31", "slot_n": 2}
+
+
+# --- every month and grade, as a property -------------------------------------------------------
+
+@settings(max_examples=150, deadline=None)
+@given(day=st.dates(min_value=dt.date(2000, 1, 1), max_value=dt.date(2099, 12, 31)),
+       grade=st.sampled_from([("A", "A"), ("优秀", "A"), ("B", "B"), ("良好", "B")]),
+       dept=st.sampled_from(["研发部", "销售部"]))
+def test_any_month_and_grade_reads_as_written(agent: Agent, day: dt.date, grade: tuple[str, str], dept: str) -> None:
+    words, code = grade
+    found = params(agent, f"{day.year}年{day.month}月{dept}绩效为{words}的有几人？")
+    first, last = _month(day, 0)
+    assert found is not None
+    assert (found["month_start"], found["month_end"], found["dept"], found["grade"]) == (first, last, dept, code)
+
+
+# --- the CLI and the audit line -----------------------------------------------------------------
+
+
+@pytest.fixture
+def demo_cli(demo_env: dict[str, str], tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from structq.cli import app
+
+    env = {"STRUCTQ_DEMO_DIR": demo_env["STRUCTQ_DEMO_DIR"], "STRUCTQ_LLM": None, "OPENAI_API_KEY": None,
+           "STRUCTQ_AUDIT_LOG": str(tmp_path / "audit.jsonl"), "STRUCTQ_CACHE_DIR": str(tmp_path / "cache"),
+           "STRUCTQ_DEBUG": None, "STRUCTQ_MANIFESTS": None, "COLUMNS": "200"}
+    capabilities = Path(__file__).resolve().parents[1] / "capabilities"
+    return lambda *args: CliRunner().invoke(app, [args[0], "-m", str(capabilities), *args[1:]], env=env)
+
+
+def test_cli_without_a_model_suggests_three_examples_and_exits_3(demo_cli) -> None:
+    result = demo_cli("ask", "上个月绩效为A的人数", "--today", "2026-11-30")
+    assert result.exit_code == 3
+    first, hint = result.stderr.splitlines()[:2]
+    assert first == "structq: error: no language model is configured"
+    assert hint.count("“") == 3 and "{month}" in hint and "{grade}" in hint and "--llm" in hint
+
+
+def test_cli_says_which_example_and_values_answered(demo_cli, tmp_path: Path) -> None:
+    import json
+
+    result = demo_cli("ask", "天宫项目有哪些成员？", "--no-answer")
+    assert result.exit_code == 0, result.output
+    assert "plan: template; model calls: 0" in result.stdout
+    assert "from the verified example '星火项目有哪些成员？' with project = 天宫" in result.stdout
+    document = json.loads(demo_cli("ask", "天宫项目有哪些成员？", "--json", "--no-answer").stdout)
+    assert document["plan_source"] == "template" and document["plan"]["template"]["slots"] == {"project": "天宫"}
+    lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines and all(line["plan_source"] == "template" for line in lines)
+    assert lines[-1]["plan"]["template"] == {"example": "星火项目有哪些成员？", "slots": {"project": "天宫"},
+                                             "params": {"project": "天宫"}}
