@@ -50,7 +50,8 @@ class Hole:
             return f"(?P<{self.name}>{self.codes_pattern})"
         if self.slot.kind == "integer":
             return f"(?P<{self.name}>{INTEGER_PATTERN})"
-        return f"(?P<{self.name}>.+)" if greedy else f"(?P<{self.name}>.+?)"
+        # Never starting or ending with a blank: the blanks around a hole are the join's (`` ?``).
+        return f"(?P<{self.name}>\\S(?:.*\\S)?)" if greedy else f"(?P<{self.name}>\\S(?:.*?\\S)?)"
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,17 @@ class Template:
 
     @property
     def shape(self) -> str:
-        """The question with its slots as placeholders: ``{month}各部门绩效为{grade}的人数是多少``."""
-        return "".join(p if isinstance(p, str) else "{" + p.name + "}" for p in self.parts)
+        """The question with its slots as placeholders: ``{month}各部门绩效为{grade}的人数是多少``
+        (a blank between a placeholder and a Latin letter or digit, as it was written)."""
+        out = ""
+        for part in self.parts:
+            text = part if isinstance(part, str) else "{" + part.name + "}"
+            latin_before = bool(out) and out[-1].isascii() and out[-1].isalnum()
+            latin_after = text[0].isascii() and text[0].isalnum()
+            if (latin_before and text[0] == "{") or (out.endswith("}") and latin_after):
+                out += " "
+            out += text
+        return out
 
     @property
     def fixed(self) -> str:
@@ -93,14 +103,14 @@ class Template:
         parts: list[str | Hole] = []
         at = 0
         for start, end, name in spans:
-            if start > at:
-                parts.append(text[at:start])
+            if text[at:start].strip():  # the blanks around a slot are optional (``_compile``)
+                parts.append(text[at:start].strip())
             slot = example.slots[name]
             codes = _codes(slot, capabilities)
             parts.append(Hole(name, slot, codes, coded_pattern(codes) if codes else ""))
             at = end
-        if at < len(text):
-            parts.append(text[at:])
+        if text[at:].strip():
+            parts.append(text[at:].strip())
         fixed = tuple(_fixed_pattern(p, synonyms) if isinstance(p, str) else None for p in parts)
         lazy, greedy = (_compile(parts, fixed, greedy) for greedy in (False, True))
         return cls(manifest.source, example, tuple(parts), lazy, greedy, fixed)
