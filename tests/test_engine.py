@@ -207,7 +207,7 @@ SQL_EXAMPLES: dict[str, tuple[str, Callable[[Row], Any] | None, bool]] = {
         """SELECT region, SUM(amount), COUNT(*) FROM sales WHERE sale_date LIKE '2025-%'
            GROUP BY region""",
         lambda row: row[1], True),
-    "星火项目有哪些成员？": (
+    "星火项目的成员有哪些？": (
         """SELECT m.employee_id, e.name, m.role FROM project_members AS m JOIN employees AS e USING (employee_id)
            WHERE m.project_name = '星火'""",
         lambda row: row[0], False),

@@ -483,13 +483,13 @@ def test_cli_without_a_model_suggests_three_examples_and_exits_3(demo_cli) -> No
 def test_cli_says_which_example_and_values_answered(demo_cli, tmp_path: Path) -> None:
     import json
 
-    result = demo_cli("ask", "天宫项目有哪些成员？", "--no-answer")
+    result = demo_cli("ask", "天宫项目的成员有哪些？", "--no-answer")
     assert result.exit_code == 0, result.output
     assert "plan: template; model calls: 0" in result.stdout
-    assert "from the verified example '星火项目有哪些成员？' with project = 天宫" in result.stdout
-    document = json.loads(demo_cli("ask", "天宫项目有哪些成员？", "--json", "--no-answer").stdout)
+    assert "from the verified example '星火项目的成员有哪些？' with project = 天宫" in result.stdout
+    document = json.loads(demo_cli("ask", "天宫项目的成员有哪些？", "--json", "--no-answer").stdout)
     assert document["plan_source"] == "template" and document["plan"]["template"]["slots"] == {"project": "天宫"}
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     assert lines and all(line["plan_source"] == "template" for line in lines)
-    assert lines[-1]["plan"]["template"] == {"example": "星火项目有哪些成员？", "slots": {"project": "天宫"},
+    assert lines[-1]["plan"]["template"] == {"example": "星火项目的成员有哪些？", "slots": {"project": "天宫"},
                                              "params": {"project": "天宫"}}

@@ -257,7 +257,7 @@ class Agent:
             if templated is not None:
                 return templated, "template"
         if not self.has_model:  # nothing to plan with: say what can be asked instead
-            raise self.templates.no_match(question, today)
+            raise self.templates.no_match(question)
         if use_cache and self.cache is not None and self.has_model:
             cached = self.cache.get(self._cache_key(question, today, context))
             if cached is not None:

@@ -5,8 +5,8 @@ example and the slot values; the engine binds ``template.params`` as parameters,
 text. An entity slot's value is looked up in the data through the engine (a one-step plan,
 through the sandbox, the words bound as a parameter): ``星火`` is a project only when a row
 says so, and the stored spelling is what the steps bind. ``no_match`` is the error for a
-question nothing answers without a model: the closest verified questions and how to
-configure one.
+question nothing answers without a model: how to configure one, and the closest verified
+questions.
 """
 
 from __future__ import annotations
@@ -26,26 +26,21 @@ if TYPE_CHECKING:
 
     from .engine import Engine
 
-__all__ = ["NoModelConfigError", "TemplatePlans"]
+__all__ = ["TemplatePlans", "no_model_error"]
 
 #: Entity values looked up per agent, at most (the same few names come back often).
 LOOKUP_CACHE = 512
 
 
-class NoModelConfigError(ConfigError):
-    """No verified example answers the question and no model is configured.
-
-    ``suggestions`` are the closest verified questions, slots as placeholders.
-    """
-
-    def __init__(self, question: str, suggestions: list[str], reason: str) -> None:
-        asked = "; ".join(f"“{s}”" for s in suggestions)
-        hint = (f"did you mean {asked}? (answered without a model; {{…}} is a value you choose) — or "
-                if suggestions else "no verified example answers it; ")
-        super().__init__("no language model is configured", hint=hint + HOW_TO_CONFIGURE)
-        self.question = question
-        self.suggestions = suggestions
-        self.reason = reason
+def no_model_error(suggestions: list[str]) -> ConfigError:
+    """No verified example answers the question and no model is configured: how to configure
+    one, and the closest verified questions (slots as placeholders), in ``suggestions`` too."""
+    asked = "; ".join(f"“{s}”" for s in suggestions)
+    hint = HOW_TO_CONFIGURE + (f" Or ask a question of a verified example's shape, such as {asked}"
+                               " ({…} is a value you choose)." if suggestions else "")
+    error = ConfigError("no language model is configured", hint=hint)
+    error.suggestions = suggestions  # type: ignore[attr-defined]
+    return error
 
 
 class TemplatePlans:
@@ -74,23 +69,28 @@ class TemplatePlans:
         found = self.outcome(question, today).match
         return plan_for(found) if found is not None else None
 
-    def no_match(self, question: str, today: dt.date) -> NoModelConfigError:
+    def no_match(self, question: str) -> ConfigError:
+        """The error for ``question`` when nothing answers it without a model."""
         from structq.templates import closest_questions
 
-        reason = self.outcome(question, today).reason
-        return NoModelConfigError(question, closest_questions(question, self.capabilities, self.set), reason)
+        return no_model_error(closest_questions(question, self.capabilities, self.set))
 
     def _lookup(self, column: str, text: str) -> str | None:
         """The stored value of ``column`` (``source.table.column``) written exactly as ``text``;
         None when the data has none, or the source cannot be read now (an abstention, not an
         error). A column's values are read once when they fit under the source's row limit;
         otherwise each text is looked up on its own."""
-        known = self._values(column)
+        known = self._values(column) if not self._is_search(column) else None
         if known is not None:
             return text if text in known else None
         rows = self._read(column, {"value": text})
         stored = {row[0] for row in rows or () if row and isinstance(row[0], str)}
         return stored.pop() if len(stored) == 1 else None
+
+    def _is_search(self, column: str) -> bool:
+        """A search field's values are looked up one at a time (an aggregation's buckets are capped)."""
+        manifest = self.capabilities.get(column.split(".", 1)[0])
+        return manifest is not None and manifest.is_search
 
     def _values(self, column: str) -> frozenset[str] | None:
         if column not in self._known:
@@ -111,7 +111,10 @@ class TemplatePlans:
             final = self.engine.run(plan).final
         except StructqError:
             return None
-        return None if final.truncated else list(final.rows)
+        if final.truncated or name not in final.columns:
+            return None
+        at = final.columns.index(name)  # a search hit's row starts with _id and _score
+        return [(row[at],) for row in final.rows]
 
 
 def plan_for(match: Match) -> Plan:

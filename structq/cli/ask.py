@@ -52,7 +52,7 @@ def ask(
     """Answer a question: plan it, run the plan through the sandbox, answer with citations.
 
     Verified example questions, and questions of the same shape as a verified example with
-    slots (other months, grades, projects, top N…), need no model; without a model, any other
+    slots (other months, grades, projects, top N), need no model; without a model, any other
     question lists the closest verified questions and exits 3. Otherwise configure one with
     --llm or STRUCTQ_LLM (or OPENAI_API_KEY). --json prints {"answer", "citations", "plan", "steps",
     "notes", "model_calls"}.

@@ -24,7 +24,7 @@ OPEN_QUESTION = "2025年华北区销售额最高的三个产品分别卖了多�
 #: Not verified examples, but of a slotted example's shape with other values: answered offline.
 VARIANTS = (
     "上个月各部门绩效为良好的人数是多少？",
-    "天宫项目有哪些成员？",
+    "天宫项目的成员有哪些？",
     "去年销售额最高的3个客户是哪些？",
 )
 STAMP = "demo.json"

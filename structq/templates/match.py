@@ -9,6 +9,9 @@ Precision over recall. A question is answered from a template only when
    a whole number in range, a code or meaning of the column, an entity found in the data;
 4. no other template also matches.
 
+The example's own question is answered with the example's own values (an entity it names is
+not looked up again: a person verified it with the example).
+
 Anything else abstains (``Outcome.match`` is None, ``Outcome.reason`` says why): a wrong
 answer from a template is a defect, an abstention is not.
 """
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from .fillers import Filled, Lookup, read_coded, read_integer, read_period
 from .pattern import Hole, Template, synonym_groups
-from .text import match_text
+from .text import match_text, normalise_question
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
@@ -107,7 +110,10 @@ class TemplateSet:
             if _spans(greedy) != _spans(lazy):
                 reasons.append(f"{template.shape!r}: the question splits into its slots in more than one way")
                 continue
-            filled, why = _fill(template, lazy, periods or [], lookup)
+            # The example's own question: its values were verified with it (even on data too
+            # small to hold them, as the demo at --scale 0.05).
+            own = normalise_question(question) == normalise_question(template.example.question)
+            filled, why = _fill(template, lazy, periods or [], _as_written if own else lookup)
             if filled is None:
                 reasons.append(f"{template.shape!r}: {why}")
                 continue
@@ -120,6 +126,11 @@ class TemplateSet:
         if reasons:
             return Outcome(None, "; ".join(reasons), fitted)
         return Outcome(None, "no verified example has this shape", fitted)
+
+
+def _as_written(column: str, text: str) -> str:
+    """The lookup for an example's own question: its values are the verified ones."""
+    return text
 
 
 def _spans(match: re.Match[str]) -> dict[str, tuple[int, int]]:
