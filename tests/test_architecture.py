@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 PACKAGE = Path(__file__).resolve().parent.parent / "structq"
 
-_BOTTOM = {"errors", "config"}
+_BOTTOM = {"errors", "config", "periods"}
 
 #: What each unit may import (besides itself). DESIGN §2:
 #: ``capabilities ← safety ← executors ← sources ← agent ← cli, langchain, server`` (``sources``:
@@ -33,16 +33,18 @@ _BOTTOM = {"errors", "config"}
 #: ``__version__``), which anything may read.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "periods": set(),
     "config": {"errors"},
     "structq": {"errors"},  # the lazy re-exports go through __getattr__ strings, not imports
     "demo": set(),
     "capabilities": _BOTTOM,
     "safety": _BOTTOM | {"capabilities"},
     "linking": _BOTTOM | {"capabilities"},
+    "templates": _BOTTOM | {"capabilities"},
     "executors": _BOTTOM | {"capabilities", "safety"},
     "sources": _BOTTOM | {"capabilities", "safety", "executors"},
     "sync": _BOTTOM | {"capabilities", "safety", "linking", "executors", "sources"},
-    "agent": _BOTTOM | {"capabilities", "safety", "linking", "executors", "sources"},
+    "agent": _BOTTOM | {"capabilities", "safety", "linking", "executors", "sources", "templates"},
     "langchain": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "sources", "agent"},
     "server": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "sources", "agent"},
     "cli": _BOTTOM | {"structq", "capabilities", "safety", "linking", "executors", "sources", "agent",

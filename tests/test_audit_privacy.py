@@ -38,7 +38,7 @@ def _env(tmp_path: Path, **extra: str | None) -> dict[str, str | None]:
 def test_no_result_row_value_is_in_a_default_audit_line_after_the_demo(tmp_path: Path) -> None:
     from structq.agent import Agent
     from structq.capabilities import CapabilitySet
-    from structq.cli.demo import DEMO_TODAY
+    from structq.cli.demo import DEMO_TODAY, VARIANTS
     from structq.config import Settings
 
     demo_dir = tmp_path / "demo"
@@ -47,7 +47,7 @@ def test_no_result_row_value_is_in_a_default_audit_line_after_the_demo(tmp_path:
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     capabilities = CapabilitySet.from_path(REPO_ROOT / "capabilities", env={"STRUCTQ_DEMO_DIR": str(demo_dir)})
     questions = [example.question for _, example in capabilities.examples()]
-    assert [line["question"] for line in lines] == questions
+    assert [line["question"] for line in lines] == [*questions, *VARIANTS]
 
     settings = Settings(cache_enabled=False, audit_enabled=False)
     checked = 0

@@ -24,9 +24,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 CAPABILITIES = REPO_ROOT / "capabilities"
 CONSOLE_SCRIPT = Path(sys.executable).with_name("structq")
 
-#: A verified example in hr.yaml: planned from the manifest, no model.
+#: A verified example in hr.yaml with slots: planned from the manifest (a template), no model.
 VERIFIED = "华东区在职的研发部员工有哪些？"
-VERIFIED_SQL = "employees.department = '研发部'"
+VERIFIED_SQL = "employees.department = :slot_department"
 #: Not an example: it needs a model, and none is configured.
 OPEN = "华东区有多少员工？"
 
@@ -106,7 +106,7 @@ def write_plan(tmp_path: Path, query: str, source: str = "hr") -> str:
 def test_ask_answers_a_verified_example_without_a_model(structq, cli_env: dict[str, str | None]) -> None:
     answer = json_of(structq("ask", VERIFIED, "--json"))
     assert set(answer) == ASK_KEYS
-    assert answer["question"] == VERIFIED and answer["plan_source"] == "verified" and answer["model_calls"] == []
+    assert answer["question"] == VERIFIED and answer["plan_source"] == "template" and answer["model_calls"] == []
     [step] = answer["steps"]
     assert set(step) == STEP_KEYS and step["source"] == "hr" and step["row_count"] == len(step["rows"]) > 0
     assert VERIFIED_SQL in step["query"]
@@ -121,7 +121,7 @@ def test_ask_show_plan_prints_the_plan_and_the_query_as_it_ran(structq) -> None:
     assert result.exit_code == 0, result.output
     assert "按大区、部门、在职状态筛选员工" in result.stdout  # the step's purpose
     assert "ran: engineers" in result.stdout and "LIMIT 1001" in result.stdout
-    assert "Answer" in result.stdout and "plan: verified; model calls: 0" in result.stdout
+    assert "Answer" in result.stdout and "plan: template; model calls: 0" in result.stdout
 
 
 def test_ask_no_answer_prints_the_results_only(structq) -> None:
@@ -390,7 +390,7 @@ def test_console_script_help(cli_env) -> None:
 def test_console_script_answers_a_verified_example(cli_env) -> None:
     result = console_script("ask", VERIFIED, "-m", str(CAPABILITIES), "--json", env=cli_env)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["plan_source"] == "verified"
+    assert json.loads(result.stdout)["plan_source"] == "template"
 
 
 def test_console_script_errors_are_one_line_without_a_traceback(cli_env) -> None:

@@ -254,7 +254,7 @@ def test_ask_answers_when_audit_log_or_cache_cannot_be_written(setting, warnings
     unwritable = {k: v.format(file=a_file) if v else None for k, v in setting.items()}
     result = console_script("ask", VERIFIED, "-m", str(CAPABILITIES), "--json", env={**env, **unwritable})
     assert_one_clean_line(result, 0)
-    assert json.loads(result.stdout)["plan_source"] == "verified"
+    assert json.loads(result.stdout)["plan_source"] == "template"  # a slotted example
     for warning in warnings:
         assert result.stderr.count(warning) == 1, result.stderr  # warned once
     assert all(line.startswith("structq: warning: ") for line in result.stderr.splitlines())
@@ -281,7 +281,9 @@ def test_the_demo_with_only_the_core_install_answers_the_sql_examples(tmp_path, 
     assert_one_clean_line(result, 0)
     search = [e.question for m, e in demo_capabilities.examples() if any(s.source == "reports" for s in e.steps)]
     sections = result.stdout.split("\n── ")[1:]
-    assert len(sections) == len(list(demo_capabilities.examples())) and search
+    from structq.cli.demo import VARIANTS
+
+    assert len(sections) == len(list(demo_capabilities.examples())) + len(VARIANTS) and search
     for section in sections:
         skipped = 'skipped: the embedded search engine is not installed (pip install "structq[embedded]")' in section
         assert skipped == any(section.split("\n", 1)[0].endswith(q) for q in search), section[:300]

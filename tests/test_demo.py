@@ -39,6 +39,10 @@ EXAMPLES = [example for manifest in MANIFESTS.values() for example in manifest.g
 EXAMPLE_IDS = [f"{source}-{n}" for source, manifest in MANIFESTS.items()
                for n, _ in enumerate(manifest.get("examples", []), start=1)]
 REFERENCE = re.compile(r"<([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?>")
+#: A slotted example's parameter (``:month_start``), outside string literals (the examples have none there).
+SLOT_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+#: The day relative slot examples (上个月, last year) are read for, as ``structq demo`` asks them.
+DEMO_TODAY = date(2026, 11, 30)
 WINDOW = ("2023-01-01", "2026-10-31")
 SMALL = 0.05
 
@@ -206,18 +210,52 @@ def _valid_id_card(card: str) -> bool:
 # --- running the verified examples -----------------------------------------------------------
 
 
+def _period(text: str, kind: str) -> tuple[date, date]:
+    """A slot example's period: the canonical form (2026-03, 2023-Q4, 2025) or words (上个月)."""
+    from structq.periods import find_periods
+
+    if re.fullmatch(r"\d{4}", text):
+        return date(int(text), 1, 1), date(int(text), 12, 31)
+    if found := re.fullmatch(r"(\d{4})-(\d{2})", text):
+        year, month = int(found[1]), int(found[2])
+        after = date(year + month // 12, month % 12 + 1, 1)
+        return date(year, month, 1), date.fromordinal(after.toordinal() - 1)
+    if found := re.fullmatch(r"(\d{4})-Q([1-4])", text):
+        year, quarter = int(found[1]), int(found[2])
+        return _period(f"{year}-{quarter * 3 - 2:02d}", kind)[0], _period(f"{year}-{quarter * 3:02d}", kind)[1]
+    (period,) = find_periods(text, DEMO_TODAY)
+    return period.first, period.last
+
+
+def slot_values(example: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a slotted example's own question binds (its slots' example values)."""
+    values: dict[str, Any] = {}
+    for name, slot in example.get("slots", {}).items():
+        text = str(slot["example"])
+        if "column" in slot:
+            values[name] = text
+        elif slot["type"] == "integer":
+            values[name] = int(text)
+        else:
+            first, last = _period(text, slot["type"])
+            values.update({f"{name}_start": first.isoformat(), f"{name}_end": last.isoformat(), name: first.isoformat()})
+    return values
+
+
 def run_plan(
     example: dict[str, Any], db: sqlite3.Connection, documents: list[dict[str, Any]]
 ) -> dict[str, Rows]:
-    """Every step's rows, in order; a step's references read the earlier steps' rows."""
+    """Every step's rows, in order; a step's references read the earlier steps' rows, its
+    slot parameters the example's own values."""
     results: dict[str, Rows] = {}
+    slots = slot_values(example)
     for step in example["steps"]:
         if step["source"] == "local":
             rows = run_local(step["query"], results)
         elif isinstance(step["query"], str):
-            rows = run_sql(db, step["query"], results)
+            rows = run_sql(db, step["query"], results, slots)
         else:
-            rows = run_search(step["query"], documents, results)
+            rows = run_search(resolve_slots(step["query"], slots), documents, results)
         assert rows, f"step {step['output_key']!r} of {example['question']!r} returned nothing"
         results[step["output_key"]] = rows
     return results
@@ -229,14 +267,18 @@ def referenced(match: re.Match[str], results: dict[str, Rows]) -> list[Any]:
     return [row[column] for row in rows]
 
 
-def run_sql(db: sqlite3.Connection, sql: str, results: dict[str, Rows]) -> Rows:
-    params: list[str] = []
+def run_sql(db: sqlite3.Connection, sql: str, results: dict[str, Rows], slots: dict[str, Any] | None = None) -> Rows:
+    params: list[Any] = []
 
     def bind(match: re.Match[str]) -> str:
+        if match.group(0).startswith(":"):
+            params.append((slots or {})[match.group(3)])
+            return "?"
         params.append(json.dumps(referenced(match, results)))
         return "SELECT value FROM json_each(?)"
 
-    cursor = db.execute(REFERENCE.sub(bind, sql), params)
+    pattern = re.compile(f"{REFERENCE.pattern}|{SLOT_PARAMETER.pattern}")
+    cursor = db.execute(pattern.sub(bind, sql), params)
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -262,6 +304,17 @@ def run_search(body: dict[str, Any], documents: list[dict[str, Any]], results: d
         counts = Counter(hit[aggregation["terms"]["field"]] for hit in hits)
         return [{"key": key, "doc_count": n} for key, n in counts.most_common(aggregation["terms"]["size"])]
     return hits
+
+
+def resolve_slots(value: Any, slots: dict[str, Any]) -> Any:
+    """A search body with each ``":name"`` string replaced by the slot's value."""
+    if isinstance(value, dict):
+        return {key: resolve_slots(item, slots) for key, item in value.items()}
+    if isinstance(value, list):
+        return [resolve_slots(item, slots) for item in value]
+    if isinstance(value, str) and value.startswith(":") and value[1:] in slots:
+        return slots[value[1:]]
+    return value
 
 
 def resolve_json(value: Any, results: dict[str, Rows]) -> Any:

@@ -13,6 +13,7 @@ the search engine.
 
 from __future__ import annotations
 
+import datetime as dt
 import asyncio
 import collections
 import json
@@ -121,8 +122,22 @@ def reports(demo_data) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def example_plans(demo_capabilities: CapabilitySet) -> dict[str, Plan]:
-    return {example.question: Plan.from_example(example) for _, example in demo_capabilities.examples()}
+def example_plans(demo_capabilities: CapabilitySet, engine: Engine) -> dict[str, Plan]:
+    """Each example's plan; a slotted example's with its own question's values (read on the
+    demo's day, so 上个月 is 2026-10)."""
+    from structq.agent.templated import TemplatePlans
+
+    templates = TemplatePlans(demo_capabilities, engine)
+    plans = {}
+    for _, example in demo_capabilities.examples():
+        plan = templates.plan(example.question, DEMO_DAY) if example.slots else Plan.from_example(example)
+        assert plan is not None, f"the slotted example {example.question!r} does not match its own question"
+        plans[example.question] = plan
+    return plans
+
+
+#: The day the examples' relative periods are read for (as ``structq demo`` asks them).
+DEMO_DAY = dt.date(2026, 11, 30)
 
 
 # ============================================================================================
@@ -192,6 +207,55 @@ SQL_EXAMPLES: dict[str, tuple[str, Callable[[Row], Any] | None, bool]] = {
         """SELECT region, SUM(amount), COUNT(*) FROM sales WHERE sale_date LIKE '2025-%'
            GROUP BY region""",
         lambda row: row[1], True),
+    "星火项目的成员有哪些？": (
+        """SELECT m.employee_id, e.name, m.role FROM project_members AS m JOIN employees AS e USING (employee_id)
+           WHERE m.project_name = '星火'""",
+        lambda row: row[0], False),
+    "北斗项目的负责人是谁？": (
+        """SELECT name, employee_id, department, title FROM employees
+           WHERE employee_id = (SELECT owner_id FROM projects WHERE project_name = '北斗')""",
+        None, False),
+    "预算最高的3个项目是哪些？": (
+        "SELECT project_name, budget FROM projects ORDER BY budget DESC LIMIT 3", lambda row: row[1], True),
+    "上个月绩效为D的员工有多少人？": (
+        "SELECT COUNT(*) FROM employee_performance WHERE assessment_month = '2026-10-01' AND performance_grade = 'D'",
+        None, False),
+    "研发部2026年3月绩效为A的有多少人？": (
+        """SELECT COUNT(*) FROM employee_performance JOIN employees USING (employee_id)
+           WHERE department = '研发部' AND assessment_month = '2026-03-01' AND performance_grade = 'A'""",
+        None, False),
+    "What was the average performance score of the R&D department (研发部) in September 2026?": (
+        """SELECT AVG(score) FROM employee_performance JOIN employees USING (employee_id)
+           WHERE department = '研发部' AND assessment_month = '2026-09-01'""",
+        None, False),
+    "产品X在2025年的销售额是多少？": (
+        """SELECT SUM(amount), COUNT(*) FROM sales WHERE sale_date LIKE '2025-%'
+           AND product_id = (SELECT product_id FROM products WHERE product_name = '产品X')""",
+        None, False),
+    "How many different customers bought 产品X last year?": (
+        """SELECT COUNT(DISTINCT customer_id) FROM sales WHERE sale_date LIKE '2025-%'
+           AND product_id = (SELECT product_id FROM products WHERE product_name = '产品X')""",
+        None, False),
+    "What were the total sales in the 华南 region in 2024?": (
+        "SELECT SUM(amount) FROM sales WHERE region = '华南' AND sale_date LIKE '2024-%'", None, False),
+    "2025年销售额最高的5个产品是什么？": (
+        """SELECT p.product_name, SUM(s.amount) FROM sales AS s JOIN products AS p USING (product_id)
+           WHERE s.sale_date LIKE '2025-%' GROUP BY p.product_name ORDER BY 2 DESC LIMIT 5""",
+        lambda row: row[1], True),
+    "2025年销售额最高的10个客户是哪些？": (
+        """SELECT c.customer_name, SUM(s.amount) FROM sales AS s JOIN customers AS c USING (customer_id)
+           WHERE s.sale_date LIKE '2025-%' GROUP BY c.customer_name ORDER BY 2 DESC LIMIT 10""",
+        lambda row: row[1], True),
+    "2025年销售额最高的客户是哪家？": (
+        """SELECT c.customer_name, SUM(s.amount) FROM sales AS s JOIN customers AS c USING (customer_id)
+           WHERE s.sale_date LIKE '2025-%' GROUP BY c.customer_name ORDER BY 2 DESC LIMIT 1""",
+        None, False),
+    "上个季度签了多少份合同？": (
+        "SELECT COUNT(*) FROM contracts WHERE signed_at BETWEEN '2026-07-01' AND '2026-09-30'", None, False),
+    "2024年签约的合同中金额最大的5份是哪些？": (
+        """SELECT contract_id, contract_name, amount, signed_at FROM contracts WHERE signed_at LIKE '2024-%'
+           ORDER BY amount DESC LIMIT 5""",
+        lambda row: row[2], True),
     "2025年销售额最高的5名销售代表是谁，分别在哪个城市？": (
         """SELECT e.employee_id, e.name, e.region, e.city, e.title FROM employees AS e
            WHERE e.employee_id IN (SELECT employee_id FROM sales WHERE sale_date LIKE '2025-%'
@@ -226,12 +290,13 @@ SEARCH_EXAMPLES = {
     "2026年10月有哪些周报提到了灰度发布？",
     "2026年第三季度各部门分别提交了多少份周报？",
     "‘星火’项目负责人最近写的5份周报是什么？",
+    "李玲倩在2026年10月写了哪些周报？",
 }
 
 
 def test_every_verified_example_has_a_hand_written_answer(example_plans: dict[str, Plan]) -> None:
     assert set(example_plans) == set(SQL_EXAMPLES) | SEARCH_EXAMPLES
-    assert len(example_plans) == 13
+    assert len(example_plans) == 28
 
 
 @pytest.mark.parametrize("question", list(SQL_EXAMPLES))
@@ -725,7 +790,7 @@ def test_cli_run_json_shape(demo_data, example_plans: dict[str, Plan], tmp_path:
     owner, found = data["steps"]
     assert owner["source"] == "hr" and isinstance(owner["query"], str) and owner["rows"] == [[owner["rows"][0][0]]]
     assert found["source"] == "reports" and isinstance(found["query"], dict) and found["row_count"] == 5
-    assert found["params"] == {"owner": [owner["rows"][0][0]]}
+    assert found["params"] == {"owner": [owner["rows"][0][0]], "slot_n": 5}  # the example's own top N
 
 
 # ============================================================================================

@@ -88,9 +88,12 @@ def eval_set() -> EvalSet:
 
 @pytest.fixture(scope="module")
 def planned_items(eval_set: EvalSet, demo_capabilities) -> list[EvalItem]:
-    """The items the model plans: verified examples are answered from the manifests."""
+    """The items the model plans: verified examples, and questions of a slotted example's
+    shape, are answered from the manifests."""
     verified = VerifiedPlans(demo_capabilities)
-    return [item for item in eval_set.questions if verified.get(item.question) is None]
+    with Agent(demo_capabilities, settings=Settings(cache_enabled=False, audit_enabled=False)) as agent:
+        return [item for item in eval_set.questions if verified.get(item.question) is None
+                and agent.templates.plan(item.question, eval_set.today) is None]
 
 
 def scripted_planner(items: list[EvalItem], wrong: dict[str, dict[str, Any]] | None = None):
@@ -153,7 +156,7 @@ def test_right_plans_score_100_percent(eval_set: EvalSet, planned_items: list[Ev
     assert report.accuracy == 1.0 and report.passed == len(eval_set.questions)
     assert report.model_calls == model.calls == len(planned_items)
     sources = {r.item.question: r.plan_source for r in report.results}
-    assert sorted(set(sources.values())) == ["model", "verified"]
+    assert sorted(set(sources.values())) == ["model", "template"]
 
 
 def test_a_wrong_plan_fails_its_item_and_keeps_the_plan(eval_set: EvalSet, planned_items: list[EvalItem],
@@ -285,9 +288,11 @@ def test_cli_eval_without_a_model_runs_the_verified_questions_and_skips_the_rest
     result = CliRunner().invoke(app, ["eval", str(EVAL_FILE), "-m", str(CAPABILITIES), "--json"], env=env)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    verified = {example.question for _, example in demo_capabilities.examples()}
+    with Agent(demo_capabilities, settings=Settings(cache_enabled=False, audit_enabled=False)) as agent:
+        offline = {q.question for q in eval_set.questions if agent.verified.get(q.question) is not None
+                   or agent.templates.plan(q.question, eval_set.today) is not None}
     ran = [item["question"] for item in report["items"] if not item["skipped"]]
-    assert ran and set(ran) == {q.question for q in eval_set.questions} & verified
+    assert ran and set(ran) == offline
     assert report["passed"] == len(ran) and report["failed"] == 0
     skipped = [item for item in report["items"] if item["skipped"]]
     assert skipped and all(item["reason"].startswith("needs a model") for item in skipped)

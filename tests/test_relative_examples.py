@@ -1,7 +1,8 @@
 """Verified examples must not answer the wrong period: an example with relative dates declares
 the day it was written for and the period its words count in, and asked on another day its
-dates move with them (or, with ``shift: false``, it does not match at all). Asked through the
-CLI with several ``--today`` values, each answer reads the period a person would expect."""
+dates move with them (or, with ``shift: false``, it does not match at all); a slotted example
+reads its period slot on the day asked. Asked through the CLI with several ``--today`` values,
+each answer reads the period a person would expect."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ def ask(demo_env: dict[str, str], tmp_path: Path):
 def asked_range(result) -> tuple[str, str]:
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
+    if answer["plan_source"] == "template":  # a period slot: its days are bound parameters
+        params = answer["steps"][0]["params"]
+        return params["slot_period_start"], params["slot_period_end"]
     assert answer["plan_source"] == "verified"
     return RANGE.search(answer["steps"][0]["query"]).groups()
 
@@ -62,8 +66,9 @@ def test_the_past_three_quarters_move_with_today(ask, today, expected) -> None:
 
 
 def test_a_shifted_plan_says_so_and_drops_texts_naming_the_old_dates(ask) -> None:
-    answer = json.loads(ask(LAST_YEARS_Q3, "2028-03-01").stdout)
-    assert "written for 2026-11-30" in answer["plan"]["reasoning"] and "+2 year" in answer["plan"]["reasoning"]
+    answer = json.loads(ask(PAST_THREE_QUARTERS, "2028-03-01").stdout)
+    assert answer["plan_source"] == "verified"
+    assert "written for 2026-11-30" in answer["plan"]["reasoning"] and "+5 quarter" in answer["plan"]["reasoning"]
     assert "2025" not in json.dumps(answer["plan"], ensure_ascii=False)
 
 
@@ -99,7 +104,7 @@ def test_periods_between(a, b, period, expected) -> None:
 
 
 def test_today_without_period_is_a_manifest_error(tmp_path, demo_env) -> None:
-    text = (CAPABILITIES / "sales.yaml").read_text(encoding="utf-8").replace("    period: year\n", "", 1)
+    text = (CAPABILITIES / "sales.yaml").read_text(encoding="utf-8").replace("    period: quarter\n", "", 1)
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "sales.yaml").write_text(text, encoding="utf-8")

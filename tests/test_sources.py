@@ -121,7 +121,8 @@ class _EchoKind(SourceKind):
         return 10
 
     def check(self, query: Any, manifest: Manifest, *, index: str | None, params: Mapping[str, Any],
-              vars: Mapping[str, Any], max_rows: int | None) -> SafeQuery:
+              vars: Mapping[str, Any], max_rows: int | None,
+              slots: Mapping[str, Any] | None = None) -> SafeQuery:
         return SafeQuery(source="echo", kind="sql", limit=2, max_rows=1, text=query.upper())
 
     def bind(self, step: Any, inputs: Mapping[str, Any], capabilities: CapabilitySet) -> Bound:

@@ -1,6 +1,6 @@
 """The facade: ``Agent.ask`` plans, runs, repairs, answers and audits one question.
 
-    question → verified example? → plan cache? → model (structured output)
+    question → verified example? → slotted example (template)? → plan cache? → model
              → run (sandbox + executors) ── retryable error ──→ repair (at most max_repairs)
              → empty? observe → revised plan (at most max_replans; see ``loop``)
              (adaptive: step by step, the model deciding after each; see ``adaptive``)
@@ -37,6 +37,7 @@ from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
 from .synthesis import citations, render_deterministic, synthesize
+from .templated import TemplatePlans
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -141,6 +142,7 @@ class Agent:
         self._model: Any = None
         self.engine = Engine(capabilities, threads=self.settings.threads)
         self.verified = VerifiedPlans(capabilities)
+        self.templates = TemplatePlans(capabilities, self.engine)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
         self.audit = audit if audit is not None else (
             AuditLog(self.settings.audit_path, include_answer=self.settings.audit_answers)
@@ -276,6 +278,11 @@ class Agent:
             verified = self.verified.get(question, today)
             if verified is not None:
                 return verified, "verified"
+            templated = self.templates.plan(question, today)
+            if templated is not None:
+                return templated, "template"
+        if not self.has_model:  # nothing to plan with: say what can be asked instead
+            raise self.templates.no_match(question)
         if use_cache and self.cache is not None and self.has_model:
             cached = self.cache.get(self._cache_key(question, today, context))
             if cached is not None:

@@ -12,15 +12,15 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import re
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from structq.templates.text import normalise_question
 
 from .plan import Plan
 
@@ -30,31 +30,13 @@ if TYPE_CHECKING:
 __all__ = ["normalise_question", "VerifiedPlans", "PlanCache"]
 
 
-#: Punctuation that carries no meaning in a question: quotes, brackets, sentence marks.
-#: Math symbols (``>``, ``<``, ``+``, ``%``), ``-`` and separators inside numbers are kept:
-#: "销售额>100" and "销售额<100" must never share a plan.
-_DROPPED = re.compile(r"[\s\"'`“”‘’「」『』《》〈〉()（）\[\]【】{}?？!！。、，,;；:：~～…·]+")
-_NUMBER_SEPARATOR = re.compile(r"(?<=\d)[.,](?=\d)")
-
-
-def normalise_question(question: str) -> str:
-    """Fold width and case, drop quotes and sentence punctuation, collapse whitespace.
-
-    ``“‘星火’项目组里…？”`` and ``'星火'项目组里…?`` normalise to the same text; ``1,500`` and
-    ``1.500`` (or ``>`` and ``<``) do not.
-    """
-    folded = unicodedata.normalize("NFKC", question).casefold()
-    protected = _NUMBER_SEPARATOR.sub(lambda m: "\x00" if m.group() == "." else "\x01", folded)
-    words = _DROPPED.sub(" ", protected).split()
-    return " ".join(words).replace("\x00", ".").replace("\x01", ",")
-
-
 class VerifiedPlans:
     """The manifests' examples by normalised question."""
 
     def __init__(self, capabilities: "CapabilitySet") -> None:
+        # A slotted example is a template (``structq.templates``): its steps need the slots' values.
         self._plans = {normalise_question(ex.question): (Plan.from_example(ex), ex)
-                       for _, ex in capabilities.examples()}
+                       for _, ex in capabilities.examples() if not ex.slots}
 
     def get(self, question: str, today: dt.date | None = None) -> Plan | None:
         """The verified plan for ``question``; an example with relative dates is moved to the

@@ -182,13 +182,15 @@ class Engine:
         vars: Mapping[str, Any],
         max_rows: int | None,
         bound: "Bound | None" = None,
+        slots: Mapping[str, Any] | None = None,
     ) -> "SafeQuery":
         """Resolve the step's references from ``inputs`` (the results of the steps it
-        depends on) and pass it through the sandbox of its source's kind."""
+        depends on) and pass it through the sandbox of its source's kind (with a template
+        plan's ``slots`` values)."""
         references = step.references(step_dialect(step, self.capabilities))
         params = {ref.text: inputs[ref.key].column_values(ref.column) for ref in references}
         bound = bound or self.bind(step, inputs)
-        return bound.check(step, params=params, vars=vars, max_rows=max_rows)
+        return bound.check(step, params=params, vars=vars, max_rows=max_rows, slots=slots)
 
     def execute(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult], *,
                 bound: "Bound | None" = None) -> "ResultSet":
@@ -330,7 +332,9 @@ class _Schedule:
         cap = engine.intermediate_cap(step) if step.output_key in self.consumed else None
         try:
             bound = engine.bind(step, inputs)
-            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap, bound=bound)
+            template = self.plan.template
+            safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap, bound=bound,
+                                  slots=template.params if template is not None else None)
             result = engine.execute(step, safe, inputs, bound=bound)
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
             self.unavailable.append(_located(exc, step.output_key))

@@ -198,14 +198,17 @@ _STOPS_THE_RUN = (ConfigError, SourceUnavailable)
 
 
 #: Why an item is skipped when no model is configured.
-NEEDS_A_MODEL = ("needs a model (not a verified example); configure one with --llm, STRUCTQ_LLM or "
+NEEDS_A_MODEL = ("needs a model (no verified example answers it); configure one with --llm, STRUCTQ_LLM or "
                  "OPENAI_API_KEY to run it")
 
 
-def _needs_a_missing_model(agent: "Agent", item: EvalItem) -> bool:
-    """Not a verified example, and no model configured at all (a configured model that fails
-    to load still stops the run: that is a mistake to fix, not a reason to skip)."""
+def _needs_a_missing_model(agent: "Agent", item: EvalItem, today: dt.date | None) -> bool:
+    """Not a verified example nor of a slotted example's shape, and no model configured at all
+    (a configured model that fails to load still stops the run: that is a mistake to fix, not
+    a reason to skip)."""
     if agent.verified.get(item.question) is not None or agent.has_model:
+        return False
+    if agent.templates.plan(item.question, today or dt.date.today()) is not None:
         return False
     try:
         agent.model
@@ -215,7 +218,7 @@ def _needs_a_missing_model(agent: "Agent", item: EvalItem) -> bool:
 
 
 def _run_item(agent: "Agent", item: EvalItem, today: dt.date | None) -> ItemResult:
-    if _needs_a_missing_model(agent, item):
+    if _needs_a_missing_model(agent, item, today):
         return ItemResult(item, False, NEEDS_A_MODEL, skipped=True)
     started = time.perf_counter()
     try:

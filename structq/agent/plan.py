@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from structq.capabilities.loader import closest
 from structq.capabilities.model import ExampleStep
@@ -25,7 +26,7 @@ from structq.capabilities.references import LOCAL_DIALECT, LOCAL_SOURCE, Referen
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
 
-__all__ = ["Plan", "Step", "Reference", "LOCAL_SOURCE", "step_dialect"]
+__all__ = ["Plan", "Step", "TemplateUse", "Reference", "LOCAL_SOURCE", "step_dialect"]
 
 
 #: How deeply a DSL body may nest; far beyond any real query, well within Python's recursion.
@@ -76,6 +77,20 @@ class Step(ExampleStep):
         return local_inputs(self.query, earlier) if isinstance(self.query, str) else []
 
 
+class TemplateUse(BaseModel):
+    """Which verified example a template plan comes from, and what its slots were filled with.
+
+    ``slots`` is for people (slot → the value read and the words it was read from);
+    ``params`` is what the sandbox binds for each ``:name`` in the steps (never spliced).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    example: str
+    slots: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
 class Plan(BaseModel):
     """Reasoning, steps in order, and how the answer should be written.
 
@@ -93,6 +108,9 @@ class Plan(BaseModel):
         default=None,
         description="Only when the question cannot be answered from the sources: why, in the question's "
                     "language, and what can be asked instead. Then steps is empty.")
+    #: Set only on a plan made from a slotted verified example (``structq.templates``); not
+    #: part of the schema the model is shown.
+    template: SkipJsonSchema[TemplateUse | None] = None
 
     @model_validator(mode="after")
     def _steps_or_reason(self) -> "Plan":

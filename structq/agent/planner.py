@@ -80,7 +80,9 @@ def render_examples(examples: "list[Example]") -> str:
     blocks = []
     for example in examples:
         plan = Plan.from_example(example).to_dict()
-        blocks.append(f"Question: {example.question}\nPlan: {json.dumps(plan, ensure_ascii=False)}")
+        # A slotted example's steps hold :name parameters only templates bind; plans write values.
+        slots = "".join(f"\n:{name}… stands for {slot.example!r}; write the value itself" for name, slot in example.slots.items())
+        blocks.append(f"Question: {example.question}\nPlan: {json.dumps(plan, ensure_ascii=False)}{slots}")
     return "\n\n".join(blocks) or "(none)"
 
 

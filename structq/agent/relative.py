@@ -11,11 +11,11 @@ line saying which day the dates were shifted for.
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import re
 from typing import Any
 
+from ..periods.calendar import periods_between, shift_date
 from .plan import Plan
 
 __all__ = ["periods_between", "shift_date", "shift_plan"]
@@ -23,32 +23,6 @@ __all__ = ["periods_between", "shift_date", "shift_plan"]
 _ISO_DATE = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
 #: Words that state a date: a text holding one is stale once the dates move.
 _DATE_WORDS = re.compile(r"\d{4}\s*年|\d{4}-\d{2}|\bQ[1-4]\b|第[一二三四1-4]季度|[一二三四五六七八九十\d]+\s*月")
-_MONTHS = {"year": 12, "quarter": 3, "month": 1}
-
-
-def periods_between(written_for: dt.date, today: dt.date, period: str) -> int:
-    """Whole calendar periods from ``written_for``'s period to ``today``'s (negative when earlier)."""
-    if period == "year":
-        return today.year - written_for.year
-    if period == "quarter":
-        return (today.year * 4 + (today.month - 1) // 3) - (written_for.year * 4 + (written_for.month - 1) // 3)
-    if period == "month":
-        return (today.year - written_for.year) * 12 + today.month - written_for.month
-    if period == "week":
-        return (today - dt.timedelta(days=today.weekday()) - (written_for - dt.timedelta(days=written_for.weekday()))).days // 7
-    return (today - written_for).days
-
-
-def shift_date(day: dt.date, count: int, period: str) -> dt.date:
-    """``day`` moved by ``count`` periods; the last day of a month stays the last day."""
-    if period in ("week", "day"):
-        return day + dt.timedelta(days=count * (7 if period == "week" else 1))
-    months = day.year * 12 + day.month - 1 + count * _MONTHS[period]
-    year, month = divmod(months, 12)
-    month += 1
-    last = calendar.monthrange(year, month)[1]
-    at_month_end = day.day == calendar.monthrange(day.year, day.month)[1]
-    return dt.date(year, month, last if at_month_end else min(day.day, last))
 
 
 def _shift_text(text: str, count: int, period: str) -> str:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from .slots import Slot, check_slots, step_parameters
+
 __all__ = [
     "SQL_COLUMN_TYPES",
     "SEARCH_FIELD_TYPES",
@@ -251,12 +253,20 @@ class Example(_Strict):
     today: dt.date | None = None
     period: Literal["year", "quarter", "month", "week", "day"] | None = None
     shift: bool = True
+    #: The parts of the question a person may change, each bound as a parameter in the steps
+    #: (``slots.py``); a question of the same shape is then answered with its values.
+    slots: dict[str, Slot] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _today_with_period(self) -> "Example":
         if (self.today is None) != (self.period is None):
             raise ValueError("a relative-date example gives both today: (the day its dates were resolved for) "
                              "and period: (year, quarter, month, week or day)")
+        if self.slots:
+            check_slots(self.question, self.slots, [step.query for step in self.steps])
+        elif any(step_parameters(step.query) for step in self.steps):
+            name = sorted(p for step in self.steps for p in step_parameters(step.query))[0]
+            raise ValueError(f"a step uses the parameter :{name} but the example declares no slots:")
         return self
 
 

@@ -178,6 +178,9 @@ def example_problems(m: Manifest, pos: Positions, sources: Mapping[str, Manifest
     """Every failure of ``check_examples``: one per step at most (steps on ``unloaded``
     sources are skipped)."""
     for ei, example in enumerate(m.examples):
+        for name, slot in example.slots.items():
+            if slot.column is not None and slot.column.split(".", 1)[0] not in unloaded:
+                yield from _slot_column_problems(slot.column, sources, pos, ("examples", ei, "slots", name, "column"))
         earlier: list[str] = []
         for si, step in enumerate(example.steps):
             here = ("examples", ei, "steps", si)
@@ -186,6 +189,31 @@ def example_problems(m: Manifest, pos: Positions, sources: Mapping[str, Manifest
                 continue
             earlier.append(step.output_key)
             yield from _step_problems(step, earlier[:-1], sources, pos, here)
+
+
+def _slot_column_problems(path: str, sources: Mapping[str, Manifest], pos: Positions, here: tuple) -> Problems:
+    """A column slot names a declared, readable column (``source.table.column``) or search
+    field (``source.index.field``)."""
+    source, container, column = path.split(".", 2)
+    target = sources.get(source)
+    if target is None:
+        yield pos.error(here, f"slot column {path!r}: unknown source {source!r}", **_did_you_mean(source, list(sources)))
+        return
+    if target.is_search:
+        index = target.index(container)
+        names = {p: f for p, f in index.flat_fields().items()} if index is not None else None
+        allowed = [p for p, f in (names or {}).items() if not f.denied]
+    else:
+        table = target.table(container)
+        names = {c.name: c for c in table.columns} if table is not None else None
+        allowed = [c.name for c in table.allowed_columns] if table is not None else []
+    if names is None:
+        containers = [i.name for i in target.indices] if target.is_search else [t.name for t in target.tables]
+        yield pos.error(here, f"slot column {path!r}: {source!r} declares no {container!r}",
+                        **_did_you_mean(container, containers))
+    elif column not in allowed:
+        what = "is not readable (access: deny)" if column in names else "is not declared"
+        yield pos.error(here, f"slot column {path!r}: {column!r} {what}", **_did_you_mean(column, allowed))
 
 
 def _step_problems(step, earlier: list[str], sources: Mapping[str, Manifest], pos: Positions, here: tuple) -> Problems:

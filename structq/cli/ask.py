@@ -51,8 +51,10 @@ def ask(
 ) -> None:
     """Answer a question: plan it, run the plan through the sandbox, answer with citations.
 
-    Verified example questions need no model. Otherwise configure one with --llm or
-    STRUCTQ_LLM (or OPENAI_API_KEY). --json prints {"answer", "citations", "plan", "steps",
+    Verified example questions, and questions of the same shape as a verified example with
+    slots (other months, grades, projects, top N), need no model; without a model, any other
+    question lists the closest verified questions and exits 3. Otherwise configure one with
+    --llm or STRUCTQ_LLM (or OPENAI_API_KEY). --json prints {"answer", "citations", "plan", "steps",
     "notes", "model_calls"}.
 
     Example:  structq ask "去年第三季度在华东区销售额最高的产品是什么？" --show-plan
@@ -76,6 +78,10 @@ def ask(
         if not no_answer:
             print_answer(out, answer, results_shown=no_answer or show_plan)
         out.print(f"[dim]plan: {answer.plan_source}; model calls: {answer.model_calls.count()}[/]")
+        if answer.plan.template is not None:
+            from .render import print_template
+
+            print_template(out, answer.plan.template)
 
 
 def plan(

@@ -87,7 +87,7 @@ def _sandbox_problems(caps: "CapabilitySet", manifest: "Manifest", pos: "Positio
             dialect = target.sql_dialect if not target.is_search else "sqlite"
             params = {ref.text: [_PLACEHOLDER] for ref in find_references(step.query, dialect)}
             try:
-                _check(target, step, params, _variables(target))
+                _check(target, step, params, _variables(target), _slot_values(example))
             except (SandboxViolation, PlanError) as exc:
                 line, column = pos.of(("examples", ei, "steps", si, "query"))
                 code = getattr(exc, "code", "plan_error")
@@ -106,15 +106,24 @@ def _variables(manifest: "Manifest") -> dict[str, Any]:
     return {name: _PLACEHOLDER for name in names}
 
 
-def _check(target: "Manifest", step: Any, params: dict[str, list[str]], variables: dict[str, Any]) -> None:
+def _slot_values(example: Any) -> dict[str, Any]:
+    """A stand-in value for each parameter a slotted example's steps bind (a number for top N)."""
+    from structq.capabilities.slots import slot_params
+
+    return {param: 1 if slot.kind == "integer" else _PLACEHOLDER
+            for name, slot in example.slots.items() for param in slot_params(name, slot)}
+
+
+def _check(target: "Manifest", step: Any, params: dict[str, list[str]], variables: dict[str, Any],
+           slots: dict[str, Any]) -> None:
     if target.is_search:
         from structq.safety.dsl import check_dsl
 
-        check_dsl(step.query, target, step.index, params=params, vars=variables)
+        check_dsl(step.query, target, step.index, params=params, vars=variables, slots=slots)
     else:
         from structq.safety.sql import check_sql
 
-        check_sql(step.query, target, params=params, vars=variables)
+        check_sql(step.query, target, params=params, vars=variables, slots=slots)
 
 
 def location(problem: dict[str, Any]) -> str:

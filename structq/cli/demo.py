@@ -21,6 +21,12 @@ from .common import LlmOpt, VerboseOpt, bundled_manifests, console, errors_to_ex
 DEMO_TODAY = dt.date(2026, 11, 30)
 #: Asked only when a model is configured: not a verified example, so the model plans it.
 OPEN_QUESTION = "2025年华北区销售额最高的三个产品分别卖了多少？"
+#: Not verified examples, but of a slotted example's shape with other values: answered offline.
+VARIANTS = (
+    "上个月各部门绩效为良好的人数是多少？",
+    "天宫项目的成员有哪些？",
+    "去年销售额最高的3个客户是哪些？",
+)
 STAMP = "demo.json"
 
 
@@ -50,6 +56,7 @@ def demo(
         settings = Settings.from_env(llm=llm, cache_enabled=False)
         with Agent(CapabilitySet.from_path(manifests), settings=settings) as agent:
             _answer_examples(agent, out)
+            _answer_variants(agent, out)
             if agent.has_model:
                 _answer_open_question(agent, out)
         _next_steps(out, manifests, target, with_model=agent.has_model)
@@ -117,6 +124,19 @@ def _answer_examples(agent, out) -> None:
         print_queries(out, answer.results)
         print_results(out, answer.results)
         print_answer(out, answer, results_shown=True)
+
+
+def _answer_variants(agent, out) -> None:
+    """Three questions no example asks word for word: slots make the examples answer them."""
+    from .render import heading, print_answer, print_template
+
+    out.print("\nQuestions of the same shape with other values (slotted examples, no model):")
+    for question in VARIANTS:
+        heading(out, question)
+        with out.status("running the plan …"):
+            answer = agent.ask(question, today=DEMO_TODAY, answer=True)
+        print_template(out, answer.plan.template)
+        print_answer(out, answer)
 
 
 def _answer_open_question(agent, out) -> None:

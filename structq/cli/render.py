@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from structq.agent import Answer, Plan, PlanResult, StepResult
+    from structq.agent.plan import TemplateUse
 
 #: Rows shown per step in the terminal (all rows are in --json).
 TABLE_ROWS = 20
@@ -125,3 +126,11 @@ def _cell(value: Any) -> str:
     from rich.markup import escape
 
     return escape(text if len(text) <= 200 else text[:197] + "…")
+
+
+def print_template(out: Console, template: "TemplateUse") -> None:
+    """Which verified example answered, and the value each of its slots took."""
+    from rich.markup import escape
+
+    slots = ", ".join(f"{name} = {value}" for name, value in template.slots.items())
+    out.print(f"[dim]from the verified example {escape(template.example)!r} with {escape(slots)}[/]")

@@ -55,10 +55,11 @@ class Bound:
     open: Callable[[], "Executor"] | None = None
 
     def check(self, step: StepLike, *, params: Mapping[str, Any], vars: Mapping[str, Any],
-              max_rows: int | None) -> "SafeQuery":
-        """The step's query through the sandbox of its kind."""
+              max_rows: int | None, slots: Mapping[str, Any] | None = None) -> "SafeQuery":
+        """The step's query through the sandbox of its kind (``slots``: a template plan's
+        slot values, bound as parameters)."""
         return self.kind.check(step.query, self.manifest, index=step.index, params=params, vars=vars,
-                               max_rows=max_rows)
+                               max_rows=max_rows, slots=slots)
 
 
 class SourceKind:
@@ -106,7 +107,8 @@ class SourceKind:
                             step=step.output_key)
 
     def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
-              vars: Mapping[str, Any], max_rows: int | None) -> "SafeQuery":
+              vars: Mapping[str, Any], max_rows: int | None,
+              slots: Mapping[str, Any] | None = None) -> "SafeQuery":
         """``query`` through the sandbox: the rewritten query that may run, or ``SandboxViolation``."""
         raise NotImplementedError
 

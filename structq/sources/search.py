@@ -56,7 +56,8 @@ class SearchKind(SourceKind):
             raise PlanError("a search step's query is a JSON object (the DSL body)", step=step.output_key)
 
     def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
-              vars: Mapping[str, Any], max_rows: int | None) -> "SafeQuery":
+              vars: Mapping[str, Any], max_rows: int | None,
+              slots: Mapping[str, Any] | None = None) -> "SafeQuery":
         from structq.safety.dsl import check_dsl
 
-        return check_dsl(query, manifest, index, params=params, vars=vars, max_rows=max_rows)  # type: ignore[arg-type]
+        return check_dsl(query, manifest, index, params=params, vars=vars, max_rows=max_rows, slots=slots)  # type: ignore[arg-type]

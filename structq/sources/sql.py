@@ -21,7 +21,8 @@ class SqlKind(SourceKind):
     payload_words = "SQL text"
 
     def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
-              vars: Mapping[str, Any], max_rows: int | None) -> "SafeQuery":
+              vars: Mapping[str, Any], max_rows: int | None,
+              slots: Mapping[str, Any] | None = None) -> "SafeQuery":
         from structq.safety.sql import check_sql
 
-        return check_sql(query, manifest, params=params, vars=vars, max_rows=max_rows)
+        return check_sql(query, manifest, params=params, vars=vars, max_rows=max_rows, slots=slots)

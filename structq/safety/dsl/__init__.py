@@ -47,11 +47,13 @@ def check_dsl(
     params: Mapping[str, Sequence[Any]] | None = None,
     vars: Mapping[str, Any] | None = None,
     max_rows: int | None = None,
+    slots: Mapping[str, Any] | None = None,
 ) -> SafeQuery:
     """Check a search request body against ``source``'s manifest and return it rewritten.
 
     ``params`` holds the values of references (``"<key>"`` / ``"<key.column>"`` → the earlier
-    step's column); ``vars`` the caller's variables for row filters; ``max_rows`` overrides the
+    step's column); ``slots`` a template plan's parameter values (a whole JSON string
+    ``":month_start"`` stands for one); ``vars`` the caller's variables for row filters; ``max_rows`` overrides the
     manifest's cap (the engine passes ``max_intermediate_rows`` for steps that feed others).
 
     Raises ``SandboxViolation`` (with a stable ``code``, the JSON path, and a hint) when the
@@ -62,7 +64,8 @@ def check_dsl(
                         hint="send SQL to it (check_sql), or pick a search source")
     target = resolve_index(source, index)
     rows = source.limits.max_rows if max_rows is None else max_rows
-    ctx = Context(source, target, limit=rows + 1, max_rows=rows, params=params or {}, vars=vars or {})
+    ctx = Context(source, target, limit=rows + 1, max_rows=rows, params=params or {}, vars=vars or {},
+                  slots=slots or {})
     if not isinstance(body, Mapping):
         ctx.refuse("invalid_body", "the request body is not a JSON object", (),
                    'e.g. {"query": {"match": {"content": "…"}}, "size": 10}')

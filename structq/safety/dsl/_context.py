@@ -111,6 +111,8 @@ class Context:
     max_rows: int
     params: Mapping[str, Sequence[Any]]
     vars: Mapping[str, Any]
+    #: A template plan's slot values: the whole string ``":name"`` is that one value.
+    slots: Mapping[str, Any] = field(default_factory=dict)
     fields: Mapping[str, SearchField] = field(init=False)
     denied: frozenset[str] = field(init=False)
     hiding: frozenset[str] = field(init=False)
@@ -211,12 +213,18 @@ class Context:
     # --- values ------------------------------------------------------------------------
 
     def reference(self, value: Any) -> str | None:
-        """The reference text (``key`` or ``key.column``) when ``value`` is exactly ``"<…>"``."""
+        """The reference text (``key`` or ``key.column``) when ``value`` is exactly ``"<…>"``;
+        ``:name`` when it is exactly a slot parameter of a template plan."""
+        if isinstance(value, str) and value.startswith(":") and value[1:] in self.slots:
+            return value
         found = value_reference(value)
         return found.text if found is not None else None
 
     def reference_values(self, ref: str, path: JsonPath) -> list[Any]:
         """The values bound to ``<ref>``; a reference with no values is a plan mistake."""
+        if ref.startswith(":"):  # a template's slot, recorded as the SQL sandbox names it
+            self.used["slot_" + ref[1:]] = self.slots[ref[1:]]
+            return [self.slots[ref[1:]]]
         if ref not in self.params:
             known = ", ".join(f"<{k}>" for k in self.params) or "(none)"
             raise PlanError(f"no values for reference <{ref}> at {format_path(path)}",

@@ -103,7 +103,10 @@ def _no_reference(ctx: Context, value: Any, path: JsonPath) -> None:
 
 
 def count(ctx: Context, value: Any, path: JsonPath) -> int:
-    """A non-negative integer (``from``, ``size``)."""
+    """A non-negative integer (``from``, ``size``), or a template's integer slot (``":n"``)."""
+    slot = ctx.reference(value) if isinstance(value, str) and value.startswith(":") else None
+    if slot is not None:
+        value = ctx.reference_values(slot, path)[0]
     number = ctx.expect(value, int, path, "a non-negative integer")
     if number < 0:
         ctx.refuse("invalid_body", f"expected a non-negative integer, got {number}", path, "write 0 or more")

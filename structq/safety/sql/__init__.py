@@ -109,13 +109,15 @@ def check_sql(
     params: Mapping[str, Sequence[Any]] | None = None,
     vars: Mapping[str, Any] | None = None,
     max_rows: int | None = None,
+    slots: Mapping[str, Any] | None = None,
 ) -> SafeQuery:
     """Check ``query`` against ``source`` and return the rewritten query that may run.
 
     ``params`` maps each reference's text (``"members"``, ``"members.employee_id"``) to the
     values the engine resolved; ``vars`` holds the caller's row-filter variables; ``max_rows``
     defaults to ``source.limits.max_rows`` (the engine passes ``max_intermediate_rows`` for a
-    step whose result feeds later steps).
+    step whose result feeds later steps). ``slots`` holds a template plan's parameter values
+    (``:name`` in the text), bound like references, never spliced.
 
     Raises ``SandboxViolation`` when the query may not run and ``PlanError`` when a reference
     cannot be bound.
@@ -131,6 +133,7 @@ def check_sql(
         references=params or {},
         variables=vars or {},
         max_rows=rows,
+        slots=slots or {},
     )
     for rule in RULES:
         rule(check)

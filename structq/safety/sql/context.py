@@ -38,6 +38,9 @@ class Check:
     references: Mapping[str, Sequence[Any]]
     variables: Mapping[str, Any]
     max_rows: int
+    #: A template plan's slot values by parameter name (``:month_start`` in the text): bound,
+    #: never spliced. Any other ``:name`` the author wrote is refused.
+    slots: Mapping[str, Any] = field(default_factory=dict)
 
     #: The parsed statement; passes rewrite it in place.
     tree: exp.Expr | None = None

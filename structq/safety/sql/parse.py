@@ -4,7 +4,9 @@ References (``<members>``, ``<members.employee_id>``) are not SQL, so each is sw
 placeholder with a per-call random name before parsing. Which ``<…>`` are references is
 decided by the one reference grammar (``capabilities.references``, tokenizer-based): the same
 characters inside a string literal or a comment stay untouched. Any other placeholder in the tree was written by the query's author
-and is refused later (``placeholder``): only the sandbox binds values.
+and is refused later (``placeholder``): only the sandbox binds values. The one exception is a
+template plan's slot parameter (``:month_start``), which ``scan`` binds to the value the
+template matched (``Check.slots``).
 
 A byte-order mark before the query (editors save one) is dropped; anywhere else an invisible
 character stays an error.
@@ -213,6 +215,8 @@ def scan(check: Check) -> None:
         elif kind == _PLACEHOLDER:
             if node.name in check.placeholders:
                 check.bind_nodes.append(node)
+            elif node.name in check.slots:
+                _bind_slot(check, node)
             else:
                 forbidden.append(node)
         elif kind == _WITH:
@@ -221,6 +225,18 @@ def scan(check: Check) -> None:
             check.types.append(node)
         elif kind == _DOT:
             check.dots.append(node)
+
+
+#: Prefix of a bound slot parameter, so that it never shares a name with a reference or a variable.
+SLOT_PREFIX = "slot_"
+
+
+def _bind_slot(check: Check, node: exp.Placeholder) -> None:
+    """A template's slot parameter (``:grade``): bound as ``:slot_grade`` with its value."""
+    name = SLOT_PREFIX + node.name
+    check.params[name] = check.slots[node.name]
+    node.set("this", name)
+    check.bind_nodes.append(node)  # written as ``:slot_grade`` in every dialect (``generate``)
 
 
 def _invisible_identifier(check: Check, name: str) -> None:

@@ -1,0 +1,120 @@
+"""Slotted verified examples on their own question set: how many variants are answered right,
+and that nothing is answered wrong.
+
+The set (``bench/templates_questions.yaml``, apart from ``capabilities/eval.yaml``) holds
+variants of the demo's slotted examples (other values, periods, wording) with the example and
+the slot parameters each must get, and questions that no template may answer. Each question
+goes through ``TemplatePlans.outcome`` of an agent with no model over the demo company:
+
+- correct: answered from the expected example with the expected parameters;
+- wrong: answered from another example or with other values, or a must-not-match answered;
+- abstained: not answered (the model would plan it; without one, "did you mean").
+
+Matching time is per question, wall clock: "cold" the first time (an entity slot's value is
+looked up in the database), "warm" asked again (lookups cached by the agent). Targets: 0
+wrong, at least 80% of the variants correct, matching at most 5 ms a question.
+
+Run: ``python bench/templates.py [--dir DEMO_DIR] [--misses]`` (builds the demo once into
+``--dir``, default ``$STRUCTQ_DEMO_DIR`` or the user data folder, as ``structq demo`` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import yaml
+
+QUESTIONS = Path(__file__).resolve().parent / "templates_questions.yaml"
+CAPABILITIES = Path(__file__).resolve().parents[1] / "capabilities"
+
+
+def _demo_dir(given: str | None) -> Path:
+    from structq.config import default_demo_dir
+    from structq.demo import build_demo
+
+    folder = Path(given) if given else default_demo_dir()
+    os.environ["STRUCTQ_DEMO_DIR"] = str(folder)
+    if not (folder / "company.db").exists():
+        print(f"building the demo company in {folder} …")
+        build_demo(folder)
+    return folder
+
+
+def _timed(agent, question: str, today) -> tuple[object, float]:
+    started = time.perf_counter()
+    outcome = agent.templates.outcome(question, today)
+    return outcome, (time.perf_counter() - started) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", help="the demo company's folder")
+    parser.add_argument("--misses", action="store_true", help="list every abstention and wrong answer")
+    args = parser.parse_args()
+    _demo_dir(args.dir)
+
+    from structq import Agent
+    from structq.capabilities import CapabilitySet
+    from structq.config import Settings
+
+    data = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
+    today = data["today"]
+    started = time.perf_counter()
+    agent = Agent(CapabilitySet.from_path(CAPABILITIES), llm=None,
+                  settings=Settings(cache_enabled=False, audit_enabled=False))
+    load_ms = (time.perf_counter() - started) * 1000
+    counts = {"correct": 0, "wrong": 0, "abstained": 0}
+    refused = {"wrong": 0, "abstained": 0}
+    cold: list[float] = []
+    warm: list[float] = []
+    misses: list[str] = []
+
+    for item in data["variants"]:
+        outcome, ms = _timed(agent, item["q"], today)
+        cold.append(ms)
+        warm.append(_timed(agent, item["q"], today)[1])
+        match = outcome.match
+        if match is None:
+            counts["abstained"] += 1
+            misses.append(f"abstained  {item['q']}  ({outcome.reason})")
+            continue
+        expected = item["params"]
+        got = match.params
+        if match.example.question == item["example"] and all(got.get(k) == v for k, v in expected.items()):
+            counts["correct"] += 1
+        else:
+            counts["wrong"] += 1
+            misses.append(f"WRONG      {item['q']}  → {match.example.question} {got}")
+    for question in data["must_not_match"]:
+        outcome, ms = _timed(agent, question, today)
+        cold.append(ms)
+        warm.append(_timed(agent, question, today)[1])
+        if outcome.match is None:
+            refused["abstained"] += 1
+        else:
+            refused["wrong"] += 1
+            misses.append(f"WRONG      {question}  → {outcome.match.example.question} {outcome.match.params}")
+    agent.close()
+
+    variants = len(data["variants"])
+    print(f"templates: {len(agent.templates.set)} slotted examples (compiled with the manifests in {load_ms:.0f} ms)")
+    print(f"variants:        {variants:3d}  answered {counts['correct'] + counts['wrong']:3d}  correct {counts['correct']:3d}"
+          f"  wrong {counts['wrong']:3d}  abstained {counts['abstained']:3d}  ({counts['correct'] / variants:.0%} correct)")
+    print(f"must not match:  {len(data['must_not_match']):3d}  answered {refused['wrong']:3d} (wrong)"
+          f"              abstained {refused['abstained']:3d}")
+    print(f"wrong in all:    {counts['wrong'] + refused['wrong']}")
+    for name, times in (("cold", cold), ("warm", warm)):
+        ordered = sorted(times)
+        p95 = ordered[int(0.95 * (len(ordered) - 1))]
+        print(f"matching ms/question ({name}): mean {statistics.mean(times):.2f}  p50 {statistics.median(times):.2f}"
+              f"  p95 {p95:.2f}  max {max(times):.2f}")
+    if args.misses:
+        print("\n".join(misses) or "(no misses)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Plans from slotted verified examples: the agent's side of ``structq.templates``.
+
+``TemplatePlans.plan`` turns a template match into a ``Plan`` whose ``template`` records the
+example and the slot values; the engine binds ``template.params`` as parameters, never as
+text. An entity slot's value is looked up in the data through the engine (a one-step plan,
+through the sandbox, the words bound as a parameter): ``星火`` is a project only when a row
+says so, and the stored spelling is what the steps bind. ``no_match`` is the error for a
+question nothing answers without a model: how to configure one, and the closest verified
+questions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from structq.errors import ConfigError, StructqError
+
+from .llm import HOW_TO_CONFIGURE
+from .plan import Plan, TemplateUse
+
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet, Manifest
+    from structq.templates import Match, Outcome, TemplateSet
+
+    from .engine import Engine
+
+__all__ = ["TemplatePlans", "no_model_error"]
+
+#: Entity values looked up per agent, at most (the same few names come back often).
+LOOKUP_CACHE = 512
+
+
+def no_model_error(suggestions: list[str]) -> ConfigError:
+    """No verified example answers the question and no model is configured: how to configure
+    one, and the closest verified questions (slots as placeholders), in ``suggestions`` too."""
+    asked = "; ".join(f"“{s}”" for s in suggestions)
+    hint = HOW_TO_CONFIGURE + (f" Or ask a question of a verified example's shape, such as {asked}"
+                               " ({…} is a value you choose)." if suggestions else "")
+    error = ConfigError("no language model is configured", hint=hint)
+    error.suggestions = suggestions  # type: ignore[attr-defined]
+    return error
+
+
+class TemplatePlans:
+    """Slotted examples as plans, for one agent's manifests and engine."""
+
+    def __init__(self, capabilities: CapabilitySet, engine: Engine) -> None:
+        from structq.templates import TemplateSet
+
+        self.capabilities = capabilities
+        self.engine = engine
+        self.set: TemplateSet = TemplateSet(capabilities)
+        self.lookup = lru_cache(maxsize=LOOKUP_CACHE)(self._lookup)
+        #: Column → all its values, when they fit under the row limit (read once), else None.
+        self._known: dict[str, frozenset[str] | None] = {}
+
+    def outcome(self, question: str, today: dt.date) -> Outcome:
+        """The match (or why there is none) for ``question`` on ``today``."""
+        from structq.templates import Outcome
+
+        if not len(self.set):
+            return Outcome(None, "the manifests declare no slotted examples")
+        return self.set.match(question, today, self.lookup)
+
+    def plan(self, question: str, today: dt.date) -> Plan | None:
+        """The plan of the one slotted example that answers ``question``, or None (abstain)."""
+        found = self.outcome(question, today).match
+        return plan_for(found) if found is not None else None
+
+    def no_match(self, question: str) -> ConfigError:
+        """The error for ``question`` when nothing answers it without a model."""
+        from structq.templates import closest_questions
+
+        return no_model_error(closest_questions(question, self.capabilities, self.set))
+
+    def _lookup(self, column: str, text: str) -> str | None:
+        """The stored value of ``column`` (``source.table.column``) written exactly as ``text``;
+        None when the data has none, or the source cannot be read now (an abstention, not an
+        error). A column's values are read once when they fit under the source's row limit;
+        otherwise each text is looked up on its own."""
+        known = self._values(column) if not self._is_search(column) else None
+        if known is not None:
+            return text if text in known else None
+        rows = self._read(column, {"value": text})
+        stored = {row[0] for row in rows or () if row and isinstance(row[0], str)}
+        return stored.pop() if len(stored) == 1 else None
+
+    def _is_search(self, column: str) -> bool:
+        """A search field's values are looked up one at a time (an aggregation's buckets are capped)."""
+        manifest = self.capabilities.get(column.split(".", 1)[0])
+        return manifest is not None and manifest.is_search
+
+    def _values(self, column: str) -> frozenset[str] | None:
+        if column not in self._known:
+            rows = self._read(column, None)
+            self._known[column] = None if rows is None else frozenset(r[0] for r in rows if r and isinstance(r[0], str))
+        return self._known[column]
+
+    def _read(self, column: str, params: dict[str, str] | None) -> list[tuple] | None:
+        """Rows of the column: those equal to ``params["value"]``, or (``params`` None) all its
+        distinct values — None when they do not all fit, or the source cannot be read."""
+        source, container, name = column.split(".", 2)
+        manifest = self.capabilities.get(source)
+        if manifest is None:
+            return None
+        step = _lookup_step(manifest, container, name, every=params is None)
+        plan = Plan(steps=[step], template=TemplateUse(example=f"values of {column}", params=params or {}))
+        try:
+            final = self.engine.run(plan).final
+        except StructqError:
+            return None
+        if final.truncated or name not in final.columns:
+            return None
+        at = final.columns.index(name)  # a search hit's row starts with _id and _score
+        return [(row[at],) for row in final.rows]
+
+
+def plan_for(match: Match) -> Plan:
+    """The example's plan, carrying the example, the slot values and the parameters to bind."""
+    plan = Plan.from_example(match.example)
+    use = TemplateUse(example=match.example.question, slots=match.shown, params=match.params)
+    return plan.model_copy(update={"template": use})
+
+
+def _lookup_step(manifest: Manifest, container: str, name: str, *, every: bool) -> dict[str, Any]:
+    """One query reading ``name``: every distinct value (``every``), or those equal to ``:value``.
+    SQL is built as a tree (names from the manifest, the value a parameter); a search source
+    gets a terms aggregation or a term query."""
+    if manifest.is_search:
+        query: dict[str, Any] = ({"size": 0, "aggs": {"values": {"terms": {"field": name, "size": manifest.limits.max_rows}}}}
+                                 if every else {"query": {"term": {name: ":value"}}, "_source": [name], "size": 2})
+        return {"output_key": "value", "source": manifest.source, "index": container, "query": query}
+    from sqlglot import exp
+
+    column = exp.column(name)
+    select = exp.select(column).distinct().from_(exp.to_table(container))
+    if not every:
+        select = select.where(exp.EQ(this=column.copy(), expression=exp.Placeholder(this="value"))).limit(2)
+    return {"output_key": "value", "source": manifest.source, "query": select.sql(dialect=manifest.sql_dialect)}
