@@ -224,9 +224,17 @@ class Agent:
         results: RunResult | None = None
         rounds: list[Round] = []
         try:
-            plan, plan_source, results, attempts, rounds = await self._plan_and_run(
-                question, vars, today, context, use_cache, log, with_values=answer)
-            text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
+            try:
+                plan, plan_source, results, attempts, rounds = await self._plan_and_run(
+                    question, vars, today, context, use_cache, log, with_values=answer)
+            except (ConfigError, ModelError) as failure:  # planning failed: a keyword search, if configured
+                from .fallback import keyword_fallback
+
+                plan, results, text, notes = await keyword_fallback(self, question, vars=vars, today=today,
+                                                                     failure=failure)
+                plan_source = "keywords"
+            else:
+                text, notes = await asyncio.to_thread(self._answer, question, results, log, answer)
             result = Answer(question, text, plan, results, citations(results),
                             [*(r.note() for r in rounds), *results.notes, *notes], plan_source, log, rounds)
         except BaseException as exc:

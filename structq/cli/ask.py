@@ -46,21 +46,28 @@ def ask(
     no_answer: Annotated[bool, typer.Option("--no-answer", help="Return the raw results; no answer-writing model call.")] = False,
     no_cache: NoCacheOpt = False,
     adaptive: AdaptiveOpt = False,
+    fallback: Annotated[str | None, typer.Option(
+        "--fallback", metavar="keywords|off",
+        help="When the question cannot be planned (no model and no verified example, or no working plan after "
+             "the repairs): 'keywords' searches the search indices for its words, dates and known values "
+             "instead, labelled as a keyword search, not an answer (default: $STRUCTQ_FALLBACK, else off).")] = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Answer a question: plan it, run the plan through the sandbox, answer with citations.
 
     Verified example questions need no model. Otherwise configure one with --llm or
-    STRUCTQ_LLM (or OPENAI_API_KEY). --json prints {"answer", "citations", "plan", "steps",
-    "notes", "model_calls"}.
+    STRUCTQ_LLM (or OPENAI_API_KEY), or let --fallback keywords search for the question's words.
+    --json prints {"answer", "citations", "plan", "plan_source", "steps", "notes", "model_calls"}.
 
     Example:  structq ask "去年第三季度在华东区销售额最高的产品是什么？" --show-plan
+
+    Example:  structq ask "上个月有哪些周报提到了灰度发布？" --fallback keywords
     """
     variables = parse_vars(var)
     day = parse_today(today)
     with errors_to_exit(verbose):
-        with make_agent(manifests, llm, no_cache=no_cache, adaptive=adaptive) as agent:
+        with make_agent(manifests, llm, no_cache=no_cache, adaptive=adaptive, fallback=fallback) as agent:
             answer = agent.ask(question, vars=variables, today=day, answer=not no_answer, use_cache=not no_cache)
         if json_out:
             print_json(answer.to_dict())
