@@ -164,6 +164,9 @@ CASES = [
     ("from Q1 2025 to Q2 2025", DEMO, "date_range", "2025-01-01", "2025-06-30"),
     ("2026年3月以来", DEMO, "date_range", "2026-03-01", "2026-11-30"),
     ("since March 2026", DEMO, "date_range", "2026-03-01", "2026-11-30"),
+    ("from March to May", DEMO, "date_range", "2026-03-01", "2026-05-31"),
+    ("between 2024 and 2025", DEMO, "date_range", "2024-01-01", "2025-12-31"),
+    ("from 2024 through 2025", DEMO, "date_range", "2024-01-01", "2025-12-31"),
 ]
 
 
@@ -193,7 +196,7 @@ def test_spans_in_questions(question: str, spans: list[str]) -> None:
 @pytest.mark.parametrize("text", [
     "各部门绩效为A的人数", "本周期的指标", "3个月的平均值", "工龄25年以上", "top 10 products",
     "May I see the 2000 employees", "2026.5 million", "第13月", "2025年13月", "2026年2月30日",
-    "the fifth week of February 2026", "Q5 2025", "march forward",
+    "the fifth week of February 2026", "Q5 2025", "march forward", "up to 2000 rows", "and May we ask",
 ])
 def test_no_period_is_invented(text: str) -> None:
     """Precision over recall: numbers, words and impossible dates are not periods, and an

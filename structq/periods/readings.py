@@ -16,6 +16,7 @@ occurrence ending on or after the range's start (``Reading.rebase``).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from . import calendar as cal
 from .numerals import month_number, to_int
 
-__all__ = ["Reading", "Resolver", "Rule", "relative_offset"]
+__all__ = ["Reading", "Resolver", "Rule", "range_end", "relative_offset"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Reading:
     #: For a phrase without a year (or month): its span as the first occurrence that ends on or
     #: after a range's start, when it ends a range.
     rebase: Callable[[dt.date], cal.Span] | None = None
-    #: A phrase that only means a period as the end of a range (``到10日``).
+    #: A phrase that only means a period as the end of a range (``到10日``, ``… to May``).
     tail_only: bool = False
 
 
@@ -148,6 +149,15 @@ def _relative_month(match: re.Match[str], today: dt.date) -> tuple[int, int] | N
         return None
     offset = -2 if "before last" in rel.lower() else relative_offset(rel)
     return cal.add_months(today.year, today.month, offset)
+
+
+def range_end(resolve: Resolver) -> Resolver:
+    """``resolve`` for a phrase that is a period only as the end of a range (``… to May``)."""
+
+    def resolved(match: re.Match[str], today: dt.date) -> Reading:
+        return dataclasses.replace(resolve(match, today), tail_only=True)
+
+    return resolved
 
 
 # --- resolvers, one per kind of phrase -------------------------------------------------------
