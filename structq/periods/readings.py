@@ -227,6 +227,51 @@ def _quarter_number(match: re.Match[str]) -> int:
     return to_int(value)
 
 
+def resolve_months(match: re.Match[str], today: dt.date) -> Reading:
+    """3-5月, 2026年3月到5月, 三至五月: a run of months (without a year: from the most recent
+    occurrence of the first month); an end before the start is in the next year (2025年11月到2月)."""
+    first_month, last_month = to_int(_group(match, "m") or ""), to_int(_group(match, "me") or "")
+    wrap = 1 if last_month < first_month else 0
+    reading = _in_year("date_range", lambda year: (cal.month_span(year, first_month)[0],
+                                                     cal.month_span(year + wrap, last_month)[1]), match, today)
+    return dataclasses.replace(reading, rebase=None)
+
+
+def resolve_quarters(match: re.Match[str], today: dt.date) -> Reading:
+    """一至三季度, 第1-3季度, 2025年第二到第四季度: a run of quarters (an end before the start is
+    in the next year, as for months)."""
+    first_q, last_q = to_int(_group(match, "q") or ""), to_int(_group(match, "qe") or "")
+    wrap = 1 if last_q < first_q else 0
+    reading = _in_year("date_range", lambda year: (cal.quarter_span(year, first_q)[0],
+                                                     cal.quarter_span(year + wrap, last_q)[1]), match, today)
+    return dataclasses.replace(reading, rebase=None)
+
+
+def resolve_days_of_month(match: re.Match[str], today: dt.date) -> Reading:
+    """3月5-10日, 2026年3月5日至10日: days of one month."""
+    month = month_of(match)
+    first_day, last_day = to_int(_group(match, "d") or ""), to_int(_group(match, "de") or "")
+    assert month is not None
+    if first_day > last_day:
+        raise ValueError(f"days {first_day}–{last_day} run backwards")
+    reading = _in_year("date_range", lambda year: (dt.date(year, month, first_day), dt.date(year, month, last_day)),
+                       match, today)
+    return dataclasses.replace(reading, rebase=None)
+
+
+def resolve_ten_days(match: re.Match[str], today: dt.date) -> Reading:
+    """3月上旬 (1–10), 中旬 (11–20), 下旬 (21 to the month's end)."""
+    if (relative := _relative_month(match, today)) is not None:
+        year, month = relative
+    else:
+        month = month_of(match) or 0
+        year = _in_year("month", lambda y: cal.month_span(y, month), match, today).first.year
+    first, last = cal.month_span(year, month)
+    part = "上中下".index(_group(match, "x") or "")
+    start = first + dt.timedelta(days=10 * part)
+    return Reading("date_range", start, last if part == 2 else start + dt.timedelta(days=9))
+
+
 def resolve_quarter(match: re.Match[str], today: dt.date) -> Reading:
     """A quarter: 2025年第三季度, Q3 2025, 三季度, 去年Q3, the third quarter of 2025."""
     quarter = _quarter_number(match)
