@@ -170,6 +170,20 @@ def test_with_a_model_it_runs_after_the_last_repair(kb_dir: Path) -> None:
         a.ask("上个月有哪些记录提到了灰度发布？", vars={"tenant_id": "t1"}, today=TODAY)
 
 
+def test_an_evaluation_never_counts_a_keyword_search(kb_dir: Path) -> None:
+    from structq.agent.evaluate import EvalSet, evaluate
+
+    broken = {"steps": [{"output_key": "x", "source": "kb", "index": "kb_notes",
+                         "query": {"query": {"term": {"secret": "x"}}}}]}
+    questions = EvalSet.model_validate({"today": TODAY, "questions": [
+        {"question": "上个月有哪些记录提到了灰度发布？", "vars": {"tenant_id": "t1"}, "expect_rows": [["n1"], ["n2"]]}]})
+    model = ScriptedModel(responses=[plan_reply(broken)] * 3)
+    with agent(kb_dir, model, fallback="keywords", max_repairs=2) as a:
+        [result] = evaluate(a, questions).results
+    assert not result.passed and result.plan_source == "keywords"
+    assert result.reason.startswith("no plan; a keyword search ran instead")
+
+
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_cli(kb_dir: Path, tmp_path: Path, how: str) -> None:
     env = {"STRUCTQ_LLM": None, "OPENAI_API_KEY": None, "STRUCTQ_AUDIT_LOG": str(tmp_path / "audit.jsonl"),
