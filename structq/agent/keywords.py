@@ -32,7 +32,7 @@ from structq.periods import PeriodMatch, find_periods
 from .plan import Plan
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet, Index, Manifest
+    from structq.capabilities import CapabilitySet, Index, Manifest, SearchField
     from structq.linking.values import ValueIndex
 
 __all__ = ["IndexSearch", "KeywordSearch", "keyword_search", "keywords"]
@@ -101,6 +101,15 @@ def keywords(text: str, drop: list[str]) -> list[str]:
     return out
 
 
+def _fields(index: Index) -> dict[str, SearchField]:
+    """The index's usable fields by path: not denied, not drafts, not inside a ``nested`` field
+    (a clause on those needs a ``nested`` query around it, which a keyword search does not build)."""
+    flat = index.flat_fields()
+    nested = [p for p, f in flat.items() if f.type == "nested"]
+    return {p: f for p, f in flat.items()
+            if not (f.denied or f.draft) and not any(p.startswith(n + ".") for n in nested)}
+
+
 def _names(index: Index) -> list[str]:
     """What names the index's fields (never content to search for)."""
     names: list[str] = []
@@ -126,8 +135,8 @@ def _value_filters(question: str, manifest: Manifest, index: Index,
     folded = fold(question)
     found: dict[str, list[str]] = {}
     matched: list[str] = []
-    for path, f in index.flat_fields().items():
-        if f.denied or f.draft or f.type != "keyword" or not f.values:
+    for path, f in _fields(index).items():
+        if f.type != "keyword" or not f.values:
             continue
         for code, meaning in f.values.items():
             for written in (code, meaning):
@@ -136,18 +145,19 @@ def _value_filters(question: str, manifest: Manifest, index: Index,
                     matched.append(written)
     if values is not None:
         for m in values.match(question):
-            if m.exact and m.source == manifest.source and m.table == index.name and m.value not in found.get(m.column, []):
+            usable = m.exact and m.source == manifest.source and m.table == index.name and m.column in _fields(index)
+            if usable and m.value not in found.get(m.column, []):
                 found.setdefault(m.column, []).append(m.value)
                 matched.append(m.matched)
     return found, matched
 
 
 def _date_field(index: Index) -> str | None:
-    return next((p for p, f in index.flat_fields().items() if f.type == "date" and not f.denied and not f.draft), None)
+    return next((p for p, f in _fields(index).items() if f.type == "date"), None)
 
 
 def _text_fields(index: Index) -> list[str]:
-    return [p for p, f in index.flat_fields().items() if f.type == "text" and not f.denied and not f.draft]
+    return [p for p, f in _fields(index).items() if f.type == "text"]
 
 
 def _step_key(source: str, index: str) -> str:
