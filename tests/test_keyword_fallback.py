@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scripted import ScriptedModel, plan_reply
 from search_support import load_indices
 from servers import SearchServer
@@ -28,6 +30,7 @@ from structq.config import Settings
 from structq.errors import ConfigError, SandboxViolation
 from structq.executors import embedded
 from structq.linking.values import FORMAT_VERSION, ValueIndex, values_fingerprint
+from structq.safety import check_dsl
 
 TODAY = dt.date(2026, 11, 30)  # 上个月 / last month = October 2026
 
@@ -227,3 +230,31 @@ def test_demo_reports_keyword_query(demo_capabilities) -> None:
         {"range": {"week_start_date": {"gte": "2026-10-01", "lte": "2026-10-31"}}},
         {"term": {"department": "研发部"}}]
     assert reports.phrases == ("风险",)
+
+
+_WORDS = ["上个月", "研发部", "灰度发布", "星火", "Q3 2025", "“", "'", "\"", "{", "}", "*", "?", "\\", " OR ",
+          "database", "migration", "notes", "wiki", "从2026年3月到5月", "过去30天", "script", "<x>", "；", " "]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.one_of(st.sampled_from(_WORDS), st.text(max_size=6)), max_size=8),
+       today=st.dates(min_value=dt.date(2001, 1, 1), max_value=dt.date(2098, 12, 31)))
+def test_every_keyword_search_passes_the_sandbox(kb_dir: Path, parts: list[str], today: dt.date) -> None:
+    """Whatever the question, the searches built for it are accepted by the sandbox as they are:
+    the fallback never fails on its own query, and any text stays a phrase (data, not syntax)."""
+    capabilities = CapabilitySet.from_path(kb_dir)
+    question = "".join(parts)
+    for search in keyword_search(question, capabilities, today, values=None).searches:
+        manifest = capabilities.get(search.source)
+        checked = check_dsl(search.step["query"], manifest, search.index, vars={"tenant_id": "t1"})
+        assert sorted(_phrases(checked.body)) == sorted(search.phrases)
+
+
+def _phrases(value: Any) -> list[str]:
+    """The texts of every phrase clause in a checked body."""
+    if isinstance(value, dict):
+        found = [value["multi_match"]["query"]] if "multi_match" in value else []
+        return found + [p for k, v in value.items() if k != "multi_match" for p in _phrases(v)]
+    if isinstance(value, list):
+        return [p for v in value for p in _phrases(v)]
+    return []
