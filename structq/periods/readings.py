@@ -227,24 +227,26 @@ def _quarter_number(match: re.Match[str]) -> int:
     return to_int(value)
 
 
-def resolve_months(match: re.Match[str], today: dt.date) -> Reading:
-    """3-5月, 2026年3月到5月, 三至五月: a run of months (without a year: from the most recent
-    occurrence of the first month); an end before the start is in the next year (2025年11月到2月)."""
-    first_month, last_month = to_int(_group(match, "m") or ""), to_int(_group(match, "me") or "")
-    wrap = 1 if last_month < first_month else 0
-    reading = _in_year("date_range", lambda year: (cal.month_span(year, first_month)[0],
-                                                     cal.month_span(year + wrap, last_month)[1]), match, today)
+def _run_of(match: re.Match[str], today: dt.date, span_for: Callable[[int, int], cal.Span],
+            start: str, end: str) -> Reading:
+    """A run of months or quarters written once: from period ``start`` to period ``end`` of one
+    year (without a year: from the most recent occurrence of the first); an end before the start
+    is in the next year (2025年11月到2月)."""
+    first, last = to_int(_group(match, start) or ""), to_int(_group(match, end) or "")
+    wrap = 1 if last < first else 0
+    reading = _in_year("date_range", lambda year: (span_for(year, first)[0], span_for(year + wrap, last)[1]),
+                       match, today)
     return dataclasses.replace(reading, rebase=None)
+
+
+def resolve_months(match: re.Match[str], today: dt.date) -> Reading:
+    """3-5月, 2026年3月到5月, 三至五月, 12-2月."""
+    return _run_of(match, today, cal.month_span, "m", "me")
 
 
 def resolve_quarters(match: re.Match[str], today: dt.date) -> Reading:
-    """一至三季度, 第1-3季度, 2025年第二到第四季度: a run of quarters (an end before the start is
-    in the next year, as for months)."""
-    first_q, last_q = to_int(_group(match, "q") or ""), to_int(_group(match, "qe") or "")
-    wrap = 1 if last_q < first_q else 0
-    reading = _in_year("date_range", lambda year: (cal.quarter_span(year, first_q)[0],
-                                                     cal.quarter_span(year + wrap, last_q)[1]), match, today)
-    return dataclasses.replace(reading, rebase=None)
+    """一至三季度, 第1-3季度, 2025年第二到第四季度."""
+    return _run_of(match, today, cal.quarter_span, "q", "qe")
 
 
 def resolve_days_of_month(match: re.Match[str], today: dt.date) -> Reading:
