@@ -71,6 +71,9 @@ class Settings:
     link_tokens: int = 3000
     #: Threads for concurrent questions: plans in flight, and steps running, at once (``Engine``).
     threads: int = 32
+    #: When a question cannot be planned: "keywords" runs a labelled keyword search over the
+    #: search indices instead (``agent.fallback``); None raises the planning error.
+    fallback: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -92,9 +95,24 @@ class Settings:
             "prompt_tokens": _whole_number("STRUCTQ_PROMPT_TOKENS", env.get("STRUCTQ_PROMPT_TOKENS", "8000")),
             "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
             "threads": _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32")),
+            "fallback": env.get("STRUCTQ_FALLBACK") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
+        values["fallback"] = _fallback(values["fallback"])
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _fallback(value: object) -> str | None:
+    """``keywords`` or None (``off``); anything else is a ConfigError naming what is accepted."""
+    from structq.errors import ConfigError
+
+    text = str(value).strip().lower() if value is not None else ""
+    if text in ("", "off", "none", "0"):
+        return None
+    if text != "keywords":
+        raise ConfigError(f"fallback {value!r} is not known",
+                          hint="use keywords (STRUCTQ_FALLBACK=keywords or --fallback keywords), or off")
+    return text
 
 
 def _whole_number(name: str, text: str) -> int:

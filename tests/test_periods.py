@@ -164,6 +164,18 @@ CASES = [
     ("from Q1 2025 to Q2 2025", DEMO, "date_range", "2025-01-01", "2025-06-30"),
     ("2026年3月以来", DEMO, "date_range", "2026-03-01", "2026-11-30"),
     ("since March 2026", DEMO, "date_range", "2026-03-01", "2026-11-30"),
+    ("from March to May", DEMO, "date_range", "2026-03-01", "2026-05-31"),
+    ("3-5月", DEMO, "date_range", "2026-03-01", "2026-05-31"),
+    ("12-2月", DEMO, "date_range", "2025-12-01", "2026-02-28"),  # the end follows the start
+    ("三至五月", LEAP, "date_range", "2023-03-01", "2023-05-31"),
+    ("一至三季度", DEMO, "date_range", "2026-01-01", "2026-09-30"),
+    ("2025年第二到第四季度", DEMO, "date_range", "2025-04-01", "2025-12-31"),
+    ("3月5-10日", DEMO, "date_range", "2026-03-05", "2026-03-10"),
+    ("2024年2月下旬", DEMO, "date_range", "2024-02-21", "2024-02-29"),
+    ("上个月中旬", NEW_YEAR, "date_range", "2024-12-11", "2024-12-20"),
+    ("3月上旬", DEMO, "date_range", "2026-03-01", "2026-03-10"),
+    ("between 2024 and 2025", DEMO, "date_range", "2024-01-01", "2025-12-31"),
+    ("from 2024 through 2025", DEMO, "date_range", "2024-01-01", "2025-12-31"),
 ]
 
 
@@ -183,6 +195,8 @@ def test_forms_resolve(text: str, today: dt.date, kind: str, first: str, last: s
     ("sales in March vs in April 2025", ["March", "April 2025"]),
     ("What were total sales in 2025?", ["2025"]),
     ("从上个月的周报里找风险", ["上个月"]),  # 从 alone does not mean "since"
+    ("从3月到5月的销售额", ["从3月到5月"]),
+    ("2026年3-5月各部门的人数", ["2026年3-5月"]),
 ])
 def test_spans_in_questions(question: str, spans: list[str]) -> None:
     assert [m.text for m in find_periods(question, DEMO)] == spans
@@ -193,7 +207,8 @@ def test_spans_in_questions(question: str, spans: list[str]) -> None:
 @pytest.mark.parametrize("text", [
     "各部门绩效为A的人数", "本周期的指标", "3个月的平均值", "工龄25年以上", "top 10 products",
     "May I see the 2000 employees", "2026.5 million", "第13月", "2025年13月", "2026年2月30日",
-    "the fifth week of February 2026", "Q5 2025", "march forward",
+    "the fifth week of February 2026", "Q5 2025", "march forward", "up to 2000 rows", "and May we ask",
+    "3月10-5日", "13-2月",
 ])
 def test_no_period_is_invented(text: str) -> None:
     """Precision over recall: numbers, words and impossible dates are not periods, and an

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structq.config import Settings
-from structq.errors import ConfigError, PlanError, RepairsExhausted, StructqError
+from structq.errors import ConfigError, ModelError, PlanError, RepairsExhausted, StructqError
 
 from .audit import AuditLog
 from .bridge import block_on
@@ -252,13 +252,22 @@ class Agent:
         log = CallLog()
         outcome: Outcome | None = None
         try:
-            if given is None:
-                outcome = Outcome(*await self._plan_and_run(
-                    request.question, request.vars, request.today, request.context, request.use_cache, log,
-                    with_values=request.answer))
-            else:
+            if given is not None:
                 outcome = Outcome(given, "given", await self.engine.arun(given, vars=request.vars))
-            text, notes = await self.engine.call(self._answer, request.question, outcome.results, log, request.answer)
+            else:
+                try:
+                    outcome = Outcome(*await self._plan_and_run(
+                        request.question, request.vars, request.today, request.context, request.use_cache, log,
+                        with_values=request.answer))
+                except (ConfigError, ModelError) as failure:  # planning failed: a keyword search, if configured
+                    from .fallback import keyword_fallback
+
+                    plan, results, text, notes = await keyword_fallback(
+                        self, request.question, vars=request.vars, today=request.today, failure=failure)
+                    outcome = Outcome(plan, "keywords", results)
+            if outcome.plan_source != "keywords":
+                text, notes = await self.engine.call(self._answer, request.question, outcome.results, log,
+                                                     request.answer)
         except BaseException as exc:
             tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
             self._audit(request, outcome, log, None, exc, tried, given=given)

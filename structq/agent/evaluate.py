@@ -236,6 +236,9 @@ def _run_item(agent: "Agent", item: EvalItem, today: dt.date | None) -> ItemResu
         last_plan = attempts[-1].plan if attempts else None
         return ItemResult(item, False, f"{type(exc).__name__}: {exc.message}", last_plan,
                           model_calls=len(attempts), elapsed_ms=(time.perf_counter() - started) * 1000)
+    if answer.plan_source == "keywords":  # the keyword fallback stood in for a plan: never a pass
+        return ItemResult(item, False, f"no plan; a keyword search ran instead: {answer.notes[0]}", answer.plan,
+                          answer.plan_source, answer.model_calls.count(), (time.perf_counter() - started) * 1000)
     if answer.plan.declined:
         return ItemResult(item, False, f"declined: {answer.plan.cannot_answer}", answer.plan, answer.plan_source,
                           answer.model_calls.count(), (time.perf_counter() - started) * 1000)

@@ -46,6 +46,11 @@ def ask(
     no_answer: Annotated[bool, typer.Option("--no-answer", help="Return the raw results; no answer-writing model call.")] = False,
     no_cache: NoCacheOpt = False,
     adaptive: AdaptiveOpt = False,
+    fallback: Annotated[str | None, typer.Option(
+        "--fallback", metavar="keywords|off",
+        help="When the question cannot be planned (no model and no verified example, or no working plan after "
+             "the repairs): 'keywords' searches the search indices for its words, dates and known values "
+             "instead, labelled as a keyword search, not an answer (default: $STRUCTQ_FALLBACK, else off).")] = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -53,16 +58,19 @@ def ask(
 
     Verified example questions, and questions of the same shape as a verified example with
     slots (other months, grades, projects, top N), need no model; without a model, any other
-    question lists the closest verified questions and exits 3. Otherwise configure one with
-    --llm or STRUCTQ_LLM (or OPENAI_API_KEY). --json prints {"answer", "citations", "plan", "steps",
+    question lists the closest verified questions and exits 3 — or, with --fallback keywords,
+    searches for the question's words. Otherwise configure a model with --llm or STRUCTQ_LLM (or
+    OPENAI_API_KEY). --json prints {"answer", "citations", "plan", "plan_source", "steps",
     "notes", "model_calls"}.
 
     Example:  structq ask "去年第三季度在华东区销售额最高的产品是什么？" --show-plan
+
+    Example:  structq ask "上个月有哪些周报提到了灰度发布？" --fallback keywords
     """
     variables = parse_vars(var)
     day = parse_today(today)
     with errors_to_exit(verbose):
-        with make_agent(manifests, llm, no_cache=no_cache, adaptive=adaptive) as agent:
+        with make_agent(manifests, llm, no_cache=no_cache, adaptive=adaptive, fallback=fallback) as agent:
             answer = agent.ask(question, vars=variables, today=day, answer=not no_answer, use_cache=not no_cache)
         if json_out:
             print_json(answer.to_dict())

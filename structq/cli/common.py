@@ -208,10 +208,12 @@ def parse_today(value: str | None):
         raise typer.BadParameter(f"{value!r} is not a date like 2026-11-30", param_hint="--today") from None
 
 
-def make_agent(manifests: Path, llm: str | None, *, no_cache: bool = False, adaptive: bool = False):
+def make_agent(manifests: Path, llm: str | None, *, no_cache: bool = False, adaptive: bool = False,
+               fallback: str | None = None):
     """An ``Agent`` for the CLI: manifests, model spec (resolved lazily), settings from the environment."""
     from structq.agent import Agent
     from structq.config import Settings
 
-    settings = Settings.from_env(llm=llm, cache_enabled=False if no_cache else None, adaptive=adaptive or None)
+    settings = Settings.from_env(llm=llm, cache_enabled=False if no_cache else None, adaptive=adaptive or None,
+                                 fallback=fallback)
     return Agent(load_capabilities(manifests), settings=settings)

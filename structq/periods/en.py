@@ -20,7 +20,11 @@ _REL = r"(?:last|previous|prior|this|current|next)"
 _YEAR = rf"(?:(?P<y>(?:19|20)\d{{2}})|(?P<ry>{_REL}\s+year|the\s+year\s+before\s+last))"
 _OF_YEAR = rf"(?:,?\s+(?:of\s+|in\s+)?{_YEAR})"
 _DAY = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?"
-_CONTEXT = r"(?:in|during|for|of|since|until|till|by|from|through|to|and|between|before|after|year)"
+#: Words before a bare month or year that make it a period (``in March``, ``during 2025``).
+_CONTEXT = r"(?:in|during|for|of|since|from|between|year)"
+#: Words that make a bare month or year the end of a range only (``… to May``, ``… and 2025``):
+#: alone, ``up to 2000`` is a count.
+_TAIL_CONTEXT = r"(?:to|and|through|thru|until|till)"
 _UNIT = r"(?P<u>day|week|month|quarter|year)s?"
 
 
@@ -43,6 +47,7 @@ RULES: tuple[Rule, ...] = (
     # months
     _rule(rf"(?P<mn>{EN_MONTH}){_OF_YEAR}", r.resolve_month),
     _rule(rf"{_CONTEXT}\s+(?P<p>(?P<mn>{EN_MONTH}))(?!\s*\d)", r.resolve_month),
+    _rule(rf"{_TAIL_CONTEXT}\s+(?P<p>(?P<mn>{EN_MONTH}))(?!\s*\d)", r.range_end(r.resolve_month)),
     _rule(rf"(?P<y>(?:19|20)\d{{2}})\s+(?P<mn>{EN_MONTH})", r.resolve_month),
     # quarters
     _rule(rf"Q(?P<q>[1-4]){_OF_YEAR}?", r.resolve_quarter),
@@ -53,6 +58,7 @@ RULES: tuple[Rule, ...] = (
     _rule(rf"(?:(?:the\s+)?(?P<h>first|second)\s+half|H(?P<h2>[12])){_OF_YEAR}?",
           r.resolve_half),
     _rule(rf"{_CONTEXT}\s+(?P<p>(?P<y>(?:19|20)\d{{2}}))(?![-/]\d)", r.resolve_year),
+    _rule(rf"{_TAIL_CONTEXT}\s+(?P<p>(?P<y>(?:19|20)\d{{2}}))(?![-/]\d)", r.range_end(r.resolve_year)),
     _rule(r"(?P<ry>the\s+year\s+before\s+last)", r.resolve_year),
     # windows
     _rule(rf"(?:the\s+)?(?:past|last|previous|recent)\s+(?P<n>{EN_NUMBER})\s+{_UNIT}", r.resolve_rolling),

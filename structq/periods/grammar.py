@@ -110,8 +110,6 @@ def _join(text: str, a: _Candidate, b: _Candidate) -> _Candidate | None:
             last_span = b.reading.rebase(a.reading.first)
         except ValueError:
             return None
-    elif b.reading.tail_only:
-        return None
     if a.reading.tail_only or last_span[1] < a.reading.first:
         return None
     return _Candidate(start, end, Reading("date_range", a.reading.first, last_span[1]))

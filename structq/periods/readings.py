@@ -16,6 +16,7 @@ occurrence ending on or after the range's start (``Reading.rebase``).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from . import calendar as cal
 from .numerals import month_number, to_int
 
-__all__ = ["Reading", "Resolver", "Rule", "relative_offset"]
+__all__ = ["Reading", "Resolver", "Rule", "range_end", "relative_offset"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Reading:
     #: For a phrase without a year (or month): its span as the first occurrence that ends on or
     #: after a range's start, when it ends a range.
     rebase: Callable[[dt.date], cal.Span] | None = None
-    #: A phrase that only means a period as the end of a range (``到10日``).
+    #: A phrase that only means a period as the end of a range (``到10日``, ``… to May``).
     tail_only: bool = False
 
 
@@ -150,6 +151,15 @@ def _relative_month(match: re.Match[str], today: dt.date) -> tuple[int, int] | N
     return cal.add_months(today.year, today.month, offset)
 
 
+def range_end(resolve: Resolver) -> Resolver:
+    """``resolve`` for a phrase that is a period only as the end of a range (``… to May``)."""
+
+    def resolved(match: re.Match[str], today: dt.date) -> Reading:
+        return dataclasses.replace(resolve(match, today), tail_only=True)
+
+    return resolved
+
+
 # --- resolvers, one per kind of phrase -------------------------------------------------------
 
 def resolve_date(match: re.Match[str], today: dt.date) -> Reading:
@@ -215,6 +225,53 @@ def _quarter_number(match: re.Match[str]) -> int:
     value = _group(match, "q") or _group(match, "o")
     assert value is not None
     return to_int(value)
+
+
+def _run_of(match: re.Match[str], today: dt.date, span_for: Callable[[int, int], cal.Span],
+            start: str, end: str) -> Reading:
+    """A run of months or quarters written once: from period ``start`` to period ``end`` of one
+    year (without a year: from the most recent occurrence of the first); an end before the start
+    is in the next year (2025年11月到2月)."""
+    first, last = to_int(_group(match, start) or ""), to_int(_group(match, end) or "")
+    wrap = 1 if last < first else 0
+    reading = _in_year("date_range", lambda year: (span_for(year, first)[0], span_for(year + wrap, last)[1]),
+                       match, today)
+    return dataclasses.replace(reading, rebase=None)
+
+
+def resolve_months(match: re.Match[str], today: dt.date) -> Reading:
+    """3-5月, 2026年3月到5月, 三至五月, 12-2月."""
+    return _run_of(match, today, cal.month_span, "m", "me")
+
+
+def resolve_quarters(match: re.Match[str], today: dt.date) -> Reading:
+    """一至三季度, 第1-3季度, 2025年第二到第四季度."""
+    return _run_of(match, today, cal.quarter_span, "q", "qe")
+
+
+def resolve_days_of_month(match: re.Match[str], today: dt.date) -> Reading:
+    """3月5-10日, 2026年3月5日至10日: days of one month."""
+    month = month_of(match)
+    first_day, last_day = to_int(_group(match, "d") or ""), to_int(_group(match, "de") or "")
+    assert month is not None
+    if first_day > last_day:
+        raise ValueError(f"days {first_day}–{last_day} run backwards")
+    reading = _in_year("date_range", lambda year: (dt.date(year, month, first_day), dt.date(year, month, last_day)),
+                       match, today)
+    return dataclasses.replace(reading, rebase=None)
+
+
+def resolve_ten_days(match: re.Match[str], today: dt.date) -> Reading:
+    """3月上旬 (1–10), 中旬 (11–20), 下旬 (21 to the month's end)."""
+    if (relative := _relative_month(match, today)) is not None:
+        year, month = relative
+    else:
+        month = month_of(match) or 0
+        year = _in_year("month", lambda y: cal.month_span(y, month), match, today).first.year
+    first, last = cal.month_span(year, month)
+    part = "上中下".index(_group(match, "x") or "")
+    start = first + dt.timedelta(days=10 * part)
+    return Reading("date_range", start, last if part == 2 else start + dt.timedelta(days=9))
 
 
 def resolve_quarter(match: re.Match[str], today: dt.date) -> Reading:

@@ -25,6 +25,9 @@ _OPT_YEAR = rf"(?:{YEAR}\s*的?\s*)?"
 REL_MONTH = r"(?P<rm>上上个?月|上一?个?月|本月份?|这一?个?月|当月|下一?个?月)"
 _MONTH = rf"{_NB}(?P<m>{NUM})\s*月份?"
 _WEEK = r"(?:周|个?星期|个?礼拜)"
+#: Between the two ends of a span written once (3-5月, 一至三季度, 3月5-10日).
+_TO = r"(?:-|~|～|—|–|到|至)"
+_FROM = r"(?:从|自|由)?"
 
 
 def _rule(pattern: str, resolve: r.Resolver) -> Rule:
@@ -45,7 +48,10 @@ RULES: tuple[Rule, ...] = (
     _rule(rf"{_NB}(?P<n>{NUM})\s*(?P<u>{_WEEK})(?:以)?前", r.resolve_relative_period),
     _rule(rf"(?:{_OPT_YEAR}{_MONTH}|{REL_MONTH})\s*的?\s*(?:第\s*(?P<o>{NUM})|(?P<final>最后一))\s*{_WEEK}",
           r.resolve_month_week),
+    _rule(rf"{_FROM}{_OPT_YEAR}{_MONTH}\s*(?P<d>{NUM})\s*{_TO}\s*(?P<de>{NUM})\s*[日号]", r.resolve_days_of_month),
+    _rule(rf"(?:{_OPT_YEAR}{_MONTH}|{REL_MONTH})\s*的?\s*(?P<x>上|中|下)旬", r.resolve_ten_days),
     # months
+    _rule(rf"{_FROM}{_OPT_YEAR}{_NB}(?P<m>{NUM})\s*(?:月份?)?\s*{_TO}\s*(?P<me>{NUM})\s*月份?", r.resolve_months),
     _rule(rf"{_OPT_YEAR}{_MONTH}", r.resolve_month),
     _rule(r"(?<![\d./-])(?P<y>\d{4})[-/](?P<m>\d{1,2})(?!\d)(?![-/]\d)", r.resolve_month),
     _rule(REL_MONTH, r.resolve_month),
@@ -58,6 +64,8 @@ RULES: tuple[Rule, ...] = (
     _rule(rf"{_NB}(?P<n>{NUM})\s*个?(?P<u>季度)(?:以)?前", r.resolve_relative_period),
     _rule(rf"{_OPT_YEAR}前\s*(?P<n>[1-4一二三四两])\s*个?季度", r.resolve_first_quarters),
     _rule(rf"{YEAR}\s*的?\s*前\s*(?P<n>{NUM})\s*个月", r.resolve_first_months),
+    _rule(rf"{_FROM}{_OPT_YEAR}(?:第\s*)?{_NB}(?P<q>{NUM})\s*(?:季度)?\s*{_TO}\s*(?:第\s*)?(?P<qe>{NUM})\s*季度",
+          r.resolve_quarters),
     # halves and years
     _rule(rf"{_OPT_YEAR}(?P<h>上|下)半年度?", r.resolve_half),
     _rule(rf"{YEAR}(?:\s*全年)?", r.resolve_year),
