@@ -6,24 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import (
-    DEFAULT_MANIFESTS,
-    AdaptiveOpt,
-    JsonOpt,
-    LlmOpt,
-    ManifestsOpt,
-    NoCacheOpt,
-    TodayOpt,
-    VarOpt,
-    VerboseOpt,
-    console,
-    errors_to_exit,
-    make_agent,
-    parse_today,
-    parse_vars,
-    print_json,
-)
-
+from .common import console, errors_to_exit, make_agent, parse_today, parse_vars, print_json, shared_options
 
 
 def _question(value: str) -> str:
@@ -36,23 +19,19 @@ def _question(value: str) -> str:
 QuestionArg = Annotated[str, typer.Argument(help="The question, in any language.", callback=_question)]
 
 
+@shared_options
 def ask(
     question: QuestionArg,
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
-    llm: LlmOpt = None,
-    var: VarOpt = None,
-    today: TodayOpt = None,
+    *, manifests, llm, var, today,
     show_plan: Annotated[bool, typer.Option("--show-plan", help="Print the plan and the queries that ran.")] = False,
     no_answer: Annotated[bool, typer.Option("--no-answer", help="Return the raw results; no answer-writing model call.")] = False,
-    no_cache: NoCacheOpt = False,
-    adaptive: AdaptiveOpt = False,
+    no_cache, adaptive,
     fallback: Annotated[str | None, typer.Option(
         "--fallback", metavar="keywords|off",
         help="When the question cannot be planned (no model and no verified example, or no working plan after "
              "the repairs): 'keywords' searches the search indices for its words, dates and known values "
              "instead, labelled as a keyword search, not an answer (default: $STRUCTQ_FALLBACK, else off).")] = None,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    json_out, verbose,
 ) -> None:
     """Answer a question: plan it, run the plan through the sandbox, answer with citations.
 
@@ -92,17 +71,14 @@ def ask(
             print_template(out, answer.plan.template)
 
 
+@shared_options
 def plan(
     question: QuestionArg,
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
-    llm: LlmOpt = None,
-    today: TodayOpt = None,
-    no_cache: NoCacheOpt = False,
+    *, manifests, llm, today, no_cache,
     explain_linking: Annotated[bool, typer.Option(
         "--explain-linking", help="Show which tables, columns and stored values schema linking keeps for the "
         "question, and why; no model is called.")] = False,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    json_out, verbose,
 ) -> None:
     """Write the plan for a question without running it (save it and `structq run` it later).
 

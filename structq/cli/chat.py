@@ -4,33 +4,14 @@ from __future__ import annotations
 
 from structq.errors import describe
 
-from .common import (
-    DEFAULT_MANIFESTS,
-    AdaptiveOpt,
-    LlmOpt,
-    ManifestsOpt,
-    TodayOpt,
-    VarOpt,
-    VerboseOpt,
-    console,
-    errors_to_exit,
-    make_agent,
-    parse_today,
-    parse_vars,
-)
+from .common import console, errors_to_exit, make_agent, parse_today, parse_vars, shared_options
 
 HELP = """Commands: /plan (the last plan), /sql (the queries that ran), /reset (forget the conversation),
 /help, /quit. Anything else is a question; follow-ups may refer to earlier answers."""
 
 
-def chat(
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
-    llm: LlmOpt = None,
-    var: VarOpt = None,
-    today: TodayOpt = None,
-    adaptive: AdaptiveOpt = False,
-    verbose: VerboseOpt = False,
-) -> None:
+@shared_options
+def chat(*, manifests, llm, var, today, adaptive, verbose) -> None:
     """Ask questions in a row; follow-ups ("那他上个月的项目呢？") resolve against earlier answers.
 
     Example:  structq chat --llm openai:gpt-4o-mini

@@ -7,18 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import (
-    DEFAULT_MANIFESTS,
-    EXIT_CONFIG,
-    EXIT_FAILED,
-    JsonOpt,
-    ManifestsOpt,
-    VerboseOpt,
-    console,
-    errors_to_exit,
-    print_json,
-    resolve_manifests,
-)
+from .common import EXIT_CONFIG, EXIT_FAILED, console, errors_to_exit, print_json, resolve_manifests, shared_options
 
 
 def _summary(manifest) -> dict:
@@ -39,11 +28,11 @@ def _summary(manifest) -> dict:
     }
 
 
+@shared_options
 def check(
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    *, manifests,
     connect: Annotated[bool, typer.Option("--connect", help="Also connect to each source and report declared objects it lacks.")] = False,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    json_out, verbose,
 ) -> None:
     """Validate capability manifests and print one line per source.
 

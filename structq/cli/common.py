@@ -6,14 +6,15 @@ Exit codes (documented in README): 0 ok, 1 the answer/check failed, 2 usage,
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -217,3 +218,40 @@ def make_agent(manifests: Path, llm: str | None, *, no_cache: bool = False, adap
     settings = Settings.from_env(llm=llm, cache_enabled=False if no_cache else None, adaptive=adaptive or None,
                                  fallback=fallback)
     return Agent(load_capabilities(manifests), settings=settings)
+
+
+#: The options several commands take, declared once: name → (annotated type, default).
+SHARED_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "manifests": (ManifestsOpt, DEFAULT_MANIFESTS),
+    "llm": (LlmOpt, None),
+    "var": (VarOpt, None),
+    "today": (TodayOpt, None),
+    "no_cache": (NoCacheOpt, False),
+    "adaptive": (AdaptiveOpt, False),
+    "json_out": (JsonOpt, False),
+    "verbose": (VerboseOpt, False),
+}
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def shared_options(command: _Command) -> _Command:
+    """Give a command's bare keyword-only parameters named in ``SHARED_OPTIONS`` their option.
+
+    ``def chat(*, manifests, llm, verbose)`` gets ``-m/--manifests``, ``--llm`` and ``-v`` with
+    the same help, environment variable and default as every other command, in the order the
+    command lists them; a parameter that has its own annotation or default keeps it.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    params = []
+    for param in signature.parameters.values():
+        bare = param.annotation is param.empty and param.default is param.empty
+        if bare and param.kind is param.KEYWORD_ONLY and param.name in SHARED_OPTIONS:
+            annotation, default = SHARED_OPTIONS[param.name]
+            param = param.replace(annotation=annotation, default=default)
+        elif bare:
+            raise TypeError(f"{command.__name__}: parameter {param.name!r} has neither a type nor an option; "
+                            f"shared options are keyword-only and one of {sorted(SHARED_OPTIONS)}")
+        params.append(param)
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return command

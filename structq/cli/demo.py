@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from .common import LlmOpt, VerboseOpt, bundled_manifests, console, errors_to_exit
+from .common import bundled_manifests, console, errors_to_exit, shared_options
 
 #: Relative dates in the demo resolve against this day, so answers stay inside the data.
 DEMO_TODAY = dt.date(2026, 11, 30)
@@ -30,12 +30,13 @@ VARIANTS = (
 STAMP = "demo.json"
 
 
+@shared_options
 def demo(
+    *,
     directory: Annotated[Path | None, typer.Option("--dir", help="Where to build the demo data (default: the user data folder).")] = None,
     scale: Annotated[float, typer.Option("--scale", help="Data size: 1.0 ≈ 220,000 sales rows; 0.1 for a quick look.", min=0.001, max=20)] = 1.0,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build the data again even if it exists.")] = False,
-    llm: LlmOpt = None,
-    verbose: VerboseOpt = False,
+    llm, verbose,
 ) -> None:
     """Run structq end to end on the demo company: no API key, no network.
 

@@ -6,18 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import (
-    DEFAULT_MANIFESTS,
-    EXIT_USAGE,
-    JsonOpt,
-    LlmOpt,
-    ManifestsOpt,
-    VerboseOpt,
-    console,
-    errors_to_exit,
-    fail,
-    print_json,
-)
+from .common import EXIT_USAGE, console, errors_to_exit, fail, print_json, shared_options
 
 HELP = """Ask the configured chat model to describe draft tables and columns (or indices and fields).
 
@@ -52,15 +41,14 @@ def _ask(llm: str | None) -> Any:
     return ask
 
 
+@shared_options
 def describe(
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    *, manifests,
     source: Annotated[str | None, typer.Option("--source", "-s", help="Only this source.")] = None,
     samples: Annotated[bool, typer.Option("--samples", help="Show the model up to 5 sample values per allowed column.")] = False,
     lang: Annotated[str | None, typer.Option("--lang", help="Language of the descriptions (default: the manifest's).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diff; write nothing.")] = False,
-    llm: LlmOpt = None,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    llm, json_out, verbose,
 ) -> None:
     with errors_to_exit(verbose):
         _run(manifests, source, samples, lang, dry_run, llm, json_out)

@@ -7,15 +7,13 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_MANIFESTS, EXIT_FAILED, JsonOpt, LlmOpt, ManifestsOpt, VerboseOpt, console, errors_to_exit, make_agent, print_json
+from .common import EXIT_FAILED, console, errors_to_exit, make_agent, print_json, shared_options
 
 
+@shared_options
 def eval_(
     questions: Annotated[Path, typer.Argument(help="Question set: today + questions with expect_sql/expect_rows.", metavar="QUESTIONS.yaml")],
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
-    llm: LlmOpt = None,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    *, manifests, llm, json_out, verbose,
 ) -> None:
     """Ask every question of a set and compare the final rows with the expected ones.
 

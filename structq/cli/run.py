@@ -7,15 +7,13 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_MANIFESTS, JsonOpt, ManifestsOpt, VarOpt, VerboseOpt, console, errors_to_exit, make_agent, parse_vars, print_json
+from .common import console, errors_to_exit, make_agent, parse_vars, print_json, shared_options
 
 
+@shared_options
 def run(
     plan_file: Annotated[Path, typer.Argument(help="A plan as YAML or JSON (from `structq plan --json` or written by hand).", metavar="PLAN.yaml")],
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
-    var: VarOpt = None,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    *, manifests, var, json_out, verbose,
 ) -> None:
     """Run a saved plan: every step through the sandbox, no language model involved.
 

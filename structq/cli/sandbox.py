@@ -14,19 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .common import (
-    DEFAULT_MANIFESTS,
     EXIT_FAILED,
     EXIT_USAGE,
-    JsonOpt,
-    ManifestsOpt,
-    VarOpt,
-    VerboseOpt,
     console,
     errors_to_exit,
     fail,
     load_capabilities,
     parse_vars,
     print_json,
+    shared_options,
 )
 
 if TYPE_CHECKING:
@@ -117,15 +113,13 @@ def _refused(code: str, message: str, hint: str | None, json_out: bool) -> None:
     fail(f"refused [{code}]: {message}", hint=hint, code=EXIT_FAILED)
 
 
+@shared_options
 def sandbox(
     source: Annotated[str, typer.Option("--source", "-s", help="The source (manifest) to check the query against.")],
     query: Annotated[str | None, typer.Argument(
         help="SQL text, or the JSON body for a search source; '-' reads it from stdin.", show_default=False)] = None,
     index: Annotated[str | None, typer.Option("--index", "-i", help="The index, for a search source.")] = None,
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
-    var: VarOpt = None,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    *, manifests, var, json_out, verbose,
 ) -> None:
     """Check one query as the sandbox would, and print the query that would run.
 

@@ -7,17 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import (
-    DEFAULT_MANIFESTS,
-    LlmOpt,
-    ManifestsOpt,
-    NoCacheOpt,
-    VarOpt,
-    VerboseOpt,
-    errors_to_exit,
-    parse_vars,
-    resolve_manifests,
-)
+from .common import errors_to_exit, parse_vars, resolve_manifests, shared_options
 
 ConfigOpt = Annotated[
     Path | None,
@@ -39,20 +29,19 @@ def _server_extra() -> None:
                           hint='pip install "structq[server]"') from None
 
 
+@shared_options
 def serve(
     ctx: typer.Context,
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    *, manifests,
     host: Annotated[str, typer.Option("--host", help="Address to listen on; anything but loopback needs --config.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.", min=1, max=65535)] = 8000,
     config: ConfigOpt = None,
     workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm agent; they share "
                                                          "the store and the background search engine).", min=1)] = 1,
-    llm: LlmOpt = None,
-    var: VarOpt = None,
-    no_cache: NoCacheOpt = False,
+    llm, var, no_cache,
     new_token: Annotated[str | None, typer.Option("--new-token", metavar="USER",
                                                   help="Print a new API token for USER and its server.yaml entry, then exit.")] = None,
-    verbose: VerboseOpt = False,
+    verbose,
 ) -> None:
     """Serve the HTTP API (/v1, /openapi.json), the web page (/) and MCP (/mcp) from one warm process.
 
@@ -93,13 +82,8 @@ def _print_new_token(user: str) -> None:
                "    # sources: [hr]  # omit for every source")
 
 
-def mcp(
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
-    llm: LlmOpt = None,
-    var: VarOpt = None,
-    no_cache: NoCacheOpt = False,
-    verbose: VerboseOpt = False,
-) -> None:
+@shared_options
+def mcp(*, manifests, llm, var, no_cache, verbose) -> None:
     """Serve MCP over stdio for an assistant (Claude Desktop, Cursor, any MCP client).
 
     Tools: ask, plan, run_plan, list_sources, describe_source. Row-filter variables come from

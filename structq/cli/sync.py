@@ -13,18 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .common import (
-    DEFAULT_MANIFESTS,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
-    JsonOpt,
-    ManifestsOpt,
-    VerboseOpt,
     console,
     errors_to_exit,
     fail,
     print_json,
+    shared_options,
 )
 
 if TYPE_CHECKING:
@@ -228,8 +225,9 @@ def _rollback(manifests: Path, source: str | None, version: str | None, json_out
                         + (f"; the replaced version is saved as {saved.path}" if saved else " (it already held that version)"))
 
 
+@shared_options
 def sync(
-    manifests: ManifestsOpt = DEFAULT_MANIFESTS,
+    *, manifests,
     source: Annotated[str | None, typer.Option("--source", "-s", help="Only this source.")] = None,
     check: Annotated[bool, typer.Option("--check", help="Report drift and change nothing; exit 1 when a manifest drifted.")] = False,
     write: Annotated[bool, typer.Option("--write", help="Apply the changes (previous version saved to .history/).")] = False,
@@ -245,8 +243,7 @@ def sync(
                                          "(.values/<source>.json next to the manifests); alone or with --check/--write.")] = False,
     max_distinct: Annotated[int, typer.Option("--max-distinct", metavar="N", min=1,
                                               help="With --values: leave out columns with more distinct values.")] = 5000,
-    json_out: JsonOpt = False,
-    verbose: VerboseOpt = False,
+    json_out, verbose,
 ) -> None:
     from structq.errors import SourceUnavailable
 
