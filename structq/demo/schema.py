@@ -144,6 +144,16 @@ class Table:
         return f"INSERT INTO {self.name} ({', '.join(self.columns)}) VALUES ({placeholders})"
 
 
+def keys_of(*tables: Table) -> dict[str, str]:
+    """References to each table's single-column primary key from a column of the same name:
+    ``keys_of(PRODUCTS)`` is ``{"product_id": "products(product_id)"}``."""
+    refs = {}
+    for table in tables:
+        (key,) = table.primary_key
+        refs[key] = f"{table.name}({key})"
+    return refs
+
+
 _SQLITE_TYPES = {str: "TEXT", int: "INTEGER", float: "REAL"}
 
 
@@ -183,7 +193,7 @@ EMPLOYEE_PERFORMANCE = Table(
     "employee_performance",
     Performance,
     primary_key=("employee_id", "assessment_month"),
-    references={"employee_id": "employees(employee_id)"},
+    references=keys_of(EMPLOYEES),
     indexes=(("assessment_month", "performance_grade"),),
 )
 CUSTOMERS = Table(
@@ -198,11 +208,7 @@ SALES = Table(
     "sales",
     Sale,
     primary_key=("sale_id",),
-    references={
-        "product_id": "products(product_id)",
-        "customer_id": "customers(customer_id)",
-        "employee_id": "employees(employee_id)",
-    },
+    references=keys_of(PRODUCTS, CUSTOMERS, EMPLOYEES),
     indexes=(("sale_date",), ("product_id", "sale_date"), ("region", "sale_date"),
              ("customer_id",), ("employee_id",)),
 )
@@ -210,11 +216,7 @@ CONTRACTS = Table(
     "contracts",
     Contract,
     primary_key=("contract_id",),
-    references={
-        "customer_id": "customers(customer_id)",
-        "product_id": "products(product_id)",
-        "employee_id": "employees(employee_id)",
-    },
+    references=keys_of(CUSTOMERS, PRODUCTS, EMPLOYEES),
     indexes=(("signed_at",), ("region", "signed_at"), ("customer_id",)),
 )
 
