@@ -28,42 +28,46 @@ _TAIL_CONTEXT = r"(?:to|and|through|thru|until|till)"
 _UNIT = r"(?P<u>day|week|month|quarter|year)s?"
 
 
-def _rule(pattern: str, resolve: r.Resolver) -> Rule:
-    return Rule(re.compile(rf"\b{pattern}\b", re.IGNORECASE), resolve)
+#: A month name or a year standing alone, read only after a ``_CONTEXT`` or ``_TAIL_CONTEXT`` word.
+_BARE_MONTH = rf"(?P<p>(?P<mn>{EN_MONTH}))(?!\s*\d)"
+_BARE_YEAR = r"(?P<p>(?P<y>(?:19|20)\d{2}))(?![-/]\d)"
 
 
-RULES: tuple[Rule, ...] = (
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{pattern}\b", re.IGNORECASE)
+
+
+RULES: tuple[Rule, ...] = r.rule_table(
+    _compile,
     # days
-    _rule(rf"(?P<mn>{EN_MONTH})\s+{_DAY}{_OF_YEAR}?", r.resolve_date),
-    _rule(rf"{_DAY}\s+(?:of\s+)?(?P<mn>{EN_MONTH}){_OF_YEAR}?", r.resolve_date),
-    _rule(r"(?P<w>today|yesterday|tomorrow|the\s+day\s+before\s+yesterday)", r.resolve_relative_day),
-    _rule(rf"(?P<n>{EN_NUMBER})\s+days?\s+ago", r.resolve_relative_day),
+    (r.resolve_date,
+     rf"(?P<mn>{EN_MONTH})\s+{_DAY}{_OF_YEAR}?",
+     rf"{_DAY}\s+(?:of\s+)?(?P<mn>{EN_MONTH}){_OF_YEAR}?"),
+    (r.resolve_relative_day,
+     r"(?P<w>today|yesterday|tomorrow|the\s+day\s+before\s+yesterday)",
+     rf"(?P<n>{EN_NUMBER})\s+days?\s+ago"),
     # weeks, months, quarters, years counted from the current one
-    _rule(rf"(?:(?P<r>{_REL})\s+(?P<u>week|month|quarter|year)|(?P<r2>the\s+(?P<u2>week|month|quarter|year)\s+before\s+last))",
-          r.resolve_relative_period),
-    _rule(rf"(?P<n>{EN_NUMBER})\s+{_UNIT}\s+ago", r.resolve_relative_period),
-    _rule(rf"(?:the\s+)?(?P<o>{EN_ORDINAL}|last)\s+week\s+(?:of|in)\s+(?:(?P<mn>{EN_MONTH}){_OF_YEAR}?|(?P<rm>{_REL}\s+month))",
-          r.resolve_month_week),
+    (r.resolve_relative_period,
+     rf"(?:(?P<r>{_REL})\s+(?P<u>week|month|quarter|year)|(?P<r2>the\s+(?P<u2>week|month|quarter|year)\s+before\s+last))",
+     rf"(?P<n>{EN_NUMBER})\s+{_UNIT}\s+ago"),
+    (r.resolve_month_week,
+     rf"(?:the\s+)?(?P<o>{EN_ORDINAL}|last)\s+week\s+(?:of|in)\s+(?:(?P<mn>{EN_MONTH}){_OF_YEAR}?|(?P<rm>{_REL}\s+month))"),
     # months
-    _rule(rf"(?P<mn>{EN_MONTH}){_OF_YEAR}", r.resolve_month),
-    _rule(rf"{_CONTEXT}\s+(?P<p>(?P<mn>{EN_MONTH}))(?!\s*\d)", r.resolve_month),
-    _rule(rf"{_TAIL_CONTEXT}\s+(?P<p>(?P<mn>{EN_MONTH}))(?!\s*\d)", r.range_end(r.resolve_month)),
-    _rule(rf"(?P<y>(?:19|20)\d{{2}})\s+(?P<mn>{EN_MONTH})", r.resolve_month),
+    (r.resolve_month, rf"(?P<mn>{EN_MONTH}){_OF_YEAR}", rf"{_CONTEXT}\s+{_BARE_MONTH}"),
+    (r.range_end(r.resolve_month), rf"{_TAIL_CONTEXT}\s+{_BARE_MONTH}"),
+    (r.resolve_month, rf"(?P<y>(?:19|20)\d{{2}})\s+(?P<mn>{EN_MONTH})"),
     # quarters
-    _rule(rf"Q(?P<q>[1-4]){_OF_YEAR}?", r.resolve_quarter),
-    _rule(rf"(?:the\s+)?(?P<o>{EN_ORDINAL})\s+quarter{_OF_YEAR}?", r.resolve_quarter),
-    _rule(rf"(?:the\s+)?first\s+(?P<n>two|three|2|3)\s+quarters(?:\s+of\s+{_YEAR})?", r.resolve_first_quarters),
-    _rule(rf"(?:the\s+)?first\s+(?P<n>{EN_NUMBER})\s+months\s+of\s+{_YEAR}", r.resolve_first_months),
+    (r.resolve_quarter, rf"Q(?P<q>[1-4]){_OF_YEAR}?", rf"(?:the\s+)?(?P<o>{EN_ORDINAL})\s+quarter{_OF_YEAR}?"),
+    (r.resolve_first_quarters, rf"(?:the\s+)?first\s+(?P<n>two|three|2|3)\s+quarters(?:\s+of\s+{_YEAR})?"),
+    (r.resolve_first_months, rf"(?:the\s+)?first\s+(?P<n>{EN_NUMBER})\s+months\s+of\s+{_YEAR}"),
     # halves and years
-    _rule(rf"(?:(?:the\s+)?(?P<h>first|second)\s+half|H(?P<h2>[12])){_OF_YEAR}?",
-          r.resolve_half),
-    _rule(rf"{_CONTEXT}\s+(?P<p>(?P<y>(?:19|20)\d{{2}}))(?![-/]\d)", r.resolve_year),
-    _rule(rf"{_TAIL_CONTEXT}\s+(?P<p>(?P<y>(?:19|20)\d{{2}}))(?![-/]\d)", r.range_end(r.resolve_year)),
-    _rule(r"(?P<ry>the\s+year\s+before\s+last)", r.resolve_year),
+    (r.resolve_half, rf"(?:(?:the\s+)?(?P<h>first|second)\s+half|H(?P<h2>[12])){_OF_YEAR}?"),
+    (r.resolve_year, rf"{_CONTEXT}\s+{_BARE_YEAR}"),
+    (r.range_end(r.resolve_year), rf"{_TAIL_CONTEXT}\s+{_BARE_YEAR}"),
+    (r.resolve_year, r"(?P<ry>the\s+year\s+before\s+last)"),
     # windows
-    _rule(rf"(?:the\s+)?(?:past|last|previous|recent)\s+(?P<n>{EN_NUMBER})\s+{_UNIT}", r.resolve_rolling),
-    _rule(r"(?:the\s+)?past\s+(?P<u>week|month|quarter|year)", r.resolve_rolling),
-    _rule(r"(?:(?P<u>year|month|quarter)[\s-]to[\s-]date|(?P<u2>ytd|mtd|qtd)|(?P<u3>this\s+year)\s+so\s+far)",
-          r.resolve_to_date),
+    (r.resolve_rolling,
+     rf"(?:the\s+)?(?:past|last|previous|recent)\s+(?P<n>{EN_NUMBER})\s+{_UNIT}",
+     r"(?:the\s+)?past\s+(?P<u>week|month|quarter|year)"),
+    (r.resolve_to_date, r"(?:(?P<u>year|month|quarter)[\s-]to[\s-]date|(?P<u2>ytd|mtd|qtd)|(?P<u3>this\s+year)\s+so\s+far)"),
 )
-

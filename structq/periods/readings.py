@@ -54,6 +54,14 @@ class Rule:
     resolve: Resolver
 
 
+def rule_table(compile_pattern: Callable[[str], re.Pattern[str]],
+               *groups: tuple[Resolver, str, ...]) -> tuple[Rule, ...]:
+    """A language's rules from groups ``(resolver, pattern, pattern, …)``, in the order written
+    (the order decides between two rules that match the same span), each pattern compiled the
+    language's way (flags, word boundaries)."""
+    return tuple(Rule(compile_pattern(pattern), resolve) for resolve, *patterns in groups for pattern in patterns)
+
+
 _ZH_YEARS = {"今": 0, "本": 0, "去": -1, "上": -1, "前": -2, "大": -3, "明": 1, "下": 1, "后": 2}
 _EN_RELATIVE = {"last": -1, "previous": -1, "prior": -1, "this": 0, "current": 0, "next": 1}
 
