@@ -41,6 +41,13 @@ __all__ = [
     "RepairsExhausted",
     "SynthesisError",
     "describe",
+    "reported_as",
+    "REPORTED_AS",
+    "EXIT_OK",
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "EXIT_CONFIG",
+    "EXIT_UNAVAILABLE",
 ]
 
 E = TypeVar("E", bound="StructqError")
@@ -272,3 +279,33 @@ def describe(exc: StructqError) -> tuple[str, str | None]:
     if isinstance(exc, ManifestError) or not exc.hint:
         return text, None
     return text.removesuffix(f" (hint: {exc.hint})"), exc.hint
+
+
+#: The command line's exit codes (README): 0 ok, 1 the answer or check failed, 2 usage,
+#: 3 configuration (manifests, model, URLs), 4 a source unavailable.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+
+#: How each error reaches a caller: (class, CLI exit code, HTTP status, HTTP error code). The
+#: first matching class decides (most specific first). One table, so that the command line and
+#: the HTTP API cannot disagree about what kind of failure an error is.
+REPORTED_AS: tuple[tuple[type[StructqError], int, int, str], ...] = (
+    (RepairsExhausted, EXIT_CONFIG, 422, "no_working_plan"),  # a ModelError, but the question is at fault
+    (SandboxViolation, EXIT_FAILED, 422, "sandbox_refused"),
+    (PlanError, EXIT_FAILED, 422, "invalid_plan"),
+    (QueryTimeout, EXIT_FAILED, 504, "query_timeout"),
+    (SourceUnavailable, EXIT_UNAVAILABLE, 503, "source_unavailable"),
+    (ExecutionError, EXIT_FAILED, 502, "query_failed"),
+    (ConfigError, EXIT_CONFIG, 503, "not_configured"),
+    (ManifestError, EXIT_CONFIG, 503, "not_configured"),
+    (SynthesisError, EXIT_FAILED, 502, "answer_failed"),
+    (ModelError, EXIT_CONFIG, 502, "model_error"),
+)
+
+
+def reported_as(exc: StructqError) -> tuple[int, int, str]:
+    """``exc``'s row of ``REPORTED_AS`` as (exit code, HTTP status, HTTP error code); any other
+    structq error failed the request (exit 1, 422 "failed")."""
+    for cls, exit_code, status, code in REPORTED_AS:
+        if isinstance(exc, cls):
+            return exit_code, status, code
+    return EXIT_FAILED, 422, "failed"

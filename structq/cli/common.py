@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from structq.capabilities import CapabilitySet
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+from structq.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE  # noqa: F401 (re-exported)
 
 #: click's usage errors and exits pass through ``errors_to_exit`` untouched. typer vendors click
 #: in recent versions and uses it in older ones; its own exception names the right class.
@@ -124,13 +124,10 @@ def print_json(document: Any) -> None:
 
 
 def exit_code_for(exc: BaseException) -> int:
-    from structq import errors
+    """The exit code for ``exc`` (``structq.errors.REPORTED_AS``); 1 for anything else."""
+    from structq.errors import StructqError, reported_as
 
-    if isinstance(exc, errors.SourceUnavailable):
-        return EXIT_UNAVAILABLE
-    if isinstance(exc, (errors.ConfigError, errors.ManifestError, errors.ModelError)):
-        return EXIT_CONFIG
-    return EXIT_FAILED
+    return reported_as(exc)[0] if isinstance(exc, StructqError) else EXIT_FAILED
 
 
 def fail(message: str, *, hint: str | None = None, code: int = EXIT_FAILED) -> NoReturn:

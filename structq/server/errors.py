@@ -22,20 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from structq.errors import (
-    ConfigError,
-    ExecutionError,
-    ManifestError,
-    ModelError,
-    PlanError,
-    QueryTimeout,
-    RepairsExhausted,
-    SandboxViolation,
-    SourceUnavailable,
-    StructqError,
-    SynthesisError,
-    describe,
-)
+from structq.errors import REPORTED_AS, SandboxViolation, StructqError, describe, reported_as
 
 __all__ = ["AccessDenied", "RequestRejected", "error_status", "error_body", "STATUS_OF"]
 
@@ -62,19 +49,11 @@ class RequestRejected(StructqError):
         self.headers = headers or {}
 
 
-#: The first matching class decides (most specific first): (status, code).
+#: The first matching class decides (most specific first): (status, code). The server's own
+#: errors, then the structq errors' (``structq.errors.REPORTED_AS``, shared with the CLI).
 STATUS_OF: list[tuple[type[StructqError], int, str]] = [
     (AccessDenied, 403, "forbidden"),
-    (RepairsExhausted, 422, "no_working_plan"),  # a ModelError, but the question is at fault
-    (SandboxViolation, 422, "sandbox_refused"),
-    (PlanError, 422, "invalid_plan"),
-    (QueryTimeout, 504, "query_timeout"),
-    (SourceUnavailable, 503, "source_unavailable"),
-    (ExecutionError, 502, "query_failed"),
-    (ConfigError, 503, "not_configured"),
-    (ManifestError, 503, "not_configured"),
-    (SynthesisError, 502, "answer_failed"),
-    (ModelError, 502, "model_error"),
+    *((cls, status, code) for cls, _, status, code in REPORTED_AS),
 ]
 
 
@@ -86,7 +65,7 @@ def error_status(exc: BaseException) -> tuple[int, str]:
         if isinstance(exc, cls):
             return status, code
     if isinstance(exc, StructqError):
-        return 422, "failed"
+        return reported_as(exc)[1:]  # no row: the generic failure
     return 500, "internal"
 
 
