@@ -15,9 +15,11 @@ from .readings import Rule
 
 __all__ = ["RULES"]
 
+#: A year in figures: 1900–2099 (a bare "2000" elsewhere is a count).
+_YEAR_DIGITS = r"(?:19|20)\d{2}"
 _REL = r"(?:last|previous|prior|this|current|next)"
 #: "2025", "this year", "last year": a year qualifying a month, quarter or half.
-_YEAR = rf"(?:(?P<y>(?:19|20)\d{{2}})|(?P<ry>{_REL}\s+year|the\s+year\s+before\s+last))"
+_YEAR = rf"(?:(?P<y>{_YEAR_DIGITS})|(?P<ry>{_REL}\s+year|the\s+year\s+before\s+last))"
 _OF_YEAR = rf"(?:,?\s+(?:of\s+|in\s+)?{_YEAR})"
 _DAY = r"(?P<d>\d{1,2})(?:st|nd|rd|th)?"
 #: Words before a bare month or year that make it a period (``in March``, ``during 2025``).
@@ -30,7 +32,7 @@ _UNIT = r"(?P<u>day|week|month|quarter|year)s?"
 
 #: A month name or a year standing alone, read only after a ``_CONTEXT`` or ``_TAIL_CONTEXT`` word.
 _BARE_MONTH = rf"(?P<p>(?P<mn>{EN_MONTH}))(?!\s*\d)"
-_BARE_YEAR = r"(?P<p>(?P<y>(?:19|20)\d{2}))(?![-/]\d)"
+_BARE_YEAR = rf"(?P<p>(?P<y>{_YEAR_DIGITS}))(?![-/]\d)"
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -55,7 +57,7 @@ RULES: tuple[Rule, ...] = r.rule_table(
     # months
     (r.resolve_month, rf"(?P<mn>{EN_MONTH}){_OF_YEAR}", rf"{_CONTEXT}\s+{_BARE_MONTH}"),
     (r.range_end(r.resolve_month), rf"{_TAIL_CONTEXT}\s+{_BARE_MONTH}"),
-    (r.resolve_month, rf"(?P<y>(?:19|20)\d{{2}})\s+(?P<mn>{EN_MONTH})"),
+    (r.resolve_month, rf"(?P<y>{_YEAR_DIGITS})\s+(?P<mn>{EN_MONTH})"),
     # quarters
     (r.resolve_quarter, rf"Q(?P<q>[1-4]){_OF_YEAR}?", rf"(?:the\s+)?(?P<o>{EN_ORDINAL})\s+quarter{_OF_YEAR}?"),
     (r.resolve_first_quarters, rf"(?:the\s+)?first\s+(?P<n>two|three|2|3)\s+quarters(?:\s+of\s+{_YEAR})?"),
