@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import sandbox_support as support
+from manifest_support import manifest_text
 
 from structq.capabilities import load_manifest_text
 from structq.capabilities.model import Manifest
@@ -20,43 +21,6 @@ from structq.safety.query import SafeQuery
 INDEX = "weekly_reports"
 LIMIT = 101  # max_rows 100 + 1
 
-MANIFEST = """\
-source: reports
-kind: opensearch
-url: http://127.0.0.1:9200
-limits: {{max_rows: 100, max_intermediate_rows: 100000}}
-policies:
-  row_filters:
-    - {{index: {index}, term: {{tenant_id: ":tenant_id"}}}}
-indices:
-  - name: {index}
-    fields:
-      - {{name: report_id, type: keyword}}
-      - {{name: author_id, type: keyword}}
-      - name: department
-        type: keyword
-        values: {{eng: Engineering, sales: Sales, hr: Human resources}}
-      - {{name: week_start_date, type: date}}
-      - {{name: content, type: text}}
-      - {{name: title, type: text}}
-      - {{name: projects_mentioned, type: keyword}}
-      - {{name: salary, type: double, access: deny}}
-      - {{name: private_notes, type: text, access: deny}}
-      - {{name: tenant_id, type: keyword}}
-      - name: reviewer
-        type: object
-        fields:
-          - {{name: name, type: keyword}}
-          - {{name: email, type: keyword, access: deny}}
-      - name: comments
-        type: nested
-        fields:
-          - {{name: author, type: keyword}}
-          - {{name: text, type: text}}
-  - name: projects
-    fields:
-      - {{name: name, type: keyword}}
-"""
 
 READABLE_SOURCE = [
     "report_id", "author_id", "department", "week_start_date", "content", "title",
@@ -65,7 +29,7 @@ READABLE_SOURCE = [
 
 
 def manifest(index: str = INDEX) -> Manifest:
-    return load_manifest_text(MANIFEST.format(index=index))[0]
+    return load_manifest_text(manifest_text("dsl_reports", index=index))[0]
 
 
 REPORTS = manifest()
