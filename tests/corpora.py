@@ -60,8 +60,22 @@ def quiet_sqlglot() -> None:
 # ============================================================================================
 
 
+class _Keyed:
+    """A record about one query, identified in the rejection list by its SQL on its database."""
+
+    corpus: str
+    dialect: str
+    database: str
+    sql: str
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What identifies a query in the rejection list: the same SQL on the same database."""
+        return (self.corpus, self.dialect, self.database, self.sql)
+
+
 @dataclass(frozen=True)
-class GoldQuery:
+class GoldQuery(_Keyed):
     """One gold query of a legit corpus, in the dialect its corpus wrote it for."""
 
     corpus: str
@@ -70,11 +84,6 @@ class GoldQuery:
     sql: str
     #: ``file:line`` (or ``file:row``), so a reader can find the query in the corpus.
     origin: str
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        """What identifies a query in the rejection list: the same SQL on the same database."""
-        return (self.corpus, self.dialect, self.database, self.sql)
 
 
 @dataclass(frozen=True)
@@ -425,25 +434,8 @@ REJECTION_REASONS: dict[str, str] = {
     "placeholder": "rule: only the sandbox binds values",
 }
 
-#: The comment block at the top of the list: what it is and how to read it.
-REJECTIONS_HEADER = """\
-# Gold queries of the legit corpora that the sandbox refuses, each reviewed as a real rule.
-# Written by tests/test_sandbox_corpora.py (STRUCTQ_UPDATE_REJECTIONS=1); review every diff.
-# Columns: the query's corpus, dialect and database; the violation's code and message; the
-# reason the refusal is a rule and not a gap (one per code, see REJECTION_REASONS in
-# tests/corpora.py); where the query is in the corpus; the query itself.
-# Categories:
-#   parse_error     sqlglot cannot parse the text (Spider's column named ALTER, a LIMIT with an
-#                   arithmetic expression): refused because the sandbox never guesses. Queries
-#                   that do not parse are also left out of the acceptance figures.
-#   unknown_table   an undeclared or system table, or a qualifier other than the manifest's schema.
-#   denied_function a function with side effects, I/O or system information.
-#   placeholder     a bind parameter written by the query's author.
-"""
-
-
 @dataclass(frozen=True)
-class Rejection:
+class Rejection(_Keyed):
     """A gold query the sandbox refuses, and why (the violation's code and message)."""
 
     corpus: str
@@ -454,10 +446,6 @@ class Rejection:
     reason: str
     origin: str
     sql: str
-
-    @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.corpus, self.dialect, self.database, self.sql)
 
 
 def rejection_reason(code: str) -> str:
@@ -485,6 +473,23 @@ def read_rejections(path: Path) -> dict[tuple[str, str, str, str], Rejection]:
             rejection = Rejection(*(_unescape(field) for field in line.split("\t")))
             out[rejection.key] = rejection
     return out
+
+
+#: The comment block at the top of the list: what it is and how to read it.
+REJECTIONS_HEADER = """\
+# Gold queries of the legit corpora that the sandbox refuses, each reviewed as a real rule.
+# Written by tests/test_sandbox_corpora.py (STRUCTQ_UPDATE_REJECTIONS=1); review every diff.
+# Columns: the query's corpus, dialect and database; the violation's code and message; the
+# reason the refusal is a rule and not a gap (one per code, see REJECTION_REASONS in
+# tests/corpora.py); where the query is in the corpus; the query itself.
+# Categories:
+#   parse_error     sqlglot cannot parse the text (Spider's column named ALTER, a LIMIT with an
+#                   arithmetic expression): refused because the sandbox never guesses. Queries
+#                   that do not parse are also left out of the acceptance figures.
+#   unknown_table   an undeclared or system table, or a qualifier other than the manifest's schema.
+#   denied_function a function with side effects, I/O or system information.
+#   placeholder     a bind parameter written by the query's author.
+"""
 
 
 def write_rejections(path: Path, rejections: Iterable[Rejection]) -> None:

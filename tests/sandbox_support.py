@@ -22,6 +22,8 @@ from structq.capabilities import Manifest, load_manifest_text
 from structq.errors import SandboxViolation
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sandbox"
+#: The SQL dialects every allow/deny table runs in.
+DIALECTS = ["sqlite", "postgres", "mysql"]
 
 
 @lru_cache(maxsize=None)
@@ -111,6 +113,13 @@ def database_engine() -> Engine:
     connection, so the engine hands out only it (``StaticPool``); dispose the engine after."""
     db = database()
     return create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+
+
+def in_every_dialect(rows: list[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a table that holds in every dialect (``query`` or ``(query, code)``) as
+    ``(dialect, query, …)`` rows, one per dialect, to stand beside a table's per-dialect rows
+    under one test."""
+    return [(dialect, *(row if isinstance(row, tuple) else (row,))) for row in rows for dialect in DIALECTS]
 
 
 def refused(check: Callable[..., object], *args: Any, code: str, **kw: Any) -> SandboxViolation:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["load_indices", "raw_client", "search_executor"]
+__all__ = ["load_declared", "load_indices", "raw_client", "search_executor"]
 
 
 @contextmanager
@@ -58,3 +58,17 @@ def load_indices(url: str,
                 doc = dict(doc)
                 lines += [{"index": {"_index": index, "_id": doc.pop("_id")}}, doc]
             assert not client.bulk(body=lines, refresh=True)["errors"]
+
+
+def load_declared(url: str, manifest: Any, docs: Mapping[str, Iterable[Mapping[str, Any]]]) -> str:
+    """``load_indices`` with each index mapped as ``manifest`` declares it (the mapping the
+    embedded engine would build), or unmapped where the manifest does not declare it; returns
+    ``url``, for a module fixture that loads its indices once."""
+    from structq.executors import embedded
+
+    indices = []
+    for index, documents in docs.items():
+        spec = manifest.index(index)
+        indices.append((index, embedded.index_mapping(spec) if spec is not None else None, documents))
+    load_indices(url, indices)
+    return url

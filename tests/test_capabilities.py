@@ -6,61 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
+from manifest_support import manifest_text
 
 from structq.capabilities import CapabilitySet, load_manifest_text, render_capabilities
 from structq.errors import ManifestError
 
-GOOD = """\
-source: hr
-kind: sql
-url: ${HR_DB_URL:-sqlite:///demo/company.db}
-description: 人事与项目数据库
-limits: {max_rows: 100, timeout_s: 2}
-policies:
-  row_filters:
-    - {table: employees, where: "tenant_id = :tenant_id"}
-tables:
-  - name: employees
-    description: 员工
-    synonyms: [staff]
-    columns:
-      - {name: employee_id, type: text, primary_key: true}
-      - {name: tenant_id, type: integer}
-      - {name: id_card, type: text, access: deny}
-  - name: employee_performance
-    description: 员工月度绩效
-    columns:
-      - {name: employee_id, type: text, description: 员工工号, references: employees.employee_id}
-      - name: performance_grade
-        type: text
-        description: 绩效等级
-        values: {A: 优秀, B: 良好, C: 合格, D: 待改进}
-      - {name: assessment_month, type: date}
-examples:
-  - question: 列出绩效为A的员工
-    steps:
-      - {output_key: top, source: hr, query: "SELECT employee_id FROM employee_performance WHERE performance_grade = 'A'"}
-      - {output_key: who, source: hr, query: "SELECT employee_id FROM employees WHERE employee_id IN (<top>)"}
-"""
+GOOD = manifest_text("capabilities_hr")
 
-SEARCH = """\
-source: reports
-kind: opensearch
-url: embedded
-indices:
-  - name: weekly_reports
-    documents: reports.jsonl
-    fields:
-      - {name: author_id, type: keyword}
-      - {name: content, type: text}
-      - name: meta
-        type: object
-        fields:
-          - {name: team, type: keyword}
-policies:
-  row_filters:
-    - {index: weekly_reports, term: {meta.team: ":team"}}
-"""
+SEARCH = manifest_text("capabilities_reports")
 
 
 def write(folder: Path, name: str, text: str) -> Path:

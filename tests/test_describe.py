@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from manifest_support import manifest_text
 from scripted import scripted, text_reply
 from structq.capabilities import load_manifest
 from structq.cli import app
@@ -32,30 +32,7 @@ def manifest(tmp_path: Path) -> Path:
         """)
     path = tmp_path / "caps" / "shop.yaml"
     path.parent.mkdir()
-    path.write_text(textwrap.dedent(f"""\
-        # the shop, partly described by hand
-        source: shop
-        kind: sql
-        url: sqlite:///{db}
-        policies:
-          row_filters:
-            - {{table: plans, where: "tenant = :tenant"}}
-        tables:
-          - name: customers
-            draft: true
-            columns:
-              - {{name: id, type: integer, primary_key: true, draft: true}}
-              - {{name: tier, type: text, draft: true}}
-              - {{name: password_hash, type: text, access: deny, draft: true}}   # denied: hash
-              - {{name: note, type: text, description: free text by support, draft: true}}  # by hand
-          - name: plans
-            description: subscription plans
-            draft: true
-            columns:
-              - {{name: id, type: integer, primary_key: true, draft: true}}
-              - {{name: tenant, type: integer, draft: true}}
-              - {{name: plan_name, type: text, draft: true}}
-        """), encoding="utf-8")
+    path.write_text(manifest_text("describe_shop", db=db), encoding="utf-8")
     return path
 
 

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from manifest_support import manifest_text
 
 from structq.agent import Engine, Plan
 from structq.agent.engine import ExecutorPool, StepResult
@@ -81,6 +82,11 @@ def column(result: StepResult, name: str) -> list[Any]:
 
 def plan_of(steps: list[dict[str, Any]]) -> Plan:
     return Plan.parse({"steps": steps})
+
+
+def step(key: str, source: str, query: str) -> dict[str, Any]:
+    """One step of a plan, as the model writes it."""
+    return {"output_key": key, "source": source, "query": query}
 
 
 def with_limits(capabilities: CapabilitySet, source: str, **limits: Any) -> CapabilitySet:
@@ -372,6 +378,11 @@ def test_example_xinghuo_lead_latest_reports(engine: Engine, example_plans: dict
 # ============================================================================================
 
 
+#: How long a step waits for the steps it must run alongside: only a bound that turns an engine
+#: running them one by one into a failure instead of a hang.
+MEET_GUARD_S = 60.0
+
+
 @dataclass(frozen=True)
 class Call:
     step: str
@@ -383,17 +394,28 @@ class RecordingPool(ExecutorPool):
     """The real executors, each call recorded (and optionally slowed down or broken).
 
     The engine takes its executors from the pool it is given, so wrapping them is how a test
-    sees when each query started and ended without touching the engine's code; the queries
-    still run on the real databases.
+    sees in which order queries started and ended without touching the engine's code; the
+    queries still run on the real databases.
+
+    Concurrency is shown by outcome, never by durations: the steps in ``meet`` each wait for
+    all the others to be running (a barrier), and a step in ``waits_for`` does not return
+    before the step it names has ended. An engine that ran them one after the other would
+    leave a step waiting until ``MEET_GUARD_S`` breaks the wait — the test fails, it does not
+    depend on how busy the machine is.
     """
 
     def __init__(self, capabilities: CapabilitySet, *, delay_s: float = 0.0, slow: Mapping[str, float] | None = None,
-                 fail: Mapping[str, Exception] | None = None) -> None:
+                 fail: Mapping[str, Exception] | None = None, meet: Sequence[str] = (),
+                 waits_for: Mapping[str, str] | None = None) -> None:
         super().__init__(capabilities)
         self.calls: list[Call] = []
         self.delay_s = delay_s
         self.slow = dict(slow or {})
         self.fail = dict(fail or {})
+        self.meet = threading.Barrier(len(meet), timeout=MEET_GUARD_S) if meet else None
+        self.meeting = frozenset(meet)
+        self.waits_for = dict(waits_for or {})
+        self.ended = collections.defaultdict(threading.Event)
         self._calls_lock = threading.Lock()
 
     def get(self, manifest: Manifest) -> Any:
@@ -415,10 +437,16 @@ class _Recorded:
             if step in self.pool.fail:
                 raise self.pool.fail[step]
             time.sleep(self.pool.slow.get(step, self.pool.delay_s))
+            if self.pool.meet is not None and step in self.pool.meeting:
+                self.pool.meet.wait()  # BrokenBarrierError: the others never ran alongside
+            if step in self.pool.waits_for:
+                other = self.pool.waits_for[step]
+                assert self.pool.ended[other].wait(MEET_GUARD_S), f"{step!r} waited in vain for {other!r} to end"
             return self.inner.run(query)
         finally:
             with self.pool._calls_lock:
                 self.pool.calls.append(Call(step, started, time.perf_counter()))
+            self.pool.ended[step].set()
 
     def close(self) -> None:
         self.inner.close()
@@ -452,8 +480,8 @@ def recording(demo_capabilities: CapabilitySet) -> Callable[..., tuple[Engine, R
 
 
 def test_independent_steps_run_concurrently(recording) -> None:
-    """An hr step and a sales step that do not depend on each other overlap in time."""
-    runner, pool = recording(delay_s=0.3)
+    """An hr step and a sales step that do not depend on each other run at the same time."""
+    runner, pool = recording(meet=("staff", "lines"))
     plan = plan_of([
         step_sql("staff", "SELECT employee_id FROM employees WHERE department = '法务部'"),
         step_sql("lines", "SELECT COUNT(*) AS n FROM sales WHERE sale_date LIKE '2026-01%'", source="sales"),
@@ -462,12 +490,13 @@ def test_independent_steps_run_concurrently(recording) -> None:
     calls = pool.by_step()
     assert set(calls) == {"staff", "lines"}
     assert calls["staff"].started < calls["lines"].ended and calls["lines"].started < calls["staff"].ended
+    assert pool.meet is not None and not pool.meet.broken
     assert all(step.row_count for step in result.steps.values())
 
 
 def test_dependent_steps_run_in_order_and_independent_ones_alongside(recording) -> None:
-    """a → b → c, with d independent: b starts after a ended, c after b; d overlaps a."""
-    runner, pool = recording(delay_s=0.15)
+    """a → b → c, with d independent: b starts after a ended, c after b; d runs alongside a."""
+    runner, pool = recording(meet=("a", "d"))
     plan = plan_of([
         step_sql("a", "SELECT employee_id FROM project_members WHERE project_name = '星火'"),
         step_sql("b", "SELECT employee_id FROM employees WHERE employee_id IN (<a.employee_id>) AND status = '在职'"),
@@ -582,7 +611,7 @@ def test_a_step_a_local_step_reads_as_a_table_always_runs(recording) -> None:
 
 def test_local_step_reads_earlier_steps_only_whichever_finished_first(recording) -> None:
     """``later`` finishes long before ``a``, yet the local step between them cannot read it."""
-    runner, pool = recording(slow={"a": 0.3})
+    runner, pool = recording(waits_for={"a": "later"})
     plan = plan_of([
         step_sql("a", "SELECT employee_id FROM employees WHERE department = '法务部'"),
         {"output_key": "c", "source": "local",
@@ -639,11 +668,9 @@ def test_truncation_is_recorded_in_the_notes(demo_capabilities: CapabilitySet, e
 
 def test_named_column_of_a_multi_column_step(engine: Engine, company: sqlite3.Connection) -> None:
     plan = plan_of([
-        {"output_key": "legal", "source": "hr",
-         "query": "SELECT employee_id, name FROM employees WHERE department = '法务部'"},
-        {"output_key": "grades", "source": "hr",
-         "query": "SELECT employee_id, performance_grade FROM employee_performance "
-                  "WHERE assessment_month = '2026-03-01' AND employee_id IN (<legal.employee_id>)"},
+        step("legal", "hr", "SELECT employee_id, name FROM employees WHERE department = '法务部'"),
+        step("grades", "hr", "SELECT employee_id, performance_grade FROM employee_performance "
+                             "WHERE assessment_month = '2026-03-01' AND employee_id IN (<legal.employee_id>)"),
     ])
     result = engine.run(plan)
     assert_same_rows(result.final.rows, sql(company, """
@@ -713,14 +740,12 @@ def test_errors_name_their_step(recording) -> None:
 def test_local_step_joins_results_of_two_sources(engine: Engine, company: sqlite3.Connection) -> None:
     """Sales' top representatives of 2025 joined with HR's sales staff, locally."""
     plan = plan_of([
-        {"output_key": "top_reps", "source": "sales",
-         "query": "SELECT employee_id, SUM(amount) AS total_amount FROM sales WHERE sale_date >= '2025-01-01' "
-                  "AND sale_date <= '2025-12-31' GROUP BY employee_id ORDER BY total_amount DESC LIMIT 10"},
-        {"output_key": "staff", "source": "hr",
-         "query": "SELECT employee_id, name, city FROM employees WHERE department = '销售部'"},
-        {"output_key": "joined", "source": "local",
-         "query": "SELECT t.employee_id, s.name, s.city, t.total_amount FROM top_reps AS t "
-                  "JOIN staff AS s ON s.employee_id = t.employee_id ORDER BY t.total_amount DESC"},
+        step("top_reps", "sales",
+             "SELECT employee_id, SUM(amount) AS total_amount FROM sales WHERE sale_date >= '2025-01-01' "
+             "AND sale_date <= '2025-12-31' GROUP BY employee_id ORDER BY total_amount DESC LIMIT 10"),
+        step("staff", "hr", "SELECT employee_id, name, city FROM employees WHERE department = '销售部'"),
+        step("joined", "local", "SELECT t.employee_id, s.name, s.city, t.total_amount FROM top_reps AS t "
+                                "JOIN staff AS s ON s.employee_id = t.employee_id ORDER BY t.total_amount DESC"),
     ])
     result = engine.run(plan)
     want = sql(company, """
@@ -799,23 +824,6 @@ def test_cli_run_json_shape(demo_data, example_plans: dict[str, Plan], tmp_path:
 
 BIG = 100_000
 
-REFERENCE_MANIFEST = """\
-source: refs
-kind: sql
-url: {url}
-limits: {{max_rows: 200000, max_intermediate_rows: {big}, timeout_s: 60}}
-tables:
-  - name: ids
-    columns:
-      - {{name: id, type: integer}}
-      - {{name: code, type: text}}
-  - name: detail
-    columns:
-      - {{name: id, type: integer}}
-      - {{name: id_ref, type: integer}}
-      - {{name: amount, type: integer}}
-"""
-
 
 def create_reference_tables(url: str) -> None:
     """``ids`` 1…100,000 (with a text ``code``, ``K1``…); ``detail`` 120,000 rows pointing at
@@ -886,7 +894,7 @@ def mariadb_refs(mariadb_server) -> str:
 @pytest.mark.parametrize("database", ["sqlite_refs", "postgres_refs", "mariadb_refs"])
 def test_reference_of_any_size_gives_the_join(database: str, size: int, request: pytest.FixtureRequest) -> None:
     url = request.getfixturevalue(database)
-    manifest, _ = load_manifest_text(REFERENCE_MANIFEST.format(url=url, big=BIG), f"<{database}>")
+    manifest, _ = load_manifest_text(manifest_text("engine_refs_sql", url=url, big=BIG), f"<{database}>")
     plan = plan_of([
         {"output_key": "picked", "source": "refs", "query": f"SELECT id FROM ids WHERE id <= {size}"},
         {"output_key": "rows", "source": "refs",
@@ -899,19 +907,6 @@ def test_reference_of_any_size_gives_the_join(database: str, size: int, request:
                           f"JOIN ids AS i ON i.id = d.id_ref WHERE i.id <= {size}")
     assert want or size == 1
     assert_same_rows(result.final.rows, want)
-
-
-SEARCH_MANIFEST = """\
-source: docs
-kind: opensearch
-url: {url}
-limits: {{max_rows: 5000, timeout_s: 30}}
-indices:
-  - name: engine_refs
-    fields:
-      - {{name: code, type: keyword}}
-      - {{name: n, type: long}}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -933,8 +928,8 @@ def search_refs(search_server) -> str:
 
 
 def test_hundred_thousand_ids_to_a_terms_query(sqlite_refs: str, search_refs: str) -> None:
-    sql_manifest, _ = load_manifest_text(REFERENCE_MANIFEST.format(url=sqlite_refs, big=BIG), "<refs>")
-    search_manifest, _ = load_manifest_text(SEARCH_MANIFEST.format(url=search_refs), "<docs>")
+    sql_manifest, _ = load_manifest_text(manifest_text("engine_refs_sql", url=sqlite_refs, big=BIG), "<refs>")
+    search_manifest, _ = load_manifest_text(manifest_text("engine_refs_search", url=search_refs), "<docs>")
     expected = sorted(f"K{n}" for n in range(0, 2 * BIG, 40) if 1 <= n <= BIG)
     picked = {"output_key": "picked", "source": "refs", "query": "SELECT code FROM ids"}
     count = {"output_key": "count", "source": "docs", "index": "engine_refs",

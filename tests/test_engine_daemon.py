@@ -18,22 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from manifest_support import manifest_text
 
 from structq.executors.engine_state import DAEMON_MODULE, pid_alive
 
 pytest.importorskip("osmem_server", reason="the embedded engine needs the `embedded` extra")
 
-MANIFEST = """\
-source: notes
-kind: opensearch
-url: embedded
-indices:
-  - name: notes
-    documents: notes.jsonl
-    fields:
-      - {name: author, type: keyword}
-      - {name: body, type: text}
-"""
+MANIFEST = manifest_text("notes_embedded")
 
 PLAN = """\
 steps:
@@ -188,15 +179,23 @@ def test_status_and_stop(workspace: Workspace) -> None:
 
 
 def test_idle_engine_stops_itself(workspace: Workspace) -> None:
+    """Nobody stops the engine here: it goes by itself, and the next command starts another.
+
+    With one second of idleness allowed, the engine may already be gone when this test looks
+    at it right after the command (a loaded machine can take that long between two lines), so
+    what it asserts is the outcome: the engine and its supervisor gone, the state file removed.
+    """
     workspace.env["STRUCTQ_ENGINE_IDLE"] = "1s"
-    workspace.run_plan()
+    started = workspace.run_plan()
     state = workspace.state()
-    assert state is not None and state["idle_s"] == 1.0
-    wait_until(lambda: not pid_alive(state["engine_pid"]) and not workspace.supervisors(),
-               "the idle engine to stop")
-    assert workspace.state() is None
-    assert workspace.run_plan() == [{"author": "a", "body": "first"}]  # and starts again
-    assert workspace.state()["supervisor_pid"] != state["supervisor_pid"]
+    if state is not None:
+        assert state["idle_s"] == 1.0
+    wait_until(lambda: workspace.state() is None and not workspace.supervisors(), "the idle engine to stop")
+    if state is not None:
+        wait_until(lambda: not pid_alive(state["engine_pid"]), "the idle engine process to exit")
+    assert "started the embedded search engine in the background" in workspace.last_stderr
+    assert workspace.run_plan() == started == [{"author": "a", "body": "first"}]  # and starts again
+    assert "started the embedded search engine in the background" in workspace.last_stderr
 
 
 def test_concurrent_first_commands_start_one_engine(workspace: Workspace) -> None:

@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 
 from es_proxy import EsProxy
-from search_support import load_indices
+from search_support import load_declared
 from servers import SearchServer
+from manifest_support import manifest_text
 from structq.capabilities import load_manifest, load_manifest_text
 from structq.capabilities.model import Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
@@ -74,50 +75,11 @@ def _report(i: int) -> dict[str, Any]:
 
 REPORTS = [_report(i) for i in range(30)]
 
-MANIFEST_YAML = """\
-source: reports
-kind: {kind}
-url: {url}
-limits: {{max_rows: {max_rows}, timeout_s: {timeout_s}, max_count: {max_count}}}
-indices:
-  - name: {index}
-    fields:
-      - {{name: author_id, type: keyword}}
-      - {{name: dept, type: keyword}}
-      - {{name: week_start_date, type: date}}
-      - {{name: score, type: double}}
-      - {{name: content, type: text}}
-      - {{name: tags, type: keyword}}
-      - {{name: salary, type: long, access: deny}}
-      - name: meta
-        type: object
-        fields:
-          - {{name: team, type: keyword}}
-          - {{name: secret, type: keyword, access: deny}}
-      - name: comments
-        type: nested
-        fields:
-          - {{name: by, type: keyword}}
-          - {{name: text, type: text}}
-          - {{name: private, type: keyword, access: deny}}
-{documents}\
-  - name: {big}
-    fields:
-      - {{name: person_id, type: keyword}}
-  - name: {missing}
-    fields:
-      - {{name: x, type: keyword}}
-"""
-
 
 def make_manifest(kind: str, url: str, *, max_rows: int = 100, timeout_s: float = 5,
-                  index: str = INDEX, documents: str | None = None,
-                  max_count: int = 1_000_000) -> Manifest:
-    docs = f"    documents: {documents}\n" if documents else ""
-    text = MANIFEST_YAML.format(kind=kind, url=url, max_rows=max_rows, timeout_s=timeout_s,
-                                max_count=max_count,
-                                index=index, big=BIG_INDEX, missing=MISSING_INDEX,
-                                documents=docs)
+                  index: str = INDEX, max_count: int = 1_000_000) -> Manifest:
+    text = manifest_text("search_executor", kind=kind, url=url, max_rows=max_rows, timeout_s=timeout_s,
+                         max_count=max_count, index=index, big=BIG_INDEX, missing=MISSING_INDEX)
     manifest, _ = load_manifest_text(text, env={})
     return manifest
 
@@ -133,17 +95,10 @@ def search(body: dict[str, Any], *, max_rows: int = 100, index: str = INDEX) -> 
                      body=body, index=index)
 
 
-def _load(url: str) -> None:
-    """Create the test indices with the same mapping the embedded engine would build."""
-    manifest = make_manifest("opensearch", url)
-    indices = []
-    for index, docs in ((INDEX, REPORTS),
-                        (BIG_INDEX, [{"_id": f"p{i}", "person_id": f"P{i:05d}"}
-                                     for i in range(0, 70_000, 7_000)])):
-        spec = manifest.index(index)
-        assert spec is not None
-        indices.append((index, embedded.index_mapping(spec), docs))
-    load_indices(url, indices)
+def _load(url: str) -> str:
+    """This module's indices on the engine at ``url``, made again from the documents above."""
+    big = [{"_id": f"p{i}", "person_id": f"P{i:05d}"} for i in range(0, 70_000, 7_000)]
+    return load_declared(url, make_manifest("opensearch", url), {INDEX: REPORTS, BIG_INDEX: big})
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,8 +108,7 @@ def _load(url: str) -> None:
 
 @pytest.fixture(scope="module")
 def engine_url(search_server: SearchServer) -> str:
-    _load(search_server.url)
-    return search_server.url
+    return _load(search_server.url)
 
 
 @pytest.fixture(scope="module")
@@ -701,29 +655,6 @@ def test_too_many_buckets_is_the_query_s_fault(executor: SearchExecutor) -> None
 # The embedded engine
 # --------------------------------------------------------------------------------------------
 
-EMBEDDED_YAML = """\
-source: {source}
-kind: opensearch
-url: embedded
-indices:
-  - name: {index}
-    documents: {documents}
-    fields:
-      - {{name: author_id, type: keyword}}
-      - {{name: content, type: text}}
-      - {{name: week_start_date, type: date}}
-      - {{name: hours, type: scaled_float}}
-      - {{name: author.name, type: keyword}}
-      - name: meta
-        type: object
-        fields:
-          - {{name: team, type: keyword}}
-      - name: comments
-        type: nested
-        fields:
-          - {{name: by, type: keyword}}
-"""
-
 
 def write_embedded(tmp_path: Path, index: str, docs: list[dict[str, Any]] | None,
                    source: str = "reports") -> Manifest:
@@ -733,7 +664,7 @@ def write_embedded(tmp_path: Path, index: str, docs: list[dict[str, Any]] | None
         (tmp_path / "docs.jsonl").write_text(
             "\n".join(json.dumps(d, ensure_ascii=False) for d in docs) + "\n", encoding="utf-8")
     path = tmp_path / "reports.yaml"
-    path.write_text(EMBEDDED_YAML.format(source=source, index=index, documents="docs.jsonl"),
+    path.write_text(manifest_text("search_embedded", source=source, index=index, documents="docs.jsonl"),
                     encoding="utf-8")
     manifest, _ = load_manifest(path, env={})
     return manifest

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from es_proxy import EsProxy
 from scripted import plan_reply, scripted, text_reply
 from search_support import load_indices
+from manifest_support import manifest_text
 
 from structq.agent import Agent, Engine, Plan
 from structq.agent.breaker import CircuitBreaker, CircuitOpen
@@ -133,18 +134,6 @@ def hr_alone(demo_capabilities: CapabilitySet) -> Any:
 # --- a PostgreSQL server killed mid-run -----------------------------------------------------------
 
 
-OPS_MANIFEST = """\
-source: ops
-kind: sql
-url: {url}
-limits: {{max_rows: 100, timeout_s: 5}}
-tables:
-  - name: incidents
-    columns:
-      - {{name: id, type: integer}}
-      - {{name: owner_id, type: text}}
-"""
-
 PG_PLAN = Plan.parse({"steps": [
     {"output_key": "incidents", "source": "ops", "purpose": "open incidents",
      "query": "SELECT id, owner_id FROM incidents"},
@@ -165,7 +154,7 @@ def ops_and_hr(fresh_pg_server, demo_capabilities) -> Iterator[tuple[Any, Capabi
         connection.execute(sa.text("CREATE TABLE incidents (id INTEGER, owner_id TEXT)"))
         connection.execute(sa.text("INSERT INTO incidents VALUES (1, 'E0001'), (2, 'E0003')"))
     engine.dispose()
-    ops, _ = load_manifest_text(OPS_MANIFEST.format(url=url), "<ops>", env={})
+    ops, _ = load_manifest_text(manifest_text("partial_ops", url=url), "<ops>", env={})
     yield fresh_pg_server, CapabilitySet([ops, hr_alone(demo_capabilities)])
 
 
@@ -211,19 +200,6 @@ def test_nothing_readable_is_an_error_not_an_answer(ops_and_hr) -> None:
 # --- a search engine answering 503, through the agent ---------------------------------------------
 
 
-NOTES_MANIFEST = """\
-source: notes
-kind: elasticsearch
-url: {url}
-limits: {{max_rows: 50, timeout_s: 5}}
-indices:
-  - name: partial_notes
-    fields:
-      - {{name: author_id, type: keyword}}
-      - {{name: title, type: text}}
-"""
-
-
 @pytest.fixture(scope="module")
 def notes_proxy(search_server) -> Iterator[EsProxy]:
     load_indices(search_server.url, [("partial_notes", {"properties": {
@@ -234,7 +210,7 @@ def notes_proxy(search_server) -> Iterator[EsProxy]:
 
 
 def test_search_503_leaves_the_sql_part_of_the_answer(notes_proxy, demo_capabilities, tmp_path) -> None:
-    notes, _ = load_manifest_text(NOTES_MANIFEST.format(url=notes_proxy.url), "<notes>", env={})
+    notes, _ = load_manifest_text(manifest_text("partial_notes", url=notes_proxy.url), "<notes>", env={})
     caps = CapabilitySet([notes, hr_alone(demo_capabilities)])
     plan = {"steps": [
         {"output_key": "headcount", "source": "hr", "purpose": "在职人数",

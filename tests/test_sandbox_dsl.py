@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import sandbox_support as support
+from manifest_support import manifest_text
 
 from structq.capabilities import load_manifest_text
 from structq.capabilities.model import Manifest
@@ -20,43 +21,6 @@ from structq.safety.query import SafeQuery
 INDEX = "weekly_reports"
 LIMIT = 101  # max_rows 100 + 1
 
-MANIFEST = """\
-source: reports
-kind: opensearch
-url: http://127.0.0.1:9200
-limits: {{max_rows: 100, max_intermediate_rows: 100000}}
-policies:
-  row_filters:
-    - {{index: {index}, term: {{tenant_id: ":tenant_id"}}}}
-indices:
-  - name: {index}
-    fields:
-      - {{name: report_id, type: keyword}}
-      - {{name: author_id, type: keyword}}
-      - name: department
-        type: keyword
-        values: {{eng: Engineering, sales: Sales, hr: Human resources}}
-      - {{name: week_start_date, type: date}}
-      - {{name: content, type: text}}
-      - {{name: title, type: text}}
-      - {{name: projects_mentioned, type: keyword}}
-      - {{name: salary, type: double, access: deny}}
-      - {{name: private_notes, type: text, access: deny}}
-      - {{name: tenant_id, type: keyword}}
-      - name: reviewer
-        type: object
-        fields:
-          - {{name: name, type: keyword}}
-          - {{name: email, type: keyword, access: deny}}
-      - name: comments
-        type: nested
-        fields:
-          - {{name: author, type: keyword}}
-          - {{name: text, type: text}}
-  - name: projects
-    fields:
-      - {{name: name, type: keyword}}
-"""
 
 READABLE_SOURCE = [
     "report_id", "author_id", "department", "week_start_date", "content", "title",
@@ -65,7 +29,7 @@ READABLE_SOURCE = [
 
 
 def manifest(index: str = INDEX) -> Manifest:
-    return load_manifest_text(MANIFEST.format(index=index))[0]
+    return load_manifest_text(manifest_text("dsl_reports", index=index))[0]
 
 
 REPORTS = manifest()
@@ -79,7 +43,7 @@ def check(body: Any, *, index: str = INDEX, source: Manifest = REPORTS, **kw: An
     return check_dsl(body, source, index, **kw)
 
 
-def refused(body: Any, code: str, **kw: Any) -> SandboxViolation:
+def refused(body: Any, *, code: str, **kw: Any) -> SandboxViolation:
     """``body`` is refused by the rule ``code`` names (see ``sandbox_support.refused``)."""
     return support.refused(check, body, code=code, **kw)
 
@@ -306,38 +270,38 @@ DENIED: dict[str, tuple[dict[str, Any], str, str]] = {
 
 @pytest.mark.parametrize(("body", "code", "where"), DENIED.values(), ids=DENIED.keys())
 def test_denied(body: dict[str, Any], code: str, where: str) -> None:
-    exc = refused(body, code)
+    exc = refused(body, code=code)
     assert f"at {where}" in exc.message
     assert exc.hint, "every refusal says what would be accepted"
     assert exc.source == "reports"
 
 
 def test_refusals_list_what_is_allowed() -> None:
-    exc = refused({"query": {"query_string": {"query": "x"}}}, "denied_clause")
+    exc = refused({"query": {"query_string": {"query": "x"}}}, code="denied_clause")
     assert "simple_query_string" in exc.message and "match_phrase" in exc.hint
-    exc = refused({"query": {"match_phrse": {"title": "x"}}}, "denied_clause")
+    exc = refused({"query": {"match_phrse": {"title": "x"}}}, code="denied_clause")
     assert "did you mean 'match_phrase'" in exc.hint
-    exc = refused({"aggs": {"a": {"global": {}}}}, "denied_aggregation")
+    exc = refused({"aggs": {"a": {"global": {}}}}, code="denied_aggregation")
     assert "row filters" in exc.message and "date_histogram" in exc.hint
-    exc = refused({"query": {"term": {"authr_id": "e1"}}}, "unknown_field")
+    exc = refused({"query": {"term": {"authr_id": "e1"}}}, code="unknown_field")
     assert "did you mean 'author_id'" in exc.hint
-    exc = refused({"query": {"term": {"department": "ops"}}}, "enum_value")
+    exc = refused({"query": {"term": {"department": "ops"}}}, code="enum_value")
     assert "eng (Engineering)" in exc.hint and "hr (Human resources)" in exc.hint
-    exc = refused({"sort": ["salary"]}, "denied_field")
+    exc = refused({"sort": ["salary"]}, code="denied_field")
     assert "salary" not in exc.hint.split(":", 1)[1]
-    exc = refused({"_source": ["reviewer"]}, "denied_field")
+    exc = refused({"_source": ["reviewer"]}, code="denied_field")
     assert "reviewer.name" in exc.hint and "reviewer.email" not in exc.hint
 
 
 def test_body_must_be_an_object() -> None:
-    refused(["query"], "invalid_body")
+    refused(["query"], code="invalid_body")
 
 
 def test_too_deep_a_body_is_refused_before_walking() -> None:
     clause: dict[str, Any] = {"match_all": {}}
     for _ in range(200):
         clause = {"bool": {"must": clause}}
-    refused({"query": clause}, "invalid_body")
+    refused({"query": clause}, code="invalid_body")
 
 
 # ==========================================================================================
@@ -350,12 +314,12 @@ def test_too_deep_a_body_is_refused_before_walking() -> None:
     "weekly_reports/_doc", "", None,
 ])
 def test_only_one_declared_index(name: Any) -> None:
-    exc = refused({}, "unknown_index", index=name)
+    exc = refused({}, code="unknown_index", index=name)
     assert "weekly_reports" in (exc.hint or "")
 
 
 def test_index_misspelling_suggests_the_declared_one() -> None:
-    exc = refused({}, "unknown_index", index="weekly_report")
+    exc = refused({}, code="unknown_index", index="weekly_report")
     assert "did you mean 'weekly_reports'" in exc.hint
 
 
@@ -384,7 +348,7 @@ def test_source_includes_default_to_readable_fields() -> None:
     assert safe.body["_source"] == {"excludes": ["content"], "includes": readable}
     safe = check({"_source": {"includes": ["title"], "excludes": ["salary"]}})  # excluding a denied field is fine
     assert safe.body["_source"] == {"includes": ["title"], "excludes": ["salary"]}
-    refused({"_source": {"excludes": ["salery"]}}, "unknown_field")
+    refused({"_source": {"excludes": ["salery"]}}, code="unknown_field")
 
 
 def test_top_hits_source_defaults_to_the_readable_fields() -> None:
@@ -407,7 +371,7 @@ def test_size_is_defaulted_and_capped(body: dict[str, Any], size: int) -> None:
 def test_max_rows_overrides_the_manifest() -> None:
     safe = check({"size": 50_000}, max_rows=100_000)
     assert (safe.limit, safe.max_rows, safe.body["size"]) == (100_001, 100_000, 50_000)
-    refused({"aggs": {"t": {"terms": {"field": "author_id", "size": 11}}}}, "size_limit", max_rows=9)
+    refused({"aggs": {"t": {"terms": {"field": "author_id", "size": 11}}}}, code="size_limit", max_rows=9)
 
 
 def test_row_filter_wraps_the_query() -> None:
@@ -438,7 +402,7 @@ def test_missing_variable_is_an_error_never_no_filter(vars: Any) -> None:
 
 @pytest.mark.parametrize("value", [{"value": 7, "boost": 0}, [7, {"a": 1}], object()])
 def test_row_filter_variable_must_be_term_values(value: Any) -> None:
-    refused({}, "invalid_variable", vars={"tenant_id": value})
+    refused({}, code="invalid_variable", vars={"tenant_id": value})
 
 
 def test_empty_list_variable_matches_nothing() -> None:
@@ -718,7 +682,7 @@ def test_plain_reference_values_including_null_are_substituted() -> None:
 ], ids=["terms", "default terms size", "range", "histogram"])
 def test_top_hits_in_buckets_stay_within_the_limit(aggs: dict[str, Any], size: int) -> None:
     body = {"aggs": {"a": {**aggs, "aggs": {"t": {"top_hits": {"size": size}}}}}}
-    error = refused(body, "size_limit")
+    error = refused(body, code="size_limit")
     assert "aggs.a.aggs.t.top_hits" in error.message and f"at most {LIMIT}" in (error.hint or "")
 
 
@@ -728,7 +692,7 @@ def test_top_hits_limit_multiplies_along_the_nesting_path() -> None:
                          "aggs": {"b": {"terms": {"field": "department", "size": 5}, "aggs": inner}}}}}
     assert check(ok).body["aggs"]["a"]["aggs"]["b"]["aggs"]["t"]["top_hits"]["size"] == 5   # 4 × 5 × 5 = 100
     ok["aggs"]["a"]["terms"]["size"] = 5                                                    # 5 × 5 × 5 = 125
-    refused(ok, "size_limit")
+    refused(ok, code="size_limit")
     single = {"aggs": {"n": {"nested": {"path": "comments"}, "aggs": {"t": {"top_hits": {"size": LIMIT}}}}}}
     check(single)   # a single-bucket aggregation does not multiply
 
@@ -738,7 +702,7 @@ def test_histogram_extended_bounds_need_min_doc_count(kind: str) -> None:
     interval = {"interval": 1} if kind == "histogram" else {"fixed_interval": "1d"}
     options = {"field": "week_start_date", **interval, "extended_bounds": {"min": 0, "max": 60_000}}
     for min_doc_count in ({}, {"min_doc_count": 0}):
-        error = refused({"aggs": {"h": {kind: {**options, **min_doc_count}}}}, "size_limit")
+        error = refused({"aggs": {"h": {kind: {**options, **min_doc_count}}}}, code="size_limit")
         assert "min_doc_count" in (error.hint or "")
     check({"aggs": {"h": {kind: {**options, "min_doc_count": 1}}}})
     check({"aggs": {"h": {kind: {"field": "week_start_date", **interval, "hard_bounds": {"min": 0, "max": 9}}}}})

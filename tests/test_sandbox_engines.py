@@ -15,27 +15,12 @@ from typing import Any
 import pytest
 from sqlalchemy import bindparam, create_engine, text
 from sqlalchemy.engine import Engine
+from manifest_support import manifest_text
 
 from structq.capabilities import Manifest, load_manifest_text
 from structq.errors import SandboxViolation
 from structq.safety import SafeQuery, check_sql
 
-MANIFEST = """
-source: shop
-kind: sql
-url: {url}
-dialect: {dialect}
-limits: {{max_rows: 100}}
-tables:
-  - name: items
-    columns:
-      - {{name: id, type: integer}}
-      - {{name: label, type: text}}
-  - name: Patient
-    columns:
-      - {{name: ID, type: integer}}
-      - {{name: First Name, type: text}}
-"""
 
 SETUP = {
     "postgres": [
@@ -57,7 +42,7 @@ def _prepare(server: Any, dialect: str) -> tuple[Manifest, Engine]:
     server.create_database("sandbox_engines")
     server.execute([(statement, None) for statement in SETUP[dialect]], database="sandbox_engines")
     url = server.create_readonly_user("sandbox_engines", "sandbox_reader", "reader-pw")
-    manifest = load_manifest_text(MANIFEST.format(url=url, dialect=dialect))[0]
+    manifest = load_manifest_text(manifest_text("sandbox_engines", url=url, dialect=dialect))[0]
     return manifest, create_engine(url)
 
 

@@ -76,14 +76,19 @@ def _update_goldens() -> None:
         path.write_text(content, encoding="utf-8")
 
 
-if UPDATE:
-    _update_goldens()
-    CASES = [case for path in FILES for case in _cases(path)]
+@pytest.fixture(scope="module")
+def expected() -> dict[tuple[Path, str], str]:
+    """Each case's expected block as the files hold it when the tests run — rewritten first
+    under ``STRUCTQ_UPDATE_GOLDEN=1``. Never at import: collecting the tests (``--collect-only``,
+    a run of another module) must not write into the repository."""
+    if UPDATE:
+        _update_goldens()
+    return {(case.file, case.title): case.expected for path in FILES for case in _cases(path)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.file.stem}: {c.title}")
-def test_rewrite_matches_golden(case: Case) -> None:
-    assert _rewrite(case) == case.expected
+def test_rewrite_matches_golden(case: Case, expected: dict[tuple[Path, str], str]) -> None:
+    assert _rewrite(case) == expected[(case.file, case.title)]
 
 
 @pytest.fixture(scope="module")

@@ -151,16 +151,21 @@ class SQLiteTarget(Target):
         return "interrupted" in str(error.orig)
 
 
-class PostgresTarget(Target):
+class ServerTarget(Target):
+    """A database of its own on a session server: tables loaded as admin, read as a SELECT-only
+    user."""
+
+    def __init__(self, server: PostgresServer | MariaDBServer) -> None:
+        self.admin = sa.create_engine(server.create_database(DATABASE))
+        load_tables(self.admin)
+        self.reader = sa.create_engine(server.create_readonly_user(DATABASE, READER, READER_PASSWORD))
+
+
+class PostgresTarget(ServerTarget):
     """A SELECT-only role; ``SET TRANSACTION READ ONLY`` and ``SET LOCAL statement_timeout``."""
 
     dialect = "postgres"
     slow_sql = "SELECT pg_sleep(30)"
-
-    def __init__(self, server: PostgresServer) -> None:
-        self.admin = sa.create_engine(server.create_database(DATABASE))
-        load_tables(self.admin)
-        self.reader = sa.create_engine(server.create_readonly_user(DATABASE, READER, READER_PASSWORD))
 
     def _begin_read_only(self, conn: Connection) -> None:
         conn.exec_driver_sql("SET TRANSACTION READ ONLY")
@@ -170,16 +175,11 @@ class PostgresTarget(Target):
         return type(error.orig).__name__ == "QueryCanceled"
 
 
-class MariaDBTarget(Target):
+class MariaDBTarget(ServerTarget):
     """A SELECT-only user; ``max_statement_time`` for the session, ``START TRANSACTION READ ONLY``."""
 
     dialect = "mysql"
     slow_sql = "SELECT SLEEP(30)"
-
-    def __init__(self, server: MariaDBServer) -> None:
-        self.admin = sa.create_engine(server.create_database(DATABASE))
-        load_tables(self.admin)
-        self.reader = sa.create_engine(server.create_readonly_user(DATABASE, READER, READER_PASSWORD))
 
     def _begin_read_only(self, conn: Connection) -> None:
         conn.exec_driver_sql(f"SET SESSION max_statement_time = {TIMEOUT_S}")

@@ -6,10 +6,12 @@ second. ``test_sandbox_hostile_exec.py`` runs the hostile corpus; this module ru
 string-growing calls, compounding growth in recursive queries, matches over aggregated text,
 plain slow statements) through the real path: ``check_sql`` then ``SqlExecutor``.
 
-Each class either is refused by the sandbox with its code, or runs and is then gone: no
-statement of the reading account is left in ``pg_stat_activity`` / ``PROCESSLIST`` (for SQLite,
-the executor's call has returned) within 2 × ``timeout_s`` of the start, found by polling. No
-test asserts how long anything took.
+Each class either is refused by the sandbox with its code, or runs with the expected outcome
+(rows, or ``QueryTimeout`` for a statement that would run for hours) and is then gone: once the
+call has returned, no statement of the reading account is left in ``pg_stat_activity`` /
+``PROCESSLIST``, found by polling. No test asserts how long anything took: the polls are bounded
+only so that a hang becomes a failure, far beyond ``timeout_s`` and far short of the hours a
+statement that was never stopped would run.
 """
 
 from __future__ import annotations
@@ -34,8 +36,11 @@ from structq.safety import SafeQuery, check_sql
 from test_sandbox_hostile_exec import load_tables
 
 TIMEOUT_S = 2.0
-#: How long after the start a statement may still be found running.
-GONE_WITHIN_S = 2 * TIMEOUT_S
+#: Only turns a hang into a failure, never a measure of speed: every statement here either ends
+#: at once or runs for hours (COUNT_FOREVER), so a call still waiting, or a statement still on
+#: the server, this long after the call returned was never stopped. How fast the timeout acts
+#: is a duration, measured by bench scripts, not asserted by tests (a loaded machine is slow).
+HANG_GUARD_S = 60.0
 POLL_S = 0.05
 DATABASE = "sandbox_hostile_limits"
 READER, READER_PASSWORD = "limits_reader", "r3ad-only"
@@ -227,9 +232,10 @@ class Run:
         return self.thread is not None and self.thread.is_alive()
 
 
-def gone_within(started: float, limit_s: float, still_running: Callable[[], bool]) -> bool:
-    """Poll ``still_running`` until it is false, or ``limit_s`` after ``started`` has passed."""
-    while time.monotonic() < started + limit_s:
+def gone(still_running: Callable[[], bool]) -> bool:
+    """Poll ``still_running`` until it is false; False when it still is after ``HANG_GUARD_S``."""
+    give_up = time.monotonic() + HANG_GUARD_S
+    while time.monotonic() < give_up:
         if not still_running():
             return True
         time.sleep(POLL_S)
@@ -237,12 +243,11 @@ def gone_within(started: float, limit_s: float, still_running: Callable[[], bool
 
 
 def run_and_watch(engine: Engine, safe: SafeQuery, executor: SqlExecutor) -> Run:
-    """Run ``safe`` and assert that neither the call nor the server statement outlives 2 × timeout."""
-    started = time.monotonic()
+    """Run ``safe``; assert that the call returns and that, once it has, no statement of it is
+    left running on the server (the outcome of the timeout, not its speed)."""
     run = Run.start(executor, safe)
-    gone = gone_within(started, GONE_WITHIN_S, lambda: run.running() or engine.busy())
-    assert gone, (f"still running {GONE_WITHIN_S:g} s after the start (call returned: {not run.running()}, "
-                  f"server statement left: {engine.busy()})")
+    assert gone(run.running), f"the call has not returned {HANG_GUARD_S:g} s after the start"
+    assert gone(engine.busy), f"the statement still runs on the server {HANG_GUARD_S:g} s after the call returned"
     return run
 
 
@@ -335,9 +340,8 @@ def test_local_executor_regexp_is_re2() -> None:
     executor = LocalExecutor({"t": ResultSet(columns=("x",), rows=rows)}, timeout_s=TIMEOUT_S)
     query = SafeQuery(source="local", kind="sql", limit=11, max_rows=10,
                       text="SELECT length(x) AS n FROM t WHERE x REGEXP '^(a+)+$' OR x REGEXP '^ab'")
-    started = time.monotonic()
     found: list[Any] = []
     worker = threading.Thread(target=lambda: found.append(executor.run(query)), daemon=True)
     worker.start()
-    assert gone_within(started, GONE_WITHIN_S, worker.is_alive)
+    assert gone(worker.is_alive)  # a backtracking matcher would take longer than the universe's age
     assert [tuple(row) for row in found[0].rows] == [(3,)]

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import sandbox_support as support
 import sqlglot
-from sandbox_support import FIXTURES, database, database_engine, manifest
+from sandbox_support import DIALECTS, FIXTURES, database, database_engine, in_every_dialect, manifest
 from sqlalchemy import bindparam, create_engine, text
 from sqlalchemy.engine import Engine
 from sqlglot import exp
@@ -37,7 +37,6 @@ from structq.errors import ExecutionError, PlanError, SandboxViolation
 from structq.executors.sql import SqlExecutor
 from structq.safety import SafeQuery, check_sql
 
-DIALECTS = ["sqlite", "postgres", "mysql"]
 VARS = {"tenant_id": 7}
 #: Rows of tenant 8: any of these in a result means the row filter was escaped.
 OTHER_TENANT = {"E4", "E5", "Ann", "Bob"}
@@ -288,14 +287,8 @@ SIDE_EFFECT_FUNCTIONS = [
 ]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("query,code", WRITES_EVERYWHERE)
-def test_writes_and_extra_statements_are_refused_everywhere(dialect: str, query: str, code: str) -> None:
-    refused(query, dialect, code=code)
-
-
-@pytest.mark.parametrize("dialect,query,code", WRITES_PER_DIALECT)
-def test_dialect_writes_and_commands_are_refused(dialect: str, query: str, code: str) -> None:
+@pytest.mark.parametrize("dialect,query,code", in_every_dialect(WRITES_EVERYWHERE) + WRITES_PER_DIALECT)
+def test_writes_extra_statements_and_commands_are_refused(dialect: str, query: str, code: str) -> None:
     refused(query, dialect, code=code)
 
 
@@ -383,14 +376,8 @@ UNDECLARED_PER_DIALECT = [
 ]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("query", UNDECLARED_EVERYWHERE)
-def test_undeclared_tables_and_catalogs_are_refused_everywhere(dialect: str, query: str) -> None:
-    refused(query, dialect, code="unknown_table")
-
-
-@pytest.mark.parametrize("dialect,query", UNDECLARED_PER_DIALECT)
-def test_undeclared_tables_are_refused_per_dialect(dialect: str, query: str) -> None:
+@pytest.mark.parametrize("dialect,query", in_every_dialect(UNDECLARED_EVERYWHERE) + UNDECLARED_PER_DIALECT)
+def test_undeclared_tables_and_catalogs_are_refused(dialect: str, query: str) -> None:
     refused(query, dialect, code="unknown_table")
 
 
@@ -471,14 +458,8 @@ DENIED_PER_DIALECT = [
 ]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("query", DENIED_EVERYWHERE)
-def test_denied_columns_are_refused_everywhere(dialect: str, query: str) -> None:
-    refused(query, dialect, code="denied_column")
-
-
-@pytest.mark.parametrize("dialect,query", DENIED_PER_DIALECT)
-def test_denied_columns_are_refused_per_dialect(dialect: str, query: str) -> None:
+@pytest.mark.parametrize("dialect,query", in_every_dialect(DENIED_EVERYWHERE) + DENIED_PER_DIALECT)
+def test_denied_columns_are_refused(dialect: str, query: str) -> None:
     refused(query, dialect, code="denied_column")
 
 

@@ -24,6 +24,7 @@ import pytest
 import sqlalchemy as sa
 import sqlglot
 from sqlglot import exp
+from manifest_support import manifest_text
 
 from structq.capabilities import Manifest, load_manifest_text
 from structq.executors.sql import SqlExecutor
@@ -34,26 +35,6 @@ SCHEMA = "consumer_div"
 DECLARED = [(1, "declared-ann"), (2, "declared-bob")]
 DECOY = [(1, "decoy-eve"), (666, "decoy-mallory")]
 
-MANIFEST = """
-source: consumer
-kind: sql
-url: {url}
-dialect: {dialect}
-schema: {schema}
-limits: {{max_rows: 100}}
-policies:
-  row_filters:
-    - {{table: orders, where: "uid IN (SELECT uid FROM users WHERE name LIKE 'declared%')"}}
-tables:
-  - name: users
-    columns:
-      - {{name: uid, type: integer}}
-      - {{name: name, type: text}}
-  - name: orders
-    columns:
-      - {{name: uid, type: integer}}
-      - {{name: amount, type: integer}}
-"""
 
 #: Queries that read ``users`` in every position a table can take.
 QUERIES = [
@@ -83,7 +64,7 @@ class Deployment:
 
 
 def _deploy(url: str, dialect: str, admin: str) -> Iterator[Deployment]:
-    manifest = load_manifest_text(MANIFEST.format(url=url, dialect=dialect, schema=SCHEMA))[0]
+    manifest = load_manifest_text(manifest_text("schema_qualification", url=url, dialect=dialect, schema=SCHEMA))[0]
     executor = SqlExecutor(manifest)
     engine = sa.create_engine(admin)
     yield Deployment(manifest, executor, engine)
@@ -168,7 +149,7 @@ def test_the_session_is_pinned_to_the_declared_schema(deployment: Deployment) ->
 
 
 def test_sqlite_tables_stay_unqualified() -> None:
-    manifest = load_manifest_text(MANIFEST.format(url="sqlite:///x.db", dialect="sqlite", schema=SCHEMA))[0]
+    manifest = load_manifest_text(manifest_text("schema_qualification", url="sqlite:///x.db", dialect="sqlite", schema=SCHEMA))[0]
     assert check_sql("SELECT uid FROM users", manifest).text == "SELECT users.uid AS uid FROM users LIMIT 101"
 
 
@@ -195,7 +176,7 @@ def test_every_accepted_defog_query_reads_only_qualified_tables(shared_corpora, 
 
 @pytest.mark.parametrize("dialect", ["postgres", "mysql"])
 def test_a_schema_name_with_quotes_and_colons_stays_one_name(dialect: str) -> None:
-    manifest = load_manifest_text(MANIFEST.format(url="sqlite:///x.db", dialect=dialect, schema="'Odd\"` :div'"))[0]
+    manifest = load_manifest_text(manifest_text("schema_qualification", url="sqlite:///x.db", dialect=dialect, schema="'Odd\"` :div'"))[0]
     text = check_sql("SELECT uid FROM users", manifest).text or ""
     tree = sqlglot.parse_one(text.replace("\\:", ":"), read=dialect)
     assert {t.db for t in tree.find_all(exp.Table)} == {'Odd"` :div'}

@@ -21,26 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from manifest_support import manifest_text
 
 from structq.capabilities import Manifest, load_manifest_text
 from structq.executors.sql import SqlExecutor
 from structq.safety import SafeQuery, check_sql
 
-MANIFEST = """
-source: accepted
-kind: sql
-url: {url}
-dialect: {dialect}
-schema: {schema}
-limits: {{max_rows: 100}}
-tables:
-  - name: users
-    columns:
-      - {{name: uid, type: integer}}
-      - {{name: name, type: text}}
-      - {{name: tags, type: json}}
-      - {{name: attrs, type: json}}
-"""
 
 ROWS = [
     (1, "ann", '[{"lvl": "a"}, {"lvl": "b"}]', '{"x": "1", "y": "2"}'),
@@ -102,7 +88,7 @@ CASES: list[tuple[str, str, list[tuple[Any, ...]] | None]] = [
 
 
 def _manifest(url: str, engine: str, schema: str) -> Manifest:
-    return load_manifest_text(MANIFEST.format(url=url, dialect=DIALECT[engine], schema=schema))[0]
+    return load_manifest_text(manifest_text("sql_accepted", url=url, dialect=DIALECT[engine], schema=schema))[0]
 
 
 #: Per server engine: the session fixture that starts it and the schema the tables live in.

@@ -17,62 +17,15 @@ from typing import Any
 
 import pytest
 from typer.testing import CliRunner
+from manifest_support import manifest_text
 
 from structq.cli import app
 
 _counter = itertools.count()
 
-SQL_MANIFEST = """\
-# HR manifest: written by people; sync must keep every line of it that still applies.
-source: hr
-kind: sql
-url: ${SYNC_TEST_URL}   # never a password in the file
-description: 人事数据库
-policies:
-  row_filters:
-    - {table: employees, where: "grade <> 'X'"}
-tables:
-  - name: employees
-    description: 员工
-    synonyms: [staff, 员工]
-    columns:
-      - {name: employee_id, type: text, description: 员工工号, synonyms: [工号], primary_key: true}
-      # the person's name, as on the ID card
-      - name: name
-        type: text
-        description: 姓名
-      - {name: grade, type: text, description: 绩效等级, values: {A: 优秀, B: 良好}}
-      - {name: age, type: integer, description: 年龄}
-      - {name: fax, type: text, access: deny}   # legacy, never query
+SQL_MANIFEST = manifest_text("sync_hr")
 
-# verified examples
-examples:
-  - question: 列出所有员工
-    steps:
-      - {output_key: e, source: hr, query: "SELECT employee_id FROM employees"}
-"""
-
-SEARCH_MANIFEST = """\
-# Reports manifest: written by people.
-source: reports
-kind: opensearch
-url: ${SYNC_TEST_URL}
-description: 周报检索
-sync: {include: ["{p}*"]}   # the cluster is shared: only this test's indices
-indices:
-  - name: {p}employees
-    description: 员工索引
-    synonyms: [staff]
-    fields:
-      - {name: employee_id, type: keyword, description: 员工工号, synonyms: [工号]}
-      # the person's name, as on the ID card
-      - name: name
-        type: text
-        description: 姓名
-      - {name: grade, type: keyword, description: 绩效等级, values: {A: 优秀, B: 良好}}
-      - {name: age, type: long, description: 年龄}
-      - {name: fax, type: keyword, access: deny}   # legacy, never query
-"""
+SEARCH_MANIFEST = manifest_text("sync_search")
 
 
 # --- engines: the same five schema changes, in each engine's own words -----------------------

@@ -9,27 +9,11 @@ from typing import Any
 
 import pytest
 from typer.testing import CliRunner
+from manifest_support import manifest_text
 
 from structq.cli import app
 
-MANIFEST = """\
-source: notes
-kind: opensearch
-url: embedded
-indices:
-  - name: notes
-    documents: notes.jsonl
-    fields:
-      - {name: author, type: keyword}
-      - {name: body, type: text}
-      - {name: day, type: date}
-      - {name: hours, type: double}
-      - {name: pages, type: integer}
-      - name: meta
-        type: object
-        fields:
-          - {name: team, type: keyword}
-"""
+MANIFEST = manifest_text("notes_typed")
 
 DOCUMENT = {"_id": "1", "author": "a", "body": "hello world", "day": "2024-01-02", "hours": 3,
             "pages": 2, "meta": {"team": "x"}}

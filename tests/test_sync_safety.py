@@ -15,38 +15,11 @@ from typing import Any
 
 import pytest
 from typer.testing import CliRunner
+from manifest_support import manifest_text
 
 from structq.capabilities import load_manifest
 from structq.cli import app
 from structq.sync import history, missing_objects
-
-MANIFEST = """\
-# HR, by hand
-source: hr
-kind: sql
-url: sqlite:///{db}
-policies:
-  row_filters:
-    - {{table: employees, where: "tenant = 1"}}
-tables:
-  - name: employees
-    description: 员工
-    columns:
-      - {{name: id, type: integer, description: 工号, primary_key: true}}
-      - {{name: tenant, type: integer}}
-      - {{name: status, type: text, description: 状态}}
-      - {{name: fax, type: text}}   # old
-  - name: offices
-    description: 办公室
-    columns:
-      - {{name: id, type: integer, primary_key: true}}
-      - {{name: city, type: text}}
-      - {{name: zone, type: text, description: 区域}}
-examples:
-  - question: 所有办公室
-    steps:
-      - {{output_key: o, source: hr, query: "SELECT city FROM offices"}}
-"""
 
 
 @pytest.fixture
@@ -65,7 +38,7 @@ def db(tmp_path: Path) -> Path:
 def manifest(tmp_path: Path, db: Path) -> Path:
     path = tmp_path / "caps" / "hr.yaml"
     path.parent.mkdir()
-    path.write_text(MANIFEST.format(db=db), encoding="utf-8")
+    path.write_text(manifest_text("sync_hr_sqlite", db=db), encoding="utf-8")
     return path
 
 
@@ -269,7 +242,7 @@ def test_check_with_diff_prints_the_yaml_change(manifest: Path, db: Path) -> Non
 def test_unreachable_sqlite_file_is_exit_4_and_not_created(tmp_path: Path) -> None:
     missing = tmp_path / "gone.db"
     path = tmp_path / "hr.yaml"
-    path.write_text(MANIFEST.format(db=missing), encoding="utf-8")
+    path.write_text(manifest_text("sync_hr_sqlite", db=missing), encoding="utf-8")
     result = sync("-m", str(path), "--check")
     assert result.exit_code == 4
     assert "unavailable" in result.output
@@ -278,7 +251,7 @@ def test_unreachable_sqlite_file_is_exit_4_and_not_created(tmp_path: Path) -> No
 
 def test_unreachable_server_is_exit_4(tmp_path: Path) -> None:
     path = tmp_path / "hr.yaml"
-    text = MANIFEST.format(db="x").replace("sqlite:///x", "postgresql+psycopg://u@127.0.0.1:9/hr")
+    text = manifest_text("sync_hr_sqlite", db="x").replace("sqlite:///x", "postgresql+psycopg://u@127.0.0.1:9/hr")
     path.write_text(text, encoding="utf-8")
     result = sync("-m", str(path), "--check", "--json")
     assert result.exit_code == 4
@@ -302,24 +275,7 @@ def test_missing_objects_search(search_server: Any) -> None:
     OpenSearch(hosts=[search_server.url]).indices.create(
         index="mo_reports", body={"mappings": {"properties": {"title": {"type": "text"},
                                                               "meta": {"properties": {"k": {"type": "keyword"}}}}}})
-    m, _ = load_manifest_text(textwrap.dedent(f"""\
-        source: reports
-        kind: opensearch
-        url: {search_server.url}
-        indices:
-          - name: mo_reports
-            fields:
-              - {{name: title, type: text}}
-              - {{name: body, type: text}}
-              - name: meta
-                type: object
-                fields:
-                  - {{name: k, type: keyword}}
-                  - {{name: gone, type: keyword}}
-          - name: mo_missing
-            fields:
-              - {{name: x, type: keyword}}
-        """))
+    m, _ = load_manifest_text(manifest_text("sync_missing_reports", url=search_server.url))
     assert sorted(p["object"] for p in missing_objects(m)) == ["mo_missing", "mo_reports.body", "mo_reports.meta.gone"]
 
 
@@ -424,7 +380,7 @@ def test_sqlite_reads_are_query_only(manifest: Path) -> None:
 ])
 def test_a_password_never_appears_in_messages(tmp_path: Path, url: str) -> None:
     path = tmp_path / "hr.yaml"
-    path.write_text(MANIFEST.format(db="x").replace("sqlite:///x", url), encoding="utf-8")
+    path.write_text(manifest_text("sync_hr_sqlite", db="x").replace("sqlite:///x", url), encoding="utf-8")
     for args in (["--check"], ["--check", "--json"]):
         result = sync("-m", str(path), *args)
         assert result.exit_code not in (0, 1)
