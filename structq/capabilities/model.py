@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from . import objects
+from .objects import (  # noqa: F401 (re-exported: the model is where callers have always found them)
+    OBJECT_TYPES,
+    SEARCH_FIELD_TYPES,
+    SQL_COLUMN_TYPES,
+    Column,
+    Coverage,
+    Index,
+    SearchField,
+    Table,
+    _Strict,
+)
 from .slots import Slot, check_slots, step_parameters
 
 __all__ = [
-    "SQL_COLUMN_TYPES",
-    "SEARCH_FIELD_TYPES",
-    "Coverage",
-    "Column",
-    "Table",
-    "SearchField",
-    "Index",
+    *objects.__all__,
     "RowFilter",
     "Policies",
     "Limits",
@@ -36,144 +41,7 @@ __all__ = [
     "dialect_from_url",
 ]
 
-SqlColumnType = Literal["text", "integer", "real", "numeric", "boolean", "date", "datetime", "json", "binary"]
-SearchFieldType = Literal[
-    "keyword", "text", "date", "long", "integer", "short", "byte", "double", "float", "scaled_float",
-    "boolean", "nested", "object", "ip",
-]
-#: The same choices as tuples, for code that checks or lists them.
-SQL_COLUMN_TYPES: tuple[str, ...] = typing.get_args(SqlColumnType)
-SEARCH_FIELD_TYPES: tuple[str, ...] = typing.get_args(SearchFieldType)
-
-#: Table and column names: whatever the database allows (spaces, non-ASCII letters, %, …),
-#: but no control characters and no surrounding blanks. The sandbox quotes them as needed.
-_NAME = r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$"
 _OUTPUT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class _Strict(BaseModel):
-    """Unknown keys are errors; models are immutable once loaded."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-def _enum_keys(values: Any) -> Any:
-    """YAML reads ``{1: 男}`` with an int key; enums compare as text, so keys become strings."""
-    if not isinstance(values, dict):
-        return values  # the wrong shape: pydantic reports it, the loader explains the form
-    return {str(k) if k is None else _text(k): _text(v) for k, v in values.items()}
-
-
-def _text(value: Any) -> Any:
-    """A scalar as enum text (``true``, ``1``, an empty meaning as ``""``); a list or mapping is
-    left as it is, for pydantic to refuse: a meaning is one piece of text."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value) if isinstance(value, (str, int, float)) else value
-
-
-class Coverage(_Strict):
-    """The period a date column's data covers and how its values are stored, as ``structq
-    init``/``sync`` last measured them: the planner needs both to turn "last quarter" into a
-    literal that matches something (a question about "the past 7 days" of data that ended last
-    year deserves a warning, not an empty result)."""
-
-    min: str
-    max: str
-    #: How the values are stored: ``date``, ``datetime``, ``ISO date text``, ``epoch seconds``…
-    format: str = ""
-
-
-class Column(_Strict):
-    """One column of a table. ``access: deny`` columns may appear nowhere in a query."""
-
-    name: str = Field(pattern=_NAME)
-    type: SqlColumnType
-    description: str = ""
-    values: dict[str, str] | None = None
-    references: str | None = Field(default=None, pattern=r"^[^.\x00-\x1f]+\.[^.\x00-\x1f]+$")
-    access: Literal["allow", "deny"] = "allow"
-    synonyms: list[str] = Field(default_factory=list)
-    primary_key: bool = False
-    nullable: bool | None = None
-    #: Measured by sync for date columns; refreshed by every sync, never drift.
-    coverage: Coverage | None = None
-    #: Added by ``structq sync`` and not yet described by a person.
-    draft: bool = False
-
-    _values = field_validator("values", mode="before")(_enum_keys)
-
-    @property
-    def denied(self) -> bool:
-        return self.access == "deny"
-
-
-class Table(_Strict):
-    """A table or view the planner may read."""
-
-    name: str = Field(pattern=_NAME)
-    description: str = ""
-    synonyms: list[str] = Field(default_factory=list)
-    columns: list[Column] = Field(min_length=1)
-    draft: bool = False
-
-    def column(self, name: str) -> Column | None:
-        """The column called ``name`` (case-insensitive), or None."""
-        lowered = name.lower()
-        return next((c for c in self.columns if c.name.lower() == lowered), None)
-
-    @property
-    def allowed_columns(self) -> list[Column]:
-        return [c for c in self.columns if not c.denied]
-
-
-class SearchField(_Strict):
-    """One field of a search index; dotted names address object sub-fields."""
-
-    name: str = Field(pattern=r"^[A-Za-z_@][\w.@-]*$")
-    type: SearchFieldType
-    description: str = ""
-    values: dict[str, str] | None = None
-    access: Literal["allow", "deny"] = "allow"
-    synonyms: list[str] = Field(default_factory=list)
-    #: Sub-fields of a ``nested`` or ``object`` field.
-    fields: list[SearchField] = Field(default_factory=list)
-    draft: bool = False
-
-    _values = field_validator("values", mode="before")(_enum_keys)
-
-    @property
-    def denied(self) -> bool:
-        return self.access == "deny"
-
-
-class Index(_Strict):
-    """A search index (never a pattern, alias list or remote cluster)."""
-
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
-    description: str = ""
-    synonyms: list[str] = Field(default_factory=list)
-    fields: list[SearchField] = Field(min_length=1)
-    #: JSON-lines documents the embedded engine loads at start (relative to the manifest).
-    documents: str | None = None
-    draft: bool = False
-
-    def flat_fields(self) -> dict[str, SearchField]:
-        """Every field by its full dotted path, sub-fields included."""
-        out: dict[str, SearchField] = {}
-
-        def walk(fields: list[SearchField], prefix: str) -> None:
-            for f in fields:
-                path = f"{prefix}{f.name}"
-                out[path] = f
-                walk(f.fields, path + ".")
-
-        walk(self.fields, "")
-        return out
-
-
 _Scalar = str | int | float | bool
 
 
@@ -297,6 +165,19 @@ def dialect_from_url(url: str) -> str | None:
     }.get(scheme)
 
 
+class _Shape(NamedTuple):
+    """What a manifest of one ``kind:`` declares, and whether its queries are SQL text."""
+
+    objects: type[Table | Index]
+    sql: bool
+
+
+#: The one place the model maps a manifest ``kind:`` to its shape; everything else asks the
+#: accessors of ``Manifest`` below, or the registry of source kinds (``structq.sources``).
+_SHAPES: dict[str, _Shape] = {"sql": _Shape(Table, sql=True), "elasticsearch": _Shape(Index, sql=False),
+                              "opensearch": _Shape(Index, sql=False)}
+
+
 class Manifest(_Strict):
     """One source: a SQL database or a search cluster, and what of it may be read."""
 
@@ -333,7 +214,43 @@ class Manifest(_Strict):
 
     @property
     def is_search(self) -> bool:
-        return self.kind in ("elasticsearch", "opensearch")
+        """Prefer the kind-neutral accessors below (``objects``, ``object_type``,
+        ``query_dialect``) or the registry (``structq.sources``): a new kind of source then
+        needs no branch elsewhere. ``tests/test_architecture.py`` counts the uses."""
+        return self.object_type is Index
+
+    # --- kind-neutral accessors: what any kind of source declares, without asking which ----
+
+    @property
+    def object_type(self) -> type[Table | Index]:
+        """``Table`` or ``Index``: what this source declares, and the words for it
+        (``object_type.word``, ``.plural`` — also the manifest key —, ``.member_word``…)."""
+        return _SHAPES[self.kind].objects
+
+    @property
+    def objects(self) -> list[Table] | list[Index]:
+        """The tables or indices the manifest declares, in order."""
+        return getattr(self, self.object_type.plural)
+
+    @property
+    def object_word(self) -> str:
+        """What one object is called: "table" or "index"."""
+        return self.object_type.word
+
+    @property
+    def member_word(self) -> str:
+        """What one member is called: "column" or "field"."""
+        return self.object_type.member_word
+
+    def object(self, name: str) -> Table | Index | None:
+        """The table or index called ``name`` (as ``table`` / ``index`` look them up), or None."""
+        return self.table(name) if self.object_type is Table else self.index(name)
+
+    @property
+    def query_dialect(self) -> str | None:
+        """The sqlglot dialect this source's queries are written in; None when they are not
+        SQL (a search source's DSL bodies)."""
+        return self.sql_dialect if _SHAPES[self.kind].sql else None
 
     @property
     def sql_dialect(self) -> str:

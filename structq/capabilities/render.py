@@ -88,10 +88,8 @@ def render_index(i: Index, m: Manifest) -> list[str]:
 
 def render_manifest(m: Manifest) -> str:
     """One source as text: header, limits, then each table/index with its columns/fields."""
-    if m.is_search:
-        header = f"source {m.source} ({m.kind} query DSL)"
-    else:
-        header = f"source {m.source} (sql, dialect {m.sql_dialect})"
+    language = f"{m.kind}, dialect {m.query_dialect}" if m.query_dialect else f"{m.kind} query DSL"
+    header = f"source {m.source} ({language})"
     lines = [header + (f": {m.description}" if m.description else "")]
     lines.append(f"  limits: at most {m.limits.max_rows} rows returned, {m.limits.timeout_s:g}s per query")
     if m.functions:

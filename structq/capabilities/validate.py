@@ -18,7 +18,8 @@ from structq.errors import ManifestError
 
 from .functions import unsafe_reason
 from .loader import Positions, closest
-from .model import Manifest
+from .model import Index, Manifest, Table
+from .objects import OBJECT_TYPES
 from .references import LOCAL_DIALECT, LOCAL_SOURCE, find_references, replace_references
 
 __all__ = ["check_manifest", "check_examples", "manifest_problems", "example_problems"]
@@ -59,18 +60,14 @@ def manifest_problems(m: Manifest, pos: Positions, *, filter_columns: bool = Tru
     if m.source == LOCAL_SOURCE:
         yield pos.error(("source",), "'local' is reserved for steps over earlier results",
                         hint="choose another source name")
-    if m.kind == "sql":
-        if m.indices:
-            yield pos.error(("indices",), "a sql source declares tables:, not indices:", suggestion="tables")
-        if not m.tables:
-            yield pos.error(("kind",), "a sql source needs at least one entry under tables:")
-        yield from _check_tables(m, pos)
-    else:
-        if m.tables:
-            yield pos.error(("tables",), f"a {m.kind} source declares indices:, not tables:", suggestion="indices")
-        if not m.indices:
-            yield pos.error(("kind",), f"a {m.kind} source needs at least one entry under indices:")
-        yield from _check_unique([i.name for i in m.indices], "index", ("indices",), pos)
+    shape = m.object_type
+    for other in OBJECT_TYPES:
+        if other is not shape and getattr(m, other.plural):
+            yield pos.error((other.plural,), f"a {m.kind} source declares {shape.plural}:, not {other.plural}:",
+                            suggestion=shape.plural)
+    if not m.objects:
+        yield pos.error(("kind",), f"a {m.kind} source needs at least one entry under {shape.plural}:")
+    yield from _OBJECT_CHECKS[shape](m, pos)
     yield from _check_row_filters(m, pos, filter_columns)
     yield from _check_functions(m, pos)
 
@@ -103,16 +100,21 @@ def _check_tables(m: Manifest, pos: Positions) -> Problems:
                                 **_did_you_mean(ref_column, [c.name for c in target.columns]))
 
 
+def _check_indices(m: Manifest, pos: Positions) -> Problems:
+    yield from _check_unique([i.name for i in m.indices], "index", ("indices",), pos)
+
+
 def _check_row_filters(m: Manifest, pos: Positions, filter_columns: bool) -> Problems:
+    check = _ROW_FILTER_CHECKS[m.object_type]
     for fi, rf in enumerate(m.policies.row_filters):
-        here = ("policies", "row_filters", fi)
-        if m.kind != "sql":
-            yield from _check_search_row_filter(m, rf, pos, here)
-            continue
-        problems = list(_check_sql_row_filter(m, rf, pos, here))
-        yield from problems
-        if filter_columns and not problems:
-            yield from _check_row_filter_columns(m, rf, pos, here)
+        yield from check(m, rf, pos, ("policies", "row_filters", fi), filter_columns)
+
+
+def _check_table_row_filter(m: Manifest, rf, pos: Positions, here: tuple, filter_columns: bool) -> Problems:
+    problems = list(_check_sql_row_filter(m, rf, pos, here))
+    yield from problems
+    if filter_columns and not problems:
+        yield from _check_row_filter_columns(m, rf, pos, here)
 
 
 def _check_sql_row_filter(m: Manifest, rf, pos: Positions, here: tuple) -> Problems:
@@ -149,7 +151,8 @@ def _check_row_filter_columns(m: Manifest, rf, pos: Positions, here: tuple) -> P
                             **_did_you_mean(column.name, [c.name for c in table.columns]))
 
 
-def _check_search_row_filter(m: Manifest, rf, pos: Positions, here: tuple) -> Problems:
+def _check_index_row_filter(m: Manifest, rf, pos: Positions, here: tuple, filter_columns: bool) -> Problems:
+    """(A ``term`` filter's fields are always checked: the DSL sandbox could not apply it otherwise.)"""
     if not rf.index or not rf.term or rf.table or rf.where:
         yield pos.error(here, "a search row filter has exactly 'index' and 'term'",
                         hint="{index: reports, term: {tenant_id: \":tenant_id\"}}")
@@ -199,18 +202,12 @@ def _slot_column_problems(path: str, sources: Mapping[str, Manifest], pos: Posit
     if target is None:
         yield pos.error(here, f"slot column {path!r}: unknown source {source!r}", **_did_you_mean(source, list(sources)))
         return
-    if target.is_search:
-        index = target.index(container)
-        names = {p: f for p, f in index.flat_fields().items()} if index is not None else None
-        allowed = [p for p, f in (names or {}).items() if not f.denied]
-    else:
-        table = target.table(container)
-        names = {c.name: c for c in table.columns} if table is not None else None
-        allowed = [c.name for c in table.allowed_columns] if table is not None else []
+    obj = target.object(container)
+    names = obj.flat_members() if obj is not None else None
+    allowed = [p for p, f in (names or {}).items() if not f.denied]
     if names is None:
-        containers = [i.name for i in target.indices] if target.is_search else [t.name for t in target.tables]
         yield pos.error(here, f"slot column {path!r}: {source!r} declares no {container!r}",
-                        **_did_you_mean(container, containers))
+                        **_did_you_mean(container, [o.name for o in target.objects]))
     elif column not in allowed:
         what = "is not readable (access: deny)" if column in names else "is not declared"
         yield pos.error(here, f"slot column {path!r}: {column!r} {what}", **_did_you_mean(column, allowed))
@@ -221,7 +218,7 @@ def _step_problems(step, earlier: list[str], sources: Mapping[str, Manifest], po
         yield pos.error((*here, "output_key"), f"duplicate output_key {step.output_key!r}")
         return
     target = sources.get(step.source)
-    dialect = target.sql_dialect if target is not None and not target.is_search else LOCAL_DIALECT
+    dialect = (target.query_dialect if target is not None else None) or LOCAL_DIALECT
     for ref in find_references(step.query, dialect):
         if ref.key not in earlier:
             yield pos.error((*here, "query"), f"reference <{ref.key}> to a step that does not come earlier",
@@ -233,10 +230,12 @@ def _step_problems(step, earlier: list[str], sources: Mapping[str, Manifest], po
     if target is None:
         yield pos.error((*here, "source"), f"unknown source {step.source!r}",
                         **_did_you_mean(step.source, [*sources, LOCAL_SOURCE]))
-    elif target.is_search:
-        yield from _check_example_index(step, target, pos, here)
     else:
-        yield from _check_example_sql(step.query, target.sql_dialect, [t.name for t in target.tables], pos, here)
+        yield from _EXAMPLE_STEP[target.object_type](step, target, pos, here)
+
+
+def _check_example_table(step, target: Manifest, pos: Positions, here: tuple) -> Problems:
+    yield from _check_example_sql(step.query, target.sql_dialect, [t.name for t in target.tables], pos, here)
 
 
 def _check_example_index(step, target: Manifest, pos: Positions, here: tuple) -> Problems:
@@ -267,3 +266,10 @@ def _check_example_sql(query, dialect: str, tables: list[str], pos: Positions, h
             yield pos.error((*here, "query"), f"the example reads undeclared table {name!r}",
                             **_did_you_mean(name, tables))
             return
+
+
+#: How the objects, a row filter and an example's step on a declared source are checked, by
+#: what the source declares.
+_OBJECT_CHECKS = {Table: _check_tables, Index: _check_indices}
+_ROW_FILTER_CHECKS = {Table: _check_table_row_filter, Index: _check_index_row_filter}
+_EXAMPLE_STEP = {Table: _check_example_table, Index: _check_example_index}

@@ -132,7 +132,7 @@ class SearchExecutor:
 
     def __init__(self, manifest: Manifest, *,
                  progress: embedded.LoadProgress | None = None) -> None:
-        if not manifest.is_search:
+        if manifest.object_type is not Index:
             raise ConfigError(
                 f"source {manifest.source!r} is of kind {manifest.kind!r}, not a search source",
                 hint="search executors serve kind: elasticsearch or kind: opensearch",

@@ -8,9 +8,11 @@ question could be steered by them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from structq.capabilities.objects import Index, Table
 from structq.capabilities.render import render_index, render_table
 
 if TYPE_CHECKING:
@@ -71,39 +73,32 @@ class Entity:
         return f"{self.source}.{self.name}"
 
 
-def _sql_entities(m: "Manifest") -> list[Entity]:
-    out = []
-    for t in m.tables:
-        lines = render_table(t, m)
-        members = tuple(
-            Member(c.name, c.type, c.description, tuple(c.synonyms), tuple((c.values or {}).items()),
-                   c.primary_key, c.references, estimate_tokens(line))
-            for c, line in zip(t.allowed_columns, lines[1:])
-        )
-        out.append(Entity(m.source, t.name, "table", t.description, tuple(t.synonyms), members,
-                          estimate_tokens(lines[0]) + sum(estimate_tokens(x) for x in lines[1 + len(members):]),
-                          estimate_tokens("\n".join(lines))))
-    return out
+def _table_entity(t: Table, m: "Manifest") -> Entity:
+    lines = render_table(t, m)
+    members = tuple(
+        Member(c.name, c.type, c.description, tuple(c.synonyms), tuple((c.values or {}).items()),
+               c.primary_key, c.references, estimate_tokens(line))
+        for c, line in zip(t.allowed_columns, lines[1:])
+    )
+    return Entity(m.source, t.name, t.word, t.description, tuple(t.synonyms), members,
+                  estimate_tokens(lines[0]) + sum(estimate_tokens(x) for x in lines[1 + len(members):]),
+                  estimate_tokens("\n".join(lines)))
 
 
-def _search_entities(m: "Manifest") -> list[Entity]:
-    out = []
-    for i in m.indices:
-        lines = render_index(i, m)
-        members = tuple(
-            Member(path, f.type, f.description, tuple(f.synonyms), tuple((f.values or {}).items()), tokens=2)
-            for path, f in i.flat_fields().items()
-            if not f.denied and not any(path.startswith(d + ".") or path == d
-                                        for d, g in i.flat_fields().items() if g.denied)
-        )
-        out.append(Entity(m.source, i.name, "index", i.description, tuple(i.synonyms), members,
-                          estimate_tokens(lines[0]), estimate_tokens("\n".join(lines))))
-    return out
+def _index_entity(i: Index, m: "Manifest") -> Entity:
+    lines = render_index(i, m)
+    members = tuple(
+        Member(path, f.type, f.description, tuple(f.synonyms), tuple((f.values or {}).items()), tokens=2)
+        for path, f in i.readable_members().items()
+    )
+    return Entity(m.source, i.name, i.word, i.description, tuple(i.synonyms), members,
+                  estimate_tokens(lines[0]), estimate_tokens("\n".join(lines)))
+
+
+#: How one declared object becomes an entity, by what it is.
+_ENTITY: dict[type, Callable[[Any, "Manifest"], Entity]] = {Table: _table_entity, Index: _index_entity}
 
 
 def entities(capabilities: "CapabilitySet") -> list[Entity]:
     """Every table and index, in manifest order."""
-    out: list[Entity] = []
-    for m in capabilities:
-        out += _search_entities(m) if m.is_search else _sql_entities(m)
-    return out
+    return [_ENTITY[type(obj)](obj, m) for m in capabilities for obj in m.objects]

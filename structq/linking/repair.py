@@ -74,7 +74,7 @@ def _mentions(error: Exception, plan: Any, capabilities: "CapabilitySet") -> tup
         if getattr(step, "index", None):
             tables.add(step.index)
         if isinstance(step.query, str):
-            dialect = manifest.sql_dialect if manifest is not None and not manifest.is_search else "sqlite"
+            dialect = (manifest.query_dialect if manifest is not None else None) or "sqlite"
             t, c = _sql_names(step.query, dialect)
             tables |= t
             columns |= c

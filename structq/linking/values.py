@@ -24,10 +24,12 @@ import hashlib
 import json
 import unicodedata
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from structq.capabilities.objects import Column, SearchField
 from structq.errors import ConfigError
 
 from .memo import Memo
@@ -52,25 +54,20 @@ FUZZY_CANDIDATES = 32
 
 def eligible_columns(manifest: "Manifest") -> list[tuple[str, str]]:
     """(table or index, column or field) pairs whose values may be indexed; see the module doc."""
-    out: list[tuple[str, str]] = []
-    if manifest.is_search:
-        for index in manifest.indices:
-            if manifest.row_filters_for(index.name):
-                continue
-            fields = index.flat_fields()
-            denied = [p for p, f in fields.items() if f.denied]
-            for path, f in fields.items():
-                hidden = any(path == d or path.startswith(d + ".") for d in denied)
-                if f.type == "keyword" and not f.values and not hidden:  # analysed text cannot be aggregated
-                    out.append((index.name, path))
-        return out
-    for table in manifest.tables:
-        if manifest.row_filters_for(table.name):
-            continue
-        for c in table.columns:
-            if c.type == "text" and not (c.denied or c.primary_key or c.references or c.values):
-                out.append((table.name, c.name))
-    return out
+    return [(obj.name, path) for obj in manifest.objects if not manifest.row_filters_for(obj.name)
+            for path, member in obj.readable_members().items() if _ELIGIBLE[type(member)](member)]
+
+
+def _eligible_column(c: Column) -> bool:
+    return c.type == "text" and not (c.primary_key or c.references or c.values)
+
+
+def _eligible_field(f: SearchField) -> bool:
+    return f.type == "keyword" and not f.values  # analysed text cannot be aggregated
+
+
+#: Whether a readable member's values may be indexed, by the member's type.
+_ELIGIBLE: dict[type, Callable[[Any], bool]] = {Column: _eligible_column, SearchField: _eligible_field}
 
 
 def values_fingerprint(manifest: "Manifest") -> str:

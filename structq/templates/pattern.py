@@ -173,12 +173,8 @@ def _codes(slot: Slot, capabilities: CapabilitySet) -> dict[str, str]:
     manifest = capabilities.get(source)
     if manifest is None:
         return {}
-    if manifest.is_search:
-        index = manifest.index(container)
-        column = index.flat_fields().get(name) if index is not None else None
-    else:
-        table = manifest.table(container)
-        column = table.column(name) if table is not None else None
+    obj = manifest.object(container)
+    column = obj.member(name) if obj is not None else None
     values = getattr(column, "values", None) or {}
     return coded_values(dict(values))
 
@@ -222,9 +218,7 @@ def synonym_groups(capabilities: CapabilitySet) -> dict[str, frozenset[str]]:
 
 def _column_synonyms(capabilities: CapabilitySet) -> Iterator[list[str]]:
     for manifest in capabilities:
-        containers = manifest.indices if manifest.is_search else manifest.tables
-        for container in containers:
-            items = container.flat_fields().values() if manifest.is_search else container.columns
-            for item in items:
+        for container in manifest.objects:
+            for item in container.flat_members().values():
                 if len(item.synonyms) > 1:
                     yield [s for s in item.synonyms if s.strip()]

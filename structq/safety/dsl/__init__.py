@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from structq.capabilities.model import Manifest
+from structq.capabilities.model import Index, Manifest
 from structq.errors import PlanError
 from structq.safety.query import SafeQuery
 
@@ -59,7 +59,7 @@ def check_dsl(
     Raises ``SandboxViolation`` (with a stable ``code``, the JSON path, and a hint) when the
     body reaches past the manifest, and ``PlanError`` for a reference without usable values.
     """
-    if not source.is_search:
+    if source.object_type is not Index:  # the DSL addresses indices; this source declares none
         raise PlanError(f"source {source.source!r} is a {source.kind} source, not a search one",
                         hint="send SQL to it (check_sql), or pick a search source")
     target = resolve_index(source, index)
