@@ -189,3 +189,78 @@ def test_no_import_circles_between_units() -> None:
         if _key(i) not in EXCEPTIONS:
             edges[i.source].add(i.target)
     assert _cycles(edges) == []
+
+
+# --- kind branches: asked of the registry and the model's neutral accessors, not by name -------
+#
+# ``structq.sources`` is the registry of source kinds, and ``capabilities.Manifest`` has
+# kind-neutral accessors (``objects``, ``object_type``, ``object_word``, ``query_dialect``…), so a
+# new kind of source is one module and one registry entry. These tests count what would bring
+# the branches back: asking a manifest ``is_search``, and comparing a step's source with
+# ``LOCAL_SOURCE`` (a built-in source: ``sources.is_builtin``). Where they still occur is pinned
+# below, with the reason, and the pins only go down (a count lower than its pin fails too, so
+# the pin is lowered in the same change).
+
+#: Where a kind question is at home: the model that defines the accessors and the registry.
+_KIND_HOMES = ("structq/capabilities/model.py", "structq/capabilities/references.py", "structq/sources/")
+
+#: File → uses of ``.is_search`` outside the homes, each with the reason it remains.
+IS_SEARCH_USES: dict[str, int] = {}
+
+#: File → comparisons of a source with ``LOCAL_SOURCE`` / ``"local"`` outside the homes.
+LOCAL_SOURCE_COMPARISONS: dict[str, int] = {
+    # Below the registry (capabilities may not import sources): the name 'local' is reserved for
+    # a manifest's source, and a verified example's local step is checked at load time.
+    "structq/capabilities/validate.py": 2,
+}
+
+
+def _is_local_source(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "LOCAL_SOURCE") or \
+        (isinstance(node, ast.Attribute) and node.attr == "LOCAL_SOURCE")
+
+
+def _names_a_source(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "source") or \
+        (isinstance(node, ast.Name) and node.id == "source")
+
+
+def _compares_with_local(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Compare):
+        return False
+    operands = [node.left, *node.comparators]
+    local_literal = any(isinstance(o, ast.Constant) and o.value == "local" for o in operands)
+    return any(_is_local_source(o) for o in operands) or (local_literal and any(_names_a_source(o) for o in operands))
+
+
+def _count(predicate) -> dict[str, int]:
+    """File → nodes of the package matching ``predicate``, outside the homes."""
+    counts: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if rel.startswith(_KIND_HOMES):
+            continue
+        n = sum(1 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), rel)) if predicate(node))
+        if n:
+            counts[rel] = n
+    return counts
+
+
+def test_the_kind_counters_see_what_they_count() -> None:
+    tree = ast.parse("m.is_search\nstep.source == LOCAL_SOURCE\nx.source != 'local'\ntz != 'local'\n")
+    nodes = list(ast.walk(tree))
+    assert sum(isinstance(n, ast.Attribute) and n.attr == "is_search" for n in nodes) == 1
+    assert sum(_compares_with_local(n) for n in nodes) == 2
+
+
+def test_no_new_is_search_branches() -> None:
+    """Ask ``Manifest.objects`` / ``object_type`` / ``query_dialect``, or the kind
+    (``sources.kind_of(manifest)``), instead."""
+    found = _count(lambda node: isinstance(node, ast.Attribute) and node.attr == "is_search")
+    assert found == IS_SEARCH_USES, f"is_search asked outside the model and the registry: {found}"
+
+
+def test_no_new_local_source_comparisons() -> None:
+    """Ask ``sources.is_builtin(source)`` (or whether the source has a manifest) instead."""
+    found = _count(_compares_with_local)
+    assert found == LOCAL_SOURCE_COMPARISONS, f"sources compared with 'local': {found}"

@@ -4,20 +4,25 @@ name — so a kind added to the registry runs end to end with no other change.""
 
 from __future__ import annotations
 
+import importlib
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
+import structq.capabilities.model as model
 import structq.sources as sources
 from structq.agent import Engine, Plan
-from structq.capabilities import CapabilitySet, Manifest
-from structq.errors import PlanError
+from structq.agent.observe import observe
+from structq.agent.plan import step_dialect
+from structq.capabilities import CapabilitySet, Index, Manifest, Table
+from structq.capabilities.references import LOCAL_DIALECT
+from structq.errors import ConfigError, PlanError
 from structq.executors.base import ResultSet
 from structq.executors.local import inference
 from structq.safety.query import SafeQuery
-from structq.sources import KINDS, Bound, SourceKind, kind_of, step_kind
+from structq.sources import KINDS, Bound, SourceKind, is_builtin, kind_of, per_kind, step_kind
 
 
 def plan_of(steps: list[dict[str, Any]]) -> Plan:
@@ -31,7 +36,9 @@ MANIFEST_KINDS = typing.get_args(Manifest.model_fields["kind"].annotation)
 def test_every_manifest_kind_has_exactly_one_source_kind(manifest_kind: str) -> None:
     serving = [kind for kind in KINDS if manifest_kind in kind.manifest_kinds]
     assert len(serving) == 1
-    assert kind_of(Manifest.model_construct(source="s", kind=manifest_kind)) is serving[0]
+    manifest = Manifest.model_construct(source="s", kind=manifest_kind)
+    assert kind_of(manifest) is serving[0]
+    assert manifest.object_type.word == serving[0].object_word  # the model's shape and the kind agree
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
@@ -100,7 +107,7 @@ class _EchoExecutor:
     closed = 0
 
     def run(self, query: SafeQuery) -> ResultSet:
-        return ResultSet(columns=("text",), rows=[(query.text,)])
+        return ResultSet(columns=("text",), rows=[(query.text,)] if query.text else [])
 
     def close(self) -> None:
         type(self).closed += 1
@@ -142,3 +149,124 @@ def test_a_kind_added_to_the_registry_runs_end_to_end(
         result = engine.run(plan)
     assert result.final.rows == [("HELLO",)]
     assert _EchoExecutor.closed == 1
+
+
+def test_the_remaining_places_ask_the_registry_about_a_new_builtin_kind(
+        demo_capabilities: CapabilitySet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service's grant check, the observation of an empty step and the dialect references are
+    read in take a built-in source from the registry: a new one needs no grant, has no
+    manifest to look up and no SQL literals to match (each once compared with ``"local"``)."""
+    from structq.server.config import Principal
+    from structq.server.errors import AccessDenied
+    from structq.server.observe import check_access
+
+    monkeypatch.setitem(sources._BY_SOURCE, "echo", _EchoKind())
+    assert is_builtin("echo") and is_builtin("local") and not is_builtin("hr")
+    plan = plan_of([{"output_key": "said", "source": "echo", "query": ""}])
+    check_access(Principal(user="u", sources=frozenset({"hr"})), plan)  # no grant needed
+    with pytest.raises(AccessDenied):
+        check_access(Principal(user="u", sources=frozenset({"hr"})),
+                     plan_of([{"output_key": "r", "source": "reports", "index": "weekly_reports", "query": {}}]))
+    assert step_dialect(plan.steps[0], demo_capabilities) == LOCAL_DIALECT
+    with Engine(demo_capabilities) as engine:
+        run = engine.run(plan)
+        observed = observe(run, engine, vars={}, with_values=True)
+    assert observed is not None and observed.empty == ("said",) and observed.unmatched == ()
+
+
+# --- the kind-neutral accessors of the manifest model, which the registry delegates to ------
+
+
+def test_the_neutral_accessors_are_what_each_kind_declares(demo_capabilities: CapabilitySet) -> None:
+    """``objects``, ``object``, the words, ``members`` and ``query_dialect`` give, for every kind,
+    what the code they replaced chose with ``is_search``; the registry's kinds say the same."""
+    for m in demo_capabilities:
+        kind = kind_of(m)
+        search = kind.indexed
+        assert m.objects == (m.indices if search else m.tables)
+        assert (m.object_word, m.member_word) == (("index", "field") if search else ("table", "column"))
+        assert m.object_word == kind.object_word
+        assert (m.object_type.plural, m.object_type.member_plural) == \
+            (("indices", "fields") if search else ("tables", "columns"))
+        assert m.query_dialect == (None if search else m.sql_dialect)
+        for obj in m.objects:
+            assert m.object(obj.name) is obj
+            assert list(kind.members(obj)) == (obj.fields if search else obj.columns)
+            flat = obj.flat_fields() if search else {c.name: c for c in obj.columns}
+            assert obj.flat_members() == flat
+            assert all(obj.member(path) is member for path, member in flat.items())
+            readable = obj.readable_members()
+            assert all(not member.denied for member in readable.values())
+            assert set(flat) - set(readable) == {p for p in flat if any(
+                p == d or p.startswith(d + ".") for d, f in flat.items() if f.denied)}
+
+
+def test_readable_members_leave_out_what_lies_under_a_denied_field() -> None:
+    index = Index.model_validate({"name": "i", "fields": [
+        {"name": "owner", "type": "object", "access": "deny", "fields": [{"name": "email", "type": "keyword"}]},
+        {"name": "title", "type": "text"}]})
+    assert list(index.flat_members()) == ["owner", "owner.email", "title"]
+    assert list(index.readable_members()) == ["title"]
+    table = Table.model_validate({"name": "t", "columns": [
+        {"name": "id", "type": "integer"}, {"name": "secret", "type": "text", "access": "deny"}]})
+    assert list(table.readable_members()) == ["id"]
+
+
+# --- behaviour a layer above keeps per kind: one table per module, every kind in it ---------
+
+
+#: (module, table) of every per-kind table; ``per_kind`` looks them up.
+PER_KIND_TABLES = [("structq.sync.values", "_READERS"), ("structq.sync.samples", "_SAMPLES"),
+                   ("structq.sync.samples", "_COUNTS"), ("structq.sync.introspect", "_READERS"),
+                   ("structq.sync.coverage", "_BOUNDS"), ("structq.sync.diff", "_HOLD_FILTERED")]
+
+
+@pytest.mark.parametrize(("module", "table"), PER_KIND_TABLES)
+def test_every_per_kind_table_has_exactly_the_declared_kinds(module: str, table: str) -> None:
+    entries = getattr(importlib.import_module(module), table)
+    assert set(entries) == {kind.name for kind in KINDS if kind.manifest_kinds}
+
+
+class _HttpKind(SourceKind):
+    """A declared kind that exists only here (an HTTP API whose endpoints are declared like
+    tables), registered with nothing else, to show what is missing fails by name."""
+
+    name = "http"
+    manifest_kinds = ("http",)
+    payload = str
+    payload_words = "a path"
+
+
+@pytest.fixture
+def http_manifest(monkeypatch: pytest.MonkeyPatch) -> Manifest:
+    monkeypatch.setitem(sources._BY_MANIFEST_KIND, "http", _HttpKind())
+    monkeypatch.setitem(model._SHAPES, "http", model._Shape(Table, sql=False))
+    return Manifest.model_construct(source="api", kind="http", url="http://127.0.0.1:9/", tables=[], indices=[],
+                                    sync=None, schema_=None)
+
+
+def _sync_reads() -> list[tuple[Callable[[Manifest], Any], str]]:
+    from structq.sync.coverage import measure_coverage
+    from structq.sync.diff import SourceDiff
+    from structq.sync.introspect import introspect
+    from structq.sync.samples import distinct_counts, samples
+
+    return [(lambda m: samples(m, [("t", "c")], 3, []), "sample reader"),
+            (lambda m: distinct_counts(m, [("t", "c")], 3, []), "distinct-value counter"),
+            (introspect, "schema reader"),
+            (lambda m: measure_coverage(m, SourceDiff("api", None)), "coverage reader")]
+
+
+@pytest.mark.parametrize(("read", "what"), _sync_reads(), ids=lambda x: x if isinstance(x, str) else "")
+def test_a_kind_without_a_sync_reader_fails_by_name(
+        http_manifest: Manifest, read: Callable[[Manifest], Any], what: str) -> None:
+    """Not the SQL branch by default: the error names the source, the kind and what it lacks."""
+    with pytest.raises(ConfigError, match=f"source 'api': source kind 'http' has no {what}") as caught:
+        read(http_manifest)
+    assert caught.value.hint == "kinds with one: SQL, search"
+
+
+def test_per_kind_finds_each_declared_kind(demo_capabilities: CapabilitySet) -> None:
+    table = {kind.name: kind for kind in KINDS}
+    for m in demo_capabilities:
+        assert per_kind(table, m, "anything") is kind_of(m)

@@ -356,7 +356,7 @@ class _Schedule:
             source=step.source,
             purpose=step.purpose,
             index=step.index,
-            query=result.query if result.query is not None else (safe.sent_text if safe.kind == "sql" else safe.body),
+            query=result.query if result.query is not None else safe.sent,
             params=dict(safe.params),
             columns=tuple(result.columns),
             rows=list(result.rows),

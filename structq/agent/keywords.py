@@ -203,7 +203,7 @@ def keyword_search(question: str, capabilities: CapabilitySet, today: dt.date,
     """The keyword searches for ``question`` over every declared search index (none when the
     question gives nothing to search for or filter on)."""
     periods = find_periods(question, today)
-    indices = [(m, i) for m in capabilities if m.is_search for i in m.indices if not i.draft]
+    indices = [(m, i) for m in capabilities for i in m.indices if not i.draft]
     folded = fold(question)
     named = [(m, i) for m, i in indices if any(_code_in(folded, n) for n in [i.name, *i.synonyms])]
     every_name = [n for _, i in indices for n in [i.name, *i.synonyms]]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import StructqError
 
-from .plan import LOCAL_SOURCE, Step
+from .plan import Step
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
@@ -125,9 +125,9 @@ def _unmatched(step: Step, engine: "Engine", vars: Mapping[str, Any], with_value
     """The step's free-text literals that no stored value equals. When the column holds more
     distinct values than were read, absence proves nothing: such a literal counts only for a
     step that returned no rows at all."""
-    if step.source == LOCAL_SOURCE or not isinstance(step.query, str):
-        return
-    manifest = engine.capabilities[step.source]
+    manifest = engine.capabilities.get(step.source)
+    if manifest is None or manifest.query_dialect is None or not isinstance(step.query, str):
+        return  # a built-in source's tables are earlier results; a search body has no SQL literals
     for table, column, literal in text_literals(step.query, manifest):
         stored = stored_values(engine, step, table, column, vars)
         if literal in stored or (had_rows and len(stored) >= DISTINCT_LIMIT):

@@ -284,10 +284,8 @@ def _tables_read(step: Step, capabilities: "CapabilitySet", earlier: list[str]) 
 
 def step_dialect(step: ExampleStep, capabilities: "CapabilitySet") -> str:
     """The SQL dialect a step's query is read in (a search body's is never used)."""
-    if step.source == LOCAL_SOURCE:
-        return LOCAL_DIALECT
     manifest = capabilities.get(step.source)
-    return manifest.sql_dialect if manifest is not None else LOCAL_DIALECT
+    return (manifest.query_dialect if manifest is not None else None) or LOCAL_DIALECT
 
 
 def coerce_search_queries(data: dict[str, Any]) -> dict[str, Any]:

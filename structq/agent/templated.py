@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import datetime as dt
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from structq.errors import ConfigError, StructqError
+from structq.sources import kind_of
 
 from .llm import HOW_TO_CONFIGURE
 from .plan import Plan, TemplateUse
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet, Manifest
+    from structq.capabilities import CapabilitySet
     from structq.templates import Match, Outcome, TemplateSet
 
     from .engine import Engine
@@ -80,17 +81,18 @@ class TemplatePlans:
         None when the data has none, or the source cannot be read now (an abstention, not an
         error). A column's values are read once when they fit under the source's row limit;
         otherwise each text is looked up on its own."""
-        known = self._values(column) if not self._is_search(column) else None
+        known = self._values(column) if self._lists_values(column) else None
         if known is not None:
             return text if text in known else None
         rows = self._read(column, {"value": text})
         stored = {row[0] for row in rows or () if row and isinstance(row[0], str)}
         return stored.pop() if len(stored) == 1 else None
 
-    def _is_search(self, column: str) -> bool:
-        """A search field's values are looked up one at a time (an aggregation's buckets are capped)."""
+    def _lists_values(self, column: str) -> bool:
+        """Whether the column's source reads all its values in one query (``SourceKind.lists_values``:
+        a search field's are looked up one at a time, an aggregation's buckets being capped)."""
         manifest = self.capabilities.get(column.split(".", 1)[0])
-        return manifest is not None and manifest.is_search
+        return manifest is None or kind_of(manifest).lists_values
 
     def _values(self, column: str) -> frozenset[str] | None:
         if column not in self._known:
@@ -105,7 +107,7 @@ class TemplatePlans:
         manifest = self.capabilities.get(source)
         if manifest is None:
             return None
-        step = _lookup_step(manifest, container, name, every=params is None)
+        step = kind_of(manifest).value_step(manifest, container, name, every=params is None)
         plan = Plan(steps=[step], template=TemplateUse(example=f"values of {column}", params=params or {}))
         try:
             final = self.engine.run(plan).final
@@ -122,20 +124,3 @@ def plan_for(match: Match) -> Plan:
     plan = Plan.from_example(match.example)
     use = TemplateUse(example=match.example.question, slots=match.shown, params=match.params)
     return plan.model_copy(update={"template": use})
-
-
-def _lookup_step(manifest: Manifest, container: str, name: str, *, every: bool) -> dict[str, Any]:
-    """One query reading ``name``: every distinct value (``every``), or those equal to ``:value``.
-    SQL is built as a tree (names from the manifest, the value a parameter); a search source
-    gets a terms aggregation or a term query."""
-    if manifest.is_search:
-        query: dict[str, Any] = ({"size": 0, "aggs": {"values": {"terms": {"field": name, "size": manifest.limits.max_rows}}}}
-                                 if every else {"query": {"term": {name: ":value"}}, "_source": [name], "size": 2})
-        return {"output_key": "value", "source": manifest.source, "index": container, "query": query}
-    from sqlglot import exp
-
-    column = exp.column(name)
-    select = exp.select(column).distinct().from_(exp.to_table(container))
-    if not every:
-        select = select.where(exp.EQ(this=column.copy(), expression=exp.Placeholder(this="value"))).limit(2)
-    return {"output_key": "value", "source": manifest.source, "query": select.sql(dialect=manifest.sql_dialect)}

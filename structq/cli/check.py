@@ -11,15 +11,12 @@ from .common import EXIT_CONFIG, EXIT_FAILED, console, errors_to_exit, print_jso
 
 
 def _summary(manifest) -> dict:
-    from structq.sources import kind_of
-    from structq.sources import objects as source_objects
-
-    objects = source_objects(manifest)
-    fields = sum(len(kind_of(manifest).members(o)) for o in objects)
+    objects = manifest.objects
+    fields = sum(len(o.members) for o in objects)
     return {
         "source": manifest.source,
         "kind": manifest.kind,
-        "dialect": None if manifest.is_search else manifest.sql_dialect,
+        "dialect": manifest.query_dialect,
         "file": str(manifest.path) if manifest.path else None,
         "objects": len(objects),
         "fields": fields,

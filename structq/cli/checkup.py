@@ -73,21 +73,22 @@ def _sandbox_problems(caps: "CapabilitySet", manifest: "Manifest", pos: "Positio
                       broken: set[str]) -> list[dict[str, Any]]:
     """Each verified example's steps through the sandbox, as ``ask`` will run them (up to a
     step on a source whose manifest has problems of its own: those are reported already)."""
-    from structq.capabilities.references import LOCAL_SOURCE, find_references
+    from structq.capabilities.references import LOCAL_DIALECT, find_references
     from structq.errors import PlanError, SandboxViolation
+    from structq.sources import is_builtin, kind_of
 
     found = []
     for ei, example in enumerate(manifest.examples):
         for si, step in enumerate(example.steps):
-            if step.source == LOCAL_SOURCE:
+            if is_builtin(step.source):
                 continue  # reads earlier results, whose columns exist only when the plan runs
             if step.source in broken or step.source not in caps:
                 break
             target = caps[step.source]
-            dialect = target.sql_dialect if not target.is_search else "sqlite"
-            params = {ref.text: [_PLACEHOLDER] for ref in find_references(step.query, dialect)}
+            params = {ref.text: [_PLACEHOLDER] for ref in find_references(step.query, target.query_dialect or LOCAL_DIALECT)}
             try:
-                _check(target, step, params, _variables(target), _slot_values(example))
+                kind_of(target).check(step.query, target, index=step.index, params=params, vars=_variables(target),
+                                      max_rows=None, slots=_slot_values(example))
             except (SandboxViolation, PlanError) as exc:
                 line, column = pos.of(("examples", ei, "steps", si, "query"))
                 code = getattr(exc, "code", "plan_error")
@@ -112,18 +113,6 @@ def _slot_values(example: Any) -> dict[str, Any]:
 
     return {param: 1 if slot.kind == "integer" else _PLACEHOLDER
             for name, slot in example.slots.items() for param in slot_params(name, slot)}
-
-
-def _check(target: "Manifest", step: Any, params: dict[str, list[str]], variables: dict[str, Any],
-           slots: dict[str, Any]) -> None:
-    if target.is_search:
-        from structq.safety.dsl import check_dsl
-
-        check_dsl(step.query, target, step.index, params=params, vars=variables, slots=slots)
-    else:
-        from structq.safety.sql import check_sql
-
-        check_sql(step.query, target, params=params, vars=variables, slots=slots)
 
 
 def location(problem: dict[str, Any]) -> str:

@@ -52,10 +52,9 @@ def _summary(result: "InitResult") -> dict[str, Any]:
 
 def _print(result: "InitResult") -> None:
     out = console()
-    search = result.plan.manifest.is_search
-    objects, members = ("indices", "fields") if search else ("tables", "columns")
-    out.print(f"[green]wrote[/] {result.path}: {result.objects} {objects}, {result.members} {members}"
-              + ("" if search else f", {result.references} references")
+    shape = result.plan.manifest.object_type  # keys (references) only where members carry them
+    out.print(f"[green]wrote[/] {result.path}: {result.objects} {shape.plural}, {result.members} {shape.member_plural}"
+              + (f", {result.references} references" if shape.keyed else "")
               + f", {len(result.denials)} denied, {len(result.plan.diff.proposals)} with proposed values")
     for warning in result.plan.diff.warnings:
         out.print(f"  [yellow]![/] {warning}", markup=True, highlight=False)

@@ -75,7 +75,7 @@ def _document(safe: "SafeQuery") -> dict[str, Any]:
     """The stable ``--json`` shape of an accepted query."""
     return {
         "ok": True,
-        "query": safe.sent_text if safe.kind == "sql" else safe.body,
+        "query": safe.sent,
         "index": safe.index,
         "params": safe.params,
         "tables": list(safe.tables),

@@ -59,6 +59,11 @@ class SafeQuery:
             return self.text
         return _ESCAPED_COLON.sub(lambda m: m.group(1), self.text)
 
+    @property
+    def sent(self) -> str | dict[str, Any] | None:
+        """What is sent, for results and ``--json``: the SQL as ``sent_text``, or the body."""
+        return self.sent_text if self.kind == "sql" else self.body
+
     def __str__(self) -> str:
         if self.kind == "sql":
             return self.sent_text or ""

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
-    from structq.capabilities.model import SearchField
 
 __all__ = ["describe_manifest", "probe"]
 
@@ -16,30 +15,16 @@ def _values(values: dict[str, str] | None) -> dict[str, Any]:
     return {"values": values} if values else {}
 
 
-def _fields(fields: "list[SearchField]", prefix: str = "") -> list[dict[str, Any]]:
-    out = []
-    for f in fields:
-        if f.denied:
-            continue
-        out.append({"name": prefix + f.name, "type": f.type, "description": f.description, **_values(f.values)})
-        out += _fields(f.fields, prefix + f.name + ".")
-    return out
-
-
 def describe_manifest(m: "Manifest") -> dict[str, Any]:
-    """One source as JSON: tables and columns (or indices and fields), denied ones omitted."""
+    """One source as JSON: tables and columns (or indices and fields, by dotted path), denied
+    ones (and what lies under a denied field) omitted; the keys are the manifest's own."""
     doc: dict[str, Any] = {"source": m.source, "kind": m.kind, "description": m.description,
                            "max_rows": m.limits.max_rows}
-    if m.is_search:
-        doc["indices"] = [{"name": i.name, "description": i.description,
-                           "row_filtered": bool(m.row_filters_for(i.name)), "fields": _fields(i.fields)}
-                          for i in m.indices]
-    else:
-        doc["tables"] = [{"name": t.name, "description": t.description,
-                          "row_filtered": bool(m.row_filters_for(t.name)),
-                          "columns": [{"name": c.name, "type": c.type, "description": c.description, **_values(c.values)}
-                                      for c in t.allowed_columns]}
-                         for t in m.tables]
+    doc[m.object_type.plural] = [
+        {"name": o.name, "description": o.description, "row_filtered": bool(m.row_filters_for(o.name)),
+         o.member_plural: [{"name": path, "type": f.type, "description": f.description, **_values(f.values)}
+                           for path, f in o.readable_members().items()]}
+        for o in m.objects]
     return doc
 
 
@@ -49,11 +34,6 @@ def probe(executor: Any, manifest: "Manifest") -> None:
     The probe is the service's own fixed query (it reads no row and no column), so it goes to
     the executor directly rather than through the sandbox.
     """
-    from structq.safety.query import SafeQuery
+    from structq.sources import kind_of
 
-    if not manifest.is_search:
-        executor.ping()
-        return
-    index = manifest.indices[0].name
-    executor.run(SafeQuery(source=manifest.source, kind="search", limit=1, max_rows=0, index=index,
-                           body={"size": 0}))
+    kind_of(manifest).probe(executor, manifest)

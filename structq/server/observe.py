@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.agent.engine import Engine
-from structq.agent.plan import LOCAL_SOURCE
+from structq.sources import is_builtin
 
 from .errors import AccessDenied
 
@@ -63,9 +63,10 @@ def request_scope(principal: "Principal", emit: Emit | None = None) -> Iterator[
 
 
 def check_access(principal: "Principal", plan: "Plan") -> None:
-    """``AccessDenied`` naming the first source of ``plan`` the principal may not use."""
+    """``AccessDenied`` naming the first source of ``plan`` the principal may not use (a
+    built-in source needs no grant: it reads only the plan's earlier results)."""
     for step in plan.steps:
-        if step.source != LOCAL_SOURCE and not principal.may_use(step.source):
+        if not is_builtin(step.source) and not principal.may_use(step.source):
             raise AccessDenied(step.source, principal.user)
 
 

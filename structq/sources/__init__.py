@@ -13,8 +13,10 @@ Layer: above ``executors`` and ``safety`` (a kind names its sandbox check and ex
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from structq.errors import ConfigError
 
 from .base import Bound, SourceKind
 from .local import LocalKind
@@ -24,7 +26,10 @@ from .sql import SqlKind
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
 
-__all__ = ["KINDS", "Bound", "SourceKind", "kind_of", "objects", "step_kind"]
+__all__ = ["KINDS", "Bound", "SourceKind", "builtin_sources", "is_builtin", "kind_of", "objects", "per_kind",
+           "step_kind"]
+
+T = TypeVar("T")
 
 #: Every kind of source. A new kind is one module and one entry here.
 KINDS: tuple[SourceKind, ...] = (SqlKind(), SearchKind(), LocalKind())
@@ -54,6 +59,26 @@ def builtin_sources() -> list[str]:
     return list(_BY_SOURCE)
 
 
+def is_builtin(source: str) -> bool:
+    """Whether a step's ``source`` is built in (``local``: it reads only earlier results of
+    the same plan, so it needs no manifest, no grant and no connection)."""
+    return source in _BY_SOURCE
+
+
 def objects(manifest: "Manifest") -> Sequence[Any]:
     """The tables or indices ``manifest`` declares."""
     return kind_of(manifest).objects(manifest)
+
+
+def per_kind(table: Mapping[str, T], manifest: "Manifest", what: str) -> T:
+    """``table``'s entry for ``manifest``'s kind (keyed by ``SourceKind.name``).
+
+    For behaviour a layer above this one keeps per kind (sync's introspection readers): one
+    table per module, one entry per kind, and a kind without an entry fails here, by name,
+    rather than silently taking another kind's branch."""
+    kind = kind_of(manifest)
+    try:
+        return table[kind.name]
+    except KeyError:
+        raise ConfigError(f"source {manifest.source!r}: source kind {kind.name!r} has no {what}",
+                          hint=f"kinds with one: {', '.join(sorted(table))}") from None

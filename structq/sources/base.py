@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from structq.capabilities.objects import Table
 from structq.errors import PlanError
 
 if TYPE_CHECKING:
@@ -77,16 +78,30 @@ class SourceKind:
     payload_words: ClassVar[str]
     #: Whether a step names one of the source's objects (``index:``) besides its query.
     indexed: ClassVar[bool] = False
-    #: What the manifest's objects are called ("table", "index").
-    object_word: ClassVar[str] = "table"
+    #: What the manifest's objects are called ("table", "index"): the model's word for them.
+    object_word: ClassVar[str] = Table.word
+    #: Whether every distinct value of a member can be read in one query (a search
+    #: aggregation's buckets are capped, so a search field's values are looked up one at a time).
+    lists_values: ClassVar[bool] = True
 
     def objects(self, manifest: "Manifest") -> Sequence[Any]:
-        """The tables or indices ``manifest`` declares."""
-        return manifest.tables
+        """The tables or indices ``manifest`` declares (``Manifest.objects``)."""
+        return manifest.objects
 
     def members(self, obj: Any) -> Sequence[Any]:
-        """The columns or fields of one of ``objects``."""
-        return obj.columns
+        """The columns or fields of one of ``objects``, as declared (``Table.members``)."""
+        return obj.members
+
+    def value_step(self, manifest: "Manifest", obj: str, member: str, *, every: bool) -> dict[str, Any]:
+        """A plan step reading ``member`` of ``obj``: every distinct value (``every``), or the
+        stored values equal to the parameter ``:value``."""
+        raise NotImplementedError(f"source kind {self.name!r} cannot look up stored values")
+
+    def probe(self, executor: Any, manifest: "Manifest") -> None:
+        """Reach the source once with the service's own fixed query (reads no row and no
+        column, so it goes to the executor directly, not through the sandbox); raises when the
+        source does not answer."""
+        executor.ping()
 
     def read_payload(self, text: str) -> Any:
         """A query typed as text (``structq sandbox``) as this kind's payload; a

@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from structq.capabilities.objects import Index
 from structq.errors import PlanError
 
 from .base import SourceKind, StepLike
@@ -24,13 +25,8 @@ class SearchKind(SourceKind):
     payload = dict
     payload_words = "a JSON object (the DSL body)"
     indexed = True
-    object_word = "index"
-
-    def objects(self, manifest: "Manifest") -> Sequence[Any]:
-        return manifest.indices
-
-    def members(self, obj: Any) -> Sequence[Any]:
-        return obj.fields
+    object_word = Index.word
+    lists_values = False
 
     def read_payload(self, text: str) -> Any:
         """The JSON body; a syntax error names its line and column."""
@@ -61,3 +57,16 @@ class SearchKind(SourceKind):
         from structq.safety.dsl import check_dsl
 
         return check_dsl(query, manifest, index, params=params, vars=vars, max_rows=max_rows, slots=slots)  # type: ignore[arg-type]
+
+    def value_step(self, manifest: "Manifest", obj: str, member: str, *, every: bool) -> dict[str, Any]:
+        """A terms aggregation (``every``) or a term query on ``:value``."""
+        query: dict[str, Any] = ({"size": 0, "aggs": {"values": {"terms": {"field": member, "size": manifest.limits.max_rows}}}}
+                                 if every else {"query": {"term": {member: ":value"}}, "_source": [member], "size": 2})
+        return {"output_key": "value", "source": manifest.source, "index": obj, "query": query}
+
+    def probe(self, executor: Any, manifest: "Manifest") -> None:
+        """A document count of the first index."""
+        from structq.safety.query import SafeQuery
+
+        executor.run(SafeQuery(source=manifest.source, kind="search", limit=1, max_rows=0,
+                               index=manifest.indices[0].name, body={"size": 0}))

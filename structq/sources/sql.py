@@ -26,3 +26,13 @@ class SqlKind(SourceKind):
         from structq.safety.sql import check_sql
 
         return check_sql(query, manifest, params=params, vars=vars, max_rows=max_rows, slots=slots)
+
+    def value_step(self, manifest: "Manifest", obj: str, member: str, *, every: bool) -> dict[str, Any]:
+        """``SELECT DISTINCT`` built as a tree: names from the manifest, the value a parameter."""
+        from sqlglot import exp
+
+        column = exp.column(member)
+        select = exp.select(column).distinct().from_(exp.to_table(obj))
+        if not every:
+            select = select.where(exp.EQ(this=column.copy(), expression=exp.Placeholder(this="value"))).limit(2)
+        return {"output_key": "value", "source": manifest.source, "query": select.sql(dialect=manifest.sql_dialect)}

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
+
+from structq.sources import per_kind
+from structq.sources.search import SearchKind
+from structq.sources.sql import SqlKind
 
 from .connect import sql_connection
 from .diff import Change, SourceDiff
@@ -75,20 +79,36 @@ def _targets(manifest: "Manifest", diff: SourceDiff) -> Iterator[tuple[Target, b
 def measure_coverage(manifest: "Manifest", diff: SourceDiff) -> SourceDiff:
     """``diff`` with the measured coverage: for new columns (written with them) and as refresh
     changes for declared ones whose coverage moved."""
-    if manifest.is_search:
+    read = per_kind(_BOUNDS, manifest, "coverage reader")
+    if read is None:
         return diff
     targets = list(_targets(manifest, diff))
     if not targets:
         return diff
+    notes: list[str] = []
+    found = read(manifest, [path for path, _ in targets], notes)
+    refreshes = []
+    for path, new in targets:
+        measured = found.get(path)
+        if new or measured is None:
+            continue
+        current = manifest.object(path[0]).member(path[1]).coverage  # type: ignore[union-attr]
+        if current is None or current.model_dump() != measured:
+            refreshes.append(Change("change", manifest.member_word, path, attribute="coverage",
+                                    old=current.model_dump() if current else None, new=measured, fill=True))
+    return diff.with_coverage({p: c for p, c in found.items() if (p, True) in targets}, refreshes, notes)
+
+
+def _sql_bounds(manifest: "Manifest", paths: list[Target], notes: list[str]) -> dict[Target, dict[str, str]]:
+    """``MIN``/``MAX`` of each column, one read per table, and the format the minimum is stored in."""
     from sqlalchemy import column, func, select, table
     from sqlalchemy.exc import DBAPIError
 
     schema = (manifest.sync.schema_ if manifest.sync else None) or manifest.schema_
     found: dict[Target, dict[str, str]] = {}
-    notes: list[str] = []
     with sql_connection(manifest) as source:
-        for name, paths in by_object([path for path, _ in targets]).items():
-            bounds = [f(column(p[1])) for p in paths for f in (func.min, func.max)]
+        for name, group in by_object(paths).items():
+            bounds = [f(column(p[1])) for p in group for f in (func.min, func.max)]
             query = select(*bounds).select_from(table(name, schema=schema))
             try:
                 with source.transaction() as connection:
@@ -98,17 +118,16 @@ def measure_coverage(manifest: "Manifest", diff: SourceDiff) -> SourceDiff:
                     raise
                 notes.append(f"{name}: coverage not measured, reading it took longer than {source.timeout_s:g} s")
                 continue
-            for i, path in enumerate(paths):
+            for i, path in enumerate(group):
                 low, high = row[2 * i], row[2 * i + 1]
                 if low is not None and high is not None:
                     found[path] = {"min": _as_text(low), "max": _as_text(high), "format": stored_format(low)}
-    refreshes = []
-    for path, new in targets:
-        measured = found.get(path)
-        if new or measured is None:
-            continue
-        current = manifest.table(path[0]).column(path[1]).coverage  # type: ignore[union-attr]
-        if current is None or current.model_dump() != measured:
-            refreshes.append(Change("change", "column", path, attribute="coverage",
-                                    old=current.model_dump() if current else None, new=measured, fill=True))
-    return diff.with_coverage({p: c for p, c in found.items() if (p, True) in targets}, refreshes, notes)
+    return found
+
+
+#: How each kind of source (by its registry name) measures the range of date members; None for
+#: a kind whose members carry no ``coverage:`` (search fields).
+_BOUNDS: dict[str, Callable[["Manifest", list[Target], list[str]], dict[Target, dict[str, str]]] | None] = {
+    SqlKind.name: _sql_bounds,
+    SearchKind.name: None,
+}

@@ -46,7 +46,7 @@ def _added(diff: SourceDiff) -> Iterator[tuple[Target, Member]]:
 
 def find_denials(manifest: "Manifest", diff: SourceDiff, *, sample_size: int = SAMPLE_SIZE) -> tuple[list[Denial], list[str]]:
     """The new members to deny, and notes on what could not be read."""
-    kind = "field" if manifest.is_search else "column"
+    kind = manifest.member_word
     verdicts: dict[Target, Verdict] = {}
     undecided: list[Target] = []
     keys: set[Target] = set()

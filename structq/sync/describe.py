@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from structq.sources import kind_of
 from structq.sources import objects as source_objects
 
 from .samples import Target, samples
@@ -78,17 +79,8 @@ def _language(manifest: "Manifest") -> str:
     return "Chinese" if any("\u4e00" <= ch <= "\u9fff" for t in texts for ch in t) else "English"
 
 
-def _members(manifest: "Manifest", obj: Any) -> list[Any]:
-    return list(obj.flat_fields().values()) if manifest.is_search else list(obj.columns)
-
-
-def _member_names(manifest: "Manifest", obj: Any) -> list[str]:
-    return list(obj.flat_fields()) if manifest.is_search else [c.name for c in obj.columns]
-
-
 def _neighbours(manifest: "Manifest", name: str) -> list[str]:
-    if manifest.is_search:
-        return []
+    """The tables ``name`` references or is referenced by (none where members carry no keys)."""
     out = set()
     for table in manifest.tables:
         for column in table.columns:
@@ -101,7 +93,7 @@ def _neighbours(manifest: "Manifest", name: str) -> list[str]:
 
 
 def _needs(manifest: "Manifest", obj: Any) -> bool:
-    return (obj.draft and not obj.description) or any(m.draft and not m.description for m in _members(manifest, obj))
+    return (obj.draft and not obj.description) or any(m.draft and not m.description for m in obj.flat_members().values())
 
 
 def _shown_samples(manifest: "Manifest", objects: Sequence[Any], notes: list[str]) -> dict[Target, list[str]]:
@@ -110,7 +102,7 @@ def _shown_samples(manifest: "Manifest", objects: Sequence[Any], notes: list[str
     for obj in objects:
         if manifest.row_filters_for(obj.name):
             continue
-        for name, member in zip(_member_names(manifest, obj), _members(manifest, obj)):
+        for name, member in obj.flat_members().items():
             if not member.denied and member.type not in ("object", "nested", "binary", "json"):
                 targets.append((obj.name, *name.split(".")))
     found = samples(manifest, targets, SAMPLE_SIZE, notes)
@@ -119,10 +111,10 @@ def _shown_samples(manifest: "Manifest", objects: Sequence[Any], notes: list[str
 
 
 def _object_text(manifest: "Manifest", obj: Any, shown: dict[Target, list[str]]) -> str:
-    lines = [f"{'index' if manifest.is_search else 'table'} {obj.name}"
+    lines = [f"{obj.word} {obj.name}"
              + (f" — {obj.description}" if obj.description else "")
              + (f" (neighbours: {', '.join(n)})" if (n := _neighbours(manifest, obj.name)) else "")]
-    for name, member in zip(_member_names(manifest, obj), _members(manifest, obj)):
+    for name, member in obj.flat_members().items():
         if member.denied:
             continue  # the model never learns a denied member exists
         facts = [member.type]
@@ -148,7 +140,7 @@ class _Writer:
     def __init__(self, manifest: "Manifest", text: str, file: str) -> None:
         self.manifest = manifest
         self.doc = TextDocument(text, file)
-        self.objects_key, self.members_key = ("indices", "fields") if manifest.is_search else ("tables", "columns")
+        self.objects_key, self.members_key = manifest.object_type.plural, manifest.object_type.member_plural
         self.added: list[str] = []
 
     def _fill(self, node: Any, proposal: Any, label: str) -> None:
@@ -203,7 +195,7 @@ def describe_manifest(path: Path, manifest: "Manifest", ask: Ask, *, with_sample
     for group in _batches(objects, batch):
         shown = _shown_samples(manifest, group, outcome.notes) if with_samples else {}
         prompt = PROMPT.format(
-            kind="search" if manifest.is_search else "SQL", lang=lang or _language(manifest),
+            kind=kind_of(manifest).name, lang=lang or _language(manifest),
             samples_note=" and sample values" if with_samples else "", source=manifest.source,
             source_description=f": {manifest.description}" if manifest.description else "",
             objects="\n".join(_object_text(manifest, o, shown) for o in group))

@@ -26,6 +26,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from structq.capabilities.objects import Column, SearchField
+from structq.sources import per_kind
+from structq.sources.search import SearchKind
+from structq.sources.sql import SqlKind
+
 from .changes import Change, Denial, Proposal, SourceDiff
 from .snapshot import DbObject, Member, Snapshot
 
@@ -43,25 +48,31 @@ REFINEMENTS = frozenset({
 })
 
 
+#: Per kind of source (by its registry name): whether a dropped member that a row filter names
+#: is held. A search row filter's ``term`` fields are checked when the manifest loads, so
+#: dropping one would stop it loading; a SQL filter's ``where`` columns are checked by
+#: ``structq check`` (and sync warns), not at load.
+_HOLD_FILTERED: dict[str, bool] = {SqlKind.name: False, SearchKind.name: True}
+
+
 # --- what the manifest declares, in the snapshot's shape ------------------------------------
 
 
 def declared(manifest: "Manifest") -> tuple[DbObject, ...]:
     """The manifest's tables/indices as ``DbObject``s, so both sides compare alike."""
-    if manifest.is_search:
-        def field_member(f: Any) -> Member:
-            return Member(f.name, f.type, members=tuple(field_member(s) for s in f.fields))
+    return tuple(DbObject(o.name, tuple(_member(m) for m in o.members)) for o in manifest.objects)
 
-        return tuple(DbObject(i.name, tuple(field_member(f) for f in i.fields)) for i in manifest.indices)
-    return tuple(
-        DbObject(t.name, tuple(
-            Member(c.name, c.type,
-                   nullable=c.nullable if "nullable" in c.model_fields_set else None,
-                   primary_key=c.primary_key if "primary_key" in c.model_fields_set else None,  # type: ignore[arg-type]
-                   references=c.references)
-            for c in t.columns))
-        for t in manifest.tables
-    )
+
+def _member(declared: Column | SearchField) -> Member:
+    """A column with the keys it states (unstated ones None, so the database's fill them in),
+    or a field with its sub-fields."""
+    if isinstance(declared, SearchField):
+        return Member(declared.name, declared.type, members=tuple(_member(s) for s in declared.fields))
+    stated = declared.model_fields_set
+    return Member(declared.name, declared.type,
+                  nullable=declared.nullable if "nullable" in stated else None,
+                  primary_key=declared.primary_key if "primary_key" in stated else None,  # type: ignore[arg-type]
+                  references=declared.references)
 
 
 # --- who still needs an object ------------------------------------------------------------
@@ -127,12 +138,12 @@ def _users(manifest: "Manifest", examples: Sequence["Example"]) -> _Users:
             if step.source != manifest.source:
                 continue
             who = f"verified example {example.question!r}"
-            if manifest.is_search and step.index:
-                users.add(who, step.index, set(_dsl_strings(step.query)), policy=False)
-            elif isinstance(step.query, str):
+            if isinstance(step.query, str):
                 tables, columns = _sql_reads(step.query, manifest.sql_dialect)
                 for table in tables:
                     users.add(who, table, columns, policy=False)
+            elif step.index:
+                users.add(who, step.index, set(_dsl_strings(step.query)), policy=False)
     return users
 
 
@@ -151,8 +162,9 @@ class _Differ:
     """Walks declared and real objects side by side and records each difference once."""
 
     def __init__(self, manifest: "Manifest", snapshot: Snapshot, users: _Users) -> None:
-        self.search = manifest.is_search
-        self.object_kind, self.member_kind = ("index", "field") if self.search else ("table", "column")
+        self.keyed = manifest.object_type.keyed
+        self.hold_filtered = per_kind(_HOLD_FILTERED, manifest, "rule for members a row filter names")
+        self.object_kind, self.member_kind = manifest.object_word, manifest.member_word
         self.snapshot = snapshot
         self.users = users
         self.changes: list[Change] = []
@@ -197,7 +209,7 @@ class _Differ:
             if r.type != m.type and (self.snapshot.exact_types or not _compatible(r.type, m.type)):
                 self.changes.append(Change("change", self.member_kind, here, attribute="type", old=m.type, new=r.type,
                                            member=r))
-            if not self.search:
+            if self.keyed:
                 self._keys(here, m, r)
             if m.members or r.members:
                 self._members(here, m.members, r.members)
@@ -228,8 +240,8 @@ class _Differ:
         obj, member = path[0], ".".join(path[1:])
         key = (obj.lower(), member.lower())
         who = self.users.members.get(key, [])
-        # A search row filter on an undeclared field fails to load: hold it like a table.
-        held = self.search and key in self.users.policy_members
+        # A row filter on an undeclared field fails to load: hold it like a table.
+        held = self.hold_filtered and key in self.users.policy_members
         self.changes.append(Change("drop", self.member_kind, path, held=held))
         if who:
             kept = " (kept in the manifest until they are fixed)" if held else ""
@@ -267,7 +279,7 @@ def _join(who: Iterable[str]) -> str:
 def _dangling_references(manifest: "Manifest", changes: Sequence[Change]) -> list[Change]:
     """Hand-written ``references`` that point at a dropped table or column must go (the manifest
     would not load), and each removal is a change of its own that people see."""
-    if manifest.is_search:
+    if not manifest.object_type.keyed:
         return []
     gone_tables = {c.path[0].lower() for c in changes if c.action == "drop" and len(c.path) == 1 and not c.held}
     gone_columns = {(c.path[0].lower(), c.path[1].lower()) for c in changes if c.action == "drop" and len(c.path) == 2}
@@ -289,7 +301,7 @@ def _dangling_references(manifest: "Manifest", changes: Sequence[Change]) -> lis
 
 def _resolvable_references(manifest: "Manifest", snapshot: Snapshot, changes: list[Change]) -> list[Change]:
     """Leave out reference changes whose target the manifest will not declare (it would not load)."""
-    if manifest.is_search:
+    if not manifest.object_type.keyed:
         return changes
     final = {(t.name.lower(), c.name.lower()) for t in manifest.tables for c in t.columns}
     final |= {(c.obj.name.lower(), m.name.lower()) for c in changes if c.action == "add" and c.obj for m in c.obj.members}

@@ -23,6 +23,9 @@ from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, Search
 
 from structq.executors.embedded import is_embedded
 from structq.sources import objects as source_objects
+from structq.sources import per_kind
+from structq.sources.search import SearchKind
+from structq.sources.sql import SqlKind
 
 from .connect import engine_index_names, search_client, sql_connection
 from .documents import documents_objects
@@ -81,7 +84,7 @@ class Scope:
 
 def introspect(manifest: "Manifest", *, declared_only: bool = False) -> Snapshot:
     """The in-scope objects of ``manifest``'s source. Raises ``SourceUnavailable`` when unreachable."""
-    reader = _READERS[manifest.kind]
+    reader = per_kind(_READERS, manifest, "schema reader")
     return reader(manifest, Scope.of(manifest, declared_only=declared_only))
 
 
@@ -264,9 +267,8 @@ def _read_search(manifest: "Manifest", scope: Scope) -> Snapshot:
     return Snapshot(manifest.source, manifest.kind, *_declarable(objects, _INDEX_NAME, _FIELD_NAME, scope, notes))
 
 
-#: How each kind of source is read; a new engine registers here.
+#: How each kind of source (by its registry name) is read; a new kind registers here.
 _READERS: dict[str, Callable[["Manifest", Scope], Snapshot]] = {
-    "sql": _read_sql,
-    "opensearch": _read_search,
-    "elasticsearch": _read_search,
+    SqlKind.name: _read_sql,
+    SearchKind.name: _read_search,
 }

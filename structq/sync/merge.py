@@ -38,8 +38,8 @@ def _find(seq: Any, name: str) -> int | None:
 class _Merger:
     def __init__(self, text: str, manifest: "Manifest", diff: SourceDiff, file: str) -> None:
         self.doc = TextDocument(text, file)
-        self.search = manifest.is_search
-        self.objects_key, self.members_key = ("indices", "fields") if self.search else ("tables", "columns")
+        self.keyed = manifest.object_type.keyed
+        self.objects_key, self.members_key = manifest.object_type.plural, manifest.object_type.member_plural
         #: None when the file declares no objects yet (no key, ``tables:`` or ``tables: []``).
         self.objects = self.doc.root.get(self.objects_key) or None
         self.diff = diff
@@ -76,8 +76,8 @@ class _Merger:
     # --- what the manifest will hold, for references of new columns ---------------------------
 
     def _final_members(self, manifest: "Manifest", diff: SourceDiff) -> dict[str, set[str]]:
-        if self.search:
-            return {}
+        if not self.keyed:
+            return {}  # no references to resolve
         final = {t.name.lower(): {c.name.lower() for c in t.columns} for t in manifest.tables}
         for c in diff.changes:
             if c.action == "drop" and not c.held:

@@ -108,7 +108,7 @@ def propose_values(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, l
     targets = _targets(manifest, snapshot, diff, profile.notes)
     if not targets or limit < 1:
         return profile
-    kind = "field" if manifest.is_search else "column"
+    kind = manifest.member_word
     current = _suggested(manifest)
     for path, counted in distinct_counts(manifest, targets, limit, profile.notes).items():
         texts = [str(v) for v, _ in counted if v is not None]

@@ -12,6 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from structq.sources import per_kind
+from structq.sources.search import SearchKind
+from structq.sources.sql import SqlKind
+
 from .connect import engine_index_names, search_client, sql_connection
 
 if TYPE_CHECKING:
@@ -63,11 +67,11 @@ def _search_counts(manifest: "Manifest", targets: list[Target], limit: int,
     return found
 
 
-#: How each kind of source counts distinct values: (manifest, targets, limit, notes) → values.
+#: How each kind of source (by its registry name) counts distinct values:
+#: (manifest, targets, limit, notes) → values.
 _COUNTS: dict[str, Callable[["Manifest", list[Target], int, list[str]], dict[Target, list[tuple[Any, int]]]]] = {
-    "sql": _sql_counts,
-    "opensearch": _search_counts,
-    "elasticsearch": _search_counts,
+    SqlKind.name: _sql_counts,
+    SearchKind.name: _search_counts,
 }
 
 
@@ -76,7 +80,7 @@ def distinct_counts(manifest: "Manifest", targets: list[Target], limit: int,
     """Up to ``limit + 1`` (value, occurrences) pairs per target (more than ``limit`` means "many")."""
     if not targets:
         return {}
-    return _COUNTS[manifest.kind](manifest, targets, limit, notes)
+    return per_kind(_COUNTS, manifest, "distinct-value counter")(manifest, targets, limit, notes)
 
 
 def _pluck(document: Any, path: tuple[str, ...]) -> list[Any]:
@@ -145,6 +149,11 @@ def samples(manifest: "Manifest", targets: list[Target], limit: int, notes: list
     """Up to ``limit`` distinct stored values per target; never written anywhere by sync."""
     if not targets:
         return {}
-    if manifest.is_search:
-        return _search_samples(manifest, targets, limit, notes)
-    return _sql_samples(manifest, targets, limit, notes)
+    return per_kind(_SAMPLES, manifest, "sample reader")(manifest, targets, limit, notes)
+
+
+#: How each kind of source (by its registry name) samples stored values.
+_SAMPLES: dict[str, Callable[["Manifest", list[Target], int, list[str]], dict[Target, list[Any]]]] = {
+    SqlKind.name: _sql_samples,
+    SearchKind.name: _search_samples,
+}

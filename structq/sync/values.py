@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,9 @@ from structq.linking.values import (
     values_fingerprint,
     values_path,
 )
+from structq.sources import per_kind
+from structq.sources.search import SearchKind
+from structq.sources.sql import SqlKind
 
 from .connect import engine_index_names, search_client, sql_connection
 
@@ -95,6 +99,13 @@ def _search_values(manifest: "Manifest", targets: list[tuple[str, str]], limit: 
     return found
 
 
+#: How each kind of source (by its registry name) reads the distinct values of its targets.
+_READERS: dict[str, Callable[["Manifest", list[tuple[str, str]], int, list[str]], dict[tuple[str, str], list[Any]]]] = {
+    SqlKind.name: _sql_values,
+    SearchKind.name: _search_values,
+}
+
+
 def _write(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -115,7 +126,7 @@ def build_values(manifest: "Manifest", *, max_distinct: int = DEFAULT_MAX_DISTIN
                           hint="load the manifests from a folder (structq sync --values -m DIR)")
     build = ValuesBuild(manifest.source, path)
     targets = eligible_columns(manifest)
-    reader = _search_values if manifest.is_search else _sql_values
+    reader = per_kind(_READERS, manifest, "value reader")
     found = reader(manifest, targets, max_distinct, build.notes) if targets else {}
     columns = []
     for (name, member), values in found.items():
