@@ -270,3 +270,24 @@ def test_per_kind_finds_each_declared_kind(demo_capabilities: CapabilitySet) -> 
     table = {kind.name: kind for kind in KINDS}
     for m in demo_capabilities:
         assert per_kind(table, m, "anything") is kind_of(m)
+
+
+@pytest.mark.parametrize("every", [True, False])
+def test_a_kinds_value_step_is_a_step_its_own_sandbox_accepts(demo_capabilities: CapabilitySet, every: bool) -> None:
+    """The entity-slot lookup of templated plans asks the kind for its query: for every demo
+    source and readable text member, it is a valid plan step that the kind's sandbox accepts
+    with the looked-up text bound as the ``:value`` parameter."""
+    from structq.linking.values import eligible_columns
+
+    checked = set()
+    for manifest in demo_capabilities:
+        kind = kind_of(manifest)
+        for obj, member in eligible_columns(manifest)[:3]:
+            plan = Plan.parse({"steps": [kind.value_step(manifest, obj, member, every=every)]})
+            plan.validate_against(demo_capabilities)
+            step = plan.steps[0]
+            safe = kind.check(step.query, manifest, index=step.index, params={}, vars={"tenant_id": 1},
+                              max_rows=None, slots=None if every else {"value": "x"})
+            assert member in (safe.columns if kind.indexed else {c.split(".", 1)[-1] for c in safe.columns})
+            checked.add(kind.name)
+    assert checked == {kind_of(m).name for m in demo_capabilities}
