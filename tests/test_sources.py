@@ -227,14 +227,34 @@ def test_every_per_kind_table_has_exactly_the_declared_kinds(module: str, table:
     assert set(entries) == {kind.name for kind in KINDS if kind.manifest_kinds}
 
 
+class _HttpExecutor:
+    """Answers a path with itself: the one executor the test-only declared kind needs."""
+
+    kind = "http"
+
+    def run(self, query: SafeQuery) -> ResultSet:
+        return ResultSet(columns=("path",), rows=[(query.text,)])
+
+    def close(self) -> None:
+        pass
+
+
 class _HttpKind(SourceKind):
     """A declared kind that exists only here (an HTTP API whose endpoints are declared like
-    tables), registered with nothing else, to show what is missing fails by name."""
+    tables): its module and its registry entry, and nothing else."""
 
     name = "http"
     manifest_kinds = ("http",)
     payload = str
     payload_words = "a path"
+
+    def check(self, query: Any, manifest: Manifest, *, index: str | None, params: Mapping[str, Any],
+              vars: Mapping[str, Any], max_rows: int | None,
+              slots: Mapping[str, Any] | None = None) -> SafeQuery:
+        return SafeQuery(source=manifest.source, kind="sql", limit=2, max_rows=1, text=query)
+
+    def executor(self, manifest: Manifest) -> Any:
+        return _HttpExecutor()
 
 
 @pytest.fixture
@@ -243,6 +263,21 @@ def http_manifest(monkeypatch: pytest.MonkeyPatch) -> Manifest:
     monkeypatch.setitem(model._SHAPES, "http", model._Shape(Table, sql=False))
     return Manifest.model_construct(source="api", kind="http", url="http://127.0.0.1:9/", tables=[], indices=[],
                                     sync=None, schema_=None)
+
+
+def test_a_declared_kind_added_to_the_registry_runs_end_to_end(
+        demo_capabilities: CapabilitySet, http_manifest: Manifest) -> None:
+    """Plan validation, the intermediate cap, the sandbox step and the pooled executor of a
+    declared source all come from its kind's registry entry."""
+    capabilities = CapabilitySet.unchecked([*demo_capabilities, http_manifest])
+    plan = plan_of([{"output_key": "got", "source": "api", "query": "/status"}])
+    plan.validate_against(capabilities)
+    with pytest.raises(PlanError, match="a path as its query"):
+        plan_of([{"output_key": "got", "source": "api", "query": {"a": 1}}]).validate_against(capabilities)
+    with Engine(capabilities) as engine:
+        assert engine.intermediate_cap(plan.steps[0]) == http_manifest.limits.max_intermediate_rows
+        result = engine.run(plan)
+    assert result.final.rows == [("/status",)]
 
 
 def _sync_reads() -> list[tuple[Callable[[Manifest], Any], str]]:

@@ -57,9 +57,9 @@ class ExecutorPool:
         with self._lock:
             executor = self._executors.get(manifest.source)
             if executor is None:
-                from structq.executors.base import create_executor
+                from structq.sources import kind_of
 
-                executor = create_executor(manifest)
+                executor = kind_of(manifest).executor(manifest)
                 self._executors[manifest.source] = executor
             return executor
 
