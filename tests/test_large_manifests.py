@@ -25,6 +25,12 @@ from structq.cli import app  # noqa: E402
 from structq.errors import ManifestError  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Manifest cache entries of these tests go to their temporary folder."""
+    monkeypatch.setenv("STRUCTQ_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def test_a_thousand_tables_load_with_every_reference(tmp_path: Path) -> None:
     (tmp_path / "big.yaml").write_text(manifest_text(1000), encoding="utf-8")
     capabilities = CapabilitySet.from_path(tmp_path, env={})
@@ -92,9 +98,8 @@ def test_sync_check_loads_each_manifest_once(tmp_path: Path, monkeypatch: pytest
 
 
 @pytest.fixture
-def count_reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> collections.Counter[str]:
-    """How often texts are composed and positions recorded (the manifest cache in ``tmp_path``)."""
-    monkeypatch.setenv("STRUCTQ_CACHE_DIR", str(tmp_path / "cache"))
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
+    """How often texts are composed and positions recorded."""
     counts: collections.Counter[str] = collections.Counter()
     for name in ("compose", "record_positions"):
         real = getattr(yamlnodes, name)

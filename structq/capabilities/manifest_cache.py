@@ -6,7 +6,8 @@ libyaml composing and tag resolution, against ~0.02 s to read back the same data
 
 What is kept is exactly what the PyYAML composer built from that text, before ``${VAR}``
 expansion (with the paths to expand, so a changed environment still applies), keyed by the
-SHA-256 of the text, this format and PyYAML's version: a changed byte is a miss. Positions
+SHA-256 of the text, this format, the keys that expand and PyYAML's version: a changed byte
+is a miss. Positions
 are not kept; an error composes them from the text (``loader._DeferredPositions``).
 
 Only texts of at least ``MIN_CHARS`` characters are kept (below that, composing costs
@@ -27,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from .yamlnodes import EXPANDED_KEYS
+
 __all__ = ["get", "put", "MIN_CHARS", "KEEP"]
 
 MIN_CHARS = 64 * 1024
@@ -46,7 +49,8 @@ def _entry(text: str) -> Path | None:
     folder = _folder() if len(text) >= MIN_CHARS else None
     if folder is None:
         return None
-    digest = hashlib.sha256(f"{_FORMAT}\0{yaml.__version__}\0{text}".encode("utf-8", "surrogatepass"))
+    expanded = ",".join(sorted(EXPANDED_KEYS))
+    digest = hashlib.sha256(f"{_FORMAT}\0{yaml.__version__}\0{expanded}\0{text}".encode("utf-8", "surrogatepass"))
     return folder / f"{digest.hexdigest()}.marshal"
 
 
