@@ -7,7 +7,6 @@ included, for any YAML data; a damaged, unreadable or switched-off cache is a mi
 from __future__ import annotations
 
 import datetime
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+
+from yaml_support import DATA, same
 
 from structq.capabilities import loader, manifest_cache
 
@@ -29,34 +29,17 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache" / "manifests"
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal with the same types all the way down (``True == 1`` and ``1 == 1.0`` are not)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return len(a) == len(b) and all(_same(k, k2) and _same(a[k], b[k2]) for k, k2 in zip(a, b))
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return a == b
-
-
-_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.dates()
-_DATA = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
-                     | st.dictionaries(st.none() | st.booleans() | st.integers() | st.text(max_size=5), inner, max_size=3),
-                     max_leaves=15)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(_DATA)
+@given(DATA)
 def test_what_is_read_back_is_what_was_composed(data: Any) -> None:
     text = PAD + yaml.safe_dump({"data": data, "url": "${HOST:-h}"})
     composed, _ = loader._read(text, "f.yaml", {"HOST": "x"})
     kept = manifest_cache.get(text)
     if kept is not None:  # nothing marshal cannot hold (dates) is kept
         read_back, _ = loader._read(text, "f.yaml", {"HOST": "x"})
-        assert _same(read_back, composed)
+        assert same(read_back, composed)
         assert read_back["url"] == "x" and kept[0]["url"] == "${HOST:-h}"
     else:
         assert "datetime.date" in repr(composed)

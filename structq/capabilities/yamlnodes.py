@@ -40,10 +40,12 @@ class _Composer(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[
     """libyaml's composer when PyYAML was built with it (ten times faster on large manifests);
     both keep the line and column of every node.
 
-    Tag resolution is the one part of composing that stays in Python, once per node: a
-    manifest repeats the same few plain words (``text``, ``true``, column names), and a plain
-    scalar's tag depends on its text alone, so it is memoised by text. The safe loader
-    registers no path resolvers, so the per-node descend/ascend bookkeeping is skipped.
+    Tag resolution is the one part of composing that stays in Python, once per node, so it
+    is cut to what the safe loader's rules can give: a collection or a quoted scalar has the
+    default tag; a plain scalar whose first character starts no implicit rule (most
+    descriptions and names) is a string; the rest depend on their text alone and repeat (``text``,
+    ``true``), so they are memoised by text. The safe loader registers no path resolvers, so
+    the per-node descend/ascend bookkeeping is skipped too.
     """
 
     def __init__(self, stream: str) -> None:
@@ -51,12 +53,16 @@ class _Composer(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[
         self._plain_tags: dict[str, str] = {}
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is yaml.ScalarNode and implicit[0]:
+        if kind is yaml.ScalarNode:
+            if not implicit[0]:
+                return self.DEFAULT_SCALAR_TAG
+            if value[:1] not in self.yaml_implicit_resolvers:
+                return self.DEFAULT_SCALAR_TAG
             tag = self._plain_tags.get(value)
             if tag is None:
                 tag = self._plain_tags[value] = super().resolve(kind, value, implicit)
             return tag
-        return super().resolve(kind, value, implicit)
+        return self.DEFAULT_MAPPING_TAG if kind is yaml.MappingNode else self.DEFAULT_SEQUENCE_TAG
 
     def descend_resolver(self, current_node: Any, current_index: Any) -> None:
         return None
@@ -65,7 +71,8 @@ class _Composer(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[
         return None
 
 
-assert not _Composer.yaml_path_resolvers, "path resolvers need descend/ascend_resolver"
+assert not _Composer.yaml_path_resolvers, "path resolvers need descend/ascend_resolver and resolve"
+assert None not in _Composer.yaml_implicit_resolvers, "a rule for any first character needs resolve"
 
 
 @dataclass
