@@ -1,35 +1,41 @@
 """How long loading a large manifest takes, and whether it stays linear.
 
-Generates manifests of 250, 500 and 1,000 tables (20 columns each, descriptions, a primary key
-and one reference per table: about 23,000 YAML lines at 1,000) and prints, per size, the median
-of interleaved rounds of ``CapabilitySet.from_path`` (parse, validate, cross-check) with the
-loader as it is, with libyaml's composer without the memoised tag resolution
-(``loader._Composer``; the previous composer), and with the cyclic garbage collector left
-running during the load (the behaviour before that), plus milliseconds per table (flat = linear). Target: 1,000 tables in
-≤ 0.5 s. Figures only; nothing is asserted.
+Generates manifests of 250, 500, 1,000 and 2,000 tables (20 columns each, descriptions, a
+primary key and one reference per table: about 23,000 YAML lines at 1,000) and prints, per
+size, the median of interleaved rounds of ``CapabilitySet.from_path`` (parse, validate,
+cross-check) in four ways:
 
-Run: ``python bench/manifests.py [--rounds 3]``
+- ``cached``: as a command finds it when an earlier command loaded the same text (the data
+  read back from ``manifest_cache``, positions deferred);
+- ``composed``: the first load of that text (composed, positions deferred);
+- ``positions up front``: the previous path, positions recorded while loading;
+- ``+ GC running``: that, with the cyclic garbage collector running during the load (the
+  path before that: the issue's 2.1-2.3 s);
+
+plus milliseconds per table of the first two (flat = linear). Target: 1,000 tables in
+≤ 0.5 s, linear. Figures only; nothing is asserted.
+
+Run: ``python bench/manifests.py [--rounds 3] [--sizes 250,500,1000,2000]``
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from structq.capabilities import CapabilitySet, loader  # noqa: E402
 
-SIZES = (250, 500, 1000)
+SIZES = (250, 500, 1000, 2000)
 COLUMNS = 20
 
 
@@ -50,34 +56,54 @@ def timed(load: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+@contextlib.contextmanager
+def way(name: str, cache_dir: Path) -> Iterator[None]:
+    """Load as ``name`` says: from the cache, composed, or along the previous paths."""
+    saved = dict(os.environ), loader._read, loader._without_cyclic_gc
+    os.environ["STRUCTQ_CACHE_DIR"] = str(cache_dir)
+    os.environ["STRUCTQ_CACHE"] = "1" if name == "cached" else "0"
+    if name in ("positions up front", "+ GC running"):
+        loader._read = loader._parse_yaml  # composed once, positions recorded with the data
+    if name == "+ GC running":
+        loader._without_cyclic_gc = contextlib.nullcontext
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved[0])
+        loader._read, loader._without_cyclic_gc = saved[1], saved[2]
+
+
+WAYS = ("cached", "composed", "positions up front", "+ GC running")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    rounds = parser.parse_args().rounds
-    paused_gc = loader._without_cyclic_gc
-    print(f"CapabilitySet.from_path, median of {rounds} interleaved rounds")
-    composer = loader._Composer
-    print(f"{'tables':>7} {'YAML lines':>10} {'now':>8} {'ms/table':>9} {'plain composer':>15} {'GC running':>11} {'ratio':>6}")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.sizes.split(",")]
+    print(f"CapabilitySet.from_path, median of {args.rounds} interleaved rounds (wall seconds)")
+    print(f"{'tables':>7} {'YAML lines':>10} " + " ".join(f"{w:>18}" for w in WAYS)
+          + f" {'ms/table cached':>16} {'ms/table composed':>18}")
     with tempfile.TemporaryDirectory() as folder:
-        for size in SIZES:
+        cache = Path(folder) / "cache"
+        for size in sizes:
             path = Path(folder) / f"big{size}"
             path.mkdir()
             text = manifest_text(size)
             (path / "big.yaml").write_text(text, encoding="utf-8")
-            now, plain, old = [], [], []
-            for _ in range(rounds):
-                loader._without_cyclic_gc = paused_gc
-                now.append(timed(lambda: CapabilitySet.from_path(path, env={})))
-                loader._Composer = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-                plain.append(timed(lambda: CapabilitySet.from_path(path, env={})))
-                loader._Composer = composer
-                loader._without_cyclic_gc = contextlib.nullcontext
-                old.append(timed(lambda: CapabilitySet.from_path(path, env={})))
-            loader._without_cyclic_gc = paused_gc
-            new_s, plain_s, old_s = statistics.median(now), statistics.median(plain), statistics.median(old)
-            print(f"{size:>7} {text.count(chr(10)):>10} {new_s:>7.2f}s {new_s / size * 1000:>8.2f} "
-                  f"{plain_s:>14.2f}s {old_s:>10.2f}s {old_s / new_s:>5.1f}x")
-    print("target: 1,000 tables ≤ 0.5 s")
+            with way("cached", cache):
+                CapabilitySet.from_path(path, env={})  # the earlier command that filled the cache
+            times: dict[str, list[float]] = {w: [] for w in WAYS}
+            for _ in range(args.rounds):
+                for name in WAYS:
+                    with way(name, cache):
+                        times[name].append(timed(lambda: CapabilitySet.from_path(path, env={})))
+            median = {w: statistics.median(t) for w, t in times.items()}
+            print(f"{size:>7} {text.count(chr(10)):>10} " + " ".join(f"{median[w]:>17.2f}s" for w in WAYS)
+                  + f" {median['cached'] / size * 1000:>16.2f} {median['composed'] / size * 1000:>18.2f}")
+    print("target: 1,000 tables ≤ 0.5 s, linear")
 
 
 if __name__ == "__main__":

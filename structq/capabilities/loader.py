@@ -1,9 +1,15 @@
 """Load capability manifests from YAML, keeping every value's line and column.
 
 Why not ``yaml.safe_load``: an error in a manifest must point at the file, line and column
-and suggest the closest valid key. So the YAML is composed into nodes, turned into plain data
-while recording each path's position, validated by the pydantic model, and any validation
-error is mapped back through those positions.
+and suggest the closest valid key. So the YAML is composed into nodes (``yamlnodes``), turned
+into plain data, validated by the pydantic model, and any validation error is mapped back to
+the file through the positions of the nodes.
+
+Positions are only needed when something is wrong, so loading builds the data alone and the
+positions are recorded from the text the first time an error asks for one
+(``_DeferredPositions``): the same line, column and suggestion as recording them up front, at
+a fifth of the cost. The data of a large unchanged text comes from ``manifest_cache``; a
+load reads each text once (one compose, or none on a cache hit).
 """
 
 from __future__ import annotations
@@ -16,17 +22,17 @@ import re
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from structq.errors import ManifestError
 
+from . import manifest_cache, yamlnodes
 from .forms import type_error_message
 from .model import Manifest
+from .yamlnodes import Positions
 
 __all__ = ["load_manifest", "load_manifest_text", "manifest_files", "Positions", "default_environ", "read_yaml"]
 
@@ -35,71 +41,8 @@ Path_ = tuple[str | int, ...]
 #: Files in a manifest folder that are not manifests (question sets for ``structq eval``).
 NON_MANIFEST_NAMES = re.compile(r"^(eval|.*\.eval)\.ya?ml$")
 
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-class _Composer(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml's composer when PyYAML was built with it (ten times faster on large manifests);
-    both keep the line and column of every node.
-
-    Tag resolution is the one part of composing that stays in Python, once per scalar: a
-    manifest repeats the same few plain words (``text``, ``true``, column names), so the
-    resolved tag is memoised per (kind, value, implicit). The safe loader registers no path
-    resolvers, so the per-node descend/ascend bookkeeping is skipped.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._tags: dict[tuple[Any, Any, Any], str] = {}
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        key = (kind, value, implicit)
-        tag = self._tags.get(key)
-        if tag is None:
-            tag = self._tags[key] = super().resolve(kind, value, implicit)
-        return tag
-
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        return None
-
-    def ascend_resolver(self) -> None:
-        return None
-
-
-assert not _Composer.yaml_path_resolvers, "path resolvers need descend/ascend_resolver"
-
-#: The only keys whose values expand ``${VAR}``: where a deployment differs (hosts, secrets,
-#: folders). Elsewhere a ``$`` is text (a regex in a row filter, a price in a description).
-EXPANDED_KEYS = frozenset({"url", "documents"})
-
 #: A SQLite URL with a relative path: it resolves against the manifest's folder, like ``documents``.
 _RELATIVE_SQLITE = re.compile(r"^(sqlite(?:\+\w+)?:///)(?!/|file:|:memory:)([^?]+)(\?.*)?$")
-
-_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-@dataclass
-class Positions:
-    """Where each value of a manifest stands in its file (1-based line and column)."""
-
-    file: str
-    values: dict[Path_, tuple[int, int]] = field(default_factory=dict)
-    keys: dict[Path_, tuple[int, int]] = field(default_factory=dict)
-
-    def of(self, path: Path_, *, key: bool = False) -> tuple[int | None, int | None]:
-        """Position of ``path``; the nearest enclosing position when it is not recorded."""
-        table = self.keys if key else self.values
-        for n in range(len(path), -1, -1):
-            sub = path[:n]
-            if sub in table:
-                return table[sub]
-            if sub in self.values:
-                return self.values[sub]
-        return None, None
-
-    def error(self, path: Path_, message: str, *, key: bool = False, **kw: Any) -> ManifestError:
-        line, column = self.of(path, key=key)
-        return ManifestError(message, file=self.file, line=line, column=column, **kw)
 
 
 def default_environ() -> dict[str, str]:
@@ -109,115 +52,50 @@ def default_environ() -> dict[str, str]:
     return {"STRUCTQ_DEMO_DIR": str(default_demo_dir())}
 
 
-def _interpolate(text: str, env: Mapping[str, str], fail: typing.Callable[[str], ManifestError]) -> str:
-    """Expand ``${VAR}`` and ``${VAR:-default}``; ``$$`` stands for a literal ``$``."""
-
-    def repl(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name, default = match.group(1), match.group(2)
-        value = env.get(name)
-        if value not in (None, ""):
-            return value
-        if default is not None:
-            return default
-        raise fail(name)
-
-    return _VAR.sub(repl, text)
-
-
-class _Builder:
-    """Turns composed YAML nodes into plain data, recording positions and expanding variables."""
-
-    def __init__(self, positions: Positions, env: Mapping[str, str]) -> None:
-        self.positions = positions
-        self.env = env
-        self._constructor = yaml.SafeLoader("")
-
-    def build(self, node: yaml.Node, path: Path_ = ()) -> Any:
-        """Plain data of ``node``; hot (once per node of a 1,000-table manifest: ~130k), so
-        it dispatches on the exact node class and binds what it reuses to locals."""
-        values, keys = self.positions.values, self.positions.keys
-        mark = node.start_mark
-        values[path] = (mark.line + 1, mark.column + 1)
-        kind = type(node)
-        if kind is yaml.MappingNode:
-            out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if type(key_node) is yaml.ScalarNode:
-                    key = key_node.value if key_node.tag == _STR_TAG else self._scalar(key_node)
-                else:
-                    key = self._constructor.construct_object(key_node, deep=True)
-                if isinstance(key, (dict, list)):
-                    raise self._err(key_node, "a mapping key must be a plain value")
-                if key in out:
-                    raise self._err(key_node, f"duplicate key {key!r}", hint="each key may appear once")
-                child = (*path, key if type(key) is str else str(key))
-                mark = key_node.start_mark
-                keys[child] = (mark.line + 1, mark.column + 1)
-                if type(value_node) is yaml.ScalarNode and value_node.tag == _STR_TAG and not (
-                        "$" in value_node.value and child[-1] in EXPANDED_KEYS):
-                    mark = value_node.start_mark  # the common leaf, inlined
-                    values[child] = (mark.line + 1, mark.column + 1)
-                    out[key] = value_node.value
-                else:
-                    out[key] = self.build(value_node, child)
-            return out
-        if kind is yaml.SequenceNode:
-            build = self.build
-            return [build(item, (*path, i)) for i, item in enumerate(node.value)]
-        value = self._scalar(node)
-        if isinstance(value, str) and "$" in value and path and path[-1] in EXPANDED_KEYS:
-            value = _interpolate(value, self.env, lambda name: self._missing_var(node, name))
-        return value
-
-    def _scalar(self, node: yaml.Node) -> Any:
-        """A scalar's value; plain strings (most of a manifest) skip the generic constructor."""
-        if node.tag == _STR_TAG:
-            return node.value
-        return self._constructor.construct_object(node, deep=True)
-
-    def _missing_var(self, node: yaml.Node, name: str) -> ManifestError:
-        return self._err(
-            node,
-            f"environment variable {name} is not set",
-            hint=f"set {name}, or give a default: ${{{name}:-value}}",
-        )
-
-    def _err(self, node: yaml.Node, message: str, **kw: Any) -> ManifestError:
-        return ManifestError(
-            message,
-            file=self.positions.file,
-            line=node.start_mark.line + 1,
-            column=node.start_mark.column + 1,
-            **kw,
-        )
-
-
 def _parse_yaml(text: str, file: str, env: Mapping[str, str]) -> tuple[Any, Positions]:
-    positions = Positions(file)
-    try:
-        node = yaml.compose(text, Loader=_Composer)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise ManifestError(
-            f"YAML syntax error: {problem}",
-            file=file,
-            line=mark.line + 1 if mark else None,
-            column=mark.column + 1 if mark else None,
-            hint="check indentation, colons and quoting near this spot",
-        ) from None
-    if node is None:
-        raise ManifestError("the file is empty", file=file, line=1, column=1,
-                            hint="a manifest starts with 'source:', 'kind:' and 'url:'")
-    return _Builder(positions, env).build(node), positions
+    """Data and positions both, composed once (small texts: plan files)."""
+    node = yamlnodes.compose(text, file)
+    data, expansions = yamlnodes.build(node, file, env)
+    positions = yamlnodes.record_positions(node, Positions(file))
+    yamlnodes.expand(data, expansions, env, positions)
+    return data, positions
 
 
 def read_yaml(text: str, file: str) -> tuple[Any, Positions]:
     """YAML text as plain data with each value's position (no ``${VAR}`` expansion); a syntax
     error is a ``ManifestError`` at ``file:line:column``. Plan files use it too."""
     return _parse_yaml(text, file, {})
+
+
+class _DeferredPositions(Positions):
+    """The positions of a text whose data was built without them: recorded from the text
+    (composed again, once) the first time an error asks for one."""
+
+    def __init__(self, file: str, text: str) -> None:  # no super().__init__: values/keys wait
+        self.file = file
+        self._text = text
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ("values", "keys"):
+            raise AttributeError(name)
+        with _without_cyclic_gc():
+            recorded = yamlnodes.record_positions(yamlnodes.compose(self._text, self.file), Positions(self.file))
+        self.values, self.keys = recorded.values, recorded.keys
+        return getattr(self, name)
+
+
+def _read(text: str, file: str, env: Mapping[str, str]) -> tuple[Any, Positions]:
+    """The data of a manifest's text, read once (composed, or kept from an earlier command),
+    ``${VAR}`` expanded; its positions deferred until an error needs one."""
+    positions = _DeferredPositions(file, text)
+    kept = manifest_cache.get(text)
+    if kept is None:
+        data, expansions = yamlnodes.build(yamlnodes.compose(text, file), file, env)
+        manifest_cache.put(text, data, expansions)
+    else:
+        data, expansions = kept
+    yamlnodes.expand(data, expansions, env, positions)
+    return data, positions
 
 
 # --- mapping pydantic errors back to the file ------------------------------------------
@@ -350,7 +228,7 @@ def load_manifest_text(text: str, file: str = "<manifest>", *, env: Mapping[str,
 
 def _load_manifest_text(text: str, file: str, env: Mapping[str, str] | None) -> tuple[Manifest, Positions]:
     environ = {**default_environ(), **(os.environ if env is None else env)}
-    data, positions = _parse_yaml(text, file, environ)
+    data, positions = _read(text, file, environ)
     if not isinstance(data, dict):
         raise positions.error((), "a manifest must be a mapping of keys (source:, kind:, url:, …)")
     try:
