@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from .context import Check
 from .sizes import MAX_WIDTH, format_padding
+from .walk import Instances
 
 __all__ = ["check_growth", "string_aggregate_source", "MAX_GROWTH", "MAX_CONSTANT_CHARS"]
 
@@ -210,12 +211,18 @@ def _recursive_members(check: Check) -> list[exp.Expr]:
     return members
 
 
+#: Every node ``check_growth`` may act on: a multiplying call (``_factor``), a builder
+#: (``_is_builder``), padding (``Pad``, ``Space``) or a ``printf`` / ``format`` (``format_padding``).
+_SIZED = Instances(exp.Repeat, exp.Replace, exp.RegexpReplace, exp.Pad, exp.Space, exp.Format, exp.Anonymous,
+                   *_BUILDERS)
+
+
 def check_growth(check: Check) -> None:
     """Refuse queries that can build strings far larger than their data (module docstring)."""
     assert check.tree is not None
     sizes: dict[int, int | None] = {}
     product = 1
-    for node in check.tree.walk():
+    for node in _SIZED(check.tree):
         factor = _factor(check, node)
         if factor is None and _is_builder(node) and _constant_size(check, node, sizes) is None:
             factor = _concat_factor(check, node)

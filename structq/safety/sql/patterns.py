@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from .context import Check
 from .growth import string_aggregate_source
+from .walk import Instances
 
 __all__ = ["check_patterns", "MAX_PATTERN_CHARS", "pattern_of"]
 
@@ -134,10 +135,14 @@ def _refuse(check: Check, node: exp.Expr, why: str) -> Exception:
     )
 
 
+#: Every node ``pattern_of`` or ``_postgres_substring_pattern`` may find a pattern in.
+_MATCHING = Instances(*_MATCHES, *_REGEXP_FUNCTIONS, exp.Anonymous, exp.Substring)
+
+
 def check_patterns(check: Check) -> None:
     """Refuse patterns that are not short literals, and matches over aggregated text."""
     assert check.tree is not None
-    for node in check.tree.walk():
+    for node in _MATCHING(check.tree):
         found = pattern_of(node) or _postgres_substring_pattern(check, node)
         if found is None:
             continue
