@@ -45,15 +45,10 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.optimizer.simplify import simplify_parens
 
 from .select_refs import SelectRefs, Unsupported, check_copies, copy_resolved
+from .sources import UNION_ARGS, Sources, check_select, check_shape, lower
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
-#: Select clauses the resolver understands; any other one set means the full path.
-_SELECT_ARGS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group",
-                          "having", "order", "limit", "offset"})
-_UNION_ARGS = frozenset({"with_", "this", "expression", "distinct", "order", "limit", "offset"})
-_JOIN_ARGS = frozenset({"this", "on", "side", "kind"})
-_FROM_ARGS = frozenset({"this"})
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
                    exp.Distinct)
@@ -83,99 +78,12 @@ class Resolution:
     select_positions: list[tuple[exp.Literal, exp.Select, int]] = field(default_factory=list)
 
 
-def _lower(name: str) -> str:
-    return name.lower()
-
-
-class _Sources:
-    """The sources one scope selects from: alias → (node, {lower name: spelling})."""
-
-    def __init__(self) -> None:
-        self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
-        #: The qualifier as the query spells the source's alias (quoted or not).
-        self.spelling: dict[str, exp.Identifier] = {}
-
-    @classmethod
-    def of_scope(cls, scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> _Sources:
-        self = cls()
-        for alias, (node, source) in scope.selected_sources.items():
-            while isinstance(node, exp.Query) and node.alias != alias and node.parent is not None:
-                node = node.parent  # a derived table's query: its alias sits on the Subquery
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
-            if not alias:
-                raise Unsupported("unaliased derived table")
-            if isinstance(source, Scope):
-                names = plan.outputs.get(id(source))
-                if names is None:
-                    raise Unsupported("a source whose columns are not known yet")
-                if len(set(map(_lower, names))) != len(names):
-                    # Which of two same-named columns a reference (or a star) reads is the
-                    # engine's choice, or its error: ``qualify_columns`` decides.
-                    raise Unsupported("a derived table with two columns of one name")
-                columns = {_lower(n): n for n in names}
-            elif isinstance(source, exp.Table) and id(source) in tables and not isinstance(source.this, exp.Func):
-                columns = tables[id(source)]
-            else:
-                raise Unsupported("a source that is neither a declared table nor a query")
-            self.by_alias[alias] = (source, columns)
-        return self
-
-    @classmethod
-    def of_select(cls, select: exp.Select, tables: dict[int, dict[str, str]]) -> _Sources:
-        """The sources of a select that is the whole query (``_single_scope``): its FROM and
-        JOIN tables, which must be every real table the query reads, under distinct names."""
-        self = cls()
-        from_ = select.args.get("from_")
-        if from_ is not None:
-            _check_shape(from_, _FROM_ARGS)
-        nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or ()]
-        for node in nodes:
-            if not isinstance(node, exp.Table) or id(node) not in tables or isinstance(node.this, exp.Func):
-                raise Unsupported("a source that is not a declared table")
-            alias = node.alias_or_name
-            if not alias or alias in self.by_alias:
-                raise Unsupported("two sources of one name")
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
-            self.by_alias[alias] = (node, tables[id(node)])
-        if len(self.by_alias) != len(tables):
-            raise Unsupported("a table read outside FROM and JOIN")
-        return self
-
-    def owners(self, name: str) -> list[str]:
-        lowered = _lower(name)
-        return [alias for alias, (_, columns) in self.by_alias.items() if lowered in columns]
-
-
-def _check_shape(node: exp.Expr, allowed: frozenset[str]) -> None:
-    for key, value in node.args.items():
-        if value and key not in allowed:
-            raise Unsupported(f"clause {key}")
-
-
-def _check_select(select: exp.Select) -> None:
-    _check_shape(select, _SELECT_ARGS)
-    distinct = select.args.get("distinct")
-    if distinct is not None and distinct.args.get("on"):
-        raise Unsupported("DISTINCT ON")
-    for join in select.args.get("joins") or ():
-        _check_shape(join, _JOIN_ARGS)
-    group = select.args.get("group")
-    if group is not None:
-        if set(k for k, v in group.args.items() if v) - {"expressions"}:
-            raise Unsupported("GROUP BY modifiers")
-    for with_ in (select.args.get("with_"),):
-        if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
-            raise Unsupported("recursive CTE or CTE column list")
-
-
-def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> _Sources | None:
+def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> Sources | None:
     """The enclosing scope's sources that define ``alias``, for a correlated column."""
     parent = scope.parent
     while parent is not None:
         if alias in parent.selected_sources:
-            return _Sources.of_scope(parent, plan, tables)
+            return Sources.of_scope(parent, plan.outputs, tables)
         parent = parent.parent
     return None
 
@@ -183,9 +91,9 @@ def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, 
 def _plan_columns(
     select: exp.Select,
     columns: list[exp.Column],
-    sources: _Sources,
+    sources: Sources,
     plan: Resolution,
-    outer: Callable[[str], _Sources | None],
+    outer: Callable[[str], Sources | None],
     refs: SelectRefs,
 ) -> None:
     for column in columns:
@@ -198,13 +106,13 @@ def _plan_columns(
         alias = column.table
         if alias:
             if alias in sources.by_alias:
-                found: _Sources | None = sources
+                found: Sources | None = sources
             else:
                 found = outer(alias)
             if found is None:
                 raise Unsupported("qualifier without a source")
             source, names = found.by_alias[alias]
-            if _lower(column.name) not in names:
+            if lower(column.name) not in names:
                 raise Unsupported("unknown column")
             plan.columns[id(column)] = (column, None, source)
             continue
@@ -220,7 +128,7 @@ def _plan_columns(
     refs.check_order()
 
 
-def _expanded(select: exp.Select, sources: _Sources, plan: Resolution) -> list[exp.Expr]:
+def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[exp.Expr]:
     """The projections with ``*`` and ``t.*`` replaced by the columns they stand for."""
     out: list[exp.Expr] = []
     for projection in select.expressions:
@@ -262,8 +170,8 @@ class _Query:
     source_names: frozenset[str]
 
 
-def _plan_body(select: exp.Select, columns: list[exp.Column], sources: _Sources, plan: Resolution,
-               outer: Callable[[str], _Sources | None], query: _Query) -> list[str]:
+def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
+               outer: Callable[[str], Sources | None], query: _Query) -> list[str]:
     """Plan one select's columns, stars and references to its own list; its output names."""
     refs = SelectRefs(select, query.source_names)
     start = len(plan.copies)
@@ -281,15 +189,15 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: _Sources,
 
 def _plan_select(scope: Scope, plan: Resolution, query: _Query) -> None:
     select = scope.expression
-    _check_select(select)
-    sources = _Sources.of_scope(scope, plan, query.tables)
+    check_select(select)
+    sources = Sources.of_scope(scope, plan.outputs, query.tables)
     outer = lambda alias: _outer_source(scope, alias, plan, query.tables)  # noqa: E731
     plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, outer, query)
 
 
 def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
     union = scope.expression
-    _check_shape(union, _UNION_ARGS)
+    check_shape(union, UNION_ARGS)
     left = scope.set_operation_scopes[0]
     names = plan.outputs.get(id(left))
     if names is None:
@@ -389,8 +297,8 @@ def _plan_single_select(select: exp.Select, columns: list[exp.Column], plan: Res
     ORDER BY references to select aliases that ``Scope.columns`` leaves out. Any other column
     is resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
     """
-    _check_select(select)
-    sources = _Sources.of_select(select, query.tables)
+    check_select(select)
+    sources = Sources.of_select(select, query.tables)
     named = set(select.named_selects)
     own = [c for c in columns if not isinstance(c.this, exp.Star) and not _is_order_alias(c, select, named)]
     _plan_body(select, own, sources, plan, lambda alias: None, query)
