@@ -235,6 +235,11 @@ SHAPES = [
     ("SELECT COUNT(*) AS month FROM employees e GROUP BY month", False),
     ("SELECT e.name FROM employees e GROUP BY 3", False),
     ("SELECT e.name AS x FROM employees e WHERE x = 'a'", False),
+    # A derived table with two columns of one name; a union's position naming a repeated output.
+    (("WITH c AS (SELECT * FROM employees e JOIN employee_performance p ON e.employee_id = p.employee_id) "
+      "SELECT * FROM c"), False),
+    ("SELECT e.employee_id, e.employee_id FROM employees e UNION SELECT e.name, e.name FROM employees e ORDER BY 1",
+     True),
 ]
 
 
@@ -242,3 +247,11 @@ SHAPES = [
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_references_to_the_select_list(sql: str, fast: bool, dialect: str) -> None:
     assert assert_paths_agree(sql, MANIFESTS[dialect], VARS) is fast
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_what_qualify_columns_cannot_handle_is_refused(dialect: str) -> None:
+    """A star over a derived table with two columns of one name, then a position: sqlglot's
+    ``qualify_columns`` fails an assertion there; the sandbox refuses instead of crashing."""
+    sql = "SELECT * FROM (SELECT e.name, e.name FROM employees e) AS s ORDER BY 1"
+    assert _outcome(sql, MANIFESTS[dialect], VARS) == ("refused", "unsupported")

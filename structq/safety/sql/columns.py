@@ -14,7 +14,9 @@ not exist as far as resolution knows: every column becomes ``alias.column``, ``S
 ``t.*`` expand to the allowed columns, and anything unresolved is refused. The resolver of
 ``resolve.py`` does this for the common shapes of SQL; for anything it does not model it
 leaves the tree untouched and sqlglot's ``qualify_columns`` (with a schema of the allowed
-columns) and ``validate_qualify_columns`` run instead — the only path that reports errors.
+columns) and ``validate_qualify_columns`` run instead — the only path that reports errors
+(and a shape ``qualify_columns`` itself cannot handle, where it fails an assertion, is refused
+as ``unsupported``).
 Only those two steps of ``qualify`` run (identifiers were normalised by ``resolve_tables``;
 aliasing every table and quoting every identifier buy nothing here).
 

@@ -17,9 +17,9 @@ recorded here (``SafeQuery.names``), the same on every engine:
 
 The select list is read from the tokens the parser read (``Check.tokens``: no second
 tokenization), those of the outermost SELECT (the first at nesting depth 0: a set operation's
-leftmost branch). When that cannot be done exactly — a star, whose
-columns are known only after expansion; a select list whose pieces do not match the parsed
-projections one to one — no names are recorded and the engine's names stand.
+leftmost branch). When that cannot be done exactly — a star, whose columns are known only
+after expansion; a select list whose pieces do not match the parsed projections one to one —
+no names are recorded and the engine's names stand.
 """
 
 from __future__ import annotations
