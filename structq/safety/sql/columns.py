@@ -14,7 +14,9 @@ not exist as far as resolution knows: every column becomes ``alias.column``, ``S
 ``t.*`` expand to the allowed columns, and anything unresolved is refused. The resolver of
 ``resolve.py`` does this for the common shapes of SQL; for anything it does not model it
 leaves the tree untouched and sqlglot's ``qualify_columns`` (with a schema of the allowed
-columns) and ``validate_qualify_columns`` run instead — the only path that reports errors.
+columns) and ``validate_qualify_columns`` run instead — the only path that reports errors
+(and a shape ``qualify_columns`` itself cannot handle, where it fails an assertion, is refused
+as ``unsupported``).
 Only those two steps of ``qualify`` run (identifiers were normalised by ``resolve_tables``;
 aliasing every table and quoting every identifier buy nothing here).
 
@@ -192,6 +194,15 @@ def _strip_schema_qualifiers(check: Check) -> None:
         column.set("db", None)
 
 
+def _source_names(check: Check) -> frozenset[str]:
+    """Every name a table or derived table goes by anywhere in the query, lower case: a
+    superset of what ``implicit.check_after`` reads as whole rows."""
+    names = {name.lower() for table in check.tables for name in (table.name, table.alias_or_name)}
+    names |= {subquery.alias.lower() for subquery in check.subqueries if subquery.alias}
+    names |= {cte.alias.lower() for with_ in check.with_clauses for cte in with_.expressions}
+    return frozenset(names)
+
+
 def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[exp.Column] | None]:
     """Qualify every column (fast path first); map each real-table column to its table.
 
@@ -209,6 +220,8 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
             tree,
             {id(node): allowed[table.name.lower()] for node, table in check.reads},
             check.columns if single else None,
+            source_names=_source_names(check),
+            dialect=check.names.names_dialect,
         )
     except Unsupported:
         names = check.names
@@ -217,6 +230,13 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
             validate_qualify_columns(tree)
         except OptimizeError as exc:
             raise _unknown(check, exc) from None
+        except Exception:  # noqa: BLE001 - sqlglot's own assertion (a star over same-named columns)
+            # ``qualify_columns`` fails on a shape it does not expect: fail closed.
+            raise check.fail(
+                "unsupported",
+                "the columns of this query could not be resolved",
+                "name the columns you need (t.a, t.b) and give every output column its own name",
+            ) from None
         implicit.check_after(check, tree)
         return column_tables(tree, check.reads), None
     return _resolved_tables(resolution, check.reads), check.columns + resolution.created

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import Token
 
 from structq.capabilities import Manifest, Table
 from structq.errors import SandboxViolation
@@ -47,6 +48,8 @@ class Check:
     #: The text sqlglot parsed (references swapped for placeholders); node positions
     #: (``node.meta["start"]``) index into it.
     parsed_text: str = ""
+    #: The tokens of ``parsed_text`` (``names.py`` reads the select list as written from them).
+    tokens: list[Token] = field(default_factory=list)
     #: Placeholder name → reference text (``members`` or ``members.employee_id``).
     placeholders: dict[str, str] = field(default_factory=dict)
 

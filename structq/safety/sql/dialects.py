@@ -17,9 +17,9 @@ import threading
 
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.parser import Parser
-from sqlglot.tokens import Tokenizer
+from sqlglot.tokens import Token, Tokenizer
 
-__all__ = ["dialect", "parse_text", "tokenize"]
+__all__ = ["dialect", "parse_text"]
 
 _dialects: dict[str, Dialect] = {}
 _local = threading.local()
@@ -43,12 +43,11 @@ def _readers(name: str, of: Dialect) -> tuple[Tokenizer, Parser]:
     return pair
 
 
-def parse_text(name: str, text: str) -> list:
-    """``dialect(name).parse(text)`` with this thread's tokenizer and parser for ``name``."""
+def parse_text(name: str, text: str) -> tuple[list, list[Token]]:
+    """``dialect(name).parse(text)`` with this thread's tokenizer and parser for ``name``;
+    returns the statements and the tokens they were parsed from (``names.py`` reads the select
+    list from them: the parser reads tokens and never changes one, so they are what a second
+    ``tokenize`` would return, at no second cost)."""
     tokenizer, parser = _readers(name, dialect(name))
-    return parser.parse(tokenizer.tokenize(text), text)
-
-
-def tokenize(name: str, text: str) -> list:
-    """``dialect(name).tokenize(text)`` with this thread's tokenizer for ``name``."""
-    return _readers(name, dialect(name))[0].tokenize(text)
+    tokens = tokenizer.tokenize(text)
+    return parser.parse(tokens, text), tokens

@@ -40,8 +40,9 @@ from sqlglot import exp
 
 from .context import Check
 from .sizes import MAX_WIDTH, format_padding
+from .walk import Instances
 
-__all__ = ["check_growth", "string_aggregate_source", "MAX_GROWTH", "MAX_CONSTANT_CHARS"]
+__all__ = ["check_growth", "StringAggregates", "MAX_GROWTH", "MAX_CONSTANT_CHARS"]
 
 #: The largest factor by which the calls of one query may multiply the size of data values.
 MAX_GROWTH = 10
@@ -134,18 +135,33 @@ def _scope(node: exp.Expr) -> exp.Expr | None:
     return node.find_ancestor(exp.Query)
 
 
-def string_aggregate_source(node: exp.Expr, subject: exp.Expr | None) -> exp.Expr | None:
-    """A string aggregate whose text could reach ``node`` (a match or a multiplying call)."""
-    if subject is not None:
-        inside = subject.find(*STRING_AGGREGATES)
-        if inside is not None:
-            return inside
-    root = node.root()
-    level = _scope(node)
-    for aggregate in root.find_all(*STRING_AGGREGATES):
-        if _scope(aggregate) is not level:
-            return aggregate
-    return None
+class StringAggregates:
+    """Where text built by a string aggregate could come from, for the nodes of one tree.
+
+    The aggregates of the tree, and the query level of each, are found once (on the first
+    question) rather than once per node asked about: a query with many calls would otherwise
+    walk the whole tree for each of them.
+    """
+
+    def __init__(self, tree: exp.Expr) -> None:
+        self.tree = tree
+        self._found: list[tuple[exp.Expr, exp.Expr | None]] | None = None
+
+    def source(self, node: exp.Expr, subject: exp.Expr | None) -> exp.Expr | None:
+        """A string aggregate whose text could reach ``node`` (a match or a multiplying call):
+        one inside ``subject``, else the first of another query level than ``node``'s."""
+        if subject is not None:
+            inside = subject.find(*STRING_AGGREGATES)
+            if inside is not None:
+                return inside
+        found = self._found
+        if found is None:
+            found = self._found = [(a, _scope(a)) for a in self.tree.find_all(*STRING_AGGREGATES)]
+        level = _scope(node)
+        for aggregate, scope in found:
+            if scope is not level:
+                return aggregate
+        return None
 
 
 #: Calls whose result is a string at least as long as their string input.
@@ -210,12 +226,19 @@ def _recursive_members(check: Check) -> list[exp.Expr]:
     return members
 
 
+#: Every node ``check_growth`` may act on: a multiplying call (``_factor``), a builder
+#: (``_is_builder``), padding (``Pad``, ``Space``) or a ``printf`` / ``format`` (``format_padding``).
+_SIZED = Instances(exp.Repeat, exp.Replace, exp.RegexpReplace, exp.Pad, exp.Space, exp.Format, exp.Anonymous,
+                   *_BUILDERS)
+
+
 def check_growth(check: Check) -> None:
     """Refuse queries that can build strings far larger than their data (module docstring)."""
     assert check.tree is not None
     sizes: dict[int, int | None] = {}
     product = 1
-    for node in check.tree.walk():
+    aggregates = StringAggregates(check.tree)
+    for node in _SIZED(check.tree):
         factor = _factor(check, node)
         if factor is None and _is_builder(node) and _constant_size(check, node, sizes) is None:
             factor = _concat_factor(check, node)
@@ -237,7 +260,7 @@ def check_growth(check: Check) -> None:
             continue
         if factor is None:
             continue  # padding and widths: a fixed number of characters, added to the data's
-        source = string_aggregate_source(node, node if _is_builder(node) else node.this)
+        source = aggregates.source(node, node if _is_builder(node) else node.this)
         if source is not None and factor > 1:
             raise check.fail(
                 "string_size",

@@ -27,14 +27,13 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .context import Check
+from .walk import Instances
 
 __all__ = ["check_before", "check_after"]
 
 _ROW_HINT = "name the columns you need (t.a, t.b) instead of the whole row"
-_WATCHED = (exp.Column, exp.Table, exp.Subquery, exp.TableColumn, exp.Star, exp.Join)
-#: Whether ``check_after`` looks at nodes of a class (subclasses included), decided once per
-#: class: one dictionary lookup per node skips the rest of the walk.
-_watched: dict[type, bool] = {}
+#: The nodes ``check_after`` looks at.
+_WATCHED = Instances(exp.Column, exp.Table, exp.Subquery, exp.TableColumn, exp.Star, exp.Join)
 
 
 def _whole_row(check: Check, name: str) -> Exception:
@@ -78,14 +77,7 @@ def check_after(check: Check, tree: exp.Expr) -> None:
     """After ``qualify_columns``: refuse whole rows, unexpanded stars and unexpanded joins."""
     columns: list[exp.Column] = []
     sources: list[exp.Expr] = []
-    watched = _watched
-    for node in tree.walk():
-        cls = type(node)
-        seen = watched.get(cls)
-        if seen is None:
-            seen = watched[cls] = issubclass(cls, _WATCHED)
-        if not seen:
-            continue
+    for node in _WATCHED(tree):
         if isinstance(node, exp.Column):
             columns.append(node)
         elif isinstance(node, (exp.Table, exp.Subquery)):

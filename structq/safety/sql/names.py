@@ -15,10 +15,11 @@ recorded here (``SafeQuery.names``), the same on every engine:
   ``id``, ``id_2``, as ``limit.py`` aliases repeats before wrapping a query and the local
   executor names its tables' columns: a result's columns can always be told apart.
 
-The select list is read from the tokens of the outermost SELECT (the first at nesting depth
-0: a set operation's leftmost branch). When that cannot be done exactly — a star, whose
-columns are known only after expansion; a select list whose pieces do not match the parsed
-projections one to one — no names are recorded and the engine's names stand.
+The select list is read from the tokens the parser read (``Check.tokens``: no second
+tokenization), those of the outermost SELECT (the first at nesting depth 0: a set operation's
+leftmost branch). When that cannot be done exactly — a star, whose columns are known only
+after expansion; a select list whose pieces do not match the parsed projections one to one —
+no names are recorded and the engine's names stand.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from .context import Check
-from .dialects import tokenize
 
 __all__ = ["record_output_names"]
 
@@ -94,10 +94,7 @@ def record_output_names(check: Check) -> None:
     select = _outer_select(check.tree) if check.tree is not None else None
     if select is None or any(p.find(exp.Star) is not None and not _counted_star(p) for p in select.expressions):
         return
-    try:
-        items = _select_list(tokenize(check.manifest.sql_dialect, check.parsed_text))
-    except Exception:  # noqa: BLE001 - the text parsed already; a tokenizer quirk only costs the names
-        return
+    items = _select_list(check.tokens)
     if items is None or len(items) != len(select.expressions):
         return
     text = check.parsed_text

@@ -110,7 +110,8 @@ def parse(check: Check) -> None:
     try:
         # sqlglot reports through ``logging``, never ``warnings``: nothing to silence here
         # (``warnings.catch_warnings`` would also change process-wide state per call).
-        statements = [s for s in parse_text(check.manifest.sql_dialect, text) if not _is_empty(s)]
+        parsed, check.tokens = parse_text(check.manifest.sql_dialect, text)
+        statements = [s for s in parsed if not _is_empty(s)]
     except (ParseError, TokenError) as exc:
         raise _parse_error(check, exc) from None
     if len(statements) != 1:

@@ -18,7 +18,7 @@ a 10-character pattern. So, on every dialect:
   argument is a pattern unless it is a number (a numeric literal, column or arithmetic);
 - the text a pattern is matched against may not come from a string aggregate
   (``group_concat``, ``string_agg``, ``array_agg``…), whose size grows with the row count:
-  ``growth.string_aggregate_source`` says where one could flow in.
+  ``growth.StringAggregates`` says where one could flow in.
 
 The other half of the bound, the size of the text matched, is ``growth.py``'s. Regular
 expressions are matched by the engine's own regex library (PostgreSQL's and MariaDB's honour
@@ -31,7 +31,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .context import Check
-from .growth import string_aggregate_source
+from .growth import StringAggregates
+from .walk import Instances
 
 __all__ = ["check_patterns", "MAX_PATTERN_CHARS", "pattern_of"]
 
@@ -134,10 +135,15 @@ def _refuse(check: Check, node: exp.Expr, why: str) -> Exception:
     )
 
 
+#: Every node ``pattern_of`` or ``_postgres_substring_pattern`` may find a pattern in.
+_MATCHING = Instances(*_MATCHES, *_REGEXP_FUNCTIONS, exp.Anonymous, exp.Substring)
+
+
 def check_patterns(check: Check) -> None:
     """Refuse patterns that are not short literals, and matches over aggregated text."""
     assert check.tree is not None
-    for node in check.tree.walk():
+    aggregates = StringAggregates(check.tree)
+    for node in _MATCHING(check.tree):
         found = pattern_of(node) or _postgres_substring_pattern(check, node)
         if found is None:
             continue
@@ -149,7 +155,7 @@ def check_patterns(check: Check) -> None:
         longest = max(lengths, default=0) or 0
         if longest > MAX_PATTERN_CHARS:
             raise _refuse(check, node, f"the pattern is {longest} characters long, more than {MAX_PATTERN_CHARS}")
-        source = string_aggregate_source(node, subject)
+        source = aggregates.source(node, subject)
         if source is not None:
             raise check.fail(
                 "pattern",

@@ -20,12 +20,17 @@ giving up leaves the tree exactly as parsed. What it plans, scope by scope, inne
 - ``*`` and ``t.*`` expanded to those columns, in source order;
 - output aliases (``t.x AS x``, ``COUNT(*) AS _col_1``), and ORDER BY terms that repeat a
   grouped select expression rewritten to its alias — as ``qualify_columns`` writes them,
-  so both paths produce the same SQL.
+  so both paths produce the same SQL;
+- GROUP BY, HAVING and ORDER BY terms that refer to the select list by name or position
+  (``select_refs.py``), rewritten the same way.
 
 Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
-functions, positional GROUP BY / ORDER BY in a SELECT, select aliases referred to outside
-ORDER BY, column lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows,
-three-part column names, star modifiers, recursive CTEs.
+functions, select aliases referred to in WHERE, HAVING or the select list itself, column
+lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows, three-part column names,
+star modifiers, recursive CTEs.
+
+``tests/test_sandbox_resolver.py`` checks both paths against each other over the corpora and
+generated shapes: same resolution, same outcome, same SQL.
 """
 
 from __future__ import annotations
@@ -35,23 +40,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.simplify import simplify_parens
+
+from .select_refs import SelectRefs, Unsupported, check_copies, copy_resolved
+from .sources import UNION_ARGS, Sources, check_select, check_shape, lower
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
-#: Select clauses the resolver understands; any other one set means the full path.
-_SELECT_ARGS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group",
-                          "having", "order", "limit", "offset"})
-_UNION_ARGS = frozenset({"with_", "this", "expression", "distinct", "order", "limit", "offset"})
-_JOIN_ARGS = frozenset({"this", "on", "side", "kind"})
-_FROM_ARGS = frozenset({"this"})
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
                    exp.Distinct)
-
-
-class Unsupported(Exception):
-    """The query uses something this resolver does not model; use ``qualify_columns``."""
 
 
 @dataclass
@@ -69,102 +69,21 @@ class Resolution:
     positions: list[tuple[exp.Expr, str]] = field(default_factory=list)
     #: The unqualified columns ``_apply`` wrote (references to output names).
     created: list[exp.Column] = field(default_factory=list)
+    #: GROUP BY terms that name a select expression (by alias or position), each with the
+    #: expression whose copy replaces it (``select_refs.py``).
+    #: (The flag: wrap the copy in parentheses, then drop them where they change nothing, as
+    #: ``qualify_columns`` does for a name but not for a position.)
+    copies: list[tuple[exp.Expr, exp.Expr, bool]] = field(default_factory=list)
+    #: A select's positional ORDER BY terms: the literal, the select and the output's index.
+    select_positions: list[tuple[exp.Literal, exp.Select, int]] = field(default_factory=list)
 
 
-def _lower(name: str) -> str:
-    return name.lower()
-
-
-class _Sources:
-    """The sources one scope selects from: alias → (node, {lower name: spelling})."""
-
-    def __init__(self) -> None:
-        self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
-        #: The qualifier as the query spells the source's alias (quoted or not).
-        self.spelling: dict[str, exp.Identifier] = {}
-
-    @classmethod
-    def of_scope(cls, scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> _Sources:
-        self = cls()
-        for alias, (node, source) in scope.selected_sources.items():
-            while isinstance(node, exp.Query) and node.alias != alias and node.parent is not None:
-                node = node.parent  # a derived table's query: its alias sits on the Subquery
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
-            if not alias:
-                raise Unsupported("unaliased derived table")
-            if isinstance(source, Scope):
-                names = plan.outputs.get(id(source))
-                if names is None:
-                    raise Unsupported("a source whose columns are not known yet")
-                columns = {_lower(n): n for n in names}
-            elif isinstance(source, exp.Table) and id(source) in tables and not isinstance(source.this, exp.Func):
-                columns = tables[id(source)]
-            else:
-                raise Unsupported("a source that is neither a declared table nor a query")
-            self.by_alias[alias] = (source, columns)
-        return self
-
-    @classmethod
-    def of_select(cls, select: exp.Select, tables: dict[int, dict[str, str]]) -> _Sources:
-        """The sources of a select that is the whole query (``_single_scope``): its FROM and
-        JOIN tables, which must be every real table the query reads, under distinct names."""
-        self = cls()
-        from_ = select.args.get("from_")
-        if from_ is not None:
-            _check_shape(from_, _FROM_ARGS)
-        nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or ()]
-        for node in nodes:
-            if not isinstance(node, exp.Table) or id(node) not in tables or isinstance(node.this, exp.Func):
-                raise Unsupported("a source that is not a declared table")
-            alias = node.alias_or_name
-            if not alias or alias in self.by_alias:
-                raise Unsupported("two sources of one name")
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
-            self.by_alias[alias] = (node, tables[id(node)])
-        if len(self.by_alias) != len(tables):
-            raise Unsupported("a table read outside FROM and JOIN")
-        return self
-
-    def owners(self, name: str) -> list[str]:
-        lowered = _lower(name)
-        return [alias for alias, (_, columns) in self.by_alias.items() if lowered in columns]
-
-
-def _check_shape(node: exp.Expr, allowed: frozenset[str]) -> None:
-    for key, value in node.args.items():
-        if value and key not in allowed:
-            raise Unsupported(f"clause {key}")
-
-
-def _check_select(select: exp.Select) -> None:
-    _check_shape(select, _SELECT_ARGS)
-    distinct = select.args.get("distinct")
-    if distinct is not None and distinct.args.get("on"):
-        raise Unsupported("DISTINCT ON")
-    for join in select.args.get("joins") or ():
-        _check_shape(join, _JOIN_ARGS)
-    group = select.args.get("group")
-    if group is not None:
-        if set(k for k, v in group.args.items() if v) - {"expressions"}:
-            raise Unsupported("GROUP BY modifiers")
-        if any(isinstance(e, exp.Literal) for e in group.expressions):
-            raise Unsupported("positional GROUP BY")
-    order = select.args.get("order")
-    if order is not None and any(isinstance(o.this, exp.Literal) for o in order.expressions):
-        raise Unsupported("positional ORDER BY")
-    for with_ in (select.args.get("with_"),):
-        if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
-            raise Unsupported("recursive CTE or CTE column list")
-
-
-def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> _Sources | None:
+def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> Sources | None:
     """The enclosing scope's sources that define ``alias``, for a correlated column."""
     parent = scope.parent
     while parent is not None:
         if alias in parent.selected_sources:
-            return _Sources.of_scope(parent, plan, tables)
+            return Sources.of_scope(parent, plan.outputs, tables)
         parent = parent.parent
     return None
 
@@ -172,15 +91,11 @@ def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, 
 def _plan_columns(
     select: exp.Select,
     columns: list[exp.Column],
-    sources: _Sources,
+    sources: Sources,
     plan: Resolution,
-    outer: Callable[[str], _Sources | None],
+    outer: Callable[[str], Sources | None],
+    refs: SelectRefs,
 ) -> None:
-    renamed = {
-        _lower(s.alias) for s in select.expressions
-        if isinstance(s, exp.Alias) and not (isinstance(s.this, exp.Column) and _lower(s.this.name) == _lower(s.alias))
-    }
-    named = set(select.named_selects)
     for column in columns:
         if id(column) in plan.columns:
             # A subquery's column, listed again here as possibly correlated: the inner scope
@@ -191,38 +106,29 @@ def _plan_columns(
         alias = column.table
         if alias:
             if alias in sources.by_alias:
-                found: _Sources | None = sources
+                found: Sources | None = sources
             else:
                 found = outer(alias)
             if found is None:
                 raise Unsupported("qualifier without a source")
             source, names = found.by_alias[alias]
-            if _lower(column.name) not in names:
+            if lower(column.name) not in names:
                 raise Unsupported("unknown column")
             plan.columns[id(column)] = (column, None, source)
             continue
-        if renamed and _lower(column.name) in renamed:
-            clause = column.find_ancestor(exp.Where, exp.Group, exp.Having, exp.Order, exp.Select)
-            if not isinstance(clause, exp.Select):
-                raise Unsupported("a select alias used outside the select list")
+        refs.check_having(column)
         owners = sources.owners(column.name)
+        if not owners:
+            # No source has the name: a GROUP BY term naming a select expression, or unknown.
+            plan.copies.append((column, refs.alias_reference(column).this, True))
+            continue
         if len(owners) != 1:
-            raise Unsupported("unknown or ambiguous column")
+            raise Unsupported("ambiguous column")
         plan.columns[id(column)] = (column, sources.spelling[owners[0]], sources.by_alias[owners[0]][0])
-    having = select.args.get("having")
-    if having is not None and any(not c.table for c in having.find_all(exp.Column)):
-        raise Unsupported("unqualified column in HAVING")
-    order = select.args.get("order")
-    if order is not None:
-        # scope.columns leaves out ORDER BY names that match a select alias: they stay as
-        # written when they are a whole term, and anything subtler takes the full path.
-        for ordered in order.expressions:
-            for column in ordered.find_all(exp.Column):
-                if not column.table and column.name in named and column is not ordered.this:
-                    raise Unsupported("a select alias inside an ORDER BY expression")
+    refs.check_order()
 
 
-def _expanded(select: exp.Select, sources: _Sources, plan: Resolution) -> list[exp.Expr]:
+def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[exp.Expr]:
     """The projections with ``*`` and ``t.*`` replaced by the columns they stand for."""
     out: list[exp.Expr] = []
     for projection in select.expressions:
@@ -254,33 +160,64 @@ def _output_name(projection: exp.Expr, index: int) -> str:
     return projection.output_name or f"_col_{index}"
 
 
-def _plan_select(scope: Scope, plan: Resolution, tables: dict[int, dict[str, str]]) -> None:
-    select = scope.expression
-    _check_select(select)
-    sources = _Sources.of_scope(scope, plan, tables)
-    _plan_columns(select, scope.columns, sources, plan, lambda alias: _outer_source(scope, alias, plan, tables))
+@dataclass(frozen=True)
+class _Query:
+    """What the whole query tells the planning of each select."""
+
+    #: ``id()`` of each real-table node → its allowed columns (``resolve_columns``).
+    tables: dict[int, dict[str, str]]
+    #: Lower-case names of every table and derived table in the query (``select_refs.py``).
+    source_names: frozenset[str]
+
+
+def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
+               outer: Callable[[str], Sources | None], query: _Query) -> list[str]:
+    """Plan one select's columns, stars and references to its own list; its output names."""
+    refs = SelectRefs(select, query.source_names)
+    start = len(plan.copies)
+    _plan_columns(select, columns + refs.having_columns(), sources, plan, outer, refs)
     projections = _expanded(select, sources, plan)
     if any(isinstance(p, exp.Subquery) for p in projections):
         raise Unsupported("unaliased scalar subquery in the select list")
+    plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
+    check_copies(plan.copies[start:], plan.columns)
+    names = [_output_name(p, i) for i, p in enumerate(projections)]
+    plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
     plan.projections.append((select, projections))
-    plan.outputs[id(scope)] = [_output_name(p, i) for i, p in enumerate(projections)]
+    return names
 
 
-def _plan_union(scope: Scope, plan: Resolution) -> None:
+def _plan_select(scope: Scope, plan: Resolution, query: _Query) -> None:
+    select = scope.expression
+    check_select(select)
+    sources = Sources.of_scope(scope, plan.outputs, query.tables)
+    outer = lambda alias: _outer_source(scope, alias, plan, query.tables)  # noqa: E731
+    plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, outer, query)
+
+
+def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
     union = scope.expression
-    _check_shape(union, _UNION_ARGS)
+    check_shape(union, UNION_ARGS)
     left = scope.set_operation_scopes[0]
     names = plan.outputs.get(id(left))
     if names is None:
         raise Unsupported("set operation over an unresolved branch")
     order = union.args.get("order")
     if order is not None:
+        unique = {name for name, count in Counter(names).items() if count == 1}
         for ordered in order.expressions:
             term = ordered.this
             if isinstance(term, exp.Literal) and term.is_int and 0 < int(term.this) <= len(names):
-                plan.positions.append((term, names[int(term.this) - 1]))
-            elif not (isinstance(term, exp.Column) and not term.table and term.name in names):
+                name = names[int(term.this) - 1]
+                if name not in unique:
+                    continue  # the position stays, as ``qualify_columns`` leaves it
+                plan.positions.append((term, name))
+            elif isinstance(term, exp.Column) and not term.table and term.name in names:
+                name = term.name
+            else:
                 raise Unsupported("ORDER BY of a set operation that is not an output name")
+            if name.lower() in query.source_names:
+                raise Unsupported("an ORDER BY name that is also a source's name")  # ``implicit.py``: a whole row
     if scope.columns:
         raise Unsupported("columns in a set operation")
     plan.outputs[id(scope)] = list(names)
@@ -297,34 +234,50 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
     return named
 
 
-def _apply(plan: Resolution) -> None:
-    for column, qualifier, _ in plan.columns.values():
+def _apply(plan: Resolution, dialect: Dialect | None) -> None:
+    for column, qualifier, _ in list(plan.columns.values()):
         if qualifier is not None:
             # A fresh node per column; an identifier holds only strings and flags, so this is
             # what ``qualifier.copy()`` makes, without its generic deep copy.
             column.set("table", exp.Identifier(**qualifier.args))
+    for term, expression, wrap in plan.copies:
+        copy = copy_resolved(expression, plan.columns)
+        if wrap:
+            node = term.replace(exp.paren(copy, copy=False))
+            simplified = simplify_parens(node, dialect)
+            if simplified is not node:
+                node.replace(simplified)
+        else:
+            term.replace(copy)
     for select, projections in plan.projections:
         select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
-        _alias_grouped_order(select, plan.created)
+        _alias_grouped_order(select, plan)
+    for literal, select, index in plan.select_positions:
+        reference = exp.column(select.expressions[index].args["alias"].copy())
+        literal.replace(reference)
+        plan.created.append(reference)
     for literal, name in plan.positions:
         reference = exp.column(name)
         literal.replace(reference)
         plan.created.append(reference)
 
 
-def _alias_grouped_order(select: exp.Select, created: list[exp.Column]) -> None:
-    """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias."""
+def _alias_grouped_order(select: exp.Select, plan: Resolution) -> None:
+    """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias (and
+    the columns of the term it replaces are no longer the query's)."""
     order = select.args.get("order")
     if order is None or not select.args.get("group"):
         return
     unique = {name for name, count in Counter(select.named_selects).items() if count == 1}
     selects = {s.this: s for s in select.selects if s.alias_or_name in unique}
     for ordered in order.expressions:
-        replacement = selects.get(ordered.this)
+        replacement = None if ordered.this.is_int else selects.get(ordered.this)
         if replacement is not None:
             reference = exp.column(replacement.alias_or_name)
+            for column in ordered.this.find_all(exp.Column):
+                plan.columns.pop(id(column), None)
             ordered.this.replace(reference)
-            created.append(reference)
+            plan.created.append(reference)
 
 
 def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> bool:
@@ -336,8 +289,7 @@ def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> 
     return isinstance(clause, (exp.Order, exp.Distinct)) and clause.parent is select
 
 
-def _plan_single_select(select: exp.Select, columns: list[exp.Column], plan: Resolution,
-                        tables: dict[int, dict[str, str]]) -> None:
+def _plan_single_select(select: exp.Select, columns: list[exp.Column], plan: Resolution, query: _Query) -> None:
     """``_plan_select`` for a query that is one select and nothing else, without scopes.
 
     With no subquery, CTE or set operation there is one scope: its sources are the FROM and
@@ -345,40 +297,44 @@ def _plan_single_select(select: exp.Select, columns: list[exp.Column], plan: Res
     ORDER BY references to select aliases that ``Scope.columns`` leaves out. Any other column
     is resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
     """
-    _check_select(select)
-    sources = _Sources.of_select(select, tables)
+    check_select(select)
+    sources = Sources.of_select(select, query.tables)
     named = set(select.named_selects)
     own = [c for c in columns if not isinstance(c.this, exp.Star) and not _is_order_alias(c, select, named)]
-    _plan_columns(select, own, sources, plan, lambda alias: None)
-    projections = _expanded(select, sources, plan)
-    if any(isinstance(p, exp.Subquery) for p in projections):
-        raise Unsupported("unaliased scalar subquery in the select list")
-    plan.projections.append((select, projections))
+    _plan_body(select, own, sources, plan, lambda alias: None, query)
 
 
 def resolve_columns(
-    tree: exp.Expr, tables: dict[int, dict[str, str]], columns: list[exp.Column] | None = None
+    tree: exp.Expr,
+    tables: dict[int, dict[str, str]],
+    columns: list[exp.Column] | None = None,
+    *,
+    source_names: frozenset[str] = frozenset(),
+    dialect: Dialect | None = None,
 ) -> Resolution:
     """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
 
     ``tables`` maps ``id()`` of each real-table node to its allowed columns (lower-case name
     → manifest spelling). ``columns``, when given, says that ``tree`` is a single select —
     no other query, subquery or WITH anywhere in it — and lists every column node of the
-    tree: that one scope is then planned without sqlglot's scopes.
+    tree: that one scope is then planned without sqlglot's scopes. ``source_names`` holds
+    the lower-case names (and aliases) of every table and derived table of the query;
+    ``dialect`` is the one ``qualify_columns`` would be given.
     """
     plan = Resolution()
+    query = _Query(tables, source_names)
     if columns is not None:
         assert isinstance(tree, exp.Select)
-        _plan_single_select(tree, columns, plan, tables)
-        _apply(plan)
+        _plan_single_select(tree, columns, plan, query)
+        _apply(plan, dialect)
         return plan
     for scope in traverse_scope(tree):
         expression = scope.expression
         if isinstance(expression, exp.Select):
-            _plan_select(scope, plan, tables)
+            _plan_select(scope, plan, query)
         elif isinstance(expression, exp.SetOperation):
-            _plan_union(scope, plan)
+            _plan_union(scope, plan, query)
         else:
             raise Unsupported(f"a {expression.key} scope")
-    _apply(plan)
+    _apply(plan, dialect)
     return plan

@@ -90,7 +90,8 @@ def is_cte_reference(table: exp.Table) -> bool:
     parent = table.parent
     while parent is not None:
         if isinstance(parent, exp.With) and isinstance(child, exp.CTE):
-            position = parent.expressions.index(child)
+            # By identity: ``list.index`` would compare whole CTE bodies for equality.
+            position = next(i for i, cte in enumerate(parent.expressions) if cte is child)
             visible = parent.expressions[: position + (1 if parent.args.get("recursive") else 0)]
             if _defines(visible, name):
                 return True

@@ -1,0 +1,109 @@
+"""Part of ``resolve.py``: the sources one select reads, and the clauses the resolver models.
+
+A source is a manifest table (its allowed columns) or a derived table / CTE whose output
+names the resolver already knows (inner scopes are planned first). A select with a clause the
+resolver does not model, or a source it cannot read the columns of, raises ``Unsupported``.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from .select_refs import Unsupported
+
+__all__ = ["UNION_ARGS", "Sources", "check_select", "check_shape", "lower"]
+
+#: Select clauses the resolver understands; any other one set means the full path.
+_SELECT_ARGS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group",
+                          "having", "order", "limit", "offset"})
+UNION_ARGS = frozenset({"with_", "this", "expression", "distinct", "order", "limit", "offset"})
+_JOIN_ARGS = frozenset({"this", "on", "side", "kind"})
+_FROM_ARGS = frozenset({"this"})
+
+
+def lower(name: str) -> str:
+    return name.lower()
+
+
+class Sources:
+    """The sources one scope selects from: alias → (node, {lower name: spelling})."""
+
+    def __init__(self) -> None:
+        self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
+        #: The qualifier as the query spells the source's alias (quoted or not).
+        self.spelling: dict[str, exp.Identifier] = {}
+
+    @classmethod
+    def of_scope(cls, scope: Scope, outputs: dict[int, list[str]], tables: dict[int, dict[str, str]]) -> Sources:
+        self = cls()
+        for alias, (node, source) in scope.selected_sources.items():
+            while isinstance(node, exp.Query) and node.alias != alias and node.parent is not None:
+                node = node.parent  # a derived table's query: its alias sits on the Subquery
+            written = node.args.get("alias")
+            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            if not alias:
+                raise Unsupported("unaliased derived table")
+            if isinstance(source, Scope):
+                names = outputs.get(id(source))
+                if names is None:
+                    raise Unsupported("a source whose columns are not known yet")
+                if len(set(map(lower, names))) != len(names):
+                    # Which of two same-named columns a reference (or a star) reads is the
+                    # engine's choice, or its error: ``qualify_columns`` decides.
+                    raise Unsupported("a derived table with two columns of one name")
+                columns = {lower(n): n for n in names}
+            elif isinstance(source, exp.Table) and id(source) in tables and not isinstance(source.this, exp.Func):
+                columns = tables[id(source)]
+            else:
+                raise Unsupported("a source that is neither a declared table nor a query")
+            self.by_alias[alias] = (source, columns)
+        return self
+
+    @classmethod
+    def of_select(cls, select: exp.Select, tables: dict[int, dict[str, str]]) -> Sources:
+        """The sources of a select that is the whole query (``_single_scope``): its FROM and
+        JOIN tables, which must be every real table the query reads, under distinct names."""
+        self = cls()
+        from_ = select.args.get("from_")
+        if from_ is not None:
+            check_shape(from_, _FROM_ARGS)
+        nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or ()]
+        for node in nodes:
+            if not isinstance(node, exp.Table) or id(node) not in tables or isinstance(node.this, exp.Func):
+                raise Unsupported("a source that is not a declared table")
+            alias = node.alias_or_name
+            if not alias or alias in self.by_alias:
+                raise Unsupported("two sources of one name")
+            written = node.args.get("alias")
+            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            self.by_alias[alias] = (node, tables[id(node)])
+        if len(self.by_alias) != len(tables):
+            raise Unsupported("a table read outside FROM and JOIN")
+        return self
+
+    def owners(self, name: str) -> list[str]:
+        lowered = lower(name)
+        return [alias for alias, (_, columns) in self.by_alias.items() if lowered in columns]
+
+
+def check_shape(node: exp.Expr, allowed: frozenset[str]) -> None:
+    for key, value in node.args.items():
+        if value and key not in allowed:
+            raise Unsupported(f"clause {key}")
+
+
+def check_select(select: exp.Select) -> None:
+    check_shape(select, _SELECT_ARGS)
+    distinct = select.args.get("distinct")
+    if distinct is not None and distinct.args.get("on"):
+        raise Unsupported("DISTINCT ON")
+    for join in select.args.get("joins") or ():
+        check_shape(join, _JOIN_ARGS)
+    group = select.args.get("group")
+    if group is not None:
+        if set(k for k, v in group.args.items() if v) - {"expressions"}:
+            raise Unsupported("GROUP BY modifiers")
+    for with_ in (select.args.get("with_"),):
+        if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
+            raise Unsupported("recursive CTE or CTE column list")
