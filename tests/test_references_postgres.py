@@ -22,27 +22,14 @@ from structq.capabilities.loader import load_manifest_text
 
 ROWS = 100_000
 
-MANIFEST = """
-source: items
-kind: sql
-url: {url}
-limits: {{max_rows: 200000, max_intermediate_rows: 200000, timeout_s: 60}}
-tables:
-  - name: items
-    columns:
-      - {{name: id, type: integer}}
-      - {{name: n, type: integer}}
-      - {{name: big, type: integer}}
-      - {{name: code, type: text}}
-      - {{name: day, type: date}}
-  - name: picks
-    columns:
-      - {{name: id, type: integer}}
-      - {{name: n, type: integer}}
-      - {{name: big, type: integer}}
-      - {{name: code, type: text}}
-      - {{name: day, type: date}}
-"""
+#: Both tables have the same columns: ``picks`` holds the values passed on, ``items`` the rows
+#: they select.
+COLUMNS = "".join(f"      - {{name: {name}, type: {kind}}}\n" for name, kind in
+                  [("id", "integer"), ("n", "integer"), ("big", "integer"), ("code", "text"), ("day", "date")])
+MANIFEST = ("source: items\nkind: sql\nurl: {url}\n"
+            "limits: {{max_rows: 200000, max_intermediate_rows: 200000, timeout_s: 60}}\ntables:\n"
+            + "".join(f"  - name: {table}\n    columns:\n" + COLUMNS.replace("{", "{{").replace("}", "}}")
+                      for table in ("items", "picks")))
 
 
 @pytest.fixture(scope="module")

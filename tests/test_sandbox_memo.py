@@ -9,7 +9,6 @@ bound are always the current call's.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sandbox_support import database, manifest
+from sandbox_support import database, database_file, manifest
 from sqlalchemy import bindparam, create_engine, text
 
 from structq.agent import Engine, Plan
@@ -230,11 +229,7 @@ PLAN = [
 
 @pytest.fixture(scope="module")
 def hr_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("memo") / "hr.db"
-    target = sqlite3.connect(path)
-    database().backup(target)
-    target.close()
-    return path
+    return database_file(tmp_path_factory.mktemp("memo") / "hr.db")
 
 
 def test_a_plan_run_again_checks_nothing(hr_file: Path) -> None:
