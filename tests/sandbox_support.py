@@ -108,6 +108,14 @@ def load_hr(server: Any, dialect: str) -> tuple[str, str]:
     return admin, reader
 
 
+def database_file(path: Path) -> Path:
+    """``database()`` saved as the SQLite file ``path`` (for executors, which open files)."""
+    target = sqlite3.connect(path)
+    database().backup(target)
+    target.close()
+    return path
+
+
 def database_engine() -> Engine:
     """``database()`` behind a SQLAlchemy engine. The in-memory data lives in that one
     connection, so the engine hands out only it (``StaticPool``); dispose the engine after."""

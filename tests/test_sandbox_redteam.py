@@ -19,7 +19,6 @@ or the query no longer revealing the protected data.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 import sandbox_support as support
 import sqlglot
-from sandbox_support import DIALECTS, FIXTURES, database, database_engine, in_every_dialect, manifest
+from sandbox_support import DIALECTS, FIXTURES, database_engine, database_file, in_every_dialect, manifest
 from sqlalchemy import bindparam, create_engine, text
 from sqlalchemy.engine import Engine
 from sqlglot import exp
@@ -109,11 +108,7 @@ def sqlite_engine() -> Iterator[Engine]:
 
 @pytest.fixture(scope="module")
 def sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("redteam") / "hr.db"
-    target = sqlite3.connect(path)
-    database().backup(target)
-    target.close()
-    return path
+    return database_file(tmp_path_factory.mktemp("redteam") / "hr.db")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ CLI and the HTTP API read them. (An executor's own rows are a ``ResultSet``; see
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from structq.errors import PlanError
@@ -52,14 +53,14 @@ class StepResult:
                     f"{len(self.columns)} columns ({', '.join(self.columns)})",
                     hint=f"name the column: <{self.output_key}.{self.columns[0] if self.columns else 'column'}>",
                 )
-            return [row[0] for row in self.rows]
+            return list(map(itemgetter(0), self.rows))
         i = _column_index(self.columns, column)
         if i is None:
             raise PlanError(
                 f"<{self.output_key}.{column}>: step {self.output_key!r} has no column {column!r}",
                 hint=f"its columns: {', '.join(self.columns)}",
             )
-        return [row[i] for row in self.rows]
+        return list(map(itemgetter(i), self.rows))
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of ``structq run --json`` (rows as lists in column order)."""

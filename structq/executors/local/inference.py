@@ -43,6 +43,8 @@ import json
 import math
 import re
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -282,11 +284,7 @@ def _manifest_table(table: LocalTable) -> Table:
             # A result column is whatever the source called it (`` total``, a tab inside):
             # the rules for names people write do not apply to it.
             columns.append(Column.model_construct(**fields))
-    return Table(
-        name=table.name,
-        description=f"result of step {table.name} ({len(table.rows)} rows)",
-        columns=columns,
-    )
+    return Table(name=table.name, description=f"result of step {table.name}", columns=columns)
 
 
 def local_manifest(results: Mapping[str, ResultSet], *, limits: Limits | None = None) -> Manifest:
@@ -296,7 +294,17 @@ def local_manifest(results: Mapping[str, ResultSet], *, limits: Limits | None = 
 
 
 def manifest_for(tables: list[LocalTable], limits: Limits | None) -> Manifest:
-    return Manifest(
+    """The ``local`` manifest of ``tables``: one object per set of table names, column names
+    and types (and limits), whatever the rows. The sandbox remembers checks by manifest
+    object (``safety.sql.memo``), so a plan's local step run again on new rows of the same
+    types is not checked again; nothing in the manifest depends on the rows."""
+    key = (tuple((t.name, t.columns) for t in tables), limits)
+    with _manifests_lock:
+        found = _manifests.get(key)
+        if found is not None:
+            _manifests.move_to_end(key)
+            return found
+    manifest = Manifest(
         source=LOCAL_SOURCE,
         kind="sql",
         url="sqlite://",
@@ -305,3 +313,14 @@ def manifest_for(tables: list[LocalTable], limits: Limits | None) -> Manifest:
         limits=limits or Limits(),
         tables=[_manifest_table(t) for t in tables],
     )
+    with _manifests_lock:
+        manifest = _manifests.setdefault(key, manifest)
+        while len(_manifests) > _MANIFESTS_KEPT:
+            _manifests.popitem(last=False)
+    return manifest
+
+
+#: Local manifests by their tables' shape (``manifest_for``), the least recently used dropped first.
+_MANIFESTS_KEPT = 256
+_manifests: OrderedDict[tuple[Any, ...], Manifest] = OrderedDict()
+_manifests_lock = threading.Lock()

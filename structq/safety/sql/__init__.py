@@ -39,6 +39,7 @@ from structq.capabilities import Manifest
 from structq.errors import SandboxViolation
 
 from ..query import SafeQuery
+from . import memo
 from .calls import check_functions
 from .columns import check_columns
 from .confine import confine_reads
@@ -120,24 +121,33 @@ def check_sql(
     (``:name`` in the text), bound like references, never spliced.
 
     Raises ``SandboxViolation`` when the query may not run and ``PlanError`` when a reference
-    cannot be bound.
+    cannot be bound. A query that passed is remembered (``memo.py``): the same query on the
+    same manifest, with values of the same shape, is not checked again, only bound again.
     """
     if source.kind != "sql":
         raise SandboxViolation("not_a_query", f"source {source.source!r} is a {source.kind} source, not SQL",
                                hint="send a search request body to a search source", source=source.source)
     rows = source.limits.max_rows if max_rows is None else max_rows
+    references, variables, slot_values = params or {}, vars or {}, slots or {}
+    return memo.checked(query, source, rows, references, variables, slot_values,
+                        lambda: _check(query, source, rows, references, variables, slot_values))
+
+
+def _check(query: str, source: Manifest, rows: int, references: Mapping[str, Sequence[Any]],
+           variables: Mapping[str, Any], slots: Mapping[str, Any]) -> tuple[SafeQuery, Check]:
+    """Every rule over ``query``: the checked query, and the check's state."""
     check = Check(
         text=query,
         manifest=source,
         dialect=dialect(source.sql_dialect),
-        references=params or {},
-        variables=vars or {},
+        references=references,
+        variables=variables,
         max_rows=rows,
-        slots=slots or {},
+        slots=slots,
     )
     for rule in RULES:
         rule(check)
-    return SafeQuery(
+    safe = SafeQuery(
         source=source.source,
         kind="sql",
         limit=rows + 1,
@@ -150,3 +160,4 @@ def check_sql(
         columns=tuple(sorted(check.read_columns)),
         names=check.output_names,
     )
+    return safe, check

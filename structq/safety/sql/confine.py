@@ -51,7 +51,7 @@ def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
         bound = exp.Placeholder(this=VARIABLE_PREFIX + name)
         placeholder.replace(bound)
         check.bind_nodes.append(bound)
-        check.params[VARIABLE_PREFIX + name] = check.variables[name]
+        check.bind(VARIABLE_PREFIX + name, check.variables[name], ("var", name))
     return predicate
 
 

@@ -80,6 +80,10 @@ class Check:
     #: The result columns' names as the query wrote them (``names.py``); None: the engine's.
     output_names: tuple[str, ...] | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: Where each parameter's value comes from, for ``memo.py`` to bind the same query again
+    #: with new values: ``("var", name)``, ``("slot", name)`` or a reference's form
+    #: (``references.reference_value``). A name given two origins is never remembered.
+    origins: dict[str, set[tuple[Any, ...]]] = field(default_factory=dict)
     expanding: set[str] = field(default_factory=set)
     read_columns: set[str] = field(default_factory=set)
     sql: str = ""
@@ -93,6 +97,11 @@ class Check:
         if found is None:
             found = self._names = derived(self.manifest)
         return found
+
+    def bind(self, name: str, value: Any, origin: tuple[Any, ...]) -> None:
+        """Bind parameter ``name`` to ``value``, which came from ``origin``."""
+        self.params[name] = value
+        self.origins.setdefault(name, set()).add(origin)
 
     def fail(self, code: str, message: str, hint: str) -> SandboxViolation:
         """The violation to raise; passes write ``raise check.fail(...)``."""

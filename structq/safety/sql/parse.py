@@ -235,7 +235,7 @@ SLOT_PREFIX = "slot_"
 def _bind_slot(check: Check, node: exp.Placeholder) -> None:
     """A template's slot parameter (``:grade``): bound as ``:slot_grade`` with its value."""
     name = SLOT_PREFIX + node.name
-    check.params[name] = check.slots[node.name]
+    check.bind(name, check.slots[node.name], ("slot", node.name))
     node.set("this", name)
     check.bind_nodes.append(node)  # written as ``:slot_grade`` in every dialect (``generate``)
 

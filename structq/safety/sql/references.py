@@ -26,7 +26,7 @@ spliced into the text.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlglot import exp
@@ -35,7 +35,7 @@ from structq.errors import PlanError
 
 from .context import Check
 
-__all__ = ["bind_references", "REFERENCE_PREFIX"]
+__all__ = ["bind_references", "REFERENCE_PREFIX", "ReferenceValues"]
 
 REFERENCE_PREFIX = "ref_"
 
@@ -66,13 +66,14 @@ def _name(check: Check, reference: str, value: Any) -> str:
 
 def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values: Sequence[Any]) -> None:
     dialect = check.manifest.sql_dialect
+    reference = placeholder.name
     if dialect == "postgres":
         value: Any = list(values)
-        name = _name(check, placeholder.name, value)
+        name = _name(check, reference, value)
         node.replace(exp.EQ(this=node.this, expression=exp.Any(this=exp.Paren(this=placeholder))))
     elif dialect == "sqlite":
         node.set("expressions", [])
-        node.set("query", exp.Subquery(this=_sqlite_list(check, placeholder.name, values)))
+        node.set("query", exp.Subquery(this=_sqlite_list(check, reference, values)))
         return
     elif not values:
         # ``x IN (<empty>)`` is false for every x, NULL included (as over an empty subquery),
@@ -82,12 +83,12 @@ def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values:
         return
     else:
         value = list(values)
-        name = _name(check, placeholder.name, value)
+        name = _name(check, reference, value)
         node.set("expressions", [])
         node.set("field", placeholder)
         check.expanding.add(name)
     placeholder.set("this", name)
-    check.params[name] = value
+    check.bind(name, value, ("list", reference))
 
 
 def _json_parts(values: Sequence[Any]) -> tuple[list[str], list[Any]]:
@@ -124,12 +125,12 @@ def _sqlite_list(check: Check, reference: str, values: Sequence[Any]) -> exp.Que
     selects: list[exp.Query] = []
     for i, part in enumerate(parts):
         bound = exp.Placeholder(this=_name(check, reference if i == 0 else f"{reference}.part{i + 1}", part))
-        check.params[bound.name] = part
+        check.bind(bound.name, part, ("json", reference, i))
         table = exp.Table(this=exp.Anonymous(this="json_each", expressions=[bound]))
         selects.append(exp.select(element.copy()).from_(table, copy=False))
     for i, value in enumerate(alone):
         bound = exp.Placeholder(this=_name(check, f"{reference}.wide{i + 1}", value))
-        check.params[bound.name] = value
+        check.bind(bound.name, value, ("wide", reference, i))
         single = exp.Cast(this=bound, to=element.args["to"].copy()) if isinstance(element, exp.Cast) else bound
         selects.append(exp.select(single))
     query = selects[0]
@@ -149,14 +150,20 @@ def _sqlite_element(values: Sequence[Any]) -> exp.Expr:
     column's affinity (the cast leaves such values unchanged). A list mixing numbers and text
     can only come from a column without affinity, and is compared as such (no cast).
     """
-    kinds = {type(v) for v in values if v is not None}
-    if kinds and kinds <= {int, float, bool}:
-        target = "NUMERIC"
-    elif kinds == {str}:
-        target = "TEXT"
-    else:
+    target = _sqlite_target(values)
+    if target is None:
         return exp.column("value")
     return exp.Cast(this=exp.column("value"), to=exp.DataType.build(target))
+
+
+def _sqlite_target(values: Sequence[Any]) -> str | None:
+    """The type a SQLite list element is cast to (``_sqlite_element``); None: no cast."""
+    kinds = {type(v) for v in values if v is not None}
+    if kinds and kinds <= {int, float, bool}:
+        return "NUMERIC"
+    if kinds == {str}:
+        return "TEXT"
+    return None
 
 
 def bind_references(check: Check) -> None:
@@ -179,4 +186,52 @@ def bind_references(check: Check) -> None:
             )
         name = _name(check, reference, values[0])
         placeholder.set("this", name)
-        check.params[name] = values[0]
+        check.bind(name, values[0], ("scalar", reference))
+
+
+class ReferenceValues:
+    """One call's reference values, read the way ``bind_references`` binds them — for a
+    remembered check (``memo.py``) to bind new values into the same checked text.
+
+    ``shape(reference, scalar)`` is everything about the values that the *text*
+    ``bind_references`` writes depends on: whether there are none (MySQL's ``FALSE``), and
+    for a reference also used as a scalar whether there is exactly one; on SQLite, the
+    element's cast and how many JSON parts and lone wide values the list takes. Two calls whose references have equal shapes get the same text; only the
+    values bound differ, and ``value(origin)`` gives each parameter's, as the first call's
+    ``Check.origins`` recorded where it came from. Derived forms (the JSON parts) are
+    computed once per call.
+    """
+
+    def __init__(self, dialect: str, references: Mapping[str, Sequence[Any]]) -> None:
+        self.dialect = dialect
+        self.references = references
+        self._parts: dict[str, tuple[list[str], list[Any]]] = {}
+
+    def shape(self, reference: str, scalar: bool) -> tuple[Any, ...] | None:
+        """The shape of ``reference``'s values (``scalar``: the query also uses it as a
+        scalar); None when it has none (not resolved)."""
+        values = self.references.get(reference)
+        if values is None:
+            return None
+        size = min(len(values), 2 if scalar else 1)
+        if self.dialect != "sqlite":
+            return (size,)
+        parts, alone = self._json(reference)
+        return (size, _sqlite_target(values), len(parts), len(alone))
+
+    def value(self, origin: tuple[Any, ...]) -> Any:
+        """The value a parameter of ``origin`` (``Check.origins``) binds for these values."""
+        form, reference = origin[0], origin[1]
+        values = self.references[reference]
+        if form == "list":
+            return list(values)
+        if form == "scalar":
+            return values[0]
+        parts, alone = self._json(reference)
+        return parts[origin[2]] if form == "json" else alone[origin[2]]
+
+    def _json(self, reference: str) -> tuple[list[str], list[Any]]:
+        found = self._parts.get(reference)
+        if found is None:
+            found = self._parts[reference] = _json_parts(self.references[reference])
+        return found
