@@ -36,6 +36,7 @@ import structq.safety.sql as sandbox
 from structq.capabilities import Manifest
 from structq.errors import PlanError, SandboxViolation
 from structq.safety.sql import columns as columns_pass
+from structq.safety.sql import memo
 from structq.safety.sql.resolve import Unsupported
 
 _NONCE = re.compile(r"sq[0-9a-f]{12}_")
@@ -65,6 +66,7 @@ def _outcome(sql: str, source: Manifest, vars: dict[str, Any]) -> tuple[Any, ...
     resolution)``, where ``resolution`` lists (column as written after qualification, table)."""
     seen: dict[str, Any] = {}
     real = columns_pass.resolve_columns
+    memo.clear()  # a remembered check would skip the passes this compares
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         try:
