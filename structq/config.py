@@ -5,6 +5,7 @@ Kept free of heavy imports: the CLI reads it before deciding what else to load.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,11 @@ def _platform_dir(kind: str) -> Path:
     import platformdirs
 
     return Path(getattr(platformdirs, f"user_{kind}_dir")(APP))
+
+
+def cache_enabled(env: Mapping[str, str]) -> bool:
+    """Whether ``STRUCTQ_CACHE`` leaves the caches (plans, large manifests) on."""
+    return env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false")
 
 
 def user_cache_dir() -> Path:
@@ -91,7 +97,7 @@ class Settings:
             "audit_path": Path(env["STRUCTQ_AUDIT_LOG"]) if env.get("STRUCTQ_AUDIT_LOG") else None,
             "audit_enabled": env.get("STRUCTQ_AUDIT", "1") not in ("0", "off", "false"),
             "audit_answers": env.get("STRUCTQ_AUDIT_ANSWERS", "0") in ("1", "on", "true"),
-            "cache_enabled": env.get("STRUCTQ_CACHE", "1") not in ("0", "off", "false"),
+            "cache_enabled": cache_enabled(env),
             "prompt_tokens": _whole_number("STRUCTQ_PROMPT_TOKENS", env.get("STRUCTQ_PROMPT_TOKENS", "8000")),
             "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
             "threads": _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32")),

@@ -38,11 +38,9 @@ _FORMAT = "structq-manifest-data-1"
 
 
 def _folder() -> Path | None:
-    if os.environ.get("STRUCTQ_CACHE", "1").lower() in ("0", "off", "false"):
-        return None
-    from structq.config import user_cache_dir
+    from structq.config import cache_enabled, user_cache_dir
 
-    return user_cache_dir() / "manifests"
+    return user_cache_dir() / "manifests" if cache_enabled(os.environ) else None
 
 
 def _entry(text: str) -> Path | None:
