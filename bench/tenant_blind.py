@@ -65,7 +65,7 @@ def main(n: int) -> None:
                     counts[f"refused: {exc.code}"] += 1
                     return
                 try:
-                    same = executor.run(safe[ALONE]).rows == executor.run(safe[MIXED]).rows
+                    same = executor.fetch(safe[ALONE]).rows == executor.fetch(safe[MIXED]).rows
                 except ExecutionError:
                     counts["engine error (both)"] += 1
                     return

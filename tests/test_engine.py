@@ -430,7 +430,7 @@ class _Recorded:
     pool: RecordingPool
     inner: Any
 
-    def run(self, query: Any) -> Any:
+    def fetch(self, query: Any) -> Any:
         step = _step_of(query)
         started = time.perf_counter()
         try:
@@ -442,7 +442,7 @@ class _Recorded:
             if step in self.pool.waits_for:
                 other = self.pool.waits_for[step]
                 assert self.pool.ended[other].wait(MEET_GUARD_S), f"{step!r} waited in vain for {other!r} to end"
-            return self.inner.run(query)
+            return self.inner.fetch(query)
         finally:
             with self.pool._calls_lock:
                 self.pool.calls.append(Call(step, started, time.perf_counter()))

@@ -38,47 +38,47 @@ MONTHLY = result(("month", "revenue"), [("2024-01", 100), ("2024-02", 125.0), ("
 
 class TestQueries:
     def test_intersection(self) -> None:
-        rows = LocalExecutor({"members": MEMBERS, "top": TOP}).run(local(
+        rows = LocalExecutor({"members": MEMBERS, "top": TOP}).fetch(local(
             "SELECT employee_id FROM members INTERSECT SELECT employee_id FROM top ORDER BY employee_id")).rows
         assert rows == [("E2",), ("E3",)]
 
     def test_join_across_sources(self) -> None:
-        out = LocalExecutor({"employees": EMPLOYEES, "reports": REPORTS}).run(local(
+        out = LocalExecutor({"employees": EMPLOYEES, "reports": REPORTS}).fetch(local(
             "SELECT e.name, count(r.title) AS reports FROM employees e "
             "LEFT JOIN reports r ON r.author_id = e.employee_id GROUP BY e.name ORDER BY reports DESC, e.name"))
         assert out.columns == ("name", "reports")
         assert out.rows == [("韩梅梅", 2), ("李雷", 1), ("Bob", 0), ("王芳", 0)]
 
     def test_growth_rate(self) -> None:
-        out = LocalExecutor({"monthly": MONTHLY}).run(local(
+        out = LocalExecutor({"monthly": MONTHLY}).fetch(local(
             "SELECT month, round(revenue * 1.0 / lag(revenue) OVER (ORDER BY month) - 1, 4) AS growth "
             "FROM monthly ORDER BY month"))
         assert out.rows == [("2024-01", None), ("2024-02", 0.25), ("2024-03", 0.2)]
 
     def test_booleans_and_json_come_back_as_they_went_in(self) -> None:
         executor = LocalExecutor({"employees": EMPLOYEES, "reports": REPORTS})
-        assert executor.run(local("SELECT active FROM employees ORDER BY employee_id")).rows == [
+        assert executor.fetch(local("SELECT active FROM employees ORDER BY employee_id")).rows == [
             (True,), (True,), (False,), (True,)]
-        assert executor.run(local("SELECT tags FROM reports ORDER BY title")).rows == [(["ai", "db"],), ([],), (["ai"],)]
-        tagged = executor.run(local(
+        assert executor.fetch(local("SELECT tags FROM reports ORDER BY title")).rows == [(["ai", "db"],), ([],), (["ai"],)]
+        tagged = executor.fetch(local(
             "SELECT r.title FROM reports r, json_each(r.tags) t WHERE t.value = 'ai' ORDER BY r.title"))
         assert tagged.rows == [("周报 3/4",), ("周报 3/6",)]
 
     def test_references_bind_as_json_or_expanding_lists(self) -> None:
         executor = LocalExecutor({"top": TOP})
-        as_json = executor.run(local("SELECT employee_id FROM top WHERE employee_id IN "
+        as_json = executor.fetch(local("SELECT employee_id FROM top WHERE employee_id IN "
                                      "(SELECT value FROM json_each(:ids)) ORDER BY 1",
                                      params={"ids": json.dumps(["E2", "E9"])}))
-        as_list = executor.run(local("SELECT employee_id FROM top WHERE employee_id IN :ids ORDER BY 1",
+        as_list = executor.fetch(local("SELECT employee_id FROM top WHERE employee_id IN :ids ORDER BY 1",
                                      params={"ids": ["E2", "E9"]}, expanding=frozenset({"ids"})))
         assert as_json.rows == as_list.rows == [("E2",), ("E9",)]
 
     def test_truncation(self) -> None:
-        out = LocalExecutor({"top": TOP}).run(local("SELECT employee_id FROM top ORDER BY 1", max_rows=2))
+        out = LocalExecutor({"top": TOP}).fetch(local("SELECT employee_id FROM top ORDER BY 1", max_rows=2))
         assert out.truncated and out.rows == [("E2",), ("E3",)]
 
     def test_an_empty_result_is_an_empty_table(self) -> None:
-        out = LocalExecutor({"none": result(("id",), [])}).run(local("SELECT count(*) AS n FROM none"))
+        out = LocalExecutor({"none": result(("id",), [])}).fetch(local("SELECT count(*) AS n FROM none"))
         assert out.rows == [(0,)]
 
     def test_one_instance_many_threads(self) -> None:
@@ -87,7 +87,7 @@ class TestQueries:
 
         def work() -> None:
             for _ in range(10):
-                outcomes.append(executor.run(local("SELECT count(*) AS n FROM members JOIN top USING (employee_id)")).rows)
+                outcomes.append(executor.fetch(local("SELECT count(*) AS n FROM members JOIN top USING (employee_id)")).rows)
 
         threads = [threading.Thread(target=work) for _ in range(8)]
         for thread in threads:
@@ -108,7 +108,7 @@ class TestOddColumnNames:
         executor = LocalExecutor({"odd": self.ODD})
         columns = [name for name, _ in executor.tables[0].columns]
         assert columns == ["count(*)", "销售额", "a \"quoted\" name", "id", "ID_2", "column_6", "select", " padded "]
-        out = executor.run(local('SELECT "count(*)", "销售额", "a ""quoted"" name", "ID_2", "select", " padded " FROM odd'))
+        out = executor.fetch(local('SELECT "count(*)", "销售额", "a ""quoted"" name", "ID_2", "select", " padded " FROM odd'))
         assert out.rows == [(3, 12.5, "x", 2, "s", "p")]
 
     def test_manifest_declares_them(self) -> None:
@@ -124,7 +124,7 @@ class TestOddColumnNames:
 
         results = {"odd": self.ODD}
         checked = check_sql('SELECT "销售额" * 2 AS doubled FROM odd', local_manifest(results))
-        assert LocalExecutor(results).run(checked).rows == [(25.0,)]
+        assert LocalExecutor(results).fetch(checked).rows == [(25.0,)]
 
 
 class TestTypes:
@@ -156,7 +156,7 @@ class TestTypes:
         assert describe_results({"t": result(("v",), rows)})[0].columns == (("v", "real"),)
 
     def test_mixed_text_and_huge_ints_are_kept_exactly(self) -> None:
-        out = LocalExecutor({"t": result(("v",), [(2**70,), ("x",)])}).run(local("SELECT v FROM t ORDER BY rowid"))
+        out = LocalExecutor({"t": result(("v",), [(2**70,), ("x",)])}).fetch(local("SELECT v FROM t ORDER BY rowid"))
         assert out.rows == [(str(2**70),), ("x",)]
 
     def test_a_numeric_column_with_exact_decimal_text_compares_as_numbers(self) -> None:
@@ -168,8 +168,8 @@ class TestTypes:
                                (Decimal("NaN"),)])
         assert rows == [(9.5,), (100.25,), ("0.1000000000000000055",), ("NaN",)]
         executor = LocalExecutor({"sales": result(("amount",), rows)})
-        assert executor.run(local("SELECT amount FROM sales WHERE amount > 50")).rows == [(100.25,)]
-        out = executor.run(local("SELECT max(amount) AS top, min(amount) AS low FROM sales"))
+        assert executor.fetch(local("SELECT amount FROM sales WHERE amount > 50")).rows == [(100.25,)]
+        out = executor.fetch(local("SELECT max(amount) AS top, min(amount) AS low FROM sales"))
         assert out.rows == [(100.25, 0.1)]
         assert out.notes == (
             "column 'amount' of step 'sales': 1 value(s) have more digits than a double holds and were "
@@ -178,12 +178,12 @@ class TestTypes:
         )
 
     def test_exact_numbers_need_no_note(self) -> None:
-        out = LocalExecutor({"monthly": MONTHLY, "t": result(("v",), [(1,), ("2.5",), ("Infinity",)])}).run(
+        out = LocalExecutor({"monthly": MONTHLY, "t": result(("v",), [(1,), ("2.5",), ("Infinity",)])}).fetch(
             local("SELECT v FROM t ORDER BY v"))
         assert out.rows == [(1.0,), (2.5,), ("Infinity",)] and out.notes == ()
 
     def test_numbers_kept_as_text_are_noted(self) -> None:
-        out = LocalExecutor({"t": result(("v",), [(10,), ("about 9",)]), "ids": result(("id",), [(2**64,)])}).run(
+        out = LocalExecutor({"t": result(("v",), [(10,), ("about 9",)]), "ids": result(("id",), [(2**64,)])}).fetch(
             local("SELECT v FROM t ORDER BY v"))
         assert out.rows == [("10",), ("about 9",)]
         assert [note.split(" holds")[0] for note in out.notes] == ["column 'id' of step 'ids'",
@@ -210,26 +210,26 @@ class TestOrderIndependence:
         one = LocalExecutor({"a": result(columns, rows), "b": result(columns, subset)})
         two = LocalExecutor({"b": result(columns, shuffled_subset), "a": result(columns, shuffled)})
         assert one.manifest == two.manifest
-        assert one.run(query).rows == two.run(query).rows
+        assert one.fetch(query).rows == two.fetch(query).rows
 
 
 class TestLimits:
     def test_100k_rows_join(self) -> None:
         big = result(("id", "v"), [(i, i * 2) for i in range(100_000)])
         picked = result(("id",), [(i,) for i in range(0, 100_000, 10)])
-        out = LocalExecutor({"big": big, "picked": picked}).run(local(
+        out = LocalExecutor({"big": big, "picked": picked}).fetch(local(
             "SELECT count(*) AS n, sum(big.v) AS s FROM big JOIN picked USING (id)"))
         assert out.rows == [(10_000, sum(i * 2 for i in range(0, 100_000, 10)))]
 
     def test_100k_rows_out(self) -> None:
         big = result(("id",), [(i,) for i in range(100_000)])
-        out = LocalExecutor({"big": big}).run(local("SELECT id FROM big", max_rows=100_000))
+        out = LocalExecutor({"big": big}).fetch(local("SELECT id FROM big", max_rows=100_000))
         assert out.row_count == 100_000 and not out.truncated
 
     def test_long_query_times_out(self) -> None:
         executor = LocalExecutor({"t": result(("x",), [(1,)])}, timeout_s=0.5)
         with pytest.raises(QueryTimeout):  # a billion rows: only the timeout ends it
-            executor.run(local("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+            executor.fetch(local("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
                                "WHERE x < 1000000000) SELECT max(x) FROM c"))
 
     def test_limits_set_the_timeout(self) -> None:
@@ -241,19 +241,19 @@ class TestLimits:
         executor = LocalExecutor({"t": result(("x",), [(i,) for i in range(20)])}, timeout_s=0.1)
         # Without the interrupt the first call's result is too big: an ExecutionError, not this.
         with pytest.raises(QueryTimeout):
-            executor.run(local("SELECT length(printf('%.*c', 300000000, 'x')) AS n FROM t"))
+            executor.fetch(local("SELECT length(printf('%.*c', 300000000, 'x')) AS n FROM t"))
 
     def test_values_past_the_size_limit_are_a_clear_error(self) -> None:
         executor = LocalExecutor({"t": result(("x",), [(1,)])})
         with pytest.raises(ExecutionError) as info:
-            executor.run(local("SELECT length(replace(printf('%.*c', 5000, 'x'), 'x', "
+            executor.fetch(local("SELECT length(replace(printf('%.*c', 5000, 'x'), 'x', "
                                "printf('%.*c', 5000, 'y'))) AS n FROM t"))
         assert not isinstance(info.value, QueryTimeout) and info.value.retryable
         assert "too big" in info.value.message and "10 MB" in (info.value.hint or "")
 
     def test_values_within_the_size_limit_are_built(self) -> None:
         executor = LocalExecutor({"t": result(("x",), [(1,)])})
-        out = executor.run(local("SELECT length(printf('%.*c', 9000000, 'x')) AS n FROM t"))
+        out = executor.fetch(local("SELECT length(printf('%.*c', 9000000, 'x')) AS n FROM t"))
         assert out.rows == [(9_000_000,)]
 
 
@@ -266,19 +266,19 @@ class TestRefusals:
     ])
     def test_writes_are_refused(self, statement: str) -> None:
         with pytest.raises(ExecutionError):
-            LocalExecutor({"t": result(("x",), [(1,)])}).run(local(statement))
+            LocalExecutor({"t": result(("x",), [(1,)])}).fetch(local(statement))
 
     def test_attach_is_refused_and_creates_no_file(self, tmp_path: Path) -> None:
         path = tmp_path / "escape.db"
         with pytest.raises(ExecutionError):
-            LocalExecutor({}).run(local(f"ATTACH DATABASE '{path}' AS escape"))
+            LocalExecutor({}).fetch(local(f"ATTACH DATABASE '{path}' AS escape"))
         assert not path.exists()
 
     def test_malformed_results_are_an_execution_error(self) -> None:
         with pytest.raises(ExecutionError, match="do not match its 2 columns"):
-            LocalExecutor({"t": result(("x", "y"), [(1, 2), (3,)])}).run(local("SELECT x FROM t"))
+            LocalExecutor({"t": result(("x", "y"), [(1, 2), (3,)])}).fetch(local("SELECT x FROM t"))
 
     def test_bad_query_has_the_message(self) -> None:
         with pytest.raises(ExecutionError) as caught:
-            LocalExecutor({"t": result(("x",), [(1,)])}).run(local("SELECT nope FROM t"))
+            LocalExecutor({"t": result(("x",), [(1,)])}).fetch(local("SELECT nope FROM t"))
         assert "nope" in (caught.value.cause or "") and caught.value.source == "local"

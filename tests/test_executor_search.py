@@ -177,7 +177,7 @@ def test_both_kinds_are_registered_on_one_implementation() -> None:
 
 
 def test_cjk_match_finds_documents(executor: SearchExecutor) -> None:
-    result = executor.run(search({"query": {"match": {"content": {
+    result = executor.fetch(search({"query": {"match": {"content": {
         "query": "星火", "operator": "and"}}}}))
     expected = {r["_id"] for r in REPORTS if "星火" in r["content"]}
     assert {row[0] for row in result.rows} == expected
@@ -185,7 +185,7 @@ def test_cjk_match_finds_documents(executor: SearchExecutor) -> None:
 
 
 def test_hits_have_only_allowed_fields_in_manifest_order(executor: SearchExecutor) -> None:
-    result = executor.run(search({"query": {"term": {"author_id": "E003"}},
+    result = executor.fetch(search({"query": {"term": {"author_id": "E003"}},
                                   "sort": [{"week_start_date": "asc"}]}))
     assert result.columns == ("_id", "_score", "author_id", "dept", "week_start_date", "score",
                               "content", "tags", "meta.team", "comments")
@@ -200,13 +200,13 @@ def test_hits_have_only_allowed_fields_in_manifest_order(executor: SearchExecuto
 
 
 def test_source_filter_selects_columns(executor: SearchExecutor) -> None:
-    result = executor.run(search({"query": {"match_all": {}}, "_source": ["dept", "meta.team"],
+    result = executor.fetch(search({"query": {"match_all": {}}, "_source": ["dept", "meta.team"],
                                   "size": 1}))
     assert result.columns == ("_id", "_score", "dept", "meta.team")
 
 
 def test_highlight_column_joins_fragments(executor: SearchExecutor) -> None:
-    result = executor.run(search({"query": {"match_phrase": {"content": "星火"}},
+    result = executor.fetch(search({"query": {"match_phrase": {"content": "星火"}},
                                   "highlight": {"fields": {"content": {}}}, "size": 3}))
     assert result.columns[-1] == "_highlight"
     for row in rows_as_dicts(result):
@@ -215,7 +215,7 @@ def test_highlight_column_joins_fragments(executor: SearchExecutor) -> None:
 
 
 def test_sort(executor: SearchExecutor) -> None:
-    result = executor.run(search({"query": {"term": {"dept": "市场"}},
+    result = executor.fetch(search({"query": {"term": {"dept": "市场"}},
                                   "sort": [{"score": "desc"}, {"week_start_date": "asc"}]}))
     expected = sorted((r for r in REPORTS if r["dept"] == "市场"),
                       key=lambda r: (-r["score"], r["week_start_date"]))
@@ -223,20 +223,20 @@ def test_sort(executor: SearchExecutor) -> None:
 
 
 def test_hits_truncation(executor: SearchExecutor) -> None:
-    cut = executor.run(search({"query": {"match_all": {}}}, max_rows=5))
+    cut = executor.fetch(search({"query": {"match_all": {}}}, max_rows=5))
     assert cut.row_count == 5 and cut.truncated
-    whole = executor.run(search({"query": {"match_all": {}}}, max_rows=30))
+    whole = executor.fetch(search({"query": {"match_all": {}}}, max_rows=30))
     assert whole.row_count == 30 and not whole.truncated
 
 
 def test_size_zero_without_aggregations_counts(executor: SearchExecutor) -> None:
-    result = executor.run(search({"size": 0, "query": {"term": {"dept": "研发"}}}))
+    result = executor.fetch(search({"size": 0, "query": {"term": {"dept": "研发"}}}))
     assert result.columns == ("count",)
     assert result.rows == [(sum(r["dept"] == "研发" for r in REPORTS),)]
 
 
 def test_size_zero_with_post_filter_counts_through_search(executor: SearchExecutor) -> None:
-    result = executor.run(search({"size": 0, "query": {"term": {"dept": "研发"}},
+    result = executor.fetch(search({"size": 0, "query": {"term": {"dept": "研发"}},
                                   "post_filter": {"term": {"author_id": "E000"}}}))
     assert result.rows == [(sum(r["dept"] == "研发" and r["author_id"] == "E000"
                                 for r in REPORTS),)]
@@ -253,7 +253,7 @@ def test_size_zero_with_post_filter_counts_through_search(executor: SearchExecut
 def test_a_count_is_bounded_and_says_at_least_at_the_bound(
         make_executor: Callable[..., SearchExecutor], body: dict[str, Any],
         bound: int, shown: int, stopped: bool) -> None:
-    result = make_executor(max_count=bound).run(search(body))
+    result = make_executor(max_count=bound).fetch(search(body))
     assert result.query["track_total_hits"] == bound
     assert result.rows == [(shown,)] and result.truncated is stopped
     assert result.notes == ((f"the count stopped at {shown:,} documents (limits.max_count): "
@@ -264,7 +264,7 @@ def test_a_count_is_bounded_and_says_at_least_at_the_bound(
                                              ("true", 20), (False, False)])
 def test_no_request_tracks_total_hits_past_the_bound(
         make_executor: Callable[..., SearchExecutor], asked: Any, sent: Any) -> None:
-    result = make_executor(max_count=20).run(search({"query": {"match_all": {}}, "track_total_hits": asked}))
+    result = make_executor(max_count=20).fetch(search({"query": {"match_all": {}}, "track_total_hits": asked}))
     assert result.query["track_total_hits"] == sent and result.row_count == 30
 
 
@@ -273,7 +273,7 @@ def test_70k_value_terms_split_into_bool_should(executor: SearchExecutor) -> Non
     chunks = [values[i:i + 65_536] for i in range(0, len(values), 65_536)]
     body = {"query": {"bool": {"should": [{"terms": {"person_id": c}} for c in chunks],
                                "minimum_should_match": 1}}}
-    result = executor.run(search(body, index=BIG_INDEX))
+    result = executor.fetch(search(body, index=BIG_INDEX))
     assert sorted(row[0] for row in result.rows) == sorted(f"p{i}" for i in range(0, 70_000, 7_000))
     assert result.columns == ("_id", "_score", "person_id")
 
@@ -289,7 +289,7 @@ def test_terms_date_histogram_avg_flatten(executor: SearchExecutor) -> None:
         "aggs": {"by_month": {
             "date_histogram": {"field": "week_start_date", "calendar_interval": "month"},
             "aggs": {"avg_score": {"avg": {"field": "score"}}}}}}}}
-    result = executor.run(search(body))
+    result = executor.fetch(search(body))
     assert result.columns == ("by_dept", "by_month", "doc_count", "avg_score")
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in REPORTS:
@@ -306,7 +306,7 @@ def test_metrics_only_give_one_row(executor: SearchExecutor) -> None:
         "authors": {"cardinality": {"field": "author_id"}},
         "score_pct": {"percentiles": {"field": "score", "percents": [50, 99.5]}},
         "score_stats": {"stats": {"field": "score"}}}}
-    result = executor.run(search(body))
+    result = executor.fetch(search(body))
     assert result.row_count == 1
     row = rows_as_dicts(result)[0]
     scores = [r["score"] for r in REPORTS]
@@ -322,7 +322,7 @@ def test_metrics_only_give_one_row(executor: SearchExecutor) -> None:
 
 def test_a_cardinality_past_its_precision_threshold_is_noted(executor: SearchExecutor) -> None:
     body = {"size": 0, "aggs": {"authors": {"cardinality": {"field": "author_id", "precision_threshold": 5}}}}
-    result = executor.run(search(body))
+    result = executor.fetch(search(body))
     assert result.notes == ("aggregation 'authors': the distinct count is an estimate (HyperLogLog++, exact "
                             "only below 5)",)
 
@@ -332,7 +332,7 @@ def test_composite_key_parts_become_columns(executor: SearchExecutor) -> None:
         {"dept": {"terms": {"field": "dept"}}},
         {"month": {"date_histogram": {"field": "week_start_date",
                                       "calendar_interval": "month"}}}]}}}}
-    result = executor.run(search(body))
+    result = executor.fetch(search(body))
     assert result.columns == ("dept", "month", "doc_count")
     counts = Counter((r["dept"], r["week_start_date"][:7] + "-01T00:00:00.000Z") for r in REPORTS)
     assert {(row[0], row[1]): row[2] for row in result.rows} == dict(counts)
@@ -343,7 +343,7 @@ def test_composite_date_keys_are_shown_in_the_source_time_zone(executor: SearchE
     body = {"size": 0, "aggs": {"pages": {"composite": {"size": 100, "sources": [
         {"month": {"date_histogram": {"field": "week_start_date", "calendar_interval": "month",
                                       "time_zone": "+08:00"}}}]}}}}
-    result = executor.run(search(body))
+    result = executor.fetch(search(body))
     counts = Counter(r["week_start_date"][:7] + "-01T00:00:00.000+08:00" for r in REPORTS)
     assert dict(result.rows) == dict(counts)
 
@@ -382,21 +382,21 @@ def test_terms_count_errors_are_noted() -> None:
 def test_a_size_that_is_not_an_integer_is_refused(size: Any) -> None:
     executor = create_executor(make_manifest("opensearch", "http://127.0.0.1:9"))
     with pytest.raises(ExecutionError, match="whole number"):
-        executor.run(SafeQuery(source="reports", kind="search", limit=101, max_rows=100, index=INDEX,
+        executor.fetch(SafeQuery(source="reports", kind="search", limit=101, max_rows=100, index=INDEX,
                                body={"size": size, "query": {"match_all": {}}}))
 
 
 def test_bucket_truncation(executor: SearchExecutor) -> None:
-    few = executor.run(search({"size": 0, "aggs": {"a": {"terms": {"field": "author_id",
+    few = executor.fetch(search({"size": 0, "aggs": {"a": {"terms": {"field": "author_id",
                                                                       "size": 3}}}}))
     assert few.row_count == 3 and few.truncated  # sum_other_doc_count > 0
-    page = executor.run(search({"size": 0, "aggs": {"p": {"composite": {
+    page = executor.fetch(search({"size": 0, "aggs": {"p": {"composite": {
         "size": 2, "sources": [{"a": {"terms": {"field": "author_id"}}}]}}}}))
     assert page.row_count == 2 and page.truncated  # a full composite page
-    everything = executor.run(search({"size": 0, "aggs": {"a": {"terms": {
+    everything = executor.fetch(search({"size": 0, "aggs": {"a": {"terms": {
         "field": "author_id", "size": 50}}}}))
     assert everything.row_count == 10 and not everything.truncated
-    capped = executor.run(search({"size": 0, "aggs": {"a": {"terms": {
+    capped = executor.fetch(search({"size": 0, "aggs": {"a": {"terms": {
         "field": "author_id", "size": 50}}}}, max_rows=4))
     assert capped.row_count == 4 and capped.truncated  # more buckets than max_rows
 
@@ -404,7 +404,7 @@ def test_bucket_truncation(executor: SearchExecutor) -> None:
 def test_aggregations_win_over_hits(executor: SearchExecutor) -> None:
     body = {"size": 5, "query": {"match_all": {}},
             "aggs": {"by_dept": {"terms": {"field": "dept"}}}}
-    result = executor.run(search(body))
+    result = executor.fetch(search(body))
     assert result.columns == ("by_dept", "doc_count")
     assert dict(result.rows) == dict(Counter(r["dept"] for r in REPORTS))
     assert result.query["size"] == 0  # hits are not fetched only to be dropped
@@ -426,16 +426,16 @@ def test_sandboxed_70k_reference_terms(executor: SearchExecutor) -> None:
     ids = [f"P{i:05d}" for i in range(70_000)]
     query = checked({"query": {"terms": {"person_id": "<people>"}}}, BIG_INDEX,
                     params={"people": ids}, max_rows=1_000)
-    result = executor.run(query)
+    result = executor.fetch(query)
     assert sorted(row[0] for row in result.rows) == sorted(f"p{i}" for i in range(0, 70_000, 7_000))
 
 
 def test_sandboxed_hits_and_aggregations(executor: SearchExecutor) -> None:
-    hits = executor.run(checked({"query": {"match_phrase": {"content": "星火"}},
+    hits = executor.fetch(checked({"query": {"match_phrase": {"content": "星火"}},
                                  "highlight": {"fields": {"content": {}}}}))
     assert hits.row_count == 12 and hits.columns[-1] == "_highlight"
     assert "comments" in hits.columns and "salary" not in hits.columns
-    aggs = executor.run(checked({"aggs": {"by_dept": {"terms": {"field": "dept"}}}}))
+    aggs = executor.fetch(checked({"aggs": {"by_dept": {"terms": {"field": "dept"}}}}))
     assert dict(aggs.rows) == dict(Counter(r["dept"] for r in REPORTS))
 
 
@@ -447,28 +447,28 @@ def test_sandboxed_hits_and_aggregations(executor: SearchExecutor) -> None:
 def test_malformed_query_is_a_retryable_error_with_the_engine_reason(
         executor: SearchExecutor) -> None:
     with pytest.raises(ExecutionError) as info:
-        executor.run(search({"query": {"no_such_clause": {"dept": "x"}}}))
+        executor.fetch(search({"query": {"no_such_clause": {"dept": "x"}}}))
     assert type(info.value) is ExecutionError and info.value.retryable
     assert "no_such_clause" in str(info.value) and "HTTP 400" in str(info.value)
 
 
 def test_bad_field_use_names_the_root_cause(executor: SearchExecutor) -> None:
     with pytest.raises(ExecutionError) as info:
-        executor.run(search({"query": {"match_all": {}}, "sort": [{"content": "asc"}]}))
+        executor.fetch(search({"query": {"match_all": {}}, "sort": [{"content": "asc"}]}))
     assert "Text fields are not optimised" in str(info.value)
     assert "all shards failed" not in str(info.value)
 
 
 def test_index_missing_on_the_engine(executor: SearchExecutor) -> None:
     with pytest.raises(ExecutionError) as info:
-        executor.run(search({"query": {"match_all": {}}}, index=MISSING_INDEX))
+        executor.fetch(search({"query": {"match_all": {}}}, index=MISSING_INDEX))
     assert "index_not_found_exception" in str(info.value)
     assert MISSING_INDEX in str(info.value)
 
 
 def test_undeclared_index_is_refused_before_any_request(executor: SearchExecutor) -> None:
     with pytest.raises(ExecutionError, match="not declared"):
-        executor.run(search({"query": {"match_all": {}}}, index="other"))
+        executor.fetch(search({"query": {"match_all": {}}}, index="other"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -479,9 +479,9 @@ def test_undeclared_index_is_refused_before_any_request(executor: SearchExecutor
 def test_only_the_search_endpoint_is_called(
         make_executor: Callable[..., SearchExecutor], faulty: EsProxy) -> None:
     executor = make_executor(faulty.url)
-    executor.run(search({"query": {"match_all": {}}}))
-    executor.run(search({"size": 0}))
-    executor.run(search({"size": 0, "aggs": {"a": {"terms": {"field": "dept"}}}}))
+    executor.fetch(search({"query": {"match_all": {}}}))
+    executor.fetch(search({"size": 0}))
+    executor.fetch(search({"size": 0, "aggs": {"a": {"terms": {"field": "dept"}}}}))
     assert faulty.requests == [("POST", f"/{INDEX}/_search")] * 3
 
 
@@ -492,13 +492,13 @@ def test_server_error_is_clear_and_not_retried_endlessly(
     executor = make_executor(faulty.url)
     faulty.fail_next(status, count=100)
     with pytest.raises(ExecutionError) as info:
-        executor.run(search({"query": {"match_all": {}}}))
+        executor.fetch(search({"query": {"match_all": {}}}))
     assert type(info.value) is error and not info.value.retryable
     assert f"HTTP {status}" in str(info.value) and "injected" in str(info.value)
     assert "try again later" in str(info.value)
     assert 1 <= len(faulty.requests) <= 2
     faulty.clear_faults()
-    assert executor.run(search({"query": {"match_all": {}}})).row_count == 30
+    assert executor.fetch(search({"query": {"match_all": {}}})).row_count == 30
 
 
 def test_connection_lost_mid_request(make_executor: Callable[..., SearchExecutor],
@@ -506,7 +506,7 @@ def test_connection_lost_mid_request(make_executor: Callable[..., SearchExecutor
     executor = make_executor(faulty.url)
     faulty.drop_next(count=100)
     with pytest.raises(SourceUnavailable) as info:
-        executor.run(search({"query": {"match_all": {}}}))
+        executor.fetch(search({"query": {"match_all": {}}}))
     assert "unreachable" in str(info.value) and not info.value.retryable
     assert 1 <= len(faulty.requests) <= 2
 
@@ -515,7 +515,7 @@ def test_one_dropped_connection_is_retried(make_executor: Callable[..., SearchEx
                                            faulty: EsProxy) -> None:
     executor = make_executor(faulty.url)
     faulty.drop_next(count=1)
-    assert executor.run(search({"query": {"match_all": {}}})).row_count == 30
+    assert executor.fetch(search({"query": {"match_all": {}}})).row_count == 30
 
 
 def test_slow_answer_is_a_timeout(make_executor: Callable[..., SearchExecutor],
@@ -523,12 +523,12 @@ def test_slow_answer_is_a_timeout(make_executor: Callable[..., SearchExecutor],
     executor = make_executor(faulty.url, timeout_s=0.5)
     faulty.delay_next(3, count=100)
     with pytest.raises(QueryTimeout) as info:  # the proxy answers after 3 s: only the timeout ends it first
-        executor.run(search({"query": {"match_all": {}}}))
+        executor.fetch(search({"query": {"match_all": {}}}))
     assert "0.5 s" in str(info.value)
 
 
 def test_request_body_carries_the_engine_timeout(executor: SearchExecutor) -> None:
-    result = executor.run(search({"query": {"match_all": {}}, "size": 1}))
+    result = executor.fetch(search({"query": {"match_all": {}}, "size": 1}))
     assert result.query["timeout"] == "5000ms"
 
 
@@ -539,13 +539,13 @@ def test_stopped_server_is_unavailable_quickly(kind: str) -> None:
         _load(server.url)
         executor = create_executor(make_manifest(kind, proxy.url if proxy else server.url))
         try:
-            assert executor.run(search({"size": 0})).rows == [(30,)]
+            assert executor.fetch(search({"size": 0})).rows == [(30,)]
             server.stop()
             if proxy is not None:
                 proxy.close()
                 proxy = None
             with pytest.raises(SourceUnavailable) as info:
-                executor.run(search({"size": 0}))
+                executor.fetch(search({"size": 0}))
             assert "unreachable" in str(info.value) and "check that the engine" in str(info.value)
         finally:
             executor.close()
@@ -562,7 +562,7 @@ def test_password_in_url_is_not_in_messages(kind: str) -> None:
     executor = create_executor(make_manifest(kind, f"http://admin:hunter2@127.0.0.1:{port}"))
     try:
         with pytest.raises(SourceUnavailable) as info:
-            executor.run(search({"size": 0}))
+            executor.fetch(search({"size": 0}))
         assert "hunter2" not in str(info.value)
         assert "admin:***@127.0.0.1" in str(info.value)
     finally:
@@ -573,7 +573,7 @@ def test_elasticsearch_kind_on_an_opensearch_server_says_so(engine_url: str) -> 
     executor = create_executor(make_manifest("elasticsearch", engine_url))
     try:
         with pytest.raises(SourceUnavailable) as info:
-            executor.run(search({"query": {"match_all": {}}}))
+            executor.fetch(search({"query": {"match_all": {}}}))
         assert "kind: opensearch" in str(info.value) and not info.value.retryable
     finally:
         executor.close()
@@ -583,7 +583,7 @@ def test_missing_client_library_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(sys.modules, "opensearchpy", None)
     executor = OpenSearchExecutor(make_manifest("opensearch", "http://127.0.0.1:9"))
     with pytest.raises(ConfigError) as info:
-        executor.run(search({"size": 0}))
+        executor.fetch(search({"size": 0}))
     assert 'pip install "structq[opensearch]"' in str(info.value)
 
 
@@ -639,14 +639,14 @@ def test_nested_top_hits_return_their_allowed_sub_fields() -> None:
 def test_nested_top_hits_on_the_engine(executor: SearchExecutor) -> None:
     body = {"aggs": {"c": {"nested": {"path": "comments"},
                            "aggs": {"top": {"top_hits": {"size": 2, "_source": ["comments.by", "comments.text"]}}}}}}
-    (row,) = executor.run(search(body)).rows
+    (row,) = executor.fetch(search(body)).rows
     assert len(row[1]) == 2 and all(set(doc) == {"by", "text"} for doc in row[1])
 
 
 def test_too_many_buckets_is_the_query_s_fault(executor: SearchExecutor) -> None:
     """The engine answers HTTP 503; the query asked for too many buckets, it can be fixed."""
     with pytest.raises(ExecutionError) as info:
-        executor.run(search({"aggs": {"h": {"histogram": {"field": "score", "interval": 0.00001}}}}))
+        executor.fetch(search({"aggs": {"h": {"histogram": {"field": "score", "interval": 0.00001}}}}))
     assert type(info.value) is ExecutionError and info.value.retryable
     assert "too_many_buckets_exception" in str(info.value) and "fewer buckets" in (info.value.hint or "")
 
@@ -710,14 +710,14 @@ def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: Non
     progress: list[tuple[str, int, int]] = []
     executor = OpenSearchExecutor(manifest, progress=lambda *a: progress.append(a))
     try:
-        result = executor.run(SafeQuery(
+        result = executor.fetch(SafeQuery(
             source="reports", kind="search", limit=11, max_rows=10, index="emb_load",
             body={"query": {"match": {"content": {"query": "星火", "operator": "and"}}},
                   "size": 11}))
         assert sorted(row[0] for row in result.rows) == ["w1", "w3"]
         assert progress == [("emb_load", 0, 3), ("emb_load", 3, 3)]
         # Intermediate steps may fetch past the engine's default 10,000-hit window.
-        wide = executor.run(SafeQuery(source="reports", kind="search", limit=50_001,
+        wide = executor.fetch(SafeQuery(source="reports", kind="search", limit=50_001,
                                       max_rows=50_000, index="emb_load",
                                       body={"query": {"match_all": {}}, "size": 50_001}))
         assert wide.row_count == 3 and not wide.truncated
@@ -749,11 +749,11 @@ def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) 
         assert calls == []
         count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
                           index="emb_once", body={"size": 0})
-        assert first.run(count).rows == second.run(count).rows == [(3,)]
+        assert first.fetch(count).rows == second.fetch(count).rows == [(3,)]
         physical = embedded.physical_index(manifest, "emb_once")
         assert embedded.loaded_indices() == {physical: (tmp_path / "docs.jsonl").resolve()}
         first.close()
-        assert second.run(count).rows == [(3,)]  # still held by the second
+        assert second.fetch(count).rows == [(3,)]  # still held by the second
     finally:
         first.close()
         second.close()
@@ -770,7 +770,7 @@ def test_a_restarted_embedded_engine_is_found_again(tmp_path: Path, embedded_eng
                       body={"size": 0})
     executor = create_executor(manifest)
     try:
-        assert executor.run(count).rows == [(3,)]
+        assert executor.fetch(count).rows == [(3,)]
         old_url = embedded.engine_url()
         if ending == "stopped":
             embedded.stop()
@@ -779,7 +779,7 @@ def test_a_restarted_embedded_engine_is_found_again(tmp_path: Path, embedded_eng
             embedded._ENGINE._server.process.wait()
         if ending == "refused":
             monkeypatch.setattr(embedded, "engine_url", lambda: old_url)
-        assert executor.run(count).rows == [(3,)]
+        assert executor.fetch(count).rows == [(3,)]
         assert embedded.engine_url() is not None
     finally:
         executor.close()
@@ -800,7 +800,7 @@ def test_concurrent_first_use_starts_and_loads_once(tmp_path: Path,
         assert calls == [("emb_race", 0, 3), ("emb_race", 3, 3)]
         count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
                           index="emb_race", body={"size": 0})
-        assert {e.run(count).rows[0] for e in executors} == {(3,)}
+        assert {e.fetch(count).rows[0] for e in executors} == {(3,)}
     finally:
         for e in executors:
             e.close()
@@ -815,7 +815,7 @@ def test_embedded_kind_elasticsearch_uses_the_opensearch_client(
     executor = create_executor(manifest)
     assert isinstance(executor, ElasticsearchExecutor)
     try:
-        result = executor.run(SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
+        result = executor.fetch(SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
                                         index="emb_es", body={"size": 0}))
         assert result.rows == [(3,)]
     finally:
@@ -907,7 +907,7 @@ def test_same_index_over_two_document_files_stays_apart(tmp_path: Path, embedded
     count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10, index="emb_twice", body={"size": 0})
     executors = [create_executor(first), create_executor(second)]
     try:
-        assert [e.run(count).rows for e in executors] == [[(3,)], [(1,)]]
+        assert [e.fetch(count).rows for e in executors] == [[(3,)], [(1,)]]
     finally:
         for executor in executors:
             executor.close()

@@ -249,7 +249,7 @@ def raised(action: Callable[[], Any]) -> BaseException | None:
 
 class TestReading:
     def test_values_are_json_safe(self, target: Target) -> None:
-        result = target.executor().run(sql(
+        result = target.executor().fetch(sql(
             "SELECT id, name, category, price, created FROM items WHERE id IN (1, 2, 4) ORDER BY id"))
         assert result.columns == ("id", "name", "category", "price", "created")
         assert result.rows == [
@@ -265,31 +265,31 @@ class TestReading:
 
     def test_params_are_data_and_percent_and_colon_survive(self, target: Target) -> None:
         executor = target.executor()
-        like = executor.run(sql("SELECT count(*) AS n FROM items WHERE name LIKE 'item 1%'"))
+        like = executor.fetch(sql("SELECT count(*) AS n FROM items WHERE name LIKE 'item 1%'"))
         assert like.rows == [(1111,)]
-        hostile = executor.run(sql("SELECT count(*) AS n FROM items WHERE category = :c",
+        hostile = executor.fetch(sql("SELECT count(*) AS n FROM items WHERE category = :c",
                                    params={"c": "书' OR '1'='1"}))
         assert hostile.rows == [(0,)]
-        chinese = executor.run(sql("SELECT count(*) AS n FROM items WHERE category = :c", params={"c": "书"}))
+        chinese = executor.fetch(sql("SELECT count(*) AS n FROM items WHERE category = :c", params={"c": "书"}))
         assert chinese.rows == [(ITEMS // 4,)]
         assert chinese.params == {"c": "书"}
 
     def test_truncation_at_max_rows(self, target: Target) -> None:
         executor = target.executor()
-        over = executor.run(sql("SELECT id FROM items ORDER BY id LIMIT 11", max_rows=10))
+        over = executor.fetch(sql("SELECT id FROM items ORDER BY id LIMIT 11", max_rows=10))
         assert over.truncated is True
         assert over.rows == [(i,) for i in range(1, 11)]
-        exact = executor.run(sql("SELECT id FROM items WHERE id <= 10 ORDER BY id LIMIT 11", max_rows=10))
+        exact = executor.fetch(sql("SELECT id FROM items WHERE id <= 10 ORDER BY id LIMIT 11", max_rows=10))
         assert exact.truncated is False and exact.row_count == 10
 
     def test_the_executor_caps_rows_even_without_a_limit_clause(self, target: Target) -> None:
         executor = target.executor(max_rows=5, max_intermediate_rows=5)
-        result = executor.run(sql("SELECT id FROM ids ORDER BY id", max_rows=100_000))
+        result = executor.fetch(sql("SELECT id FROM ids ORDER BY id", max_rows=100_000))
         assert result.truncated is True
         assert result.rows == [(i,) for i in range(1, 6)]
 
     def test_a_result_of_100k_rows(self, target: Target) -> None:
-        result = target.executor().run(sql("SELECT id FROM ids ORDER BY id", max_rows=IDS))
+        result = target.executor().fetch(sql("SELECT id FROM ids ORDER BY id", max_rows=IDS))
         assert result.row_count == IDS and result.truncated is False
         assert result.rows[-1] == (IDS,)
 
@@ -300,16 +300,16 @@ class TestReferences:
     @pytest.mark.parametrize("modulus,expected", [(IDS, 1), (100, 1000), (1, IDS)])
     def test_reference_matches_join(self, target: Target, modulus: int, expected: int) -> None:
         executor = target.executor(max_rows=10, max_intermediate_rows=IDS)
-        picked = executor.run(sql("SELECT id FROM ids WHERE id % :k = 0 ORDER BY id",
+        picked = executor.fetch(sql("SELECT id FROM ids WHERE id % :k = 0 ORDER BY id",
                                   params={"k": modulus}, max_rows=IDS))
         values = [row[0] for row in picked.rows]
         assert len(values) == expected and not picked.truncated
 
         predicate, params, expanding = target.dialect.in_list("id", "ref", values)
-        by_reference = executor.run(sql(
+        by_reference = executor.fetch(sql(
             "SELECT count(*) AS n, sum(id) AS s, min(id) AS lo, max(id) AS hi FROM ids WHERE " + predicate,
             params=params, expanding=expanding))
-        by_join = executor.run(sql(
+        by_join = executor.fetch(sql(
             "SELECT count(*) AS n, sum(ids.id) AS s, min(ids.id) AS lo, max(ids.id) AS hi "
             "FROM ids JOIN (SELECT id FROM ids WHERE id % :k = 0) r ON r.id = ids.id",
             params={"k": modulus}))
@@ -317,17 +317,17 @@ class TestReferences:
         assert by_reference.rows[0][0] == expected
 
         predicate, params, expanding = target.dialect.in_list("i.id", "ref", values)
-        rows_by_reference = executor.run(sql(
+        rows_by_reference = executor.fetch(sql(
             "SELECT i.id, i.name, i.price FROM items i WHERE " + predicate + " ORDER BY i.id",
             params=params, expanding=expanding, max_rows=ITEMS))
-        rows_by_join = executor.run(sql(
+        rows_by_join = executor.fetch(sql(
             "SELECT i.id, i.name, i.price FROM items i JOIN ids ON ids.id = i.id "
             "WHERE ids.id % :k = 0 ORDER BY i.id", params={"k": modulus}, max_rows=ITEMS))
         assert rows_by_reference.rows == rows_by_join.rows
 
     def test_text_references(self, target: Target) -> None:
         predicate, params, expanding = target.dialect.in_list("category", "cats", ["书", "toys", "it's"])
-        result = target.executor().run(sql("SELECT count(*) AS n FROM items WHERE " + predicate,
+        result = target.executor().fetch(sql("SELECT count(*) AS n FROM items WHERE " + predicate,
                                            params=params, expanding=expanding))
         assert result.rows == [(ITEMS // 2,)]
 
@@ -361,11 +361,11 @@ class TestReadOnly:
     def _assert_refused(self, target: Target, url: str, statement: str) -> ExecutionError:
         before = {name: count_rows(target.admin, name) for name in ("items", "tags")}
         with pytest.raises(ExecutionError) as caught:
-            target.executor(url).run(sql(statement))
+            target.executor(url).fetch(sql(statement))
         assert not isinstance(caught.value, (SourceUnavailable, QueryTimeout)), caught.value
         assert table_names(target.admin) == {"items", "tags", "ids"}
         assert {name: count_rows(target.admin, name) for name in ("items", "tags")} == before
-        result = target.executor(target.admin_url).run(sql("SELECT count(*) AS n FROM items WHERE price = 0"))
+        result = target.executor(target.admin_url).fetch(sql("SELECT count(*) AS n FROM items WHERE price = 0"))
         assert result.rows == [(ITEMS // 50,)]  # untouched: only ids divisible by 50 cost 0
         return caught.value
 
@@ -373,7 +373,7 @@ class TestReadOnly:
 class TestFailures:
     def test_bad_query_carries_the_database_message(self, target: Target) -> None:
         with pytest.raises(ExecutionError) as caught:
-            target.executor().run(sql("SELECT no_such_column FROM items"))
+            target.executor().fetch(sql("SELECT no_such_column FROM items"))
         error = caught.value
         assert type(error) is ExecutionError and error.retryable
         assert "no_such_column" in (error.cause or "")
@@ -383,10 +383,10 @@ class TestFailures:
     @pytest.mark.parametrize("which", [0, 1], ids=["sleep", "cross_join"])
     def test_long_query_is_cancelled(self, target: Target, which: int) -> None:
         executor = target.executor()
-        error = raised(lambda: executor.run(sql(target.dialect.sleep[which])))
+        error = raised(lambda: executor.fetch(sql(target.dialect.sleep[which])))
         assert isinstance(error, QueryTimeout), error
         assert "1 s" in str(error)
-        assert executor.run(sql("SELECT count(*) AS n FROM items")).rows == [(ITEMS,)]  # pool still fine
+        assert executor.fetch(sql("SELECT count(*) AS n FROM items")).rows == [(ITEMS,)]  # pool still fine
 
     def test_client_backstop_when_the_server_timeout_is_missing(self, target: Target,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -398,14 +398,14 @@ class TestFailures:
         setup = backend.setup
         monkeypatch.setattr(backend, "setup", lambda self, connection, timeout_s: [
             step for step in setup(self, connection, timeout_s) if "time" not in step.sql])
-        error = raised(lambda: executor.run(sql(target.dialect.sleep[0])))
+        error = raised(lambda: executor.fetch(sql(target.dialect.sleep[0])))
         assert isinstance(error, QueryTimeout), error
 
     def test_closed_port_is_unavailable(self, target: Target) -> None:
         if target.dialect.name == "sqlite":
             pytest.skip("SQLite has no server")
         url = sa.make_url(target.reader_url).set(port=free_port()).render_as_string(hide_password=False)
-        error = raised(lambda: target.executor(url).run(sql("SELECT 1 AS one")))
+        error = raised(lambda: target.executor(url).fetch(sql("SELECT 1 AS one")))
         assert isinstance(error, SourceUnavailable), error
         assert not error.retryable
 
@@ -414,7 +414,7 @@ class TestFailures:
             pytest.skip("SQLite has no logins")
         url = sa.make_url(target.reader_url).set(password="wrong").render_as_string(hide_password=False)
         with pytest.raises(SourceUnavailable) as caught:
-            target.executor(url).run(sql("SELECT 1 AS one"))
+            target.executor(url).fetch(sql("SELECT 1 AS one"))
         assert "wrong" not in str(caught.value)  # the password is never echoed
         assert caught.value.cause
 
@@ -425,7 +425,7 @@ class TestFailures:
         statement = {"sqlite": "PRAGMA user_version = 3", "postgres": "SET LOCAL work_mem = '8MB'",
                      "mariadb": "SET @x = 1"}[target.dialect.name]
         with pytest.raises(ExecutionError):
-            target.executor().run(sql(statement))
+            target.executor().fetch(sql(statement))
 
 
 class TestConcurrency:
@@ -437,7 +437,7 @@ class TestConcurrency:
         def work(n: int) -> None:
             try:
                 for _ in range(5):
-                    result = executor.run(sql("SELECT count(*) AS n FROM items WHERE id <= :n", params={"n": n * 100}))
+                    result = executor.fetch(sql("SELECT count(*) AS n FROM items WHERE id <= :n", params={"n": n * 100}))
                     results[n] = result.rows
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
@@ -452,9 +452,9 @@ class TestConcurrency:
 
     def test_close_then_run_reopens(self, target: Target) -> None:
         executor = target.executor()
-        assert executor.run(sql("SELECT 1 AS one")).rows == [(1,)]
+        assert executor.fetch(sql("SELECT 1 AS one")).rows == [(1,)]
         executor.close()
-        assert executor.run(sql("SELECT 1 AS one")).rows == [(1,)]
+        assert executor.fetch(sql("SELECT 1 AS one")).rows == [(1,)]
 
 
 class TestThroughTheSandbox:
@@ -471,10 +471,10 @@ class TestThroughTheSandbox:
             values = list(range(1, IDS + 1, 3))
             checked = check_sql("SELECT count(*) AS n FROM ids WHERE id IN (<picked>)", manifest,
                                 params={"picked": values})
-            assert executor.run(checked).rows == [(len(values),)]
+            assert executor.fetch(checked).rows == [(len(values),)]
             literals = check_sql("SELECT count(*) AS n FROM items WHERE name <> 'a :b' AND name LIKE 'item 1%'",
                                  manifest)
-            assert executor.run(literals).rows == [(1111,)]
+            assert executor.fetch(literals).rows == [(1111,)]
         finally:
             executor.close()
 
@@ -492,7 +492,7 @@ class TestThroughTheSandbox:
         manifest = target.manifest(max_rows=2)
         executor = SqlExecutor(manifest)
         try:
-            result = executor.run(check_sql(query, manifest))
+            result = executor.fetch(check_sql(query, manifest))
         finally:
             executor.close()
         assert result.row_count == 2 and result.truncated
@@ -519,9 +519,9 @@ def test_stopped_server_is_unavailable(request: pytest.FixtureRequest, fixture: 
     engine.dispose()
     executor = SqlExecutor(Manifest(source="doomed", kind="sql", url=admin, limits=Limits(timeout_s=TIMEOUT_S)))
     try:
-        assert executor.run(sql("SELECT count(*) AS n FROM t")).rows == [(0,)]
+        assert executor.fetch(sql("SELECT count(*) AS n FROM t")).rows == [(0,)]
         server.kill()
-        error = raised(lambda: executor.run(sql("SELECT count(*) AS n FROM t")))
+        error = raised(lambda: executor.fetch(sql("SELECT count(*) AS n FROM t")))
         assert isinstance(error, SourceUnavailable), error
     finally:
         executor.close()
@@ -538,7 +538,7 @@ def test_silent_server_is_unavailable_within_the_connect_timeout(scheme: str) ->
         port = listener.getsockname()[1]
         executor = SqlExecutor(Manifest(source="hung", kind="sql", url=f"{scheme}://u:p@127.0.0.1:{port}/db",
                                         limits=Limits(timeout_s=TIMEOUT_S)))
-        error = raised(lambda: executor.run(sql("SELECT 1 AS one")))
+        error = raised(lambda: executor.fetch(sql("SELECT 1 AS one")))
         executor.close()
     assert isinstance(error, SourceUnavailable), error
 
@@ -547,7 +547,7 @@ def test_missing_sqlite_file_is_unavailable_and_not_created(tmp_path: Path) -> N
     path = tmp_path / "nowhere.db"
     executor = SqlExecutor(Manifest(source="gone", kind="sql", url=f"sqlite:///{path}"))
     with pytest.raises(SourceUnavailable) as caught:
-        executor.run(sql("SELECT 1 AS one"))
+        executor.fetch(sql("SELECT 1 AS one"))
     assert str(path) in str(caught.value)
     assert not path.exists()
 
@@ -561,15 +561,15 @@ def test_sqlite_uri_urls_and_odd_paths(tmp_path: Path) -> None:
     connection.commit()
     connection.close()
     plain = SqlExecutor(Manifest(source="odd", kind="sql", url="sqlite:///" + str(path)))
-    assert plain.run(sql("SELECT x FROM t")).rows == [(42,)]
+    assert plain.fetch(sql("SELECT x FROM t")).rows == [(42,)]
     plain.close()
     simple = tmp_path / "simple.db"
     path.rename(simple)
     for url in (f"sqlite:///file:{simple}?mode=rw&uri=true", f"sqlite:///file://{simple}?uri=true"):
         executor = SqlExecutor(Manifest(source="uri", kind="sql", url=url))
-        assert executor.run(sql("SELECT x FROM t")).rows == [(42,)]
+        assert executor.fetch(sql("SELECT x FROM t")).rows == [(42,)]
         with pytest.raises(ExecutionError, match="readonly"):  # mode=rw in the URL is overridden
-            executor.run(sql("DELETE FROM t"))
+            executor.fetch(sql("DELETE FROM t"))
         executor.close()
 
 
@@ -629,9 +629,9 @@ def test_a_bad_port_exits_with_the_configuration_status(tmp_path: Path) -> None:
 def test_sqlite_values_past_the_size_limit_are_a_clear_error(sqlite_target: Target) -> None:
     executor = sqlite_target.executor()
     with pytest.raises(ExecutionError) as info:
-        executor.run(sql("SELECT length(replace(printf('%.*c', 5000, 'x'), 'x', printf('%.*c', 5000, 'y'))) AS n"))
+        executor.fetch(sql("SELECT length(replace(printf('%.*c', 5000, 'x'), 'x', printf('%.*c', 5000, 'y'))) AS n"))
     assert type(info.value) is ExecutionError and "10 MB" in (info.value.hint or "")
-    assert executor.run(sql("SELECT length(printf('%.*c', 1000, 'x')) AS n")).rows == [(1000,)]
+    assert executor.fetch(sql("SELECT length(printf('%.*c', 1000, 'x')) AS n")).rows == [(1000,)]
 
 
 def test_sqlite_timeout_stops_a_statement_inside_one_long_function_call(sqlite_target: Target) -> None:
@@ -639,8 +639,8 @@ def test_sqlite_timeout_stops_a_statement_inside_one_long_function_call(sqlite_t
     executor = sqlite_target.executor(timeout_s=0.1)
     # Without the interrupt the first call's result is too big: an ExecutionError, not this.
     with pytest.raises(QueryTimeout):
-        executor.run(sql("SELECT length(printf('%.*c', 300000000, 'x')) AS n FROM items"))
-    assert executor.run(sql("SELECT count(*) AS n FROM ids")).row_count == 1  # the connection is fine
+        executor.fetch(sql("SELECT length(printf('%.*c', 300000000, 'x')) AS n FROM items"))
+    assert executor.fetch(sql("SELECT count(*) AS n FROM ids")).row_count == 1  # the connection is fine
 
 
 def test_in_memory_sqlite_is_a_config_error() -> None:
@@ -737,16 +737,16 @@ class TestListBinding:
         executor = target.executor()
         expected = len({v for v in values if v is not None and 1 <= v <= IDS})
         predicate, params, expanding = target.dialect.in_list("id", "ref", values)
-        got = executor.run(sql("SELECT count(*) AS n FROM ids WHERE " + predicate, params=params,
+        got = executor.fetch(sql("SELECT count(*) AS n FROM ids WHERE " + predicate, params=params,
                                expanding=expanding))
         assert got.rows == [(expected,)]
         if None not in values:  # NOT IN with a NULL is never true
-            negated = executor.run(sql("SELECT count(*) AS n FROM ids WHERE NOT (" + predicate + ")",
+            negated = executor.fetch(sql("SELECT count(*) AS n FROM ids WHERE NOT (" + predicate + ")",
                                        params=params, expanding=expanding))
             assert negated.rows == [(IDS - expected,)]
 
     def test_rows_are_plain_tuples(self, target: Target) -> None:
-        result = target.executor().run(sql("SELECT id, name, price, created FROM items WHERE id <= 3 ORDER BY id"))
+        result = target.executor().fetch(sql("SELECT id, name, price, created FROM items WHERE id <= 3 ORDER BY id"))
         assert {type(row) for row in result.rows} == {tuple}
         assert result.rows[0] == (1, "item 1", 1.99, "2024-01-02")
 

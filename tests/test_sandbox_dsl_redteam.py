@@ -110,7 +110,7 @@ def check(body: Any, index: str = DOCS_INDEX, **kw: Any) -> SafeQuery:
 
 
 def run(executor: SearchExecutor, body: Any, index: str = DOCS_INDEX, **kw: Any) -> ResultSet:
-    return executor.run(check(body, index, **kw))
+    return executor.fetch(check(body, index, **kw))
 
 
 def refused(body: Any, index: str = DOCS_INDEX, *, code: str, **kw: Any) -> SandboxViolation:
@@ -418,7 +418,7 @@ def test_the_executor_refuses_hand_built_queries_for_other_indices(executor: Sea
     safe = SafeQuery(source="rt", kind="search", limit=LIMIT, max_rows=MAX_ROWS,
                      body={"query": {"match_all": {}}}, index=name)
     with pytest.raises(ExecutionError, match="search queries|not declared"):
-        executor.run(safe)
+        executor.fetch(safe)
 
 
 INDEX_IN_BODY: dict[str, dict[str, Any]] = {
@@ -448,10 +448,10 @@ def test_only_search_and_count_endpoints_are_ever_called(engine_url: str) -> Non
             for body in ({}, {"size": 0}, {"size": 0, "post_filter": {"match_all": {}}},
                          {"aggs": {"a": {"terms": {"field": "author_id"}}}},
                          {"query": {"match": {"content": "hello"}}, "highlight": {"fields": {"content": {}}}}):
-                ex.run(check(body))
+                ex.fetch(check(body))
             for name in BAD_INDEX_NAMES:
                 with pytest.raises(ExecutionError):
-                    ex.run(SafeQuery(source="rt", kind="search", limit=LIMIT, max_rows=MAX_ROWS,
+                    ex.fetch(SafeQuery(source="rt", kind="search", limit=LIMIT, max_rows=MAX_ROWS,
                                      body={"query": {"match_all": {}}}, index=name))
         finally:
             ex.close()
@@ -579,14 +579,14 @@ def test_caps_are_enforced(body: dict[str, Any], code: str) -> None:
 def test_huge_size_is_capped_and_truncation_reported(executor: SearchExecutor) -> None:
     safe = check({"size": 10_000}, vars={"tenant_id": ["t1", "t2"]})
     assert safe.body["size"] == LIMIT
-    result = executor.run(safe)
+    result = executor.fetch(safe)
     assert result.row_count == MAX_ROWS and result.truncated
 
 
 def test_hand_built_query_with_a_huge_size_is_capped_by_the_executor(executor: SearchExecutor) -> None:
     safe = SafeQuery(source="rt", kind="search", limit=LIMIT, max_rows=MAX_ROWS,
                      body={"size": 10_000}, index=DOCS_INDEX)
-    result = executor.run(safe)
+    result = executor.fetch(safe)
     assert result.row_count == MAX_ROWS and result.truncated
 
 
@@ -598,14 +598,14 @@ def test_hand_built_query_with_a_huge_size_is_capped_by_the_executor(executor: S
 def test_a_reference_value_that_looks_like_a_reference_stays_a_literal(executor: SearchExecutor) -> None:
     safe = check({"query": {"term": {"author_id": "<p>"}}}, params={"p": ["<q>"], "q": ["E1"]})
     assert safe.body["query"]["bool"]["filter"][0] == {"term": {"author_id": "<q>"}}
-    assert executor.run(safe).rows == []
+    assert executor.fetch(safe).rows == []
 
 
 def test_a_reference_value_holding_script_text_stays_a_string(executor: SearchExecutor) -> None:
     text = '{"script": {"source": "return true"}}'
     safe = check({"query": {"terms": {"author_id": "<p>"}}}, params={"p": [text]})
     assert safe.body["query"]["bool"]["filter"][0] == {"terms": {"author_id": [text]}}
-    assert executor.run(safe).rows == []
+    assert executor.fetch(safe).rows == []
 
 
 @pytest.mark.parametrize(("body", "params"), [
@@ -635,7 +635,7 @@ def test_object_reference_values_are_refused_not_spliced_as_options(executor: Se
         return  # safe: a reference stands for a scalar value
     # Today: the body carries {"wildcard": {"author_id": {"value": "*4", ...}}} — a leading
     # wildcard the sandbox refuses as a literal — and the engine runs it.
-    result = executor.run(safe)
+    result = executor.fetch(safe)
     assert result.rows == [], result.rows
 
 

@@ -220,7 +220,7 @@ class Run:
 
         def work() -> None:
             try:
-                run.outcome.append(executor.run(safe))
+                run.outcome.append(executor.fetch(safe))
             except ExecutionError as error:
                 run.outcome.append(error)
 
@@ -309,7 +309,7 @@ def test_sqlite_regexp_is_re2_and_keeps_other_threads_running(engine: Engine) ->
         run = run_and_watch(engine, check_sql(query, engine.manifest()), executor)
         assert [tuple(row) for row in run.outcome[0].rows] == [(1,)]
         with pytest.raises(ExecutionError) as caught:
-            executor.run(check_sql(r"SELECT u.id FROM users AS u WHERE u.name REGEXP '(a)\1'", engine.manifest()))
+            executor.fetch(check_sql(r"SELECT u.id FROM users AS u WHERE u.name REGEXP '(a)\1'", engine.manifest()))
         assert "RE2" in (caught.value.hint or "")
     finally:
         executor.close()
@@ -326,8 +326,8 @@ def test_sqlite_like_pattern_limit_holds_for_bound_patterns(engine: Engine) -> N
                       text="SELECT u.id FROM users AS u WHERE u.name LIKE :p", params={"p": long_pattern})
     try:
         with pytest.raises(ExecutionError, match="too complex"):
-            executor.run(query)
-        assert executor.run(SafeQuery(source="hostile", kind="sql", limit=51, max_rows=50,
+            executor.fetch(query)
+        assert executor.fetch(SafeQuery(source="hostile", kind="sql", limit=51, max_rows=50,
                                       text="SELECT u.id FROM users AS u WHERE u.name LIKE :p",
                                       params={"p": "%ob%"})).rows == [(2,)]
     finally:
@@ -341,7 +341,7 @@ def test_local_executor_regexp_is_re2() -> None:
     query = SafeQuery(source="local", kind="sql", limit=11, max_rows=10,
                       text="SELECT length(x) AS n FROM t WHERE x REGEXP '^(a+)+$' OR x REGEXP '^ab'")
     found: list[Any] = []
-    worker = threading.Thread(target=lambda: found.append(executor.run(query)), daemon=True)
+    worker = threading.Thread(target=lambda: found.append(executor.fetch(query)), daemon=True)
     worker.start()
     assert gone(worker.is_alive)  # a backtracking matcher would take longer than the universe's age
     assert [tuple(row) for row in found[0].rows] == [(3,)]

@@ -25,7 +25,7 @@ LOCAL_RESULTS = {"a": ResultSet(columns=("x", "j"), rows=[(1, {"k": 1}), (2, [1,
 def local(sql: str, results: dict[str, ResultSet] | None = None, **options: Any) -> ResultSet:
     results = results or LOCAL_RESULTS
     safe = check_sql(sql, local_manifest(results), max_rows=options.pop("max_rows", 10))
-    return LocalExecutor(results, **options).run(safe)
+    return LocalExecutor(results, **options).fetch(safe)
 
 
 LOCAL_ATTACKS = [

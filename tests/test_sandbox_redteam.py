@@ -1025,7 +1025,7 @@ def test_hole_whole_row_reference_leaks_on_postgres(pg: dict[str, Any]) -> None:
             except SandboxViolation:
                 continue
             try:
-                rows = executor.run(result).rows
+                rows = executor.fetch(result).rows
             except ExecutionError:
                 continue
             assert not any(value in flat(rows) for value in ID_CARDS), rows
@@ -1156,7 +1156,7 @@ def test_hole_sqlite_printf_allocation_bomb(sqlite_file: Path) -> None:
         return
     executor = SqlExecutor(manifest_for("sqlite", f"sqlite:///{sqlite_file}"))
     try:
-        rows = executor.run(result).rows
+        rows = executor.fetch(result).rows
     except ExecutionError:
         return
     finally:
@@ -1174,7 +1174,7 @@ def test_hole_sqlite_timeout_inside_one_function_call(sqlite_file: Path) -> None
         return
     executor = SqlExecutor(manifest_for("sqlite", f"sqlite:///{sqlite_file}", timeout_s=0.2))
     try:  # it ends: with rows, past the timeout, or too big — all bounded outcomes
-        executor.run(result)
+        executor.fetch(result)
     except ExecutionError:
         pass
     finally:

@@ -55,12 +55,12 @@ class Deployment:
     admin: sa.Engine
 
     def run(self, query: str) -> list[tuple[Any, ...]]:
-        return [tuple(row) for row in self.executor.run(check_sql(query, self.manifest)).rows]
+        return [tuple(row) for row in self.executor.fetch(check_sql(query, self.manifest)).rows]
 
     def run_text(self, text: str) -> list[tuple[Any, ...]]:
         """``text`` as if the sandbox had passed it unchanged: only the executor's guard acts."""
         query = SafeQuery(source="consumer", kind="sql", limit=101, max_rows=100, text=text)
-        return [tuple(row) for row in self.executor.run(query).rows]
+        return [tuple(row) for row in self.executor.fetch(query).rows]
 
 
 def _deploy(url: str, dialect: str, admin: str) -> Iterator[Deployment]:

@@ -68,7 +68,7 @@ def answer(executor: SearchExecutor, client: Any, body: dict[str, Any], index: s
     except SandboxViolation as exc:
         return ("refused", exc.code, exc.message.replace(index, "<index>"))
     try:
-        result = executor.run(safe)
+        result = executor.fetch(safe)
     except ExecutionError as exc:
         return ("error", type(exc).__name__, str(exc).replace(index, "<index>"))
     raw = client.search(index=index, body=safe.body)
@@ -224,7 +224,7 @@ def test_simple_query_string_loses_only_the_fuzzy_operator(flags: str | None, se
                          ids=["unsorted", "sorted"])
 def test_hits_of_a_row_filtered_index_have_no_score_and_say_why(executor: SearchExecutor, extra: dict[str, Any],
                                                                 noted: bool) -> None:
-    result = executor.run(check_dsl({"query": {"match": {"content": "apple"}}, **extra}, TB, MIXED, vars=VARS))
+    result = executor.fetch(check_dsl({"query": {"match": {"content": "apple"}}, **extra}, TB, MIXED, vars=VARS))
     at = result.columns.index("_score")
     assert result.rows and all(row[at] is None for row in result.rows)
     assert any("row filter" in note and "sort by a field" in note for note in result.notes) == noted
@@ -236,7 +236,7 @@ def test_indices_without_row_filters_keep_relevance(engine_url: str) -> None:
     safe: SafeQuery = check_dsl({"query": {"match": {"content": "apple report"}}}, manifest, ALONE)
     assert safe.body["query"] == {"match": {"content": "apple report"}}
     with search_executor(manifest) as ex:
-        result = ex.run(safe)
+        result = ex.fetch(safe)
     scores = [row[result.columns.index("_score")] for row in result.rows]
     assert all(s is not None and s > 0 for s in scores) and len(set(scores)) > 1
     assert scores == sorted(scores, reverse=True) and not result.notes

@@ -106,7 +106,7 @@ class _EchoExecutor:
     kind = "echo"
     closed = 0
 
-    def run(self, query: SafeQuery) -> ResultSet:
+    def fetch(self, query: SafeQuery) -> ResultSet:
         return ResultSet(columns=("text",), rows=[(query.text,)] if query.text else [])
 
     def close(self) -> None:
@@ -232,7 +232,7 @@ class _HttpExecutor:
 
     kind = "http"
 
-    def run(self, query: SafeQuery) -> ResultSet:
+    def fetch(self, query: SafeQuery) -> ResultSet:
         return ResultSet(columns=("path",), rows=[(query.text,)])
 
     def close(self) -> None:
@@ -326,3 +326,26 @@ def test_a_kinds_value_step_is_a_step_its_own_sandbox_accepts(demo_capabilities:
             assert member in (safe.columns if kind.indexed else {c.split(".", 1)[-1] for c in safe.columns})
             checked.add(kind.name)
     assert checked == {kind_of(m).name for m in demo_capabilities}
+
+
+def test_an_executor_written_with_the_earlier_method_name_still_answers() -> None:
+    """``Executor.fetch`` was called ``run``: a registered executor of either spelling answers
+    to both names, so executors and callers written before the rename keep working."""
+    from structq.executors.base import _REGISTRY, register
+
+    class OldSpelling:
+        def run(self, query: SafeQuery) -> ResultSet:
+            return ResultSet(columns=("text",), rows=[(query.text,)])
+
+    class NewSpelling:
+        def fetch(self, query: SafeQuery) -> ResultSet:
+            return ResultSet(columns=("text",), rows=[(query.text,)])
+
+    query = SafeQuery(source="s", kind="sql", limit=2, max_rows=1, text="SELECT 1")
+    try:
+        for kind, cls in (("old-spelling", OldSpelling), ("new-spelling", NewSpelling)):
+            executor = register(kind)(cls)()
+            assert executor.fetch(query).rows == executor.run(query).rows == [("SELECT 1",)]
+    finally:
+        _REGISTRY.pop("old-spelling", None)
+        _REGISTRY.pop("new-spelling", None)

@@ -134,7 +134,7 @@ def source(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def _as_written(executor: SqlExecutor, query: str) -> list[tuple[Any, ...]]:
     """The query's own text, run by the same executor (same session, same value conversion)."""
-    return executor.run(SafeQuery(source="accepted", kind="sql", limit=101, max_rows=100, text=query)).rows
+    return executor.fetch(SafeQuery(source="accepted", kind="sql", limit=101, max_rows=100, text=query)).rows
 
 
 _MARKS = {"sqlite": (), "postgres": (pytest.mark.postgres,), "mariadb": (pytest.mark.mariadb,)}
@@ -149,7 +149,7 @@ _MARKS = {"sqlite": (), "postgres": (pytest.mark.postgres,), "mariadb": (pytest.
 )
 def test_accepted_and_runs_as_meant(source: SqlExecutor, query: str, expected: list[tuple[Any, ...]] | None) -> None:
     safe = check_sql(query, source.manifest)
-    rows = [tuple(row) for row in source.run(safe).rows]
+    rows = [tuple(row) for row in source.fetch(safe).rows]
     wanted = expected if expected is not None else [tuple(row) for row in _as_written(source, query)]
     assert rows == wanted, safe.text
     assert rows, "a case whose result is empty proves little"

@@ -52,7 +52,7 @@ def _query(text: str) -> SafeQuery:
 
 
 def _total(executor: SqlExecutor) -> int:
-    return executor.run(_query("SELECT SUM(amount) FROM orders")).rows[0][0]
+    return executor.fetch(_query("SELECT SUM(amount) FROM orders")).rows[0][0]
 
 
 # --- one deadline thread -------------------------------------------------------------------
@@ -80,7 +80,7 @@ def test_a_query_past_its_deadline_is_interrupted(tmp_path: Path) -> None:
             "WHERE a.amount + b.amount + c.amount + d.amount >= 0")
     try:
         with pytest.raises(QueryTimeout):
-            executor.run(_query(slow))
+            executor.fetch(_query(slow))
         assert _total(executor) == sum(range(200))  # the connection serves the next query
     finally:
         executor.close()

@@ -192,19 +192,22 @@ class Engine:
         bound = bound or self.bind(step, inputs)
         return bound.check(step, params=params, vars=vars, max_rows=max_rows, slots=slots)
 
-    def execute(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult], *,
-                bound: "Bound | None" = None) -> "ResultSet":
-        """Run a checked query: on the step's own executor when its source opens one, else on
+    def fetch(self, step: Step, safe: "SafeQuery", inputs: Mapping[str, StepResult], *,
+              bound: "Bound | None" = None) -> "ResultSet":
+        """Fetch the rows of a checked query: on the step's own executor when its source opens one, else on
         the source's pooled executor behind the circuit breaker."""
         bound = bound or self.bind(step, inputs)
         if bound.open is None:
             manifest = bound.manifest
-            return self.breaker.call(step.source, lambda: self.executors.get(manifest).run(safe))
+            return self.breaker.call(step.source, lambda: self.executors.get(manifest).fetch(safe))
         executor = bound.open()
         try:
-            return executor.run(safe)
+            return executor.fetch(safe)
         finally:
             executor.close()
+
+    #: The earlier name of ``fetch``, kept for code written against it.
+    execute = fetch
 
     def on_step(self, step: Step, result: StepResult | None, error: StructqError | None) -> None:
         """Called once each step of a run is settled: with its result (run, or not run and
@@ -335,7 +338,7 @@ class _Schedule:
             template = self.plan.template
             safe = engine.prepare(step, inputs, vars=self.vars, max_rows=cap, bound=bound,
                                   slots=template.params if template is not None else None)
-            result = engine.execute(step, safe, inputs, bound=bound)
+            result = engine.fetch(step, safe, inputs, bound=bound)
         except UNAVAILABLE as exc:  # this part of the answer is missing; the rest still runs
             self.unavailable.append(_located(exc, step.output_key))
             self.missing.add(step.output_key)

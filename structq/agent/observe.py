@@ -191,7 +191,7 @@ def stored_values(engine: "Engine", step: Step, table: str, column: str, vars: M
     probe = Step(output_key="stored_values", source=step.source, query=query)
     try:
         safe = engine.prepare(probe, {}, vars=vars, max_rows=DISTINCT_LIMIT)
-        result = engine.execute(probe, safe, {})
+        result = engine.fetch(probe, safe, {})
     except StructqError:
         return []
     return [str(row[0]) for row in result.rows if row and row[0] is not None]

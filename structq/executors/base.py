@@ -1,6 +1,6 @@
 """The executor contract and the registry of executors by source ``kind``.
 
-An executor runs ``SafeQuery`` objects against one source and returns a ``ResultSet``.
+An executor fetches the rows of ``SafeQuery`` objects from one source as a ``ResultSet``.
 Executors are synchronous (database drivers are); the engine runs them in threads to run
 independent steps concurrently. They register by kind, so a new engine is a new module with
 ``@register("kind")`` — no if/elif chains elsewhere.
@@ -58,8 +58,9 @@ class Executor(Protocol):
 
     kind: ClassVar[str]
 
-    def run(self, query: "SafeQuery") -> ResultSet:
-        """Run ``query``; raise ``ExecutionError``/``SourceUnavailable``/``QueryTimeout``."""
+    def fetch(self, query: "SafeQuery") -> ResultSet:
+        """Run ``query`` and fetch its rows; raise ``ExecutionError``/``SourceUnavailable``/
+        ``QueryTimeout``."""
         ...
 
     def close(self) -> None:
@@ -83,10 +84,21 @@ def register(kind: str) -> Callable[[type], type]:
 
     def decorate(cls: type) -> type:
         cls.kind = kind
+        _answer_to_both_names(cls)
         _REGISTRY[kind] = cls
         return cls
 
     return decorate
+
+
+def _answer_to_both_names(cls: type) -> None:
+    """``fetch`` was called ``run`` before: an executor written with either name answers to
+    both, so executors and callers from before the rename keep working."""
+    fetch, run = getattr(cls, "fetch", None), getattr(cls, "run", None)
+    if fetch is None and run is not None:
+        cls.fetch = run  # type: ignore[attr-defined]
+    elif run is None and fetch is not None:
+        cls.run = fetch  # type: ignore[attr-defined]
 
 
 def executor_class(kind: str) -> type:

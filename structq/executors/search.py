@@ -157,7 +157,7 @@ class SearchExecutor:
         uses it) rather than on the first query — so a CLI can show load progress."""
         self._connection()
 
-    def run(self, query: SafeQuery) -> ResultSet:
+    def fetch(self, query: SafeQuery) -> ResultSet:
         """Run ``query``; rows as described on the class. Making the client — which starts
         the embedded engine and loads its indices on first use — is timed apart
         (``startup_ms``), so a step's ``elapsed_ms`` is the search's own time."""

@@ -68,5 +68,5 @@ class SearchKind(SourceKind):
         """A document count of the first index."""
         from structq.safety.query import SafeQuery
 
-        executor.run(SafeQuery(source=manifest.source, kind="search", limit=1, max_rows=0,
+        executor.fetch(SafeQuery(source=manifest.source, kind="search", limit=1, max_rows=0,
                                index=manifest.indices[0].name, body={"size": 0}))

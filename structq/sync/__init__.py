@@ -8,7 +8,7 @@ The pipeline, one module per step::
     coverage.py    date columns: the period covered and the stored format (refreshed, not drift)
     profile.py     optional: suggest ``values`` for coded text columns (never keys, secrets, prose)
     merge.py       SourceDiff → edited YAML text (yamledit.py splices text; nothing re-dumped)
-    run.py         the above for one file, with the merged text checked before any write
+    job.py         the above for one file, with the merged text checked before any write
     history.py     atomic replace, ``.history/<source>/<UTC timestamp>.yaml``, rollback
     verify.py      ``structq check --connect``: declared objects the source lacks
     init.py        ``structq init``: a sync of a seed manifest that declares nothing yet
@@ -21,8 +21,8 @@ from .diff import Change, Denial, Proposal, SourceDiff, diff_manifest
 from .history import HistoryError, Version, atomic_write, list_versions, rollback
 from .init import InitResult, init_manifest
 from .introspect import Scope, introspect
+from .job import SyncError, SyncPlan, plan_sync, write_sync
 from .merge import merge_text
-from .run import SyncError, SyncPlan, plan_sync, write_sync
 from .snapshot import DbObject, Member, Snapshot
 from .verify import missing_objects
 from .yamledit import YamlEditError

@@ -171,7 +171,7 @@ class _Differ:
         self.warnings: list[str] = list(snapshot.notes)
         self.renames: list[str] = []
 
-    def run(self, mine: Sequence[DbObject]) -> None:
+    def compare(self, mine: Sequence[DbObject]) -> None:
         real = _by_name(self.snapshot.objects)
         known = _by_name(mine)
         for obj in mine:
@@ -325,7 +325,7 @@ def diff_manifest(manifest: "Manifest", snapshot: Snapshot, *, examples: Sequenc
     """
     users = _users(manifest, manifest.examples if examples is None else examples)
     differ = _Differ(manifest, snapshot, users)
-    differ.run(declared(manifest))
+    differ.compare(declared(manifest))
     changes = _resolvable_references(manifest, snapshot, differ.changes)
     unreferenced = _dangling_references(manifest, changes)
     warnings = differ.warnings + [

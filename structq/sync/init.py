@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from structq.errors import ConfigError
 
-from .run import SyncPlan, plan_sync
+from .job import SyncPlan, plan_sync
 from .yamledit import flow_map, scalar
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ across sources.
 Each earlier ``output_key`` becomes a table with the columns its result returned. The engine
 describes those tables to the sandbox with ``local_manifest(results)``, checks the step's SQL
 with ``check_sql(query, local_manifest(results), …)`` like any other source, then runs it with
-``LocalExecutor(results).run(safe_query)``.
+``LocalExecutor(results).fetch(safe_query)``.
 
 Why an in-memory SQLite rather than DuckDB: it is in the standard library (no extra
 dependency, nothing to install for the demo), it is the dialect the demo company's database

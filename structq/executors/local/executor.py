@@ -97,7 +97,7 @@ class LocalExecutor:
         """The ``local`` manifest of exactly these tables (same as ``local_manifest``)."""
         return manifest_for(self.tables, self.limits)
 
-    def run(self, query: "SafeQuery") -> ResultSet:
+    def fetch(self, query: "SafeQuery") -> ResultSet:
         """Load the tables into a fresh in-memory database and run ``query`` over them."""
         from sqlalchemy.exc import DBAPIError
 

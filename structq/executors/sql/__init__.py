@@ -19,7 +19,7 @@ server in the driver's error. Everything else is shared:
 - ``deadlines.py`` the one deadline thread behind every SQLite statement;
 - ``sqlite.py``, ``postgresql.py``, ``mysql.py``  one backend each;
 - ``session.py``   URL → backend, the read-only engine and transaction (``sync`` uses them too);
-- ``executor.py``  ``SqlExecutor``: run, translate errors.
+- ``executor.py``  ``SqlExecutor``: fetch, translate errors.
 
 Per backend (each guard verified against the real server in ``tests/test_executor_sql.py``):
 

@@ -1,6 +1,6 @@
 """The SQL executor: one pooled, read-only, time-limited engine per source.
 
-``run`` opens a guarded transaction (``session.begin_read_only``), binds the query the
+``fetch`` opens a guarded transaction (``session.begin_read_only``), binds the query the
 backend's way, fetches at most ``max_rows + 1`` rows under the backend's deadline guard, rolls
 back, and translates the driver's error into the structq error that says whose fault it was.
 """
@@ -31,7 +31,7 @@ __all__ = ["SqlExecutor"]
 class SqlExecutor:
     """Runs ``SafeQuery`` objects against one SQL source, read-only, time-limited and capped.
 
-    One pooled engine per source, created on first use (thread-safe: the engine calls ``run``
+    One pooled engine per source, created on first use (thread-safe: the engine calls ``fetch``
     from several worker threads at once) and disposed by ``close()``.
     """
 
@@ -68,7 +68,7 @@ class SqlExecutor:
         return read_only_engine(self._backend, self._url, self.timeout_s)
 
     def close(self) -> None:
-        """Dispose of the pool; the next ``run`` opens a new one."""
+        """Dispose of the pool; the next ``fetch`` opens a new one."""
         with self._lock:
             engine, self._engine = self._engine, None
         if engine is not None:
@@ -76,7 +76,7 @@ class SqlExecutor:
 
     # -- running ---------------------------------------------------------------------------
 
-    def run(self, query: "SafeQuery") -> ResultSet:
+    def fetch(self, query: "SafeQuery") -> ResultSet:
         """Run ``query`` read-only; raise ``SourceUnavailable``, ``QueryTimeout`` or
         ``ExecutionError`` (with the database's message) when it fails."""
         from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -118,7 +118,7 @@ class SqlExecutor:
         from structq.safety.query import SafeQuery
 
         probe = SafeQuery(source=self.source, kind="sql", limit=2, max_rows=1, text="SELECT 1")
-        return self.run(probe).elapsed_ms
+        return self.fetch(probe).elapsed_ms
 
     def _translate(self, error: BaseException, invalidated: bool, phase: str,
                    query: "SafeQuery", elapsed_s: float) -> ExecutionError:
