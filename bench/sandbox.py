@@ -4,7 +4,9 @@ Every accepted query is timed in interleaved rounds (per round: parse, then chec
 after query, so machine noise falls on both alike); a query's time is its fastest over the
 rounds — on a shared machine one preemption (a 10 ms time slice) turns a 300 µs call into a
 30× outlier, so the median of a few rounds measures the load, the minimum the code — and its
-ratio is check ÷ parse. Printed per corpus and overall: queries accepted /
+ratio is check ÷ parse. Every timed check is a full one: remembered checks (``memo.py``) are
+forgotten before each (outside the timer), or every round after the first would time a
+look-up. Printed per corpus and overall: queries accepted /
 rejected (with the commonest codes), the median times, and the p50 / p90 / p99 / max of the
 per-query ratios (the target is p99 ≤ 3×), plus how many queries took the full
 ``qualify_columns`` path (``structq.safety.sql.resolve`` gave up) and the p99 of those.
@@ -32,12 +34,13 @@ from corpora import LEGIT, all_corpora  # noqa: E402
 
 from structq.errors import PlanError, SandboxViolation  # noqa: E402
 from structq.safety import check_sql  # noqa: E402
-from structq.safety.sql import resolve  # noqa: E402
+from structq.safety.sql import memo, resolve  # noqa: E402
 
 TARGET = 3.0
 
 
 def _time(fn, *args, **kw) -> float:
+    memo.clear()
     start = time.perf_counter()
     try:
         fn(*args, **kw)
@@ -65,6 +68,7 @@ def _uses_full_path(sql: str, manifest) -> bool:
 
     from structq.safety.sql import columns
     columns.resolve_columns = spy
+    memo.clear()
     try:
         check_sql(sql, manifest)
     finally:

@@ -20,6 +20,7 @@ from structq.capabilities import Manifest, Table
 from structq.errors import SandboxViolation
 
 from .schema import Derived, derived
+from .walk import Instances, shared_walk
 
 __all__ = ["Check", "violation"]
 
@@ -89,6 +90,7 @@ class Check:
     sql: str = ""
 
     _names: Derived | None = None
+    _shared: dict[Instances, list[exp.Expr]] | None = None
 
     @property
     def names(self) -> Derived:
@@ -97,6 +99,16 @@ class Check:
         if found is None:
             found = self._names = derived(self.manifest)
         return found
+
+    def shared_nodes(self, wanted: Instances) -> list[exp.Expr]:
+        """``wanted(self.tree)`` for a filter made with ``shared=True``: every shared filter is
+        answered by the walk of the first call (``walk.py``), so only passes that change
+        nothing in the tree, run one after the other, may call this."""
+        found = self._shared
+        if found is None:
+            assert self.tree is not None
+            found = self._shared = shared_walk(self.tree)
+        return found[wanted]
 
     def bind(self, name: str, value: Any, origin: tuple[Any, ...]) -> None:
         """Bind parameter ``name`` to ``value``, which came from ``origin``."""

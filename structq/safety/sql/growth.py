@@ -229,7 +229,7 @@ def _recursive_members(check: Check) -> list[exp.Expr]:
 #: Every node ``check_growth`` may act on: a multiplying call (``_factor``), a builder
 #: (``_is_builder``), padding (``Pad``, ``Space``) or a ``printf`` / ``format`` (``format_padding``).
 _SIZED = Instances(exp.Repeat, exp.Replace, exp.RegexpReplace, exp.Pad, exp.Space, exp.Format, exp.Anonymous,
-                   *_BUILDERS)
+                   *_BUILDERS, shared=True)
 
 
 def check_growth(check: Check) -> None:
@@ -238,7 +238,7 @@ def check_growth(check: Check) -> None:
     sizes: dict[int, int | None] = {}
     product = 1
     aggregates = StringAggregates(check.tree)
-    for node in _SIZED(check.tree):
+    for node in check.shared_nodes(_SIZED):
         factor = _factor(check, node)
         if factor is None and _is_builder(node) and _constant_size(check, node, sizes) is None:
             factor = _concat_factor(check, node)

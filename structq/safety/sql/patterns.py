@@ -136,14 +136,14 @@ def _refuse(check: Check, node: exp.Expr, why: str) -> Exception:
 
 
 #: Every node ``pattern_of`` or ``_postgres_substring_pattern`` may find a pattern in.
-_MATCHING = Instances(*_MATCHES, *_REGEXP_FUNCTIONS, exp.Anonymous, exp.Substring)
+_MATCHING = Instances(*_MATCHES, *_REGEXP_FUNCTIONS, exp.Anonymous, exp.Substring, shared=True)
 
 
 def check_patterns(check: Check) -> None:
     """Refuse patterns that are not short literals, and matches over aggregated text."""
     assert check.tree is not None
     aggregates = StringAggregates(check.tree)
-    for node in _MATCHING(check.tree):
+    for node in check.shared_nodes(_MATCHING):
         found = pattern_of(node) or _postgres_substring_pattern(check, node)
         if found is None:
             continue

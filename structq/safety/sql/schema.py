@@ -64,6 +64,9 @@ class Derived:
     #: its entry, denied ones included (``Manifest.table`` / ``Table.column`` as dictionaries).
     tables: dict[str, Table]
     columns: dict[str, dict[str, Column]]
+    #: Lower-case name of every column of every table, denied ones included (the names a
+    #: double-quoted SQLite name could mean: ``strings.py``).
+    column_names: frozenset[str]
     #: Whether each table and column name, as the manifest spells it, needs quotes in the
     #: source's dialect (``needs_quotes``).
     quoted: dict[str, bool]
@@ -153,6 +156,7 @@ def derived(manifest: Manifest) -> Derived:
         allowed={t.name.lower(): {c.name.lower(): c.name for c in t.allowed_columns} for t in manifest.tables},
         tables=by_name,
         columns=columns,
+        column_names=frozenset(c.name.lower() for t in manifest.tables for c in t.columns),
         quoted={name: needs_quotes(name, source_dialect) for name in names},
     )
     if len(_cache) >= _CACHE_SIZE:

@@ -108,12 +108,12 @@ class SelectRefs:
     def order_positions(self, names: list[str]) -> list[tuple[exp.Literal, int]]:
         """``ORDER BY n`` terms to replace with the output's name (kept where it repeats)."""
         order = self.select.args.get("order")
+        terms = [o.this for o in order.expressions if isinstance(o.this, exp.Literal)] if order is not None else []
+        if not terms:
+            return []
         unique = {name for name, count in Counter(names).items() if count == 1}
         found = []
-        for ordered in order.expressions if order is not None else ():
-            term = ordered.this
-            if not isinstance(term, exp.Literal):
-                continue
+        for term in terms:
             if not term.is_int or not 0 < int(term.this) <= len(names):
                 raise Unsupported("an ORDER BY position out of range")
             if names[int(term.this) - 1] in unique:

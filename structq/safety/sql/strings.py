@@ -24,10 +24,11 @@ from .context import Check
 __all__ = ["read_double_quoted_strings"]
 
 
-def _declared_names(check: Check) -> set[str]:
-    """Lower-case names that could mean a column: declared columns, aliases, CTE columns."""
+def _query_names(check: Check) -> set[str]:
+    """Lower-case names the query itself gives columns: aliases, CTE and derived-table columns
+    (the declared columns' names come from ``schema.Derived.column_names``, once per manifest)."""
     assert check.tree is not None
-    names = {c.name.lower() for t in check.manifest.tables for c in t.columns}
+    names: set[str] = set()
     for node in check.tree.find_all(exp.Alias, exp.TableAlias):
         if isinstance(node, exp.Alias):
             names.add(node.alias.lower())
@@ -54,13 +55,18 @@ def read_double_quoted_strings(check: Check) -> None:
     candidates = [c for c in check.columns if not c.table and isinstance(c.this, exp.Identifier) and c.this.quoted]
     if not candidates:
         return
-    names = _declared_names(check)
+    declared, named = check.names.column_names, _query_names(check)
+    replaced: set[int] = set()
     for column in candidates:
-        if column.name.lower() in names:
+        lowered = column.name.lower()
+        if lowered in declared or lowered in named:
             continue
         written = _written_text(check, column.this)
         if written is None:
             continue
-        literal = exp.Literal.string(written)
-        column.replace(literal)
-        check.columns.remove(column)
+        column.replace(exp.Literal.string(written))
+        replaced.add(id(column))
+    if replaced:
+        # By identity: ``list.remove`` compares nodes by their whole structure (sqlglot's
+        # ``__eq__``), which is slower and can pick another column spelled the same way.
+        check.columns[:] = [c for c in check.columns if id(c) not in replaced]
