@@ -13,7 +13,7 @@ Checked over every query of the third-party corpora — legit gold queries and h
 statements (``../shared/corpora``; skipped where absent) — and over generated queries built
 from the shapes the resolver models and the ones it defers: GROUP BY / HAVING / ORDER BY
 references to the select list by name and by position, CTEs, derived tables, set operations,
-correlated subqueries, USING joins, names shared by a table and an output, denied columns and
+uncorrelated and correlated subqueries (in WHERE and as select items), USING joins, names shared by a table and an output, denied columns and
 a row filter. The full path is forced by making the resolver give up.
 """
 
@@ -174,6 +174,8 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
     items = []
     for _ in range(draw(st.integers(1, 3))):
         item = draw(st.one_of(expression(aliases), st.sampled_from(["*", aliases[0] + ".*"])))
+        if depth < 1 and not draw(st.integers(0, 5)):
+            item = f"({draw(select(depth + 1))})"  # a scalar subquery, uncorrelated or not
         if item not in ("*", aliases[0] + ".*") and draw(st.booleans()):
             item += " AS " + draw(name)
         items.append(item)
@@ -186,7 +188,8 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
         where = draw(expression(aliases)) + " IS NOT NULL"
         if depth < 1 and draw(st.booleans()):
             inner = draw(select(depth + 1))
-            where = draw(st.sampled_from([f"EXISTS ({inner})", f"{aliases[0]}.employee_id IN ({inner})"]))
+            where = draw(st.sampled_from([f"EXISTS ({inner})", f"{aliases[0]}.employee_id IN ({inner})",
+                                          f"NOT {aliases[0]}.dept_id IN ({inner})", f"({inner}) > 1"]))
         parts += ["WHERE", where]
     if draw(st.booleans()):
         group = [draw(st.one_of(expression(aliases), name, st.sampled_from(["1", "2", "4"])))]
@@ -208,7 +211,11 @@ def query(draw: Callable[..., Any]) -> str:
         outer = draw(st.sampled_from(["*", "s." + draw(name), draw(name)]))
         return f"SELECT {outer} FROM ({body}) AS s" + draw(st.sampled_from(["", " ORDER BY 1", " GROUP BY 1"]))
     if shape == "union":
-        return f"{body} UNION {draw(select())}" + draw(st.sampled_from(["", " ORDER BY 1"]))
+        operations = draw(st.lists(st.sampled_from(["UNION", "UNION ALL", "INTERSECT", "EXCEPT"]), min_size=1,
+                                   max_size=2))
+        for operation in operations:
+            body += f" {operation} {draw(select())}"
+        return body + draw(st.sampled_from(["", " ORDER BY 1", " ORDER BY 2 DESC"]))
     return body
 
 
@@ -243,6 +250,38 @@ SHAPES = [
     ("SELECT e.employee_id, e.employee_id FROM employees e UNION SELECT e.name, e.name FROM employees e ORDER BY 1",
      True),
 ]
+
+
+#: Flat queries (``flat.py``): planned without sqlglot's scopes.
+FLAT = [
+    "SELECT e.name FROM employees e WHERE NOT e.dept_id IN (SELECT d.dept_id FROM departments d)",
+    "SELECT name FROM employees EXCEPT SELECT title FROM departments",
+    "SELECT title FROM departments INTERSECT SELECT title FROM departments UNION SELECT name FROM employees ORDER BY 1",
+    "SELECT (SELECT MAX(budget) FROM departments) - (SELECT MIN(d.budget) FROM departments d) AS spread",
+    "SELECT e.name, (SELECT COUNT(*) FROM departments) AS n FROM employees e WHERE e.dept_id = (SELECT MAX(dept_id) FROM departments)",
+]
+#: Not flat, or correlated: planned over scopes (and still resolved by the fast path).
+OVER_SCOPES = [
+    "SELECT e.name FROM employees e WHERE EXISTS (SELECT 1 FROM departments d WHERE d.dept_id = e.dept_id)",
+    "SELECT s.name FROM (SELECT e.name FROM employees e) AS s",
+]
+
+
+@pytest.mark.parametrize("sql", FLAT + OVER_SCOPES)
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_flat_queries_are_planned_without_scopes(sql: str, dialect: str) -> None:
+    from structq.safety.sql import resolve
+
+    scoped = []
+    real = resolve.traverse_scope
+
+    def spy(tree: Any) -> Any:
+        scoped.append(tree)
+        return real(tree)
+
+    with mock.patch.object(resolve, "traverse_scope", spy):
+        assert assert_paths_agree(sql, MANIFESTS[dialect], VARS)
+    assert bool(scoped) is (sql in OVER_SCOPES)
 
 
 @pytest.mark.parametrize(("sql", "fast"), SHAPES)

@@ -212,14 +212,15 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
     tree = check.tree
     assert tree is not None
     allowed = check.names.allowed
-    # One select and nothing else: ``check.columns`` then lists every column of the tree
-    # (the passes before this one replace none but those they remove from it).
-    single = isinstance(tree, exp.Select) and len(check.queries) == 1 and check.queries[0] is tree and not check.with_clauses
+    # No WITH: ``check.columns`` then lists every column of the tree and ``check.queries``
+    # every query (the passes before this one replace none but the columns they remove).
+    flat = not check.with_clauses
     try:
         resolution = resolve_columns(
             tree,
             {id(node): allowed[table.name.lower()] for node, table in check.reads},
-            check.columns if single else None,
+            check.columns if flat else None,
+            check.queries if flat else None,
             source_names=_source_names(check),
             dialect=check.names.names_dialect,
         )

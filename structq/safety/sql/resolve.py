@@ -2,9 +2,10 @@
 
 sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
 sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
-from one ``traverse_scope`` — or, when the query is one select with no subquery, CTE or set
-operation (most are), straight from its FROM / JOIN tables and the columns ``parse.scan``
-collected, without building scopes — and gives up (``Unsupported``) on anything it does not
+from one ``traverse_scope`` — or, when the query is flat (no CTE or derived table: one select,
+as most are, or set operations and uncorrelated subqueries of plain selects; ``flat.py``),
+straight from each select's FROM / JOIN tables and the columns ``parse.scan`` collected,
+without building scopes — and gives up (``Unsupported``) on anything it does not
 model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
@@ -44,6 +45,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.optimizer.simplify import simplify_parens
 
+from .flat import FlatPart, flat_parts
 from .select_refs import SelectRefs, Unsupported, check_copies, copy_resolved
 from .sources import UNION_ARGS, Sources, check_select, check_shape, lower
 
@@ -196,12 +198,18 @@ def _plan_select(scope: Scope, plan: Resolution, query: _Query) -> None:
 
 
 def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
-    union = scope.expression
-    check_shape(union, UNION_ARGS)
     left = scope.set_operation_scopes[0]
     names = plan.outputs.get(id(left))
     if names is None:
         raise Unsupported("set operation over an unresolved branch")
+    if scope.columns:
+        raise Unsupported("columns in a set operation")
+    plan.outputs[id(scope)] = _plan_set_operation(scope.expression, names, plan, query)
+
+
+def _plan_set_operation(union: exp.SetOperation, names: list[str], plan: Resolution, query: _Query) -> list[str]:
+    """A set operation's ORDER BY positions, given its left branch's output names; its names."""
+    check_shape(union, UNION_ARGS)
     order = union.args.get("order")
     if order is not None:
         unique = {name for name, count in Counter(names).items() if count == 1}
@@ -218,9 +226,7 @@ def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
                 raise Unsupported("ORDER BY of a set operation that is not an output name")
             if name.lower() in query.source_names:
                 raise Unsupported("an ORDER BY name that is also a source's name")  # ``implicit.py``: a whole row
-    if scope.columns:
-        raise Unsupported("columns in a set operation")
-    plan.outputs[id(scope)] = list(names)
+    return list(names)
 
 
 def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
@@ -289,45 +295,37 @@ def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> 
     return isinstance(clause, (exp.Order, exp.Distinct)) and clause.parent is select
 
 
-def _plan_single_select(select: exp.Select, columns: list[exp.Column], plan: Resolution, query: _Query) -> None:
-    """``_plan_select`` for a query that is one select and nothing else, without scopes.
+def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Resolution, query: _Query) -> int:
+    """``_plan_select`` for a select of a flat query (``flat.py``), without scopes; returns
+    how many tables it reads.
 
-    With no subquery, CTE or set operation there is one scope: its sources are the FROM and
-    JOIN tables, and its columns every column of the tree but the ``t.*`` stars and the
-    ORDER BY references to select aliases that ``Scope.columns`` leaves out. Any other column
-    is resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
+    Its sources are its FROM and JOIN tables, and its columns every column whose nearest
+    select it is, but the ``t.*`` stars and the ORDER BY references to select aliases that
+    ``Scope.columns`` leaves out. Any other column is resolved here — a superset of what
+    sqlglot's scope would list, so nothing escapes.
     """
     check_select(select)
     sources = Sources.of_select(select, query.tables)
     named = set(select.named_selects)
     own = [c for c in columns if not isinstance(c.this, exp.Star) and not _is_order_alias(c, select, named)]
-    _plan_body(select, own, sources, plan, lambda alias: None, query)
+    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, lambda alias: None, query)
+    return len(sources.by_alias)
 
 
-def resolve_columns(
-    tree: exp.Expr,
-    tables: dict[int, dict[str, str]],
-    columns: list[exp.Column] | None = None,
-    *,
-    source_names: frozenset[str] = frozenset(),
-    dialect: Dialect | None = None,
-) -> Resolution:
-    """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
+def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _Query) -> None:
+    read = 0
+    for node, columns in parts:
+        if isinstance(node, exp.Select):
+            read += _plan_plain_select(node, columns, plan, query)
+        else:
+            if columns:
+                raise Unsupported("columns in a set operation")
+            plan.outputs[id(node)] = _plan_set_operation(node, plan.outputs[id(node.this)], plan, query)
+    if read != len(query.tables):
+        raise Unsupported("a table read outside FROM and JOIN")
 
-    ``tables`` maps ``id()`` of each real-table node to its allowed columns (lower-case name
-    → manifest spelling). ``columns``, when given, says that ``tree`` is a single select —
-    no other query, subquery or WITH anywhere in it — and lists every column node of the
-    tree: that one scope is then planned without sqlglot's scopes. ``source_names`` holds
-    the lower-case names (and aliases) of every table and derived table of the query;
-    ``dialect`` is the one ``qualify_columns`` would be given.
-    """
-    plan = Resolution()
-    query = _Query(tables, source_names)
-    if columns is not None:
-        assert isinstance(tree, exp.Select)
-        _plan_single_select(tree, columns, plan, query)
-        _apply(plan, dialect)
-        return plan
+
+def _plan_scopes(tree: exp.Expr, plan: Resolution, query: _Query) -> None:
     for scope in traverse_scope(tree):
         expression = scope.expression
         if isinstance(expression, exp.Select):
@@ -336,5 +334,41 @@ def resolve_columns(
             _plan_union(scope, plan, query)
         else:
             raise Unsupported(f"a {expression.key} scope")
+
+
+def resolve_columns(
+    tree: exp.Expr,
+    tables: dict[int, dict[str, str]],
+    columns: list[exp.Column] | None = None,
+    queries: list[exp.Query] | None = None,
+    *,
+    source_names: frozenset[str] = frozenset(),
+    dialect: Dialect | None = None,
+) -> Resolution:
+    """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
+
+    ``tables`` maps ``id()`` of each real-table node to its allowed columns (lower-case name
+    → manifest spelling). ``columns`` and ``queries``, when given, say that ``tree`` has no
+    WITH and list every column node and every query node of the tree (parents first): a flat
+    query (``flat.py``) is then planned without sqlglot's scopes — a single select that is
+    not understood so goes straight to the full path, anything else is planned over scopes
+    first. ``source_names`` holds the lower-case names (and aliases) of every table and
+    derived table of the query; ``dialect`` is the one ``qualify_columns`` would be given.
+    """
+    query = _Query(tables, source_names)
+    if columns is not None and queries is not None:
+        plan = Resolution()
+        single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
+        try:
+            parts: list[FlatPart] = [(tree, columns)] if single else flat_parts(queries, columns)  # type: ignore[list-item]
+            _plan_flat(parts, plan, query)
+        except Unsupported:
+            if single:
+                raise
+        else:
+            _apply(plan, dialect)
+            return plan
+    plan = Resolution()
+    _plan_scopes(tree, plan, query)
     _apply(plan, dialect)
     return plan

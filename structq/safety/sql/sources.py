@@ -62,8 +62,8 @@ class Sources:
 
     @classmethod
     def of_select(cls, select: exp.Select, tables: dict[int, dict[str, str]]) -> Sources:
-        """The sources of a select that is the whole query (``_single_scope``): its FROM and
-        JOIN tables, which must be every real table the query reads, under distinct names."""
+        """The sources of a select of a flat query (``flat.py``): its FROM and JOIN tables,
+        under distinct names (the caller makes sure they are all the tables the query reads)."""
         self = cls()
         from_ = select.args.get("from_")
         if from_ is not None:
@@ -78,8 +78,6 @@ class Sources:
             written = node.args.get("alias")
             self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
             self.by_alias[alias] = (node, tables[id(node)])
-        if len(self.by_alias) != len(tables):
-            raise Unsupported("a table read outside FROM and JOIN")
         return self
 
     def owners(self, name: str) -> list[str]:
