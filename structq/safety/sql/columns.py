@@ -221,7 +221,7 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
             {id(node): allowed[table.name.lower()] for node, table in check.reads},
             check.columns if flat else None,
             check.queries if flat else None,
-            source_names=_source_names(check),
+            source_names=lambda: _source_names(check),
             dialect=check.names.names_dialect,
         )
     except Unsupported:

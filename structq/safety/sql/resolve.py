@@ -162,14 +162,21 @@ def _output_name(projection: exp.Expr, index: int) -> str:
     return projection.output_name or f"_col_{index}"
 
 
-@dataclass(frozen=True)
 class _Query:
     """What the whole query tells the planning of each select."""
 
-    #: ``id()`` of each real-table node → its allowed columns (``resolve_columns``).
-    tables: dict[int, dict[str, str]]
-    #: Lower-case names of every table and derived table in the query (``select_refs.py``).
-    source_names: frozenset[str]
+    def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]]) -> None:
+        #: ``id()`` of each real-table node → its allowed columns (``resolve_columns``).
+        self.tables = tables
+        self._source_names = source_names
+        self._names: frozenset[str] | None = None
+
+    def source_names(self) -> frozenset[str]:
+        """Lower-case names of every table and derived table in the query (``select_refs.py``),
+        asked for only by an ORDER BY that names an output: most queries never build them."""
+        if self._names is None:
+            self._names = self._source_names()
+        return self._names
 
 
 def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
@@ -224,7 +231,7 @@ def _plan_set_operation(union: exp.SetOperation, names: list[str], plan: Resolut
                 name = term.name
             else:
                 raise Unsupported("ORDER BY of a set operation that is not an output name")
-            if name.lower() in query.source_names:
+            if name.lower() in query.source_names():
                 raise Unsupported("an ORDER BY name that is also a source's name")  # ``implicit.py``: a whole row
     return list(names)
 
@@ -342,7 +349,7 @@ def resolve_columns(
     columns: list[exp.Column] | None = None,
     queries: list[exp.Query] | None = None,
     *,
-    source_names: frozenset[str] = frozenset(),
+    source_names: Callable[[], frozenset[str]] = frozenset,
     dialect: Dialect | None = None,
 ) -> Resolution:
     """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
@@ -352,7 +359,7 @@ def resolve_columns(
     WITH and list every column node and every query node of the tree (parents first): a flat
     query (``flat.py``) is then planned without sqlglot's scopes — a single select that is
     not understood so goes straight to the full path, anything else is planned over scopes
-    first. ``source_names`` holds the lower-case names (and aliases) of every table and
+    first. ``source_names`` gives the lower-case names (and aliases) of every table and
     derived table of the query; ``dialect`` is the one ``qualify_columns`` would be given.
     """
     query = _Query(tables, source_names)

@@ -24,6 +24,7 @@ raises ``Unsupported`` and takes the full path:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -42,7 +43,7 @@ class Unsupported(Exception):
 class SelectRefs:
     """What one select's other clauses may refer to in its select list."""
 
-    def __init__(self, select: exp.Select, source_names: frozenset[str]) -> None:
+    def __init__(self, select: exp.Select, source_names: Callable[[], frozenset[str]]) -> None:
         self.select = select
         self.named = set(select.named_selects)
         self.source_names = source_names
@@ -80,7 +81,7 @@ class SelectRefs:
             for column in ordered.find_all(exp.Column):
                 if column.table or column.name not in self.named or column is ordered.this:
                     continue
-                if column.name.lower() in self.source_names:
+                if column.name.lower() in self.source_names():
                     raise Unsupported("an ORDER BY name that is also a source's name")
                 node = column.parent
                 while node is not ordered:
