@@ -134,7 +134,9 @@ class _Builder:
         self.file = file
         self.env = env
         self.expansions: list[Path_] = []
-        self._constructor = yaml.SafeLoader("")
+        #: The safe loader's constructor alone: a whole ``SafeLoader`` refers to itself (its
+        #: parser's state), so each build left a cycle holding every non-string node it met.
+        self._constructor = yaml.constructor.SafeConstructor()
 
     def _expansion(self, node: yaml.Node, path: Path_) -> None:
         self.expansions.append(path)
