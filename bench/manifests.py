@@ -3,11 +3,14 @@
 Generates manifests of 250, 500, 1,000 and 2,000 tables (20 columns each, descriptions, a
 primary key and one reference per table: about 23,000 YAML lines at 1,000) and prints, per
 size, the median of interleaved rounds of ``CapabilitySet.from_path`` (parse, validate,
-cross-check) in four ways:
+cross-check) in five ways:
 
 - ``cached``: as a command finds it when an earlier command loaded the same text (the data
   read back from ``manifest_cache``, positions deferred);
 - ``composed``: the first load of that text (composed, positions deferred);
+- ``survivors young``: that, with what the load kept left in the collector's young
+  generation when it resumes (the path before ``loader._age_survivors``: the next
+  allocation rescans all of it);
 - ``positions up front``: the previous path, positions recorded while loading;
 - ``+ GC running``: that, with the cyclic garbage collector running during the load (the
   path before that: the issue's 2.1-2.3 s);
@@ -59,11 +62,13 @@ def timed(load: Callable[[], object]) -> float:
 @contextlib.contextmanager
 def way(name: str, cache_dir: Path) -> Iterator[None]:
     """Load as ``name`` says: from the cache, composed, or along the previous paths."""
-    saved = dict(os.environ), loader._read, loader._without_cyclic_gc
+    saved = dict(os.environ), loader._read, loader._without_cyclic_gc, loader._age_survivors
     os.environ["STRUCTQ_CACHE_DIR"] = str(cache_dir)
     os.environ["STRUCTQ_CACHE"] = "1" if name == "cached" else "0"
     if name in ("positions up front", "+ GC running"):
         loader._read = loader._parse_yaml  # composed once, positions recorded with the data
+    if name == "survivors young":
+        loader._age_survivors = lambda: None
     if name == "+ GC running":
         loader._without_cyclic_gc = contextlib.nullcontext
     try:
@@ -71,10 +76,10 @@ def way(name: str, cache_dir: Path) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved[0])
-        loader._read, loader._without_cyclic_gc = saved[1], saved[2]
+        loader._read, loader._without_cyclic_gc, loader._age_survivors = saved[1:]
 
 
-WAYS = ("cached", "composed", "positions up front", "+ GC running")
+WAYS = ("cached", "composed", "survivors young", "positions up front", "+ GC running")
 
 
 def main() -> None:

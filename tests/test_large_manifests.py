@@ -64,6 +64,26 @@ def test_loading_leaves_the_garbage_collector_as_it_found_it() -> None:
         gc.enable()
 
 
+def test_what_a_load_keeps_counts_as_old() -> None:
+    """No young-generation rescan of what a load kept: it is in the oldest generation."""
+    gc.collect()
+    manifest, _ = load_manifest_text(manifest_text(50), env={})
+    young = len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
+    assert young < 100, young
+    assert len(manifest.tables) == 50  # kept, and still not young
+
+
+def test_loading_makes_no_cyclic_garbage() -> None:
+    """(A whole ``SafeLoader`` used to construct the non-string scalars: a cycle each load.)"""
+    gc.collect()
+    gc.disable()
+    try:
+        load_manifest_text(manifest_text(50), env={})
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def _database_of(path: Path, tables: int, columns: int) -> None:
     """A SQLite database holding exactly the tables ``manifest_text`` describes."""
     with sqlite3.connect(path) as db:

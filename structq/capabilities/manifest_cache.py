@@ -1,8 +1,9 @@
 """The plain data of large manifests, kept between commands by the hash of their text.
 
-Why: composing YAML is most of loading a large manifest (a 1,000-table manifest: ~0.4 s of
-libyaml composing and tag resolution, against ~0.02 s to read back the same data with
-``marshal``), and every CLI command loads the manifests again although they rarely change.
+Why: composing YAML is most of loading a large manifest (a 1,000-table manifest: ~0.16 s of
+libyaml composing, tag resolution and building the data on a quiet core, ~0.4 s when the
+machine is busy, against ~0.01-0.02 s to read back the same data with ``marshal``), and
+every CLI command loads the manifests again although they rarely change.
 
 What is kept is exactly what the PyYAML composer built from that text, before ``${VAR}``
 expansion (with the paths to expand, so a changed environment still applies), keyed by the
