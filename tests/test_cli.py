@@ -325,11 +325,27 @@ def test_chat_with_broken_manifests_exits_3(structq, tmp_path: Path) -> None:
 
 
 def test_cache_info_and_clear(structq, cli_env: dict[str, str | None]) -> None:
-    path = str(Path(cli_env["STRUCTQ_CACHE_DIR"]) / "plans.sqlite")
-    assert json_of(structq("cache info", "--json", manifests=None)) == {"plans": 0, "path": path}
-    assert json_of(structq("cache clear", "--json", manifests=None)) == {"removed": 0, "path": path}
+    cache = Path(cli_env["STRUCTQ_CACHE_DIR"])
+    paths = {"path": str(cache / "plans.sqlite"), "manifests_path": str(cache / "manifests")}
+    assert json_of(structq("cache info", "--json", manifests=None)) == {"plans": 0, "manifests": 0, **paths}
+    assert json_of(structq("cache clear", "--json", manifests=None)) == {"removed": 0, "manifests_removed": 0, **paths}
     human = structq("cache info", manifests=None)
-    assert human.exit_code == 0 and "0 cached plans in" in human.stdout
+    assert human.exit_code == 0 and "0 cached plans in" in human.stdout and "0 kept manifests in" in human.stdout
+
+
+def test_cache_clear_empties_the_kept_manifests_too(structq, cli_env: dict[str, str | None], tmp_path: Path) -> None:
+    from structq.capabilities import manifest_cache
+
+    large = tmp_path / "large"
+    large.mkdir()
+    (large / "shop.yaml").write_text(
+        "#" * manifest_cache.MIN_CHARS + "\n"  # a comment: large enough to be kept
+        "source: shop\nkind: sql\nurl: sqlite:///shop.db\n"
+        "tables:\n  - name: orders\n    columns:\n      - {name: id, type: integer}\n", encoding="utf-8")
+    assert structq("check", manifests=large).exit_code == 0
+    assert json_of(structq("cache info", "--json", manifests=None))["manifests"] == 1
+    assert json_of(structq("cache clear", "--json", manifests=None))["manifests_removed"] == 1
+    assert json_of(structq("cache info", "--json", manifests=None))["manifests"] == 0
 
 
 def test_sandbox_smoke(structq) -> None:

@@ -31,17 +31,24 @@ import yaml
 
 from .yamlnodes import EXPANDED_KEYS
 
-__all__ = ["get", "put", "MIN_CHARS", "KEEP"]
+__all__ = ["get", "put", "entries", "clear", "folder", "MIN_CHARS", "KEEP"]
 
 MIN_CHARS = 64 * 1024
 KEEP = 32
 _FORMAT = "structq-manifest-data-1"
 
 
-def _folder() -> Path | None:
-    from structq.config import cache_enabled, user_cache_dir
+def folder() -> Path:
+    """Where the entries are kept (whether or not the cache is on)."""
+    from structq.config import user_cache_dir
 
-    return user_cache_dir() / "manifests" if cache_enabled(os.environ) else None
+    return user_cache_dir() / "manifests"
+
+
+def _folder() -> Path | None:
+    from structq.config import cache_enabled
+
+    return folder() if cache_enabled(os.environ) else None
 
 
 def _entry(text: str) -> Path | None:
@@ -94,3 +101,17 @@ def _prune(folder: Path) -> None:
     entries = sorted(folder.glob("*.marshal"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in entries[KEEP:]:
         old.unlink(missing_ok=True)
+
+
+def entries() -> int:
+    """How many manifests' data are kept."""
+    return len(list(folder().glob("*.marshal")))
+
+
+def clear() -> int:
+    """Remove every kept entry (``structq cache clear``); how many were removed."""
+    removed = 0
+    for entry in folder().glob("*.marshal"):
+        entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
