@@ -777,15 +777,60 @@ def test_mysql_fast_path_needs_the_registered_encoder() -> None:
         assert params["ref"] == other and clause._bindparams["ref"].expanding
 
 
+def pg_array_elements(array: Any) -> tuple[int, int, list[int | None]]:
+    """A binary PostgreSQL int array (``pg_int_array``) read back: its type, element type and
+    elements, by the format's own rules (header, then each element's length and bytes)."""
+    import struct
+
+    data = array.data
+    ndim, has_null, element, count, lower = struct.unpack_from("!5i", data)
+    assert (ndim, lower) == (1, 1)
+    width = {21: "h", 23: "i", 20: "q"}[element]
+    elements: list[int | None] = []
+    offset = 20
+    for _ in range(count):
+        (length,) = struct.unpack_from("!i", data, offset)
+        offset += 4
+        if length == -1:
+            elements.append(None)
+            continue
+        assert length == struct.calcsize("!" + width)
+        elements.append(struct.unpack_from("!" + width, data, offset)[0])
+        offset += length
+    assert offset == len(data) and bool(has_null) is (None in elements)
+    return array.oid, element, elements
+
+
 def test_postgres_int_arrays_get_psycopg_s_type() -> None:
+    """Without a type to match, a list of ints gets the narrowest array type that holds every
+    value, as psycopg would type it; NULLs become one NULL; anything else is psycopg's."""
     from structq.executors.sql.postgresql import pg_int_array as _pg_int_array
 
-    assert _pg_int_array([1, 2, 3]).oid == 1005 and _pg_int_array([1, 2, 3]).text == b"{1,2,3}"
-    assert _pg_int_array([-(2**15), 2**15 - 1]).oid == 1005
-    assert _pg_int_array([2**15]).oid == 1007 and _pg_int_array([-(2**15) - 1]).oid == 1007
-    assert _pg_int_array([2**31]).oid == 1016 and _pg_int_array([-(2**63)]).oid == 1016
-    for other in ([], [2**63], [1, None], [True], [1, 2.0], ["1"]):
+    assert pg_array_elements(_pg_int_array([1, 2, 3])) == (1005, 21, [1, 2, 3])
+    assert pg_array_elements(_pg_int_array([-(2**15), 2**15 - 1])) == (1005, 21, [-(2**15), 2**15 - 1])
+    assert pg_array_elements(_pg_int_array([2**15, -(2**15) - 1])) == (1007, 23, [2**15, -(2**15) - 1])
+    assert pg_array_elements(_pg_int_array([2**31, -(2**63), 2**63 - 1])) == (1016, 20, [2**31, -(2**63), 2**63 - 1])
+    assert pg_array_elements(_pg_int_array([None, 7, None, 2**20])) == (1007, 23, [7, 2**20, None])
+    for other in ([], [2**63], [None], [True], [1, True], [1, 2.0], ["1"], [1, "1"]):
         assert _pg_int_array(other) is None
+
+
+def test_postgres_int_arrays_take_the_type_asked_for() -> None:
+    """``like`` (the type the server infers for the list): the ints go as that type, without
+    the values it cannot hold, which equal no value of it; the list selects the same rows."""
+    from structq.executors.sql.postgresql import pg_int_array as _pg_int_array
+
+    assert pg_array_elements(_pg_int_array([1, 2, 3], 1007)) == (1007, 23, [1, 2, 3])
+    assert pg_array_elements(_pg_int_array([1, 2, 3], 1016)) == (1016, 20, [1, 2, 3])
+    assert pg_array_elements(_pg_int_array([1, 2**40, None, 3], 1007)) == (1007, 23, [1, 3, None])
+    assert pg_array_elements(_pg_int_array([40000, -40000, 5], 1005)) == (1005, 21, [5])
+    # None fits: with a NULL the list is NULL for every value (one NULL says it); without,
+    # its first value alone, in its own type, matches nothing either.
+    assert pg_array_elements(_pg_int_array([40000, None, 50000], 1005)) == (1005, 21, [None])
+    assert pg_array_elements(_pg_int_array([40000, 50000], 1005)) == (1007, 23, [40000])
+    # Not an integer array type: the narrowest that holds the values, as without ``like``.
+    assert pg_array_elements(_pg_int_array([1, 2], 1009)) == (1005, 21, [1, 2])
+    assert _pg_int_array(["1"], 1007) is None and _pg_int_array([True], 1005) is None
 
 
 @pytest.mark.parametrize("rows", [
@@ -808,3 +853,28 @@ def test_json_safe_rows_matches_row_by_row(rows: list[Any]) -> None:
         assert [tuple(map(type, row)) for row in got] == [tuple(map(type, row)) for row in expected]
         assert {type(row) for row in got} == {tuple}
         json.dumps(got, allow_nan=False)
+
+
+def test_postgres_rows_of_plain_columns_are_kept_as_psycopg_gives_them() -> None:
+    """Only columns psycopg loads as ``int``, ``str`` or ``bool`` skip the JSON-safe check."""
+    from structq.executors.sql.postgresql import PostgresBackend
+
+    def described(*oids: int) -> list[Any]:
+        return [type("Column", (), {"type_code": oid})() for oid in oids]
+
+    assert PostgresBackend().plain_columns(described(16, 19, 20, 21, 23, 25, 26, 1042, 1043))
+    for other in (700, 701, 1700, 1082, 1114, 1184, 114, 3802, 17, 2950, 1007):  # floats, numeric, dates, json, …
+        assert not PostgresBackend().plain_columns(described(23, other))
+    assert not PostgresBackend().plain_columns(None)
+
+
+@pytest.mark.postgres
+def test_postgres_results_are_json_safe_whichever_way(postgres_target: Target) -> None:
+    executor = postgres_target.executor()
+    plain = executor.run(sql("SELECT 1::int2 AS a, 2::int8 AS b, 'x'::text AS c, true AS d, NULL::int4 AS e, "
+                             "'y'::varchar(3) AS f"))
+    assert plain.rows == [(1, 2, "x", True, None, "y")] and {type(row) for row in plain.rows} == {tuple}
+    checked = executor.run(sql("SELECT 1 AS a, 1.5::numeric AS b, 'NaN'::float8 AS c, "
+                                          "DATE '2024-01-02' AS d, 10::numeric AS e"))
+    assert checked.rows == [(1, 1.5, "NaN", "2024-01-02", 10)]
+    assert [type(v) for v in checked.rows[0]] == [int, float, str, str, int]

@@ -268,3 +268,21 @@ def test_remembered_checks_run_on_mariadb(mariadb_hr: tuple[str, str]) -> None:
         assert run(["E4"]) == ([("E4",)], 1)  # the non-empty form again: it replaced the empty one
     finally:
         server.dispose()
+
+
+def test_postgres_long_lists_are_a_shape_of_their_own() -> None:
+    """PostgreSQL writes a list of ``PG_SWITCHED_LIST`` values or more with a switch: crossing
+    that length is checked again (the new form replaces the remembered one), and a remembered
+    long form binds the switch False again."""
+    from structq.safety.sql.references import PG_SWITCHED_LIST
+
+    source = manifest("postgres")
+    short, long = [f"E{i}" for i in range(PG_SWITCHED_LIST - 1)], [f"E{i}" for i in range(PG_SWITCHED_LIST)]
+    checked = {}
+    for values, checks in ((short, 1), (short[::-1], 0), (long, 1), (long[::-1], 0), (short, 1)):
+        checked[len(values)], counted_checks = counted(
+            lambda values=values: check_sql(MEMBERS, source, params={"picked": values}, vars=VARS))
+        assert counted_checks == checks
+        same(checked[len(values)], full(MEMBERS, source, params={"picked": values}, vars=VARS))
+    assert checked[len(long)].switches == {"ref_picked_hashed": "ref_picked"}
+    assert checked[len(long)].params["ref_picked_hashed"] is False and not checked[len(short)].switches

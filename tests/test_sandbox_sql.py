@@ -387,6 +387,53 @@ def test_list_reference(dialect: str) -> None:
     assert result.expanding == (frozenset({"ref_members"}) if dialect == "mysql" else frozenset())
 
 
+def test_a_long_postgres_list_gets_a_switch_bound_false() -> None:
+    """From ``PG_SWITCHED_LIST`` values on, PostgreSQL's list is written with a switch that
+    picks the hashed branch or the plain one (``references._switch``); both are the plain
+    comparison, so the sandbox binds False and the executor may choose."""
+    from structq.safety.sql.references import PG_SWITCHED_LIST
+
+    query = "SELECT employee_id FROM employee_performance WHERE employee_id IN (<members>)"
+    short = check(query, "postgres", params={"members": [f"E{i}" for i in range(PG_SWITCHED_LIST - 1)]})
+    assert LIST_FORMS["postgres"] in short.text and "CASE" not in short.text and short.switches == {}
+    members = [f"E{i}" for i in range(PG_SWITCHED_LIST)]
+    result = check(query, "postgres", params={"members": members})
+    test = "employee_performance.employee_id = ANY(:ref_members)"
+    assert (f"CASE WHEN :ref_members_hashed THEN CASE ({test}) WHEN TRUE THEN TRUE WHEN FALSE THEN FALSE END "
+            f"ELSE {test} END") in result.text
+    assert result.params == {"ref_members": members, "ref_members_hashed": False}
+    assert result.switches == {"ref_members_hashed": "ref_members"}
+    negated = check(query.replace(" IN ", " NOT IN "), "postgres", params={"members": members})
+    assert "NOT CASE WHEN :ref_members_hashed THEN" in negated.text
+
+
+def test_each_long_postgres_list_gets_its_own_switch() -> None:
+    """The same reference twice, and a reference whose name would collide with a switch."""
+    from structq.safety.sql.references import PG_SWITCHED_LIST
+
+    many = [f"E{i}" for i in range(PG_SWITCHED_LIST)]
+    result = check("SELECT employee_id FROM employee_performance WHERE employee_id IN (<members>) "
+                   "OR employee_id IN (<members>) OR employee_id IN (<members_hashed>)", "postgres",
+                   params={"members": many, "members_hashed": many})
+    assert set(result.switches.values()) == {"ref_members", "ref_members_2", "ref_members_hashed"}
+    assert len(set(result.switches)) == 3 and not set(result.switches) & set(result.switches.values())
+    for switch, name in result.switches.items():
+        assert result.params[switch] is False and result.params[name] == many
+        assert f"CASE WHEN :{switch} THEN CASE (employee_performance.employee_id = ANY(:{name}))" in result.text
+
+
+def test_a_switched_list_keeps_the_compared_expression_s_own_parameters() -> None:
+    """The compared expression is written twice; a row-filter variable or reference in it is
+    bound once, under its one name."""
+    from structq.safety.sql.references import PG_SWITCHED_LIST
+
+    many = list(range(PG_SWITCHED_LIST))
+    result = check("SELECT name FROM employees WHERE employee_id + <top.n> IN (<ids>)", "postgres",
+                   params={"ids": many, "top.n": [3]})
+    assert result.text.count(":ref_top__n") == 2 and result.text.count(":ref_ids)") == 2
+    assert result.params == {"var_tenant_id": 7, "ref_top__n": 3, "ref_ids": many, "ref_ids_hashed": False}
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_scalar_reference(dialect: str) -> None:
     result = check("SELECT title FROM departments WHERE dept_id = <top.dept_id>", dialect, params={"top.dept_id": [2]})

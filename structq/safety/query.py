@@ -32,6 +32,10 @@ class SafeQuery:
       audit and tests; for search, the index and its fields.
     - ``names``: the result columns' names as the query wrote them, which the executor gives
       the result instead of the engine's (``max(kapazität)``, ``sbCustId``); None: the engine's.
+    - ``switches``: PostgreSQL only, ``{switch: list}``: a boolean parameter that picks how a
+      long list is searched, hashed or plain ``= ANY`` (``safety/sql/references.py``). The
+      sandbox binds False; the executor may send True instead, when the list will be hashed
+      (``executors/sql/postgresql.py``). Either value selects the same rows.
     - ``limit``: the most rows the executor fetches (``max_rows + 1``), so that one row more
       than ``max_rows`` tells that the result was truncated.
     """
@@ -49,6 +53,7 @@ class SafeQuery:
     tables: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
     names: tuple[str, ...] | None = None
+    switches: dict[str, str] = field(default_factory=dict)
 
     @property
     def sent_text(self) -> str | None:

@@ -93,9 +93,11 @@ class SqlExecutor:
                 begin_read_only(connection, self._backend, self.timeout_s, self._pin)
                 phase = "query"
                 dbapi_connection = connection.connection.dbapi_connection
-                statement = self._backend.statement(dbapi_connection, query)
                 with self._backend.guard(dbapi_connection, self.timeout_s):
-                    fetched = fetch(connection, query, self.row_cap, statement=statement)
+                    # Inside the guard: binding may ask the server something (PostgreSQL).
+                    statement = self._backend.statement(dbapi_connection, query)
+                    fetched = fetch(connection, query, self.row_cap, statement=statement,
+                                    plain=self._backend.plain_columns)
                 connection.rollback()  # read-only anyway; never commit
         except DBAPIError as exc:
             raise self._translate(exc.orig, exc.connection_invalidated, phase, query,

@@ -14,6 +14,8 @@ from ..base import ResultSet
 from ..values import json_safe_rows
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sqlalchemy.engine import Connection, CursorResult
     from sqlalchemy.sql.elements import TextClause
 
@@ -42,14 +44,17 @@ Fetched = tuple[tuple[str, ...], list[tuple[Any, ...]], bool]
 
 def fetch(
     connection: "Connection", query: "SafeQuery", row_cap: int | None = None, *,
-    statement: Statement | None = None,
+    statement: Statement | None = None, plain: "Callable[[Any], bool] | None" = None,
 ) -> Fetched:
     """Run ``query`` on ``connection``: (columns, JSON-safe rows, truncated).
 
     At most ``max_rows + 1`` rows are ever fetched, whatever the query says; ``row_cap``
     lowers ``max_rows`` further (the executor's own ceiling). ``statement`` is the clause
     and parameters to execute when a backend binds ``query`` its own way (default:
-    ``bind(query)`` with ``query.params``).
+    ``bind(query)`` with ``query.params``). ``plain`` tells from the DB-API cursor's
+    ``description`` that every column's values come from the driver JSON-safe (``int``,
+    ``str``, ``bool``, None: ``Backend.plain_columns``); the driver's tuples are then kept as
+    they are instead of being checked value by value (100k rows: ~5 ms).
     """
     max_rows = query.max_rows if row_cap is None else min(query.max_rows, row_cap)
     clause, params = statement if statement is not None else (bind(query), dict(query.params))
@@ -58,11 +63,14 @@ def fetch(
         if not result.returns_rows:
             raise NotAQuery()
         columns = tuple(result.keys())
-        rows = _fetch_rows(result, min(query.limit, max_rows + 1))
+        described = plain is not None and plain(result.cursor.description)  # before the rows close it
+        rows, tuples = _fetch_rows(result, min(query.limit, max_rows + 1))
+        kept = described and tuples
     finally:
         result.close()
     truncated = len(rows) > max_rows
-    return columns, json_safe_rows(rows[:max_rows]), truncated
+    rows = rows[:max_rows] if truncated else rows
+    return columns, rows if kept else json_safe_rows(rows), truncated
 
 
 def fetched_result(
@@ -86,8 +94,9 @@ def fetched_result(
     )
 
 
-def _fetch_rows(result: "CursorResult[Any]", size: int) -> list[Any]:
-    """At most ``size`` rows of ``result``, as the DB-API cursor returns them (tuples).
+def _fetch_rows(result: "CursorResult[Any]", size: int) -> tuple[list[Any], bool]:
+    """At most ``size`` rows of ``result``, as the DB-API cursor returns them (tuples), and
+    whether they are the cursor's own tuples.
 
     ``Result.fetchmany`` wraps every row in a ``Row`` object, which costs more than the
     driver's own fetch for large results. A ``text()`` query has no typed result columns, so
@@ -101,9 +110,10 @@ def _fetch_rows(result: "CursorResult[Any]", size: int) -> list[Any]:
     processors = getattr(metadata, "_processors", None)
     if (strategy is None or processors is None or any(p is not None for p in processors)
             or getattr(metadata, "_tuplefilter", None) is not None):
-        return result.fetchmany(size)
+        return result.fetchmany(size), False
     rows = strategy.fetchmany(result, result.cursor, size)
-    return rows if isinstance(rows, list) else list(rows)
+    rows = rows if isinstance(rows, list) else list(rows)
+    return rows, not rows or type(rows[0]) is tuple  # one row factory makes them all
 
 
 class NotAQuery(Exception):

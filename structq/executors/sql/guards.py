@@ -146,6 +146,12 @@ class Backend:
         """The clause and parameters that run ``query`` on ``dbapi_connection``."""
         return bind(query), dict(query.params)
 
+    def plain_columns(self, description: Any) -> bool:
+        """Whether the driver gives every column of a result with this DB-API cursor
+        ``description`` as JSON-safe values (``int``, ``str``, ``bool``, None) in tuples, so that
+        ``fetch`` may keep its rows as they are. By default no: every value is checked."""
+        return False
+
     @contextmanager
     def guard(self, dbapi_connection: Any, timeout_s: float) -> Iterator[None]:
         """Around the query itself: client-side deadline enforcement, if any — by default the

@@ -156,6 +156,7 @@ def _check(query: str, source: Manifest, rows: int, references: Mapping[str, Seq
         dialect=source.sql_dialect,
         params=check.params,
         expanding=frozenset(check.expanding),
+        switches=dict(check.switches),
         tables=tuple(sorted({table.name for _, table in check.reads})),
         columns=tuple(sorted(check.read_columns)),
         names=check.output_names,

@@ -86,6 +86,8 @@ class Check:
     #: (``references.reference_value``). A name given two origins is never remembered.
     origins: dict[str, set[tuple[Any, ...]]] = field(default_factory=dict)
     expanding: set[str] = field(default_factory=set)
+    #: PostgreSQL: each long list's switch parameter → the list's parameter (``references.py``).
+    switches: dict[str, str] = field(default_factory=dict)
     read_columns: set[str] = field(default_factory=set)
     sql: str = ""
 

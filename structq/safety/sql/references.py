@@ -3,7 +3,11 @@
 Inside ``IN (<ref>)`` (the sole element) a reference is a list, written per dialect so that
 any size up to the intermediate-row cap works in ONE statement, aggregates included:
 
-- PostgreSQL: ``col = ANY(:ref)``, the list bound as an array (psycopg adapts a list);
+- PostgreSQL: ``col = ANY(:ref)``, the list bound as an array (the executor types it as
+  ``col``); a list of ``PG_SWITCHED_LIST`` values or more as ``CASE WHEN :ref_hashed THEN
+  CASE (col = ANY(:ref)) WHEN TRUE THEN TRUE WHEN FALSE THEN FALSE END ELSE col = ANY(:ref)
+  END``, whose boolean switch lets the executor choose a hashed search with no planning per
+  value or the plain form (``_switch``): the same rows either way;
 - SQLite: ``col IN (SELECT CAST(value AS …) FROM json_each(:ref))``, the list bound as JSON
   text, each element cast to the affinity its values came with (``_sqlite_element``), so the
   comparison is the one the equivalent subquery makes. One SQLite value may hold at most
@@ -44,6 +48,9 @@ REFERENCE_PREFIX = "ref_"
 #: counts against, with room for JSON's quoting and escapes.
 SQLITE_LIST_PART_BYTES = 4_000_000
 
+#: PostgreSQL: a list of at least this many values is written with a switch (``_switch``).
+PG_SWITCHED_LIST = 1000
+
 
 def _values(check: Check, reference: str) -> Sequence[Any]:
     if reference not in check.references:
@@ -64,23 +71,28 @@ def _name(check: Check, reference: str, value: Any) -> str:
     return name
 
 
-def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values: Sequence[Any]) -> None:
+def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values: Sequence[Any]) -> exp.EQ | None:
+    """Write ``node`` in the dialect's list form; on PostgreSQL, return the ``= ANY`` of a
+    list long enough to be switched (``_switch``, once every placeholder is bound)."""
     dialect = check.manifest.sql_dialect
     reference = placeholder.name
+    switched = None
     if dialect == "postgres":
         value: Any = list(values)
         name = _name(check, reference, value)
-        node.replace(exp.EQ(this=node.this, expression=exp.Any(this=exp.Paren(this=placeholder))))
+        test = exp.EQ(this=node.this, expression=exp.Any(this=exp.Paren(this=placeholder)))
+        node.replace(test)
+        switched = test if len(value) >= PG_SWITCHED_LIST else None
     elif dialect == "sqlite":
         node.set("expressions", [])
         node.set("query", exp.Subquery(this=_sqlite_list(check, reference, values)))
-        return
+        return None
     elif not values:
         # ``x IN (<empty>)`` is false for every x, NULL included (as over an empty subquery),
         # and NOT IN true; an expanding bind of nothing would write ``IN ()``, which MySQL
         # and MariaDB refuse. No value is bound: the condition is the constant.
         node.replace(exp.false())
-        return
+        return None
     else:
         value = list(values)
         name = _name(check, reference, value)
@@ -89,6 +101,37 @@ def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values:
         check.expanding.add(name)
     placeholder.set("this", name)
     check.bind(name, value, ("list", reference))
+    return switched
+
+
+def _switch(check: Check, test: exp.EQ, reference: str) -> None:
+    """``x = ANY(:list)`` as ``CASE WHEN :switch THEN <hashed> ELSE x = ANY(:list) END``,
+    where ``<hashed>`` is ``CASE (x = ANY(:list)) WHEN TRUE THEN TRUE WHEN FALSE THEN FALSE END``.
+
+    Both branches are ``x = ANY(:list)``, NULL for NULL, so the switch never changes the
+    result (NOT IN negates either). What it changes is PostgreSQL's plan: with the switch
+    bound, the planner keeps one branch before it plans. Plain, it estimates the selectivity
+    of every element (tens of milliseconds for 100k values) and may use an index; inside the
+    ``CASE`` it sees no ``= ANY`` clause, estimates nothing per element and cannot use an index,
+    and the executor still hashes the array. The sandbox binds False (plain); the PostgreSQL
+    executor sends True when the list will be hashed and the tables are small enough for a
+    scan (``executors/sql/postgresql.py``).
+    """
+    name = test.expression.this.this.name  # the list's parameter
+    switch = name + "_hashed"
+    while switch in check.params:
+        switch += "_"
+    hashed_test = test.copy()
+    hashed = exp.Case(this=exp.Paren(this=hashed_test), ifs=[exp.If(this=exp.true(), true=exp.true()),
+                                                             exp.If(this=exp.false(), true=exp.false())])
+    flag = exp.Placeholder(this=switch)
+    choice = exp.Case(ifs=[exp.If(this=flag, true=hashed)])
+    test.replace(choice)
+    choice.set("default", test)
+    # The copy's placeholders (the list's, and any in x) are written out like the others.
+    check.bind_nodes.extend([flag, *hashed_test.find_all(exp.Placeholder)])
+    check.bind(switch, False, ("switch", reference))
+    check.switches[switch] = name
 
 
 def _json_parts(values: Sequence[Any]) -> tuple[list[str], list[Any]]:
@@ -168,6 +211,7 @@ def _sqlite_target(values: Sequence[Any]) -> str | None:
 
 def bind_references(check: Check) -> None:
     """Turn each reference placeholder into a bound list or scalar parameter."""
+    switched: list[tuple[exp.EQ, str]] = []
     for placeholder in check.bind_nodes:
         if placeholder.name not in check.placeholders:
             continue  # a row-filter variable, bound already
@@ -176,7 +220,9 @@ def bind_references(check: Check) -> None:
         placeholder.set("this", reference)
         parent = placeholder.parent
         if isinstance(parent, exp.In) and parent.expressions == [placeholder] and not parent.args.get("query"):
-            _list_form(check, parent, placeholder, values)
+            test = _list_form(check, parent, placeholder, values)
+            if test is not None:
+                switched.append((test, reference))
             continue
         if len(values) != 1:
             top = reference.split(".")[0]
@@ -187,6 +233,8 @@ def bind_references(check: Check) -> None:
         name = _name(check, reference, values[0])
         placeholder.set("this", name)
         check.bind(name, values[0], ("scalar", reference))
+    for test, reference in switched:
+        _switch(check, test, reference)
 
 
 class ReferenceValues:
@@ -195,9 +243,11 @@ class ReferenceValues:
 
     ``shape(reference, scalar)`` is everything about the values that the *text*
     ``bind_references`` writes depends on: whether there are none (MySQL's ``FALSE``), and
-    for a reference also used as a scalar whether there is exactly one; on SQLite, the
-    element's cast and how many JSON parts and lone wide values the list takes. Two calls whose references have equal shapes get the same text; only the
-    values bound differ, and ``value(origin)`` gives each parameter's, as the first call's
+    for a reference also used as a scalar whether there is exactly one; on PostgreSQL, whether
+    the list is switched (``PG_SWITCHED_LIST``); on SQLite, the element's cast and how many
+    JSON parts and lone wide values the list takes. Two calls whose references have equal
+    shapes get the same text; only the values bound differ (a switch is bound False again),
+    and ``value(origin)`` gives each parameter's, as the first call's
     ``Check.origins`` recorded where it came from. Derived forms (the JSON parts) are
     computed once per call.
     """
@@ -214,6 +264,8 @@ class ReferenceValues:
         if values is None:
             return None
         size = min(len(values), 2 if scalar else 1)
+        if self.dialect == "postgres":
+            return (size, len(values) >= PG_SWITCHED_LIST)
         if self.dialect != "sqlite":
             return (size,)
         parts, alone = self._json(reference)
@@ -227,6 +279,8 @@ class ReferenceValues:
             return list(values)
         if form == "scalar":
             return values[0]
+        if form == "switch":
+            return False
         parts, alone = self._json(reference)
         return parts[origin[2]] if form == "json" else alone[origin[2]]
 
