@@ -765,7 +765,7 @@ class _FixedPool(ExecutorPool):
         self.answer = answer
 
     def get(self, manifest: Manifest) -> Any:
-        return SimpleNamespace(run=lambda query: self.answer, close=lambda: None)
+        return SimpleNamespace(fetch=lambda query: self.answer, close=lambda: None)
 
 
 def test_executor_notes_reach_the_run_notes_with_their_step(demo_capabilities: CapabilitySet) -> None:

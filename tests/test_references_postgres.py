@@ -127,6 +127,7 @@ def test_hundred_thousand_values_of_each_type_give_the_subquery_rows(
     # NOT IN over a list holding NULL selects nothing, as over the subquery; otherwise rows.
     assert bool(want) is not (negated and nulls)
     assert _switched(sent) == [hashed]
+    assert _switched([result.steps["found"].params]) == [hashed]  # the value sent is the one reported
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,7 +283,7 @@ def test_describing_a_wrong_statement_leaves_the_transaction_usable(numbers_url:
     import psycopg
     from sqlalchemy import make_url
 
-    from structq.executors.sql.postgresql import _describe
+    from structq.executors.sql.pg_describe import describe as _describe
 
     url = make_url(numbers_url)
     with (psycopg.connect(host=url.host, port=url.port, user=url.username, dbname=url.database) as connection,

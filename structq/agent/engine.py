@@ -360,7 +360,7 @@ class _Schedule:
             purpose=step.purpose,
             index=step.index,
             query=result.query if result.query is not None else safe.sent,
-            params=dict(safe.params),
+            params={**safe.params, **result.params},  # the executor's: what was sent
             columns=tuple(result.columns),
             rows=list(result.rows),
             truncated=result.truncated,

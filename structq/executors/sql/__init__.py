@@ -17,7 +17,8 @@ server in the driver's error. Everything else is shared:
 - ``fetch.py``     binding (``bind``), fetching (``fetch``) and reporting (``fetched_result``);
 - ``guards.py``    the ``Backend`` base class, the client-side ``Backstop`` timer (servers);
 - ``deadlines.py`` the one deadline thread behind every SQLite statement;
-- ``sqlite.py``, ``postgresql.py``, ``mysql.py``  one backend each;
+- ``sqlite.py``, ``postgresql.py``, ``mysql.py``  one backend each (PostgreSQL's lists:
+  ``pg_arrays.py`` packs them, ``pg_describe.py`` asks the server their types);
 - ``session.py``   URL → backend, the read-only engine and transaction (``sync`` uses them too);
 - ``executor.py``  ``SqlExecutor``: fetch, translate errors.
 

@@ -109,7 +109,8 @@ class SqlExecutor:
             ) from None
         except SQLAlchemyError as exc:  # pool exhausted, closed result, …
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
-        return fetched_result(query, fetched, started)
+        sent = statement[1]
+        return fetched_result(query, fetched, started, chosen={name: sent[name] for name in query.switches})
 
     def ping(self) -> float:
         """Connect, run ``SELECT 1`` read-only and return the round trip in milliseconds.

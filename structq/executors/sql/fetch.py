@@ -14,7 +14,7 @@ from ..base import ResultSet
 from ..values import json_safe_rows
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from sqlalchemy.engine import Connection, CursorResult
     from sqlalchemy.sql.elements import TextClause
@@ -74,12 +74,15 @@ def fetch(
 
 
 def fetched_result(
-    query: "SafeQuery", fetched: Fetched, started: float, notes: tuple[str, ...] = (),
+    query: "SafeQuery", fetched: Fetched, started: float, notes: tuple[str, ...] = (), *,
+    chosen: "Mapping[str, Any] | None" = None,
 ) -> ResultSet:
     """The ``ResultSet`` of what ``fetch`` returned for ``query``, timed from ``started``
     (a ``time.monotonic()`` reading): the SQL engines and the local executor report a run
     the same way, with the SQL text and parameters that ran, and the result columns named
-    as the query wrote them (``query.names``) when the sandbox recorded them."""
+    as the query wrote them (``query.names``) when the sandbox recorded them. ``chosen``
+    holds the values the backend sent for the switches (``SafeQuery.switches``) instead of
+    the sandbox's, so that the parameters reported are the ones that ran."""
     columns, rows, truncated = fetched
     if query.names is not None and len(query.names) == len(columns):
         columns = query.names
@@ -89,7 +92,7 @@ def fetched_result(
         truncated=truncated,
         elapsed_ms=(time.monotonic() - started) * 1000,
         query=query.sent_text,
-        params=dict(query.params),
+        params={**query.params, **chosen} if chosen else dict(query.params),
         notes=notes,
     )
 

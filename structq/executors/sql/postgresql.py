@@ -20,7 +20,7 @@ JOIN (step 1 ~26 ms, step 2 ~55 ms, of which ~25 ms planning); now ~48-51 ms, 1.
   whenever the values are small, compare every row with every element (20k small ids against
   120k unindexed rows: 5-8 s instead of 20 ms). So before binding a list of ints (``HASHED_MIN``
   values or more), or any switched list, the server is asked what type it infers for each list
-  parameter left untyped (``_describe``: Parse and Describe in a savepoint, pipelined with the
+  parameter left untyped (``pg_describe``: Parse and Describe in a savepoint, pipelined with the
   table sizes, one round trip, ~0.1 ms), and the ints go as that type (``pg_int_array``); a
   list of text is sent untyped by psycopg and gets that type anyway. Typed like the column,
   the planner prices the hashed scan right and may now prefer it to an index where the two
@@ -62,16 +62,12 @@ switch value and against every integer width (``tests/test_references_postgres.p
 
 from __future__ import annotations
 
-import functools
-import operator
-import re
-import struct
-import sys
-from array import array
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from .fetch import Statement, bind
 from .guards import Backend, Setup, connect_timeout, milliseconds
+from .pg_arrays import HASHABLE_ARRAYS, TEXT_KINDS, int_array, pg_int_array, register_dumpers, registered
+from .pg_describe import describe
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection
@@ -81,21 +77,6 @@ if TYPE_CHECKING:
 __all__ = ["PostgresBackend", "pg_int_array"]
 
 
-#: PostgreSQL's integer types, narrowest first: (element oid, array oid, ``array`` typecode,
-#: bound): each holds -bound … bound - 1.
-_PG_INTS = ((21, 1005, "h", 2**15), (23, 1007, "i", 2**31), (20, 1016, "q", 2**63))
-_PG_INT_ARRAYS = {array_oid: (element, array_oid, code, bound) for element, array_oid, code, bound in _PG_INTS}
-#: Whether ``array`` packs int2, int4 and int8 in 2, 4 and 8 bytes (every common platform);
-#: elsewhere lists go to psycopg.
-_PACKS = (array("h").itemsize, array("i").itemsize, array("q").itemsize) == (2, 4, 8)
-_INT_KINDS = frozenset({int, type(None)})
-_TEXT_KINDS = frozenset({str, type(None)})
-
-#: Array types the server may infer for a list parameter whose elements' ``=`` it can hash
-#: (built-in types with a hash opclass): bool, int2, int4, int8, float4, float8, numeric,
-#: text, varchar, bpchar, name, date, time, timestamp, timestamptz, interval, uuid.
-_HASHABLE_ARRAYS = frozenset({1000, 1005, 1007, 1016, 1021, 1022, 1231, 1009, 1015, 1014, 1003, 1182, 1183, 1115,
-                              1185, 1187, 2951})
 #: PostgreSQL hashes an ``= ANY`` array of at least this many elements (MIN_ARRAY_SIZE_FOR_HASHED_SAOP);
 #: for a shorter one the element type does not matter.
 HASHED_MIN = 9
@@ -107,214 +88,6 @@ ROWS_PER_VALUE = 25
 #: Result column types psycopg's default loaders give as ``int``, ``str`` or ``bool``, which
 #: are JSON-safe as they are: bool, name, int8, int2, int4, text, oid, bpchar, varchar.
 _PLAIN_COLUMNS = frozenset({16, 19, 20, 21, 23, 25, 26, 1042, 1043})
-
-_SAVEPOINT = b"structq_list_types"
-_BIND = re.compile(r"%%|%\((\w+)\)s")
-
-
-class _PgIntArray:
-    """A list of ints already in PostgreSQL's binary array format."""
-
-    __slots__ = ("data",)
-    oid: ClassVar[int]
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-
-@functools.cache
-def _pg_array_classes() -> dict[int, type[_PgIntArray]]:
-    return {array_oid: type(f"_PgIntArray{array_oid}", (_PgIntArray,), {"__slots__": (), "oid": array_oid})
-            for _, array_oid, _, _ in _PG_INTS}
-
-
-@functools.cache
-def _pg_array_dumpers() -> dict[type[_PgIntArray], type]:
-    from psycopg.adapt import Dumper
-    from psycopg.pq import Format
-
-    def dumper(array_class: type[_PgIntArray]) -> type:
-        def dump(self: Any, obj: _PgIntArray) -> bytes:
-            return obj.data
-
-        return type(f"{array_class.__name__}Dumper", (Dumper,),
-                    {"oid": array_class.oid, "format": Format.BINARY, "dump": dump})
-
-    return {array_class: dumper(array_class) for array_class in _pg_array_classes().values()}
-
-
-def pg_int_array(values: list[Any], like: int | None = None) -> _PgIntArray | None:
-    """``values`` as a binary array when they are exact ints within 64 bits, NULLs allowed
-    (at least one int); else None.
-
-    ``like`` is the integer array type the server wants for the list (``_describe``: the type
-    of the value compared with it): the list goes as that type, without the values the type
-    cannot hold, which equal no value of it. Otherwise the list gets the narrowest type that
-    holds every value (``int2[]``, ``int4[]``, ``int8[]``), as psycopg would type it. Either way
-    it selects what the list selects: NULLs become one NULL, and a list none of whose values
-    fit ``like`` goes as its first value alone (no match, or NULL for NULL, either way).
-    """
-    return _int_array(values, set(map(type, values)), like)
-
-
-def _int_array(values: list[Any], kinds: set[type], like: int | None) -> _PgIntArray | None:
-    if int not in kinds or not kinds <= _INT_KINDS or not _PACKS:
-        return None
-    nulls = type(None) in kinds
-    ints = list(filter(functools.partial(operator.is_not, None), values)) if nulls else values
-    if like in _PG_INT_ARRAYS:
-        element, array_oid, code, bound = _PG_INT_ARRAYS[like]
-        try:
-            return _binary(element, array_oid, array(code, ints), nulls)
-        except OverflowError:
-            fitting = [v for v in ints if -bound <= v < bound]
-            if fitting or nulls:
-                return _binary(element, array_oid, array(code, fitting), nulls)
-            ints = ints[:1]
-    for element, array_oid, code, _ in _PG_INTS:
-        try:
-            packed = array(code, ints)  # OverflowError when a value does not fit
-        except OverflowError:
-            continue
-        return _binary(element, array_oid, packed, nulls)
-    return None
-
-
-def _binary(element: int, array_oid: int, values: array, null: bool) -> _PgIntArray:
-    """PostgreSQL's binary array: a header, then each element as its length and its bytes,
-    big-endian; with ``null``, one NULL element last. Written by interleaving ``array``
-    slices in C (100k ints: ~1.5 ms; their text from the list's repr took ~8 ms)."""
-    n = len(values)
-    if values.typecode == "q":  # the length, then the value as two 32-bit words, high first
-        words = array("i", values.tobytes())
-        high, low = (1, 0) if sys.byteorder == "little" else (0, 1)
-        body = array("i", [8, 0, 0]) * n
-        body[1::3], body[2::3] = words[high::2], words[low::2]
-    elif values.typecode == "i":
-        body = array("i", [4, 0]) * n
-        body[1::2] = values
-    else:  # "h": the 32-bit length as two 16-bit halves
-        body = array("h", [0, 2, 0]) * n
-        body[2::3] = values
-    if sys.byteorder == "little":
-        body.byteswap()
-    header = struct.pack("!5i", 1, int(null), element, n + null, 1)
-    return _pg_array_classes()[array_oid](header + body.tobytes() + (b"\xff\xff\xff\xff" if null else b""))
-
-
-def _pg_registered(dbapi_connection: Any, array_class: type) -> bool:
-    """Whether the connection dumps ``array_class`` with our dumper (set by ``on_connect``)."""
-    from psycopg.adapt import PyFormat
-
-    try:
-        dumper = dbapi_connection.adapters.get_dumper(array_class, PyFormat.AUTO)
-    except Exception:  # noqa: BLE001 - psycopg raises ProgrammingError when none is registered
-        return False
-    return dumper is _pg_array_dumpers().get(array_class)
-
-
-@functools.lru_cache(maxsize=256)
-def _numbered(text: str) -> tuple[str, dict[str, int]]:
-    """``text`` (a ``text()`` clause) as the server receives it, ``$1``, ``$2`` … for its
-    parameters (SQLAlchemy writes ``%(name)s`` and ``%%``, psycopg numbers them), and each
-    parameter's position."""
-    from sqlalchemy import text as text_clause
-    from sqlalchemy.dialects.postgresql.psycopg import dialect
-
-    positions: dict[str, int] = {}
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) is None:
-            return "%"
-        return "$" + str(positions.setdefault(match.group(1), len(positions) + 1))
-
-    compiled = str(text_clause(text).compile(dialect=dialect()))
-    return _BIND.sub(number, compiled), positions
-
-
-def _rows_query(tables: int) -> bytes:
-    """How many of the named tables exist, whether all are plain tables (or materialized views)
-    with a row count from ANALYZE or VACUUM, and the largest count."""
-    names = ", ".join(f"to_regclass(quote_ident(${i}))" for i in range(1, tables + 1))
-    return ("SELECT count(*), bool_and(relkind IN ('r', 'm') AND reltuples >= 0), max(reltuples) "
-            f"FROM pg_catalog.pg_class WHERE oid IN ({names})").encode("ascii")
-
-
-def _describe(dbapi_connection: Any, text: str, tables: tuple[str, ...]
-              ) -> tuple[dict[str, int], float | None] | None:
-    """The array type the server infers for each parameter of ``text`` when none is typed
-    (that of the value it is compared with), and the most rows any of ``tables`` holds (None
-    when one is not a plain table, was never analyzed or is not found; 0 for no tables).
-
-    One round trip, pipelined, in a savepoint: ``SAVEPOINT``, the row counts, ``Parse`` and
-    ``Describe`` of the unnamed statement, ``RELEASE``, ``Sync``. Nothing runs: the statement
-    is only parsed. If any of it fails (a wrong column, a cancel) the savepoint is rolled back
-    and None returned; the query itself then runs, and fails, as it would have.
-    """
-    from psycopg import Error, pq
-
-    try:
-        pgconn = dbapi_connection.pgconn
-        encoding = dbapi_connection.info.encoding
-        command, positions = _numbered(text)
-    except Exception:  # noqa: BLE001 - not psycopg, or text() refuses the text: bind as before
-        return None
-    sent = [(b"SAVEPOINT " + _SAVEPOINT, None)]
-    if tables:
-        sent.append((_rows_query(len(tables)), [table.encode(encoding) for table in tables]))
-    results: list[Any] = []
-    blocking = pgconn.nonblocking
-    try:
-        pgconn.nonblocking = 0
-        pgconn.enter_pipeline_mode()
-        synced = False
-        try:
-            for sql, values in sent:
-                pgconn.send_query_params(sql, values)
-            pgconn.send_prepare(b"", command.encode(encoding), [0] * len(positions))
-            pgconn.send_describe_prepared(b"")
-            pgconn.send_query_params(b"RELEASE SAVEPOINT " + _SAVEPOINT, None)
-            pgconn.pipeline_sync()
-            synced = True
-            results = _until_sync(pgconn, len(sent) + 3)
-        finally:
-            if synced and len(results) < len(sent) + 3:
-                _until_sync(pgconn, len(sent) + 3)  # interrupted: collect what is left
-            pgconn.exit_pipeline_mode()
-    except Error:
-        return None
-    finally:
-        pgconn.nonblocking = blocking
-    ok = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
-    if len(results) != len(sent) + 3 or any(result.status not in ok for result in results):
-        if results and results[0].status in ok:  # the savepoint was made: back to it
-            try:
-                pgconn.exec_(b"ROLLBACK TO SAVEPOINT " + _SAVEPOINT + b"; RELEASE SAVEPOINT " + _SAVEPOINT)
-            except Error:
-                pass
-        return None
-    described = results[-2]
-    types = {name: described.param_type(position - 1) for name, position in positions.items()}
-    rows: float | None = 0.0
-    if tables:
-        found, plain, largest = (results[1].get_value(0, column) for column in range(3))
-        rows = float(largest) if found is not None and int(found) == len(tables) and plain == b"t" else None
-    return types, rows
-
-
-def _until_sync(pgconn: Any, commands: int) -> list[Any]:
-    """The results of the pipelined ``commands`` up to the ``Sync`` (a NULL follows each)."""
-    from psycopg import pq
-
-    results = []
-    for _ in range(2 * commands + 2):
-        result = pgconn.get_result()
-        if result is None:
-            continue
-        if result.status == pq.ExecStatus.PIPELINE_SYNC:
-            break
-        results.append(result)
-    return results
 
 
 class PostgresBackend(Backend):
@@ -342,8 +115,7 @@ class PostgresBackend(Backend):
         return url.difference_update_query(["options"]), {"connect_args": connect_args}
 
     def on_connect(self, dbapi_connection: Any) -> None:
-        for array_class, dumper in _pg_array_dumpers().items():
-            dbapi_connection.adapters.register_dumper(array_class, dumper)
+        register_dumpers(dbapi_connection)
 
     def statement(self, dbapi_connection: Any, query: "SafeQuery") -> Statement:
         """Lists bound as arrays of the type of the value they are compared with, and each
@@ -353,7 +125,7 @@ class PostgresBackend(Backend):
         ``x``'s: ``int4 = ANY(int2[])`` or ``int8 = ANY(int4[])`` compares every row with every
         element. So when a list of ints could be hashed (``HASHED_MIN`` values or more) or is
         switched, the server is asked once what type it infers for each list parameter
-        (``_describe``), and the ints go as that type (``pg_int_array``). Lists of text
+        (``pg_describe.describe``), and the ints go as that type (``pg_int_array``). Lists of text
         (dates included) go untyped through psycopg and get the inferred type on their own;
         other lists are adapted by psycopg as before.
 
@@ -367,20 +139,20 @@ class PostgresBackend(Backend):
             return bind(query), params
         switches = {name: switch for switch, name in query.switches.items()}
         kinds = {name: set(map(type, value)) for name, value in lists.items()}
-        registered = _pg_registered(dbapi_connection, _pg_array_classes()[1007])
-        wanted = registered and any(name in switches or (len(value) >= HASHED_MIN and int in kinds[name])
+        can_pack = registered(dbapi_connection)
+        wanted = can_pack and any(name in switches or (len(value) >= HASHED_MIN and int in kinds[name])
                                     for name, value in lists.items())
-        described = _describe(dbapi_connection, query.text or "", query.tables if switches else ()) \
+        described = describe(dbapi_connection, query.text or "", query.tables if switches else ()) \
             if wanted else None
         inferred, rows = described if described is not None else ({}, None)
         for name, value in lists.items():
             like = inferred.get(name)
-            array_value = _int_array(value, kinds[name], like) if registered else None
+            array_value = int_array(value, kinds[name], like) if can_pack else None
             if array_value is not None:
                 params[name] = array_value
                 hashed = array_value.oid == like
             else:  # psycopg sends a list of text untyped: the server gives it the inferred type
-                hashed = like in _HASHABLE_ARRAYS and str in kinds[name] and kinds[name] <= _TEXT_KINDS
+                hashed = like in HASHABLE_ARRAYS and str in kinds[name] and kinds[name] <= TEXT_KINDS
             if name in switches:
                 params[switches[name]] = bool(hashed and rows is not None and rows <= ROWS_PER_VALUE * len(value))
         return bind(query), params
