@@ -13,11 +13,28 @@ cache_app = typer.Typer(
 )
 
 
-def _cache():
-    from structq.agent.cache import PlanCache
+def _plans_path():
     from structq.config import user_cache_dir
 
-    return PlanCache(user_cache_dir() / "plans.sqlite")
+    return user_cache_dir() / "plans.sqlite"
+
+
+def _cache():
+    from structq.agent.cache import PlanCache
+
+    return PlanCache(_plans_path())
+
+
+def _report(json_out: bool, plans: tuple[str, int, str], manifests: tuple[str, int, str]) -> None:
+    """Each cache's figure and folder: ``(key, count, words)`` as JSON keys or as lines."""
+    from structq.capabilities import manifest_cache
+
+    folders = (str(_plans_path()), str(manifest_cache.folder()))
+    if json_out:
+        print_json({plans[0]: plans[1], "path": folders[0], manifests[0]: manifests[1], "manifests_path": folders[1]})
+        return
+    for (_, count, words), folder in zip((plans, manifests), folders):
+        console().print(words.format(count=count, folder=folder))
 
 
 @cache_app.command("clear")
@@ -29,15 +46,9 @@ def clear(json_out: JsonOpt = False) -> None:
     from structq.capabilities import manifest_cache
 
     with errors_to_exit():
-        cache = _cache()
-        removed = cache.clear()
-        manifests = manifest_cache.clear()
-    if json_out:
-        print_json({"removed": removed, "path": str(cache.path),
-                    "manifests_removed": manifests, "manifests_path": str(manifest_cache.folder())})
-    else:
-        console().print(f"removed {removed} cached plans from {cache.path}")
-        console().print(f"removed {manifests} kept manifests from {manifest_cache.folder()}")
+        removed, manifests = _cache().clear(), manifest_cache.clear()
+    _report(json_out, ("removed", removed, "removed {count} cached plans from {folder}"),
+            ("manifests_removed", manifests, "removed {count} kept manifests from {folder}"))
 
 
 @cache_app.command("info")
@@ -49,12 +60,6 @@ def info(json_out: JsonOpt = False) -> None:
     from structq.capabilities import manifest_cache
 
     with errors_to_exit():
-        cache = _cache()
-        plans = len(cache)
-        manifests = manifest_cache.entries()
-    if json_out:
-        print_json({"plans": plans, "path": str(cache.path),
-                    "manifests": manifests, "manifests_path": str(manifest_cache.folder())})
-    else:
-        console().print(f"{plans} cached plans in {cache.path}")
-        console().print(f"{manifests} kept manifests in {manifest_cache.folder()}")
+        plans, manifests = len(_cache()), manifest_cache.entries()
+    _report(json_out, ("plans", plans, "{count} cached plans in {folder}"),
+            ("manifests", manifests, "{count} kept manifests in {folder}"))
