@@ -19,7 +19,8 @@
     one, SQLite's cast), so the recorded query is the one the engine would run again.
 (b) A step passing N = 1k / 10k / 100k ids to the next step, next to the one JOIN that asks
     the same, on SQLite and — when their servers can be started like the test-suite does
-    (``tests/servers.py``) — PostgreSQL and MariaDB. Target ≤ 2× at 100k.
+    (``tests/servers.py``) — PostgreSQL and MariaDB (once per installed driver: mysqlclient,
+    PyMySQL). Target ≤ 2× at 100k.
 
 (c) The fixed cost of one SQLite step: the statement-deadline guard alone around ``SELECT 1``,
     and a whole one-step engine run, with the process's one deadline thread (now) next to a
@@ -279,7 +280,7 @@ def bench_references(label: str, url: str, sizes: list[int], runs: int) -> None:
                 same = "same" if got == want else f"DIFFERENT {got} vs {want}"
                 steps = engine.run(plan).steps
                 fetch_ms, in_ms = steps["picked"].elapsed_ms, steps["total"].elapsed_ms
-                print(f"  {label:<11}{n:>8,} {engine_ms:>9.2f} {join_ms:>9.2f} {ratio:>6.2f}×  {verdict:<7}"
+                print(f"  {label:<16}{n:>8,} {engine_ms:>9.2f} {join_ms:>9.2f} {ratio:>6.2f}×  {verdict:<7}"
                       f"{fetch_ms:>9.1f} {in_ms:>8.1f}  {same}")
     finally:
         plain.dispose()
@@ -309,7 +310,19 @@ def server_urls(stack: ExitStack, databases: set[str]) -> Iterator[tuple[str, st
         except ServerUnavailable as exc:
             print(f"  {label} skipped: {str(exc).splitlines()[0]}")
             continue
-        yield label, server.create_database("bench_engine")
+        if label != "MariaDB":
+            yield label, server.create_database("bench_engine")
+            continue
+        # Both drivers a MySQL URL may run with: mysqlclient (now the default when installed)
+        # beside PyMySQL (the only one before), each on its own copy of the tables.
+        from sqlalchemy import make_url
+
+        from structq.executors.sql.mysql_drivers import DRIVERS
+
+        for driver in DRIVERS.values():
+            if driver.installed():
+                url = make_url(server.create_database(f"bench_engine_{driver.name}"))
+                yield f"{label} {driver.package}", url.set(drivername=driver.drivername).render_as_string(hide_password=False)
 
 
 def bench_all_references(sizes: list[int], runs: int, databases: set[str]) -> None:
@@ -317,7 +330,7 @@ def bench_all_references(sizes: list[int], runs: int, databases: set[str]) -> No
           f"(target ≤ {REFERENCE_TARGET}× at {ROWS:,})")
     print("   (fetch ids / IN step: time inside the executor for step 1, which reads the N ids, and\n"
           "    step 2, which filters by them, in one engine run)")
-    print(f"  {'database':<11}{'N':>8} {'engine':>9} {'join':>9} {'ratio':>7}  {'target':<7}"
+    print(f"  {'database':<16}{'N':>8} {'engine':>9} {'join':>9} {'ratio':>7}  {'target':<7}"
           f"{'fetch ids':>9} {'IN step':>8}  result")
     if "sqlite" in databases:
         with tempfile.TemporaryDirectory(prefix="structq-bench-") as tmp:

@@ -3,9 +3,11 @@
 #
 # On a fresh Debian machine, as root, it installs what the suite needs (PostgreSQL and MariaDB
 # server binaries; the tests start their own servers on free loopback ports; chromium, its
-# driver and a CJK font for the web page's browser test), creates .venv,
-# installs the package with its dev extras, and runs pytest with any arguments given.
-# Without root, missing servers are not installed and their tests are skipped.
+# driver and a CJK font for the web page's browser test; libmariadb-dev and a C compiler to
+# build mysqlclient, the C MySQL driver), creates .venv, installs the package with its dev
+# extras (and mysqlclient when it can be built), and runs pytest with any arguments given.
+# Without root, missing servers are not installed and their tests are skipped; without the
+# build tools the MariaDB tests run on PyMySQL only.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,12 +23,21 @@ have_postgres() { compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; }
 have_mariadb() { PATH="$PATH:/usr/sbin" command -v mariadbd >/dev/null; }
 have_browser() { command -v chromium >/dev/null && command -v chromedriver >/dev/null && fc-list 2>/dev/null | grep -qi "wenquanyi zen hei"; }
 have_venv_module() { "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null; }
+have_mariadb_headers() { command -v pkg-config >/dev/null && { pkg-config --exists libmariadb || pkg-config --exists mysqlclient; }; }
+have_compiler() { command -v cc >/dev/null || command -v gcc >/dev/null; }
+have_python_headers() {
+    "$PYTHON" -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null
+}
+# mysqlclient (the C MySQL/MariaDB driver structq prefers) builds from source: it needs these.
+can_build_mysqlclient() { have_mariadb_headers && have_compiler && have_python_headers; }
 
 install_system_packages() {
     local packages=()
     have_postgres || packages+=(postgresql)
     have_mariadb || packages+=(mariadb-server)
     have_browser || packages+=(chromium chromium-driver fonts-wqy-zenhei)
+    have_mariadb_headers || packages+=(libmariadb-dev pkg-config)
+    have_compiler || packages+=(gcc)
     [[ -d $VENV ]] || have_venv_module || packages+=(python3-venv)
     ((${#packages[@]})) || return 0
 
@@ -45,16 +56,22 @@ install_python_packages() {
         say "creating $VENV"
         "$PYTHON" -m venv "$VENV"
     fi
-    local wanted
-    wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+    local extras=dev wanted
+    if can_build_mysqlclient; then
+        extras=dev,mysqlclient
+    else
+        warn "mysqlclient cannot be built here (needs libmariadb-dev, pkg-config, a C compiler and"
+        warn "Python's headers): MySQL/MariaDB sources and their tests run on PyMySQL only"
+    fi
+    wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
     if [[ -f $STAMP && "$(cat "$STAMP")" == "$wanted" ]]; then
         say "python packages up to date"
         return 0
     fi
-    say "installing structq and its dev dependencies into $VENV"
+    say "installing structq and its extras ($extras) into $VENV"
     # This machine's pip configuration names local index folders that may not exist; pip says
     # so once per package ("… is ignored"), which is noise, not a problem.
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev]" \
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extras]" \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     printf '%s\n' "$wanted" >"$STAMP"
 }
@@ -66,6 +83,10 @@ run_tests() {
     if have_postgres && have_mariadb; then
         # The servers are installed: a fixture that cannot start one is a failure, not a skip.
         export STRUCTQ_REQUIRE_SERVERS="${STRUCTQ_REQUIRE_SERVERS:-1}"
+    fi
+    if can_build_mysqlclient; then
+        # It was installed with the extras above: a test that cannot import it is a failure.
+        export STRUCTQ_REQUIRE_MYSQLCLIENT="${STRUCTQ_REQUIRE_MYSQLCLIENT:-1}"
     fi
     say "running pytest${*:+ $*}"
     local status=0

@@ -106,6 +106,19 @@ def _start_or_skip(start: Callable[[], S]) -> S:
     pytest.skip(f"{reason} (set STRUCTQ_REQUIRE_SERVERS=1 to make this a failure)")
 
 
+def mysqlclient_or_skip() -> None:
+    """Skip a test that needs mysqlclient when it is not installed, or fail when the test
+    command installed it (``STRUCTQ_REQUIRE_MYSQLCLIENT=1``) and it still cannot be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec("MySQLdb") is not None:
+        return
+    reason = "mysqlclient (MySQLdb) is not installed: it needs libmariadb-dev and a C compiler to build"
+    if os.environ.get("STRUCTQ_REQUIRE_MYSQLCLIENT") == "1":
+        pytest.fail(f"{reason}\n(STRUCTQ_REQUIRE_MYSQLCLIENT=1: it is required)", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
     """PostgreSQL shared by the session: ``admin_url``, ``create_database``,

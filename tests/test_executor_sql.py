@@ -2,13 +2,15 @@
 
 Every engine gets the same tables, created through its admin URL; the executor reads them
 through the read-only account (PostgreSQL, MariaDB) or the SQLite file, which it opens
-read-only itself. Where the engines differ (how a list is bound, how to sleep) the ``Dialect``
+read-only itself. MariaDB runs it twice, once per driver (mysqlclient, PyMySQL), since each
+guard goes through the driver. Where the engines differ (how a list is bound, how to sleep) the ``Dialect``
 table says so; the tests themselves are written once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import sqlite3
 import threading
@@ -30,6 +32,7 @@ from structq.executors.sql import SqlExecutor
 from structq.executors.values import json_safe, json_safe_row
 from structq.safety.query import SafeQuery
 
+from conftest import mysqlclient_or_skip
 from servers import free_port
 
 ITEMS = 3000
@@ -216,14 +219,38 @@ def postgres_target(pg_server: Any) -> Iterator[Target]:
 
 
 @pytest.fixture(scope="module")
-def mariadb_target(mariadb_server: Any) -> Iterator[Target]:
+def mariadb_shop(mariadb_server: Any) -> Iterator[Target]:
+    """The MariaDB tables, with URLs naming whichever driver the test servers use."""
     yield from _server_target(mariadb_server, "mariadb", "exec_shop")
+
+
+def _with_driver(target: Target, drivername: str) -> Target:
+    """``target``'s database, read through ``drivername`` (``mysql+mysqldb``, ``mysql+pymysql``)."""
+    reader = sa.make_url(target.reader_url).set(drivername=drivername)
+    return Target(target.dialect, target.admin_url, reader.render_as_string(hide_password=False))
+
+
+@pytest.fixture(scope="module")
+def mariadb_target(mariadb_shop: Target) -> Iterator[Target]:
+    """MariaDB through mysqlclient, the driver a plain ``mysql://`` URL gets when installed."""
+    mysqlclient_or_skip()
+    target = _with_driver(mariadb_shop, "mysql+mysqldb")
+    yield target
+    target.close()
+
+
+@pytest.fixture(scope="module")
+def mariadb_pymysql_target(mariadb_shop: Target) -> Iterator[Target]:
+    target = _with_driver(mariadb_shop, "mysql+pymysql")
+    yield target
+    target.close()
 
 
 @pytest.fixture(params=[
     "sqlite",
     pytest.param("postgres", marks=pytest.mark.postgres),
     pytest.param("mariadb", marks=pytest.mark.mariadb),
+    pytest.param("mariadb_pymysql", marks=pytest.mark.mariadb),
 ])
 def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     engine: Target = request.getfixturevalue(f"{request.param}_target")
@@ -527,10 +554,13 @@ def test_stopped_server_is_unavailable(request: pytest.FixtureRequest, fixture: 
         executor.close()
 
 
-@pytest.mark.parametrize("scheme", ["postgresql", "mysql"])
+@pytest.mark.parametrize("scheme", ["postgresql", "mysql+mysqldb", "mysql+pymysql"])
 def test_silent_server_is_unavailable_within_the_connect_timeout(scheme: str) -> None:
     """A listener that accepts connections and never says a word, like a hung server."""
     import socket
+
+    if scheme == "mysql+mysqldb":
+        mysqlclient_or_skip()
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -578,12 +608,20 @@ def test_create_executor_picks_the_sql_executor(tmp_path: Path) -> None:
     assert isinstance(executor, SqlExecutor)
 
 
+#: What a plain MySQL URL runs with here: mysqlclient when installed (``mysql_drivers.py``).
+PREFERRED_MYSQL = "mysql+mysqldb" if importlib.util.find_spec("MySQLdb") else "mysql+pymysql"
+
+
 @pytest.mark.parametrize("url,drivername", [
     ("postgresql://u:p@127.0.0.1:1/db", "postgresql+psycopg"),
     ("postgres://u@127.0.0.1/db", "postgresql+psycopg"),
     ("postgresql+psycopg2://u@127.0.0.1/db", "postgresql+psycopg"),
-    ("mysql://u@127.0.0.1/db", "mysql+pymysql"),
-    ("mariadb://u@127.0.0.1/db", "mysql+pymysql"),
+    ("mysql://u@127.0.0.1/db", PREFERRED_MYSQL),
+    ("mariadb://u@127.0.0.1/db", PREFERRED_MYSQL),
+    ("mysql+mysqlconnector://u@127.0.0.1/db", PREFERRED_MYSQL),
+    ("mysql+pymysql://u@127.0.0.1/db", "mysql+pymysql"),
+    ("mariadb+pymysql://u@127.0.0.1/db", "mysql+pymysql"),
+    ("mysql+mysqldb://u@127.0.0.1/db", "mysql+mysqldb"),
     ("sqlite:///x.db", "sqlite+pysqlite"),
 ])
 def test_plain_urls_get_the_tested_drivers(url: str, drivername: str) -> None:

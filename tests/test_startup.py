@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("langchain", "langchain_core", "langchain_openai", "sqlalchemy", "sqlglot", "psycopg", "pymysql",
+HEAVY = ("langchain", "langchain_core", "langchain_openai", "sqlalchemy", "sqlglot", "psycopg", "pymysql", "MySQLdb",
          "opensearchpy", "elasticsearch", "osmem_server")
 
 

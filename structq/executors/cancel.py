@@ -1,6 +1,6 @@
 """Cancelling a statement on the server when its own timeout did not stop it.
 
-A client that stops waiting does not stop the server: PyMySQL's read timeout closes the
+A client that stops waiting does not stop the server: the driver's read timeout closes the
 socket, and MariaDB goes on running the statement until it notices the dead connection (a
 ``LIKE`` over a long text went on for 21–31 s in ``PROCESSLIST``). The backstop therefore asks
 the server itself to stop the statement:
@@ -8,8 +8,9 @@ the server itself to stop the statement:
 - **PostgreSQL**: a cancel request for the backend (psycopg's ``cancel_safe``, bounded by a
   connect timeout; ``cancel`` on older psycopg), what ``pg_cancel_backend`` does;
 - **MariaDB / MySQL**: ``KILL QUERY <thread id>`` sent over a second, short-lived connection
-  with the same account and TLS settings (a user may kill its own statements without any
-  privilege); the statement fails with error 1317 and the connection stays usable.
+  with the same driver, account and TLS settings (the ``Login`` the MySQL backend keeps on
+  each connection it opens; a user may kill its own statements without any privilege); the
+  statement fails with error 1317 and the connection stays usable.
 
 Both are called by the executor's ``_Backstop`` timer a little after ``timeout_s``; neither
 raises: a server that cannot be reached has nothing running for us either.
@@ -30,25 +31,15 @@ def _postgres_cancel(dbapi_connection: Any, connect_timeout: float) -> Callable[
     return dbapi_connection.cancel
 
 
-def _mysql_kill_query(dbapi_connection: Any, connect_timeout: float) -> None:
-    """``KILL QUERY`` the statement running on ``dbapi_connection`` (a PyMySQL connection)."""
-    import pymysql
-
-    thread_id = dbapi_connection.thread_id()
-    killer = pymysql.connect(
-        host=dbapi_connection.host,
-        port=dbapi_connection.port,
-        user=dbapi_connection.user,
-        password=dbapi_connection.password,
-        unix_socket=dbapi_connection.unix_socket,
-        ssl=dbapi_connection.ctx if getattr(dbapi_connection, "_ssl_required", False) else None,
-        connect_timeout=connect_timeout,
-        read_timeout=connect_timeout,
-        write_timeout=connect_timeout,
-    )
+def _mysql_kill_query(login: Any, thread_id: int, connect_timeout: float) -> None:
+    """``KILL QUERY thread_id`` over a new connection opened from ``login`` (``sql/mysql.py``)."""
+    killer = login.connect(connect_timeout)
     try:
-        with killer.cursor() as cursor:
-            cursor.execute("KILL QUERY %s", (int(thread_id),))
+        cursor = killer.cursor()
+        try:
+            cursor.execute("KILL QUERY %s", (thread_id,))
+        finally:
+            cursor.close()
     finally:
         killer.close()
 
@@ -62,5 +53,9 @@ def canceller(kind: str, dbapi_connection: Any, connect_timeout: float) -> Calla
     if kind == "postgres":
         return _postgres_cancel(dbapi_connection, connect_timeout)
     if kind == "mysql":
-        return functools.partial(_mysql_kill_query, dbapi_connection, connect_timeout)
+        # Read now, in the thread that runs the statement: mysqlclient refuses any call on a
+        # connection from another thread while it is busy. The ``Login`` is what the MySQL
+        # backend keeps on each connection it opens (``structq_login``).
+        thread_id = int(dbapi_connection.thread_id())
+        return functools.partial(_mysql_kill_query, dbapi_connection.structq_login, thread_id, connect_timeout)
     raise ValueError(f"no server-side cancel for {kind!r}")

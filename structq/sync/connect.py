@@ -3,8 +3,8 @@
 Sync only reads catalogs (and, with ``--profile-values``, distinct values), yet it runs the
 same guards as a question's query, because it opens the database through the SQL executor's
 session functions (``structq.executors.sql.session``): which driver a URL runs with (plain
-``postgresql://`` and ``mysql://`` URLs get psycopg 3 and PyMySQL, the drivers the extras
-install and the guards are tested with), how a connection is opened read-only (a SQLite file
+``postgresql://`` URLs get psycopg 3, ``mysql://`` ones mysqlclient or else PyMySQL: the
+drivers the extras install and the guards are tested with), how a connection is opened read-only (a SQLite file
 with ``mode=ro``, so a mistyped path never creates an empty database that the next sync would
 read as "every table dropped"), and which statements make a transaction read-only with a
 server-side statement timeout. Search sources are opened through the executor's client flavours for the same reason.

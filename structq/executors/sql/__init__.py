@@ -18,7 +18,8 @@ server in the driver's error. Everything else is shared:
 - ``guards.py``    the ``Backend`` base class, the client-side ``Backstop`` timer (servers);
 - ``deadlines.py`` the one deadline thread behind every SQLite statement;
 - ``sqlite.py``, ``postgresql.py``, ``mysql.py``  one backend each (PostgreSQL's lists:
-  ``pg_arrays.py`` packs them, ``pg_describe.py`` asks the server their types);
+  ``pg_arrays.py`` packs them, ``pg_describe.py`` asks the server their types; MySQL's two
+  drivers: ``mysql_drivers.py``);
 - ``session.py``   URL → backend, the read-only engine and transaction (``sync`` uses them too);
 - ``executor.py``  ``SqlExecutor``: fetch, translate errors.
 
@@ -50,8 +51,10 @@ With a ``schema`` in the manifest, each transaction is also pinned to it (Postgr
 with that schema, and the pin keeps any name that is not from reaching a same-named object
 elsewhere (``Backend.pin_schema``).
 
-Plain ``postgresql://`` / ``mysql://`` / ``mariadb://`` URLs (and other drivers' URLs) are run
-with psycopg 3 and PyMySQL: the guards above are tested with those drivers only.
+Plain ``postgresql://`` URLs (and other drivers' URLs) are run with psycopg 3; plain
+``mysql://`` / ``mariadb://`` ones with mysqlclient when it is installed, PyMySQL otherwise
+(``mysql+pymysql://`` and ``mysql+mysqldb://`` keep theirs). The guards above are tested with
+those drivers only.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def connect_timeout(timeout_s: float) -> float:
 
 
 def driver_message(error: BaseException) -> str:
-    """The database's own words: PyMySQL errors are ``(code, message)`` tuples."""
+    """The database's own words: MySQL drivers' errors are ``(code, message)`` tuples."""
     args = getattr(error, "args", ())
     if len(args) == 2 and isinstance(args[0], int) and isinstance(args[1], str):
         return f"{args[1]} (error {args[0]})"
@@ -109,14 +109,28 @@ class Backend:
     #: ``cancel.py``'s name for cancelling a statement on this server; None: no server cancel.
     cancel_kind: ClassVar[str | None] = None
 
-    def check_driver(self) -> None:
+    def driver_url(self, url: "URL") -> "URL":
+        """``url`` set to the driver this backend runs it with (the one its guards are tested
+        with, whatever driver the URL names)."""
+        return url.set(drivername=self.drivername)
+
+    def check_driver(self, url: "URL | None" = None) -> None:
         """A missing driver is a setup mistake, and the message says how to fix it."""
-        if self.driver_module and importlib.util.find_spec(self.driver_module) is None:
+        if self.driver_module and self.extra:
+            self.require(self.driver_module, self.extra)
+
+    def require(self, module: str, extra: str) -> None:
+        """``ConfigError`` naming the ``pip install`` that fixes it, when ``module`` is missing."""
+        if importlib.util.find_spec(module) is None:
             raise ConfigError(
-                f"{self.label} sources need the {self.driver_module!r} package, "
-                "which is not installed",
-                hint=f'pip install "structq[{self.extra}]"',
+                f"{self.label} sources need the {module!r} package, which is not installed",
+                hint=f'pip install "structq[{extra}]"',
             )
+
+    def connect(self, dialect: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        """Open a DB-API connection with SQLAlchemy's ``dialect`` and arguments, for a backend
+        that must keep something of how it was opened. Only called when a backend overrides it."""
+        return dialect.connect(*cargs, **cparams)
 
     def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
         """The URL and ``create_engine`` keyword arguments for a read-only engine."""

@@ -1,26 +1,40 @@
-"""MySQL and MariaDB (PyMySQL): a read-only session and transaction, the server's statement
-time limit, ``KILL QUERY`` as the backstop; lists of ints bound as one parameter."""
+"""MySQL and MariaDB (mysqlclient or PyMySQL, ``mysql_drivers.py``): a read-only session and
+transaction, the server's statement time limit, ``KILL QUERY`` as the backstop; lists of ints
+bound as one parameter."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .fetch import Statement, bind
 from .guards import SOCKET_GRACE_S, Backend, Setup, connect_timeout, milliseconds
+from .mysql_drivers import DRIVERS, PYMYSQL, MySQLDriver, driver_for
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import URL, Connection
+    from collections.abc import Sequence
+
+    from sqlalchemy.engine import URL, Connection, Dialect
 
     from structq.safety.query import SafeQuery
 
-__all__ = ["MySQLBackend", "MySQLIntList"]
+__all__ = ["LOGIN_ATTRIBUTE", "Login", "MySQLBackend", "MySQLIntList"]
+
+#: The attribute of every DB-API connection this backend opens that holds its ``Login``.
+LOGIN_ATTRIBUTE = "structq_login"
+
+#: MySQL column types both drivers always give as ``int`` (or None): TINY, SHORT, LONG,
+#: LONGLONG, INT24, YEAR. Text columns are not among them: a binary string has the same type
+#: code and comes back as bytes.
+_INT_COLUMNS = frozenset({1, 2, 3, 8, 9, 13})
 
 
 class MySQLBackend(Backend):
     label = "MySQL/MariaDB"
-    drivername = "mysql+pymysql"
-    driver_module = "pymysql"
-    extra = "mysql"
+    # The driver PyMySQL-only code paths name; a URL's own driver comes from ``driver_for``.
+    drivername = PYMYSQL.drivername
+    driver_module = PYMYSQL.module
+    extra = PYMYSQL.extra
     cancel_kind = "mysql"
 
     #: MariaDB max_statement_time, MySQL max_execution_time, query killed.
@@ -28,34 +42,49 @@ class MySQLBackend(Backend):
     #: too many connections, access denied, unknown database, lost/refused connections.
     _UNAVAILABLE_CODES = frozenset({1040, 1044, 1045, 1049, 1129, 1130, 2002, 2003, 2005, 2006, 2013})
 
+    def driver_url(self, url: "URL") -> "URL":
+        return url.set(drivername=driver_for(url).drivername)
+
+    def check_driver(self, url: "URL | None" = None) -> None:
+        driver = driver_for(url) if url is not None else PYMYSQL
+        self.require(driver.module, driver.extra)
+
     def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
         if "charset" not in url.query:
             url = url.update_query_dict({"charset": "utf8mb4"})
         # The server cancels at timeout_s and says so at once; if it did not, the backstop
         # sends KILL QUERY at timeout_s + grace (``guard``); a server that stops answering is
-        # caught by the socket timeouts after that. PyMySQL also waits for the login greeting
-        # under read_timeout, so a hung server cannot hold a connect past it.
-        backstop = timeout_s + SOCKET_GRACE_S
-        connect_args = {
-            "connect_timeout": connect_timeout(timeout_s),
-            "read_timeout": backstop,
-            "write_timeout": backstop,
-        }
+        # caught by the socket timeouts after that. Both drivers also wait for the login
+        # greeting under a time limit, so a hung server cannot hold a connect past it.
+        connect_args = driver_for(url).connect_args(connect_timeout(timeout_s), timeout_s + SOCKET_GRACE_S)
         return url, {"connect_args": connect_args, "pool_recycle": 3600}
 
+    def connect(self, dialect: "Dialect", cargs: "Sequence[Any]", cparams: dict[str, Any]) -> Any:
+        """The dialect's own connection, carrying its ``Login`` for ``KILL QUERY``: neither
+        driver can open a second connection like the first by itself (mysqlclient keeps no
+        password, PyMySQL no copy of its TLS options)."""
+        connection = dialect.connect(*cargs, **cparams)
+        login = Login(DRIVERS[dialect.driver], dialect.loaded_dbapi, tuple(cargs), dict(cparams))
+        setattr(connection, LOGIN_ATTRIBUTE, login)
+        return connection
+
     def on_connect(self, dbapi_connection: Any) -> None:
-        # PyMySQL keeps a per-connection copy of its encoders (type → literal).
+        # Both drivers keep a per-connection copy of their encoders (type → literal).
         dbapi_connection.encoders[MySQLIntList] = MySQLIntList.literal
 
+    def plain_columns(self, description: Any) -> bool:
+        """Integer columns (``_INT_COLUMNS``): both drivers give them as ``int`` or None."""
+        return description is not None and all(column[1] in _INT_COLUMNS for column in description)
+
     def statement(self, dbapi_connection: Any, query: "SafeQuery") -> Statement:
-        """Lists of plain ints (``IN :ref``) bound as one parameter PyMySQL renders at once.
+        """Lists of plain ints (``IN :ref``) bound as one parameter the driver renders at once.
 
         SQLAlchemy expands a list into one placeholder per value (100k names to render and
-        100k values for PyMySQL to escape one by one, ~200 ms at 100k); the values of an
-        ``MySQLIntList`` are checked to be exactly ``int`` and written ``(1,2,3)`` in one
-        join — what PyMySQL's ``escape_int`` writes for each. Empty lists and lists of
-        anything else keep SQLAlchemy's expanding bind (and its empty-set rendering; text
-        is escaped by PyMySQL per value, honouring the server's SQL mode).
+        100k values for the driver to escape one by one, ~200 ms at 100k with PyMySQL); the
+        values of an ``MySQLIntList`` are checked to be exactly ``int`` and written
+        ``(1,2,3)`` in one join — what either driver writes for each. Empty lists and lists of
+        anything else keep SQLAlchemy's expanding bind (and its empty-set rendering; text is
+        escaped by the driver per value, honouring the server's SQL mode).
         """
         params = dict(query.params)
         whole = set()
@@ -99,11 +128,27 @@ class MySQLIntList(tuple):  # type: ignore[type-arg]
 
     @staticmethod
     def literal(value: "MySQLIntList", mapping: Any = None) -> str:
-        """``(1,2,3)``: PyMySQL's encoder signature; ``str(int)`` is ``escape_int``."""
+        """``(1,2,3)``: the encoder signature of both drivers (``str(int)`` is how each writes
+        an int). mysqlclient looks encoders up by exact type, so this tuple subclass reaches
+        it instead of its per-item tuple rendering."""
         if not value or set(map(type, value)) != {int}:  # never render anything else this way
             raise TypeError("MySQLIntList holds non-empty plain ints only")
         return "(" + ",".join(map(str, value)) + ")"
 
+
+@dataclass(frozen=True)
+class Login:
+    """How a connection was opened (the driver module and its connect arguments), so that
+    ``KILL QUERY`` can open a second one with the same account, host and TLS settings."""
+
+    driver: MySQLDriver
+    dbapi: Any  # the driver's module
+    cargs: tuple[Any, ...] = field(repr=False)
+    cparams: dict[str, Any] = field(repr=False)  # the password among them: never printed
+
+    def connect(self, timeout_s: float) -> Any:
+        """A new connection like the first, every wait bounded by ``timeout_s``."""
+        return self.dbapi.connect(*self.cargs, **{**self.cparams, **self.driver.timeouts(timeout_s, timeout_s)})
 
 
 def _mysql_code(error: BaseException) -> int | None:

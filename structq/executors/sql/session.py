@@ -2,8 +2,8 @@
 
 The SQL executor and ``structq sync`` open databases through these functions only, so a
 question's query and a catalog read get the same guards: the driver a URL runs with (plain
-``postgresql://`` / ``mysql://`` URLs get psycopg 3 and PyMySQL, the drivers the guards are
-tested with), how a connection is opened read-only, and which statements make each
+``postgresql://`` URLs get psycopg 3, ``mysql://`` ones mysqlclient or PyMySQL: the drivers
+the guards are tested with), how a connection is opened read-only, and which statements make each
 transaction read-only with a server-side statement timeout.
 """
 
@@ -79,7 +79,7 @@ def resolve(manifest: "Manifest") -> tuple[Backend, "URL"]:
         backend = backend_for(url)
     except ConfigError as err:
         raise ConfigError(f"source {manifest.source!r}: {err.message}", hint=err.hint) from None
-    return backend, url.set(drivername=backend.drivername)
+    return backend, backend.driver_url(url)
 
 
 def read_only_engine(backend: Backend, url: "URL", timeout_s: float) -> "Engine":
@@ -87,9 +87,12 @@ def read_only_engine(backend: Backend, url: "URL", timeout_s: float) -> "Engine"
     (a missing driver is a ``ConfigError`` with the ``pip install`` that fixes it)."""
     from sqlalchemy import create_engine, event
 
-    backend.check_driver()
+    backend.check_driver(url)
     engine_url, arguments = backend.engine_arguments(url, timeout_s)
     engine = create_engine(engine_url, pool_pre_ping=True, **arguments)
+    if type(backend).connect is not Backend.connect:
+        event.listen(engine, "do_connect",
+                     lambda dialect, _record, cargs, cparams: backend.connect(dialect, cargs, cparams))
     event.listen(engine, "connect", lambda dbapi_connection, _record: backend.on_connect(dbapi_connection))
     if type(backend).on_checkout is not Backend.on_checkout:
         event.listen(engine, "checkout",

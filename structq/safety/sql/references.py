@@ -18,7 +18,7 @@ any size up to the intermediate-row cap works in ONE statement, aggregates inclu
   up to the intermediate-row cap and values of any width work, and every value is still
   bound, never spliced;
 - MySQL and other dialects: ``col IN :ref`` with ``ref`` in ``SafeQuery.expanding``: SQLAlchemy
-  expands it (pymysql interpolates client-side; there is no placeholder cap); an empty list
+  expands it (the MySQL drivers interpolate client-side; there is no placeholder cap); an empty list
   makes the condition ``FALSE`` (what ``IN`` over an empty subquery is, for NULL too).
 
 ``NOT IN`` wraps the same ``IN`` node and follows. An empty list therefore selects nothing
