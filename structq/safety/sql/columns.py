@@ -226,6 +226,7 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
         )
     except Unsupported:
         names = check.names
+        check.shared_wanted = True  # it may write nodes the query did not have (``Check.shared_nodes``)
         try:
             qualify_columns(tree, names.schema, dialect=names.names_dialect)
             validate_qualify_columns(tree)

@@ -70,6 +70,9 @@ class Check:
     dots: list[exp.Dot] = field(default_factory=list)
     #: Every ``exp.Query`` node: selects, set operations, subqueries (the root included).
     queries: list[exp.Query] = field(default_factory=list)
+    #: Whether the tree may hold a node some shared filter wants (``walk.py``): ``parse.scan``
+    #: saw one, or ``qualify_columns`` rebuilt the tree (``columns.py``). See ``shared_nodes``.
+    shared_wanted: bool = False
 
     #: The real tables read (``resolve_tables``): each node with its manifest entry.
     reads: list[tuple[exp.Table, Table]] = field(default_factory=list)
@@ -105,7 +108,18 @@ class Check:
     def shared_nodes(self, wanted: Instances) -> list[exp.Expr]:
         """``wanted(self.tree)`` for a filter made with ``shared=True``: every shared filter is
         answered by the walk of the first call (``walk.py``), so only passes that change
-        nothing in the tree, run one after the other, may call this."""
+        nothing in the tree, run one after the other, may call this.
+
+        No walk is made when no such node can be in the tree (``shared_wanted`` is false):
+        the parsed tree held none, and the passes before the callers (``check_growth``,
+        ``check_patterns``) write only columns, identifiers, aliases, parentheses, literals and
+        the ``DUAL`` keyword, or copies of nodes already in the tree — all but
+        ``qualify_columns``, which sets ``shared_wanted``.
+        """
+        if not wanted.shared:
+            raise ValueError("only a filter made with shared=True is answered by the shared walk")
+        if not self.shared_wanted:
+            return []
         found = self._shared
         if found is None:
             assert self.tree is not None

@@ -24,6 +24,7 @@ from structq.capabilities.references import Reference, replace_references
 
 from .context import Check
 from .dialects import parse_text
+from .walk import shared_filters, wanted_by_shared
 
 __all__ = ["parse", "FORBIDDEN"]
 
@@ -126,11 +127,15 @@ def parse(check: Check) -> None:
 
 # What ``scan`` files each node class under, decided once per class (``_kind``).
 _SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT = range(11)
-#: Added to a kind when the node is also a comparison (``_COMPARISONS``), and when it is a
-#: query (``exp.Query``: selects, set operations, subqueries).
+#: Added to a kind when the node is also a comparison (``_COMPARISONS``), when it is a query
+#: (``exp.Query``: selects, set operations, subqueries), and when a shared filter wants it
+#: (``walk.py``: ``Check.shared_wanted``).
 _COMPARISON = 16
 _QUERY = 32
+_SHARED = 64
 _kinds: dict[type, int] = {}
+#: How many shared filters ``_kinds`` was decided with (``walk.shared_filters``).
+_kinds_for = 0
 
 
 def _kind(cls: type) -> int:
@@ -164,6 +169,8 @@ def _kind(cls: type) -> int:
         kind += _COMPARISON
     if issubclass(cls, exp.Query):
         kind += _QUERY
+    if wanted_by_shared(cls):
+        kind += _SHARED
     _kinds[cls] = kind
     return kind
 
@@ -174,10 +181,15 @@ def scan(check: Check) -> None:
     The same walk normalises every identifier for matching without regard to case
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
     identifier, quoted or not), which sqlglot's ``normalize_identifiers`` would do in a walk
-    of its own.
+    of its own, and notes whether any node is one a shared filter wants
+    (``Check.shared_wanted``), so that most checks make no second walk for those.
     """
+    global _kinds_for
     assert check.tree is not None
     lower = check.names.lower
+    if _kinds_for != shared_filters():  # a shared filter made since: decide every class again
+        _kinds.clear()
+        _kinds_for = shared_filters()
     kinds = _kinds
     invisible = _INVISIBLE.search
     columns, tables, subqueries = check.columns, check.tables, check.subqueries
@@ -190,6 +202,9 @@ def scan(check: Check) -> None:
         if kind == _SKIP:
             continue
         if kind >= _COMPARISON:
+            if kind >= _SHARED:
+                check.shared_wanted = True
+                kind -= _SHARED
             if kind >= _QUERY:
                 check.queries.append(node)
                 kind -= _QUERY

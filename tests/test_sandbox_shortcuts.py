@@ -1,0 +1,74 @@
+"""Where a pass answers from what an earlier pass recorded instead of walking the tree, the
+answer is what the walk would give, query by query.
+
+``Check.shared_nodes`` answers the shared filters of ``check_growth`` and ``check_patterns``
+without a walk when ``parse.scan`` saw no node they want (``Check.shared_wanted``). A wrong
+"nothing here" would let a ``repeat`` or a ``LIKE`` through unchecked, so the answer is
+compared with a walk of the tree, just before ``check_growth`` runs, over every query of the
+third-party corpora (legit and hostile) and of the limit tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from corpora import LEGIT_LOADERS, hostile_manifest, load_hostile, quiet_sqlglot
+from test_sandbox_limits import ACCEPTED, REFUSED
+
+import structq.safety.sql as sandbox
+from structq.capabilities import Manifest
+from structq.errors import PlanError, SandboxViolation
+from structq.safety.sql import memo, walk
+from structq.safety.sql.growth import check_growth
+
+
+def _same_as_walk(check: sandbox.Check) -> None:
+    assert check.tree is not None
+    for wanted in walk._registered:
+        found = [id(node) for node in check.shared_nodes(wanted)]
+        assert found == [id(node) for node in wanted(check.tree)], check.text
+
+
+@contextmanager
+def _verified() -> Iterator[None]:
+    """Every check compares the shortcuts with walks of the tree."""
+    at = sandbox.RULES.index(check_growth)
+    rules = sandbox.RULES[:at] + (_same_as_walk,) + sandbox.RULES[at:]
+    with mock.patch.object(sandbox, "RULES", rules):
+        yield
+
+
+def _check(sql: str, source: Manifest) -> None:
+    memo.clear()  # a remembered check would skip the passes compared
+    try:
+        sandbox.check_sql(sql, source)
+    except (SandboxViolation, PlanError):
+        pass
+
+
+@pytest.mark.parametrize("corpus", sorted(LEGIT_LOADERS))
+def test_shortcuts_agree_with_walks_on_legit_corpus(corpus: str, shared_corpora: Path) -> None:
+    quiet_sqlglot()
+    loaded = LEGIT_LOADERS[corpus](shared_corpora)
+    with _verified():
+        for query in loaded.queries:
+            _check(query.sql, loaded.manifest_for(query))
+
+
+def test_shortcuts_agree_with_walks_on_hostile_corpus(shared_corpora: Path) -> None:
+    quiet_sqlglot()
+    manifests = {dialect: hostile_manifest(dialect) for dialect in ("sqlite", "postgres", "mysql")}
+    with _verified():
+        for statement in load_hostile(shared_corpora):
+            if statement.dialect in manifests:
+                _check(statement.sql, manifests[statement.dialect])
+
+
+@pytest.mark.parametrize("dialect, query", [(d, q) for d, q in ACCEPTED] + [(d, q) for d, q, _ in REFUSED])
+def test_shortcuts_agree_with_walks_on_patterns_and_strings(dialect: str, query: str) -> None:
+    with _verified():
+        _check(query, hostile_manifest(dialect))
