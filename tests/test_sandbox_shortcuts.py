@@ -6,39 +6,61 @@ without a walk when ``parse.scan`` saw no node they want (``Check.shared_wanted`
 "nothing here" would let a ``repeat`` or a ``LIKE`` through unchecked, so the answer is
 compared with a walk of the tree, just before ``check_growth`` runs, over every query of the
 third-party corpora (legit and hostile) and of the limit tests.
+
+``names.record_output_names`` finds a star of columns in the select list from the stars
+``parse.scan`` listed, instead of searching each projection; compared with that search.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
 import pytest
 from corpora import LEGIT_LOADERS, hostile_manifest, load_hostile, quiet_sqlglot
+from sqlglot import exp
 from test_sandbox_limits import ACCEPTED, REFUSED
 
 import structq.safety.sql as sandbox
 from structq.capabilities import Manifest
 from structq.errors import PlanError, SandboxViolation
-from structq.safety.sql import memo, walk
+from structq.safety.sql import memo, names, walk
 from structq.safety.sql.growth import check_growth
 
 
-def _same_as_walk(check: sandbox.Check) -> None:
+def _shared_nodes_as_walked(check: sandbox.Check) -> None:
     assert check.tree is not None
     for wanted in walk._registered:
         found = [id(node) for node in check.shared_nodes(wanted)]
         assert found == [id(node) for node in wanted(check.tree)], check.text
 
 
+def _stars_as_searched(check: sandbox.Check) -> None:
+    select = names._outer_select(check.tree) if check.tree is not None else None
+    if select is None:
+        return
+    searched = any(
+        any(not isinstance(star.parent, exp.Func) for star in projection.find_all(exp.Star))
+        for projection in select.expressions
+    )
+    assert names._has_star_of_columns(check, select) == searched, check.text
+
+
+#: Each comparison, and the pass it runs before (on the tree that pass is given).
+_COMPARISONS = {check_growth: _shared_nodes_as_walked, names.record_output_names: _stars_as_searched}
+
+
 @contextmanager
 def _verified() -> Iterator[None]:
     """Every check compares the shortcuts with walks of the tree."""
-    at = sandbox.RULES.index(check_growth)
-    rules = sandbox.RULES[:at] + (_same_as_walk,) + sandbox.RULES[at:]
-    with mock.patch.object(sandbox, "RULES", rules):
+    rules: list[Callable[[sandbox.Check], None]] = []
+    for rule in sandbox.RULES:
+        if rule in _COMPARISONS:
+            rules.append(_COMPARISONS[rule])
+        rules.append(rule)
+    with mock.patch.object(sandbox, "RULES", tuple(rules)):
         yield
 
 

@@ -68,6 +68,8 @@ class Check:
     types: list[exp.DataType] = field(default_factory=list)
     #: Every ``a.b`` that is not a column: a qualified call, a field of a composite value.
     dots: list[exp.Dot] = field(default_factory=list)
+    #: Every ``*`` (``SELECT *``, ``t.*``, ``COUNT(*)``).
+    stars: list[exp.Star] = field(default_factory=list)
     #: Every ``exp.Query`` node: selects, set operations, subqueries (the root included).
     queries: list[exp.Query] = field(default_factory=list)
     #: Whether the tree may hold a node some shared filter wants (``walk.py``): ``parse.scan``

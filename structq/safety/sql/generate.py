@@ -27,6 +27,7 @@ import secrets
 from sqlglot import exp
 
 from .context import Check
+from .dialects import generate_text
 from .portable import make_portable
 
 __all__ = ["generate"]
@@ -58,9 +59,9 @@ def generate(check: Check) -> None:
     colons = ":" in check.text or check.params or ":" in (check.manifest.schema_ or "")
     marker = _mark_colons(tree) if colons else None
     make_portable(check, tree)
-    # copy=False: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
+    # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
-    sql = check.dialect.generate(tree, copy=False, comments=False)
+    sql = generate_text(check.manifest.sql_dialect, tree)
     if marker is not None:
         sql = sql.replace(marker, "\\:")
     found = set(_TEXT_BIND.findall(sql)) if ":" in sql else set()

@@ -99,7 +99,7 @@ def checked(
     """The checked query: remembered when the same query was checked before (see the module
     docstring), else ``check()`` — the full check — whose result is remembered if it passes."""
     dialect = manifest.sql_dialect
-    key = (query, id(manifest), dialect, max_rows, frozenset(variables), frozenset(slots), frozenset(references))
+    key = (query, id(manifest), dialect, max_rows, _names(variables), _names(slots), _names(references))
     with _lock:
         entry = _entries.get(key)
         if entry is not None:
@@ -123,8 +123,17 @@ def checked(
     return safe
 
 
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def _names(values: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(values) if values else _NO_NAMES
+
+
 def _remember(manifest: Manifest, safe: SafeQuery, state: Check, values: ReferenceValues) -> _Remembered | None:
     """What to remember of a passed check; None when a parameter's origin is not exactly one."""
+    if not state.origins and not safe.params and not state.placeholders:
+        return _Remembered(manifest, safe, (), ())  # nothing bound (most queries): nothing to record
     if set(state.origins) != set(safe.params) or any(len(found) != 1 for found in state.origins.values()):
         return None
     origins = tuple((name, next(iter(found))) for name, found in state.origins.items())

@@ -66,11 +66,17 @@ _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202
 
 
 def _swap_references(check: Check) -> str:
-    """The text with each reference replaced by a fresh placeholder; records the mapping."""
-    nonce = secrets.token_hex(6)
+    """The text with each reference replaced by a fresh placeholder; records the mapping.
+
+    The nonce is drawn for the first reference only: most queries have none, and drawing it
+    (``os.urandom``) costs a system call.
+    """
+    nonce: list[str] = []
 
     def placeholder(reference: Reference) -> str:
-        name = "sq" + nonce + "_" + str(len(check.placeholders))
+        if not nonce:
+            nonce.append(secrets.token_hex(6))
+        name = "sq" + nonce[0] + "_" + str(len(check.placeholders))
         check.placeholders[name] = reference.text
         return " :" + name + " "
 
@@ -126,7 +132,7 @@ def parse(check: Check) -> None:
 
 
 # What ``scan`` files each node class under, decided once per class (``_kind``).
-_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT = range(11)
+_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT, _STAR = range(12)
 #: Added to a kind when the node is also a comparison (``_COMPARISONS``), when it is a query
 #: (``exp.Query``: selects, set operations, subqueries), and when a shared filter wants it
 #: (``walk.py``: ``Check.shared_wanted``).
@@ -163,6 +169,8 @@ def _kind(cls: type) -> int:
         kind = _TYPE
     elif issubclass(cls, exp.Dot):
         kind = _DOT
+    elif issubclass(cls, exp.Star):
+        kind = _STAR
     else:
         kind = _SKIP
     if issubclass(cls, _COMPARISONS):
@@ -241,6 +249,8 @@ def scan(check: Check) -> None:
             check.types.append(node)
         elif kind == _DOT:
             check.dots.append(node)
+        elif kind == _STAR:
+            check.stars.append(node)
 
 
 #: Prefix of a bound slot parameter, so that it never shares a name with a reference or a variable.

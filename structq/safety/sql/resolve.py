@@ -126,7 +126,7 @@ def _plan_columns(
             continue
         if len(owners) != 1:
             raise Unsupported("ambiguous column")
-        plan.columns[id(column)] = (column, sources.spelling[owners[0]], sources.by_alias[owners[0]][0])
+        plan.columns[id(column)] = (column, sources.qualifier(owners[0]), sources.by_alias[owners[0]][0])
     refs.check_order()
 
 
@@ -180,9 +180,10 @@ class _Query:
 
 
 def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
-               outer: Callable[[str], Sources | None], query: _Query) -> list[str]:
-    """Plan one select's columns, stars and references to its own list; its output names."""
-    refs = SelectRefs(select, query.source_names)
+               outer: Callable[[str], Sources | None], query: _Query, named: set[str] | None = None) -> list[str]:
+    """Plan one select's columns, stars and references to its own list; its output names.
+    ``named``: the select's ``named_selects``, when the caller has them."""
+    refs = SelectRefs(select, query.source_names, named)
     start = len(plan.copies)
     _plan_columns(select, columns + refs.having_columns(), sources, plan, outer, refs)
     projections = _expanded(select, sources, plan)
@@ -241,7 +242,13 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
     if isinstance(projection, exp.Alias) or projection.is_star:
         return projection
     source = projection.unnest()
-    named = exp.alias_(projection, _output_name(projection, index), copy=False)
+    name = _output_name(projection, index)
+    if "alias" in type(projection).arg_types:
+        named = exp.alias_(projection, name, copy=False)  # a node that holds its own alias
+    else:
+        # What ``exp.alias_`` builds for any other node, without its parsing and dispatch
+        # (half its cost, paid once per projection of every select).
+        named = exp.Alias(this=projection, alias=exp.to_identifier(name))
     if isinstance(source, exp.Column) and source.this.quoted:
         named.args["alias"].set("quoted", True)
     return named
@@ -315,8 +322,13 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     sources = Sources.of_select(select, query.tables)
     named = set(select.named_selects)
     own = [c for c in columns if not isinstance(c.this, exp.Star) and not _is_order_alias(c, select, named)]
-    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, lambda alias: None, query)
+    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, _no_outer_source, query, named)
     return len(sources.by_alias)
+
+
+def _no_outer_source(alias: str) -> None:
+    """A flat query's selects are uncorrelated: no enclosing select lends them a source."""
+    return None
 
 
 def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _Query) -> None:

@@ -43,9 +43,11 @@ class Unsupported(Exception):
 class SelectRefs:
     """What one select's other clauses may refer to in its select list."""
 
-    def __init__(self, select: exp.Select, source_names: Callable[[], frozenset[str]]) -> None:
+    def __init__(self, select: exp.Select, source_names: Callable[[], frozenset[str]],
+                 named: set[str] | None = None) -> None:
         self.select = select
-        self.named = set(select.named_selects)
+        #: The select's output names (``named_selects``), when the caller has them already.
+        self.named = set(select.named_selects) if named is None else named
         self.source_names = source_names
         having = select.args.get("having")
         self.having: set[int] = set()

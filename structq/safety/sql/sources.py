@@ -31,8 +31,8 @@ class Sources:
 
     def __init__(self) -> None:
         self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
-        #: The qualifier as the query spells the source's alias (quoted or not).
-        self.spelling: dict[str, exp.Identifier] = {}
+        #: The alias each source was given (``TableAlias``), if any: ``qualifier`` reads it.
+        self._written: dict[str, object] = {}
 
     @classmethod
     def of_scope(cls, scope: Scope, outputs: dict[int, list[str]], tables: dict[int, dict[str, str]]) -> Sources:
@@ -40,8 +40,7 @@ class Sources:
         for alias, (node, source) in scope.selected_sources.items():
             while isinstance(node, exp.Query) and node.alias != alias and node.parent is not None:
                 node = node.parent  # a derived table's query: its alias sits on the Subquery
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            self._written[alias] = node.args.get("alias")
             if not alias:
                 raise Unsupported("unaliased derived table")
             if isinstance(source, Scope):
@@ -75,10 +74,15 @@ class Sources:
             alias = node.alias_or_name
             if not alias or alias in self.by_alias:
                 raise Unsupported("two sources of one name")
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            self._written[alias] = node.args.get("alias")
             self.by_alias[alias] = (node, tables[id(node)])
         return self
+
+    def qualifier(self, alias: str) -> exp.Identifier:
+        """The qualifier as the query spells the source's alias (quoted or not), for a column
+        that names none; asked for only then, as most columns are qualified already."""
+        written = self._written[alias]
+        return written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
 
     def owners(self, name: str) -> list[str]:
         lowered = lower(name)
