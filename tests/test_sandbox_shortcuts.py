@@ -9,10 +9,14 @@ third-party corpora (legit and hostile) and of the limit tests.
 
 ``names.record_output_names`` finds a star of columns in the select list from the stars
 ``parse.scan`` listed, instead of searching each projection; compared with that search.
+
+``generate`` asks for a lean MySQL generator (``dialects.generate_text``) when the tree holds no
+``UNNEST``; its text is compared with the dialect's own generator's.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,8 +30,13 @@ from test_sandbox_limits import ACCEPTED, REFUSED
 import structq.safety.sql as sandbox
 from structq.capabilities import Manifest
 from structq.errors import PlanError, SandboxViolation
-from structq.safety.sql import memo, names, walk
+from structq.safety.sql import dialects, memo, names, walk
+from structq.safety.sql.dialects import dialect
 from structq.safety.sql.growth import check_growth
+
+
+#: The module (the package exports its pass function under the same name).
+generate_pass = importlib.import_module("structq.safety.sql.generate")
 
 
 def _shared_nodes_as_walked(check: sandbox.Check) -> None:
@@ -52,6 +61,15 @@ def _stars_as_searched(check: sandbox.Check) -> None:
 _COMPARISONS = {check_growth: _shared_nodes_as_walked, names.record_output_names: _stars_as_searched}
 
 
+def _text_as_generated(name: str, tree: exp.Expr, *, lean: bool = False) -> str:
+    if lean:
+        assert tree.find(exp.Unnest) is None, tree.sql(name)
+    stock = dialect(name).generate(tree.copy(), comments=False)
+    text = dialects.generate_text(name, tree, lean=lean)
+    assert text == stock
+    return text
+
+
 @contextmanager
 def _verified() -> Iterator[None]:
     """Every check compares the shortcuts with walks of the tree."""
@@ -60,7 +78,8 @@ def _verified() -> Iterator[None]:
         if rule in _COMPARISONS:
             rules.append(_COMPARISONS[rule])
         rules.append(rule)
-    with mock.patch.object(sandbox, "RULES", tuple(rules)):
+    with mock.patch.object(sandbox, "RULES", tuple(rules)), \
+            mock.patch.object(generate_pass, "generate_text", _text_as_generated):
         yield
 
 

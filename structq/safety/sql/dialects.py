@@ -12,13 +12,19 @@ state that outlives a call made new before each: the counter for the names it in
 ``_t1``…), or it would write different SQL for the same tree depending on what it wrote
 before. (Its list of unsupported constructs is reset by ``Generator.generate`` itself.) A
 generator that raised is dropped, not reused.
+
+MySQL's generator rewrites ``UNNEST(GENERATE_DATE_ARRAY(…))`` in FROM into a recursive CTE, and
+looks for one by walking each select's whole subtree, nested selects again for each level
+(~0.3× the generation of a MySQL query). A caller that knows the tree holds no ``UNNEST`` asks
+for a generator without that step (``lean=True``), which writes the same text: its select
+steps are the dialect's own but that one, and it is used only when they are exactly that.
 """
 
 from __future__ import annotations
 
 import threading
 
-from sqlglot import exp
+from sqlglot import exp, transforms
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.generator import Generator
 from sqlglot.helper import name_sequence
@@ -59,17 +65,43 @@ def parse_text(name: str, text: str) -> tuple[list, list[Token]]:
     return parser.parse(tokens, text), tokens
 
 
-def generate_text(name: str, tree: exp.Expr) -> str:
+#: The steps MySQL's generator runs on every select, in its order; the last one is left out
+#: of a lean generator (module docstring).
+_MYSQL_SELECT_STEPS = (transforms.eliminate_distinct_on, transforms.eliminate_semi_and_anti_joins,
+                       transforms.eliminate_qualify, transforms.eliminate_full_outer_join,
+                       transforms.unnest_generate_date_array_using_recursive_cte)
+
+
+def _select_steps(generator: Generator) -> tuple[object, ...] | None:
+    """The steps the generator's select handler runs (``transforms.preprocess``), or None."""
+    handler = generator._dispatch.get(exp.Select)
+    code, closure = getattr(handler, "__code__", None), getattr(handler, "__closure__", None)
+    if code is None or closure is None:
+        return None
+    steps = dict(zip(code.co_freevars, closure)).get("transforms")
+    return tuple(steps.cell_contents) if steps is not None else None
+
+
+def _new_generator(name: str, lean: bool) -> Generator:
+    generator = dialect(name).generator(comments=False)
+    if lean and name == "mysql" and _select_steps(generator) == _MYSQL_SELECT_STEPS:
+        generator._dispatch = {**generator._dispatch,
+                               exp.Select: transforms.preprocess(list(_MYSQL_SELECT_STEPS[:-1]))}
+    return generator
+
+
+def generate_text(name: str, tree: exp.Expr, *, lean: bool = False) -> str:
     """``dialect(name).generate(tree, copy=False, comments=False)`` with this thread's
-    generator for ``name`` (see the module docstring)."""
-    generators: dict[str, Generator] | None = getattr(_local, "generators", None)
+    generator for ``name``; ``lean``: the tree holds no ``UNNEST`` (see the module docstring)."""
+    generators: dict[tuple[str, bool], Generator] | None = getattr(_local, "generators", None)
     if generators is None:
         generators = _local.generators = {}
-    generator = generators.pop(name, None)  # taken while in use: one that raises is not put back
+    key = (name, lean)
+    generator = generators.pop(key, None)  # taken while in use: one that raises is not put back
     if generator is None:
-        generator = dialect(name).generator(comments=False)
+        generator = _new_generator(name, lean)
     else:
         generator._next_name = name_sequence("_t")  # as ``Generator.__init__`` starts it
     sql = generator.generate(tree, copy=False)
-    generators[name] = generator
+    generators[key] = generator
     return sql

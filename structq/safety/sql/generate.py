@@ -48,6 +48,13 @@ def _mark_colons(tree: exp.Expr) -> str | None:
     return marker if used else None
 
 
+def _holds_no_unnest(check: Check) -> bool:
+    """Whether the tree surely holds no ``UNNEST`` (``dialects.generate_text``), without a walk:
+    every call of the query's own text is in ``Check.functions``, and the passes after the
+    scan write none (``portable.py``: ``_may_hold_rewritten``), but for row filters."""
+    return not check.names.filters and not any(isinstance(node, exp.Unnest) for node in check.functions)
+
+
 def generate(check: Check) -> None:
     """Write ``check.sql`` from the tree in the source's dialect."""
     tree = check.tree
@@ -61,7 +68,7 @@ def generate(check: Check) -> None:
     make_portable(check, tree)
     # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
-    sql = generate_text(check.manifest.sql_dialect, tree)
+    sql = generate_text(check.manifest.sql_dialect, tree, lean=_holds_no_unnest(check))
     if marker is not None:
         sql = sql.replace(marker, "\\:")
     found = set(_TEXT_BIND.findall(sql)) if ":" in sql else set()
