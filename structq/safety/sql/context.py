@@ -30,7 +30,7 @@ def violation(code: str, message: str, hint: str, check: Check | None = None) ->
     return SandboxViolation(code, message, hint=hint, source=check.manifest.source if check else None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Check:
     """Inputs, the tree being checked, and what the passes learn about it."""
 

@@ -221,7 +221,9 @@ def scan(check: Check) -> None:
                 kind -= _COMPARISON
         if kind == _IDENTIFIER:
             name = node.this
-            if invisible(name):
+            # An ASCII name is invisible-free exactly when printable (the pattern's ASCII part
+            # is the control characters); the two string tests cost a fraction of the search.
+            if not (name.isascii() and name.isprintable()) and invisible(name):
                 _invisible_identifier(check, name)
             lowered = lower(name)
             if lowered != name:

@@ -99,7 +99,8 @@ def _filter(manifest: Manifest, table: str, dialect: str) -> exp.Expr | None:
 
 
 def _ascii_lower(text: str) -> str:
-    return text.translate(ASCII_LOWER)
+    # ``str.lower`` is what the table does to an ASCII text, at a fraction of the cost.
+    return text.lower() if text.isascii() else text.translate(ASCII_LOWER)
 
 
 def needs_quotes(name: str, dialect: Dialect) -> bool:
