@@ -321,7 +321,8 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     check_select(select)
     sources = Sources.of_select(select, query.tables)
     named = set(select.named_selects)
-    own = [c for c in columns if not isinstance(c.this, exp.Star) and not _is_order_alias(c, select, named)]
+    own = [c for c in columns if not isinstance(c.this, exp.Star)
+           and (c.name not in named or not _is_order_alias(c, select, named))]
     plan.outputs[id(select)] = _plan_body(select, own, sources, plan, _no_outer_source, query, named)
     return len(sources.by_alias)
 

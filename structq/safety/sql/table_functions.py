@@ -64,6 +64,8 @@ def _bare_alias_is_the_value(check: Check, table: exp.Table, alias: str, column:
 
 def declare_function_columns(check: Check) -> list[exp.TableAlias]:
     """Name every table function and list its columns; returns the lists it added."""
+    if not check.functions:
+        return []  # a table function, and ``unnest``, is a call: ``parse.scan`` lists every one
     dialect = check.manifest.sql_dialect
     added: list[exp.TableAlias] = []
     for table in check.tables:
@@ -109,7 +111,7 @@ def _name_unnest_columns(check: Check) -> list[exp.TableAlias]:
 
 def settle_function_columns(check: Check, added: list[exp.TableAlias]) -> None:
     """Remove the column lists ``declare_function_columns`` added where the dialect has none."""
-    if check.manifest.sql_dialect in _COLUMN_LISTS:
+    if not added or check.manifest.sql_dialect in _COLUMN_LISTS:
         return
     for alias in added:
         alias.set("columns", None)
