@@ -10,8 +10,8 @@ model: the caller then runs ``qualify_columns`` on the untouched tree. It never 
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
 
-Resolution is planned first and applied only when the whole query is understood, so that
-giving up leaves the tree exactly as parsed. What it plans, scope by scope, innermost first:
+Resolution is planned first and applied (``resolution.py``) only when the whole query is
+understood, so that giving up leaves the tree exactly as parsed. What it plans, scope by scope, innermost first:
 
 - each column's source: a qualified column must name a source of its scope (or of an
   enclosing scope, when the subquery is correlated) that has that column; an unqualified one
@@ -38,15 +38,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
-from sqlglot.optimizer.simplify import simplify_parens
 
 from .flat import FlatPart, flat_parts
-from .select_refs import SelectRefs, Unsupported, check_copies, copy_resolved
+from .resolution import Resolution, apply, output_name
+from .select_refs import SelectRefs, Unsupported, check_copies
 from .sources import UNION_ARGS, Sources, check_select, check_shape, lower
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
@@ -54,30 +53,6 @@ __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
                    exp.Distinct)
-
-
-@dataclass
-class Resolution:
-    """What the resolver decided; applied to the tree by ``_apply``."""
-
-    #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own) and
-    #: the source node.
-    columns: dict[int, tuple[exp.Column, exp.Identifier | None, object]] = field(default_factory=dict)
-    #: Output names of each resolved query scope, by ``id(scope)``.
-    outputs: dict[int, list[str]] = field(default_factory=dict)
-    #: Per select: its expanded projections (stars replaced), in order.
-    projections: list[tuple[exp.Select, list[exp.Expr]]] = field(default_factory=list)
-    #: Positional ORDER BY terms of set operations: the literal and the output it names.
-    positions: list[tuple[exp.Expr, str]] = field(default_factory=list)
-    #: The unqualified columns ``_apply`` wrote (references to output names).
-    created: list[exp.Column] = field(default_factory=list)
-    #: GROUP BY terms that name a select expression (by alias or position), each with the
-    #: expression whose copy replaces it (``select_refs.py``).
-    #: (The flag: wrap the copy in parentheses, then drop them where they change nothing, as
-    #: ``qualify_columns`` does for a name but not for a position.)
-    copies: list[tuple[exp.Expr, exp.Expr, bool]] = field(default_factory=list)
-    #: A select's positional ORDER BY terms: the literal, the select and the output's index.
-    select_positions: list[tuple[exp.Literal, exp.Select, int]] = field(default_factory=list)
 
 
 def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> Sources | None:
@@ -158,10 +133,6 @@ def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[ex
     return out
 
 
-def _output_name(projection: exp.Expr, index: int) -> str:
-    return projection.output_name or f"_col_{index}"
-
-
 class _Query:
     """What the whole query tells the planning of each select."""
 
@@ -185,14 +156,20 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     ``named``: the select's ``named_selects``, when the caller has them."""
     refs = SelectRefs(select, query.source_names, named)
     start = len(plan.copies)
-    _plan_columns(select, columns + refs.having_columns(), sources, plan, outer, refs)
+    clauses = select.args  # the steps for an absent clause are skipped: most selects have few
+    if clauses.get("having") is not None:
+        columns = columns + refs.having_columns()
+    _plan_columns(select, columns, sources, plan, outer, refs)
     projections = _expanded(select, sources, plan)
     if any(isinstance(p, exp.Subquery) for p in projections):
         raise Unsupported("unaliased scalar subquery in the select list")
-    plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
-    check_copies(plan.copies[start:], plan.columns)
-    names = [_output_name(p, i) for i, p in enumerate(projections)]
-    plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
+    if clauses.get("group") is not None:
+        plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
+    if len(plan.copies) > start:
+        check_copies(plan.copies[start:], plan.columns)
+    names = [output_name(p, i) for i, p in enumerate(projections)]
+    if clauses.get("order") is not None:
+        plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
     plan.projections.append((select, projections))
     return names
 
@@ -237,69 +214,6 @@ def _plan_set_operation(union: exp.SetOperation, names: list[str], plan: Resolut
     return list(names)
 
 
-def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
-    """``qualify_outputs``: every projection named, a column by its own name."""
-    if isinstance(projection, exp.Alias) or projection.is_star:
-        return projection
-    source = projection.unnest()
-    name = _output_name(projection, index)
-    if "alias" in type(projection).arg_types:
-        named = exp.alias_(projection, name, copy=False)  # a node that holds its own alias
-    else:
-        # What ``exp.alias_`` builds for any other node, without its parsing and dispatch
-        # (half its cost, paid once per projection of every select).
-        named = exp.Alias(this=projection, alias=exp.to_identifier(name))
-    if isinstance(source, exp.Column) and source.this.quoted:
-        named.args["alias"].set("quoted", True)
-    return named
-
-
-def _apply(plan: Resolution, dialect: Dialect | None) -> None:
-    for column, qualifier, _ in list(plan.columns.values()):
-        if qualifier is not None:
-            # A fresh node per column; an identifier holds only strings and flags, so this is
-            # what ``qualifier.copy()`` makes, without its generic deep copy.
-            column.set("table", exp.Identifier(**qualifier.args))
-    for term, expression, wrap in plan.copies:
-        copy = copy_resolved(expression, plan.columns)
-        if wrap:
-            node = term.replace(exp.paren(copy, copy=False))
-            simplified = simplify_parens(node, dialect)
-            if simplified is not node:
-                node.replace(simplified)
-        else:
-            term.replace(copy)
-    for select, projections in plan.projections:
-        select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
-        _alias_grouped_order(select, plan)
-    for literal, select, index in plan.select_positions:
-        reference = exp.column(select.expressions[index].args["alias"].copy())
-        literal.replace(reference)
-        plan.created.append(reference)
-    for literal, name in plan.positions:
-        reference = exp.column(name)
-        literal.replace(reference)
-        plan.created.append(reference)
-
-
-def _alias_grouped_order(select: exp.Select, plan: Resolution) -> None:
-    """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias (and
-    the columns of the term it replaces are no longer the query's)."""
-    order = select.args.get("order")
-    if order is None or not select.args.get("group"):
-        return
-    unique = {name for name, count in Counter(select.named_selects).items() if count == 1}
-    selects = {s.this: s for s in select.selects if s.alias_or_name in unique}
-    for ordered in order.expressions:
-        replacement = None if ordered.this.is_int else selects.get(ordered.this)
-        if replacement is not None:
-            reference = exp.column(replacement.alias_or_name)
-            for column in ordered.this.find_all(exp.Column):
-                plan.columns.pop(id(column), None)
-            ordered.this.replace(reference)
-            plan.created.append(reference)
-
-
 def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> bool:
     """Whether ``Scope.columns`` leaves ``column`` out as a reference to a select alias: an
     unqualified name of an output, in the select's own ORDER BY (not a window's)."""
@@ -320,9 +234,13 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     """
     check_select(select)
     sources = Sources.of_select(select, query.tables)
-    named = set(select.named_selects)
-    own = [c for c in columns if not isinstance(c.this, exp.Star)
-           and (c.name not in named or not _is_order_alias(c, select, named))]
+    if select.args.get("order") is not None:
+        named: set[str] | None = set(select.named_selects)
+        own = [c for c in columns if not isinstance(c.this, exp.Star)
+               and (c.name not in named or not _is_order_alias(c, select, named))]
+    else:
+        named = None  # no ORDER BY of its own: no column refers to a select alias (``_is_order_alias``)
+        own = [c for c in columns if not isinstance(c.this, exp.Star)]
     plan.outputs[id(select)] = _plan_body(select, own, sources, plan, _no_outer_source, query, named)
     return len(sources.by_alias)
 
@@ -386,9 +304,9 @@ def resolve_columns(
             if single:
                 raise
         else:
-            _apply(plan, dialect)
+            apply(plan, dialect)
             return plan
     plan = Resolution()
     _plan_scopes(tree, plan, query)
-    _apply(plan, dialect)
+    apply(plan, dialect)
     return plan
