@@ -41,7 +41,7 @@ def _mark_colons(tree: exp.Expr) -> str | None:
     """Swap ``:`` in literal and identifier text for a per-call marker; return the marker."""
     marker = "\ue000" + secrets.token_hex(4) + "\ue001"
     used = False
-    for node in tree.walk():
+    for node in tree.bfs():
         if isinstance(node, _TEXTUAL) and isinstance(node.this, str) and ":" in node.this:
             node.set("this", node.this.replace(":", marker))
             used = True

@@ -45,7 +45,7 @@ class Instances:
     def __call__(self, tree: exp.Expr) -> Iterator[exp.Expr]:
         wanted = self._wanted
         classes = self.classes
-        for node in tree.walk():
+        for node in tree.bfs():  # ``walk()``'s order, without its extra generator per node
             cls = type(node)
             hit = wanted.get(cls)
             if hit is None:
@@ -70,7 +70,7 @@ class Shared:
     def collect(self, tree: exp.Expr) -> list[list[exp.Expr]]:
         out: list[list[exp.Expr]] = [[] for _ in self.filters]
         positions = self._positions
-        for node in tree.walk():
+        for node in tree.bfs():
             cls = type(node)
             found = positions.get(cls)
             if found is None:
