@@ -37,6 +37,9 @@ class Check:
     text: str
     manifest: Manifest
     dialect: Dialect
+    #: ``manifest.sql_dialect`` (the name ``dialect`` was made from), read once: it is a
+    #: property of the manifest, which passes would otherwise compute a dozen times a check.
+    sql_dialect: str
     references: Mapping[str, Sequence[Any]]
     variables: Mapping[str, Any]
     max_rows: int

@@ -68,7 +68,7 @@ def generate(check: Check) -> None:
     make_portable(check, tree)
     # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
-    sql = generate_text(check.manifest.sql_dialect, tree, lean=_holds_no_unnest(check))
+    sql = generate_text(check.sql_dialect, tree, lean=_holds_no_unnest(check))
     if marker is not None:
         sql = sql.replace(marker, "\\:")
     found = set(_TEXT_BIND.findall(sql)) if ":" in sql else set()

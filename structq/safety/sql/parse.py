@@ -80,7 +80,7 @@ def _swap_references(check: Check) -> str:
         check.placeholders[name] = reference.text
         return " :" + name + " "
 
-    return replace_references(check.text, check.manifest.sql_dialect, placeholder)
+    return replace_references(check.text, check.sql_dialect, placeholder)
 
 
 def _parse_error(check: Check, exc: ParseError | TokenError) -> Exception:
@@ -94,7 +94,7 @@ def _parse_error(check: Check, exc: ParseError | TokenError) -> Exception:
     return check.fail(
         "parse_error",
         message,
-        f"write one plain {check.manifest.sql_dialect} SELECT statement; constructs sqlglot cannot "
+        f"write one plain {check.sql_dialect} SELECT statement; constructs sqlglot cannot "
         "parse (e.g. INTO OUTFILE, LOAD DATA) are refused",
     )
 
@@ -117,7 +117,7 @@ def parse(check: Check) -> None:
     try:
         # sqlglot reports through ``logging``, never ``warnings``: nothing to silence here
         # (``warnings.catch_warnings`` would also change process-wide state per call).
-        parsed, check.tokens = parse_text(check.manifest.sql_dialect, text)
+        parsed, check.tokens = parse_text(check.sql_dialect, text)
         statements = [s for s in parsed if not _is_empty(s)]
     except (ParseError, TokenError) as exc:
         raise _parse_error(check, exc) from None

@@ -33,6 +33,7 @@ class Sources:
         self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
         #: The alias each source was given (``TableAlias``), if any: ``qualifier`` reads it.
         self._written: dict[str, object] = {}
+        self._qualifiers: dict[str, exp.Identifier] = {}
 
     @classmethod
     def of_scope(cls, scope: Scope, outputs: dict[int, list[str]], tables: dict[int, dict[str, str]]) -> Sources:
@@ -80,9 +81,14 @@ class Sources:
 
     def qualifier(self, alias: str) -> exp.Identifier:
         """The qualifier as the query spells the source's alias (quoted or not), for a column
-        that names none; asked for only then, as most columns are qualified already."""
-        written = self._written[alias]
-        return written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+        that names none; asked for only then, as most columns are qualified already. One node
+        per source: ``resolution.apply`` writes a copy of it into each column."""
+        found = self._qualifiers.get(alias)
+        if found is None:
+            written = self._written[alias]
+            found = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            self._qualifiers[alias] = found
+        return found
 
     def owners(self, name: str) -> list[str]:
         lowered = lower(name)

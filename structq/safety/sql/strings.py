@@ -48,7 +48,7 @@ def _written_text(check: Check, identifier: exp.Identifier) -> str | None:
 
 def read_double_quoted_strings(check: Check) -> None:
     """On SQLite, turn double-quoted names that can only be strings into string literals."""
-    if check.manifest.sql_dialect != "sqlite" or not check.columns:
+    if check.sql_dialect != "sqlite" or not check.columns:
         return
     if any(isinstance(table.this, exp.Func) for table in check.tables):
         return

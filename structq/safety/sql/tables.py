@@ -105,9 +105,9 @@ def is_cte_reference(table: exp.Table) -> bool:
 
 def _table_function(check: Check, table: exp.Table) -> None:
     func = table.this
-    if not is_table_function(func, check.manifest.sql_dialect):
+    if not is_table_function(func, check.sql_dialect):
         name = written_name(func, check.parsed_text)
-        allowed = TABLE_FUNCTIONS.get(check.manifest.sql_dialect, frozenset())
+        allowed = TABLE_FUNCTIONS.get(check.sql_dialect, frozenset())
         raise check.fail(
             "denied_function",
             f"the table function {name}() is not allowed in FROM",
@@ -119,7 +119,7 @@ def _is_dual(check: Check, table: exp.Table) -> bool:
     """MySQL's ``FROM DUAL``: the unquoted keyword, unqualified, where no table is declared so."""
     name = table.this
     return (
-        check.manifest.sql_dialect == "mysql"
+        check.sql_dialect == "mysql"
         and isinstance(name, exp.Identifier)
         and not name.quoted
         and name.name.lower() == "dual"
@@ -187,7 +187,7 @@ def resolve_tables(check: Check) -> None:
     if check.with_clauses:
         order_ctes(check)  # forward references to later CTEs become backward ones
     declared = check.names.tables
-    schema = qualifying_schema(check.manifest.schema_, check.manifest.sql_dialect)
+    schema = qualifying_schema(check.manifest.schema_, check.sql_dialect)
     for table in check.tables:
         _check_clauses(check, table)
         if isinstance(table.this, exp.Func):
