@@ -10,6 +10,9 @@ third-party corpora (legit and hostile) and of the limit tests.
 ``names.record_output_names`` finds a star of columns in the select list from the stars
 ``parse.scan`` listed, instead of searching each projection; compared with that search.
 
+``strings.py`` reads the names the query gives columns from the aliases ``parse.scan`` listed;
+compared with a walk of the tree.
+
 ``generate`` asks for a lean MySQL generator (``dialects.generate_text``) when the tree holds no
 ``UNNEST``; its text is compared with the dialect's own generator's.
 """
@@ -30,7 +33,7 @@ from test_sandbox_limits import ACCEPTED, REFUSED
 import structq.safety.sql as sandbox
 from structq.capabilities import Manifest
 from structq.errors import PlanError, SandboxViolation
-from structq.safety.sql import dialects, memo, names, walk
+from structq.safety.sql import dialects, memo, names, strings, walk
 from structq.safety.sql.dialects import dialect
 from structq.safety.sql.growth import check_growth
 
@@ -57,8 +60,20 @@ def _stars_as_searched(check: sandbox.Check) -> None:
     assert names._has_star_of_columns(check, select) == searched, check.text
 
 
+def _aliases_as_walked(check: sandbox.Check) -> None:
+    assert check.tree is not None
+    walked: set[str] = set()
+    for node in check.tree.find_all(exp.Alias, exp.TableAlias):
+        if isinstance(node, exp.Alias):
+            walked.add(node.alias.lower())
+        else:
+            walked.update(c.name.lower() for c in node.columns)
+    assert strings._query_names(check) == walked, check.text
+
+
 #: Each comparison, and the pass it runs before (on the tree that pass is given).
-_COMPARISONS = {check_growth: _shared_nodes_as_walked, names.record_output_names: _stars_as_searched}
+_COMPARISONS = {check_growth: _shared_nodes_as_walked, names.record_output_names: _stars_as_searched,
+                strings.read_double_quoted_strings: _aliases_as_walked}
 
 
 def _text_as_generated(name: str, tree: exp.Expr, *, lean: bool = False) -> str:

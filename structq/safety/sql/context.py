@@ -73,6 +73,9 @@ class Check:
     dots: list[exp.Dot] = field(default_factory=list)
     #: Every ``*`` (``SELECT *``, ``t.*``, ``COUNT(*)``).
     stars: list[exp.Star] = field(default_factory=list)
+    #: Every ``AS`` the query wrote: output aliases (``exp.Alias``) and the aliases of tables,
+    #: derived tables and CTEs (``exp.TableAlias``).
+    aliases: list[exp.Expr] = field(default_factory=list)
     #: Every ``exp.Query`` node: selects, set operations, subqueries (the root included).
     queries: list[exp.Query] = field(default_factory=list)
     #: Whether the tree may hold a node some shared filter wants (``walk.py``): ``parse.scan``

@@ -132,7 +132,8 @@ def parse(check: Check) -> None:
 
 
 # What ``scan`` files each node class under, decided once per class (``_kind``).
-_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT, _STAR = range(12)
+(_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT, _STAR,
+ _ALIAS) = range(13)
 #: Added to a kind when the node is also a comparison (``_COMPARISONS``), when it is a query
 #: (``exp.Query``: selects, set operations, subqueries), and when a shared filter wants it
 #: (``walk.py``: ``Check.shared_wanted``).
@@ -171,6 +172,8 @@ def _kind(cls: type) -> int:
         kind = _DOT
     elif issubclass(cls, exp.Star):
         kind = _STAR
+    elif issubclass(cls, (exp.Alias, exp.TableAlias)):
+        kind = _ALIAS
     else:
         kind = _SKIP
     if issubclass(cls, _COMPARISONS):
@@ -259,6 +262,8 @@ def scan(check: Check) -> None:
             check.dots.append(node)
         elif kind == _STAR:
             check.stars.append(node)
+        elif kind == _ALIAS:
+            check.aliases.append(node)
 
 
 #: Prefix of a bound slot parameter, so that it never shares a name with a reference or a variable.
