@@ -46,7 +46,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from .flat import FlatPart, flat_parts
 from .resolution import Resolution, apply, output_name
 from .select_refs import SelectRefs, Unsupported, check_copies
-from .sources import UNION_ARGS, Sources, check_select, check_shape, lower
+from .sources import UNION_ARGS, Sources, check_select, check_shape
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
@@ -73,25 +73,27 @@ def _plan_columns(
     outer: Callable[[str], Sources | None],
     refs: SelectRefs,
 ) -> None:
+    resolved, own = plan.columns, sources.by_alias  # looked up once: this runs per column
     for column in columns:
-        if id(column) in plan.columns:
+        key = id(column)
+        if key in resolved:
             # A subquery's column, listed again here as possibly correlated: the inner scope
             # (resolved first) already bound it, and an unresolved one stopped the plan there.
             continue
-        if column.args.get("db") or column.args.get("catalog") or not isinstance(column.this, exp.Identifier):
+        args = column.args
+        if args.get("db") or args.get("catalog") or not isinstance(column.this, exp.Identifier):
             raise Unsupported("column with more than two parts")
         alias = column.table
         if alias:
-            if alias in sources.by_alias:
-                found: Sources | None = sources
-            else:
+            entry = own.get(alias)
+            if entry is None:
                 found = outer(alias)
-            if found is None:
-                raise Unsupported("qualifier without a source")
-            source, names = found.by_alias[alias]
-            if lower(column.name) not in names:
+                if found is None:
+                    raise Unsupported("qualifier without a source")
+                entry = found.by_alias[alias]
+            if column.name.lower() not in entry[1]:
                 raise Unsupported("unknown column")
-            plan.columns[id(column)] = (column, None, source)
+            resolved[key] = (column, None, entry[0])
             continue
         refs.check_having(column)
         owners = sources.owners(column.name)
