@@ -259,11 +259,19 @@ FLAT = [
     "SELECT title FROM departments INTERSECT SELECT title FROM departments UNION SELECT name FROM employees ORDER BY 1",
     "SELECT (SELECT MAX(budget) FROM departments) - (SELECT MIN(d.budget) FROM departments d) AS spread",
     "SELECT e.name, (SELECT COUNT(*) FROM departments) AS n FROM employees e WHERE e.dept_id = (SELECT MAX(dept_id) FROM departments)",
-]
-#: Not flat, or correlated: planned over scopes (and still resolved by the fast path).
-OVER_SCOPES = [
+    # Correlated: a qualified column names a source of an enclosing select.
     "SELECT e.name FROM employees e WHERE EXISTS (SELECT 1 FROM departments d WHERE d.dept_id = e.dept_id)",
+    "SELECT e.name, (SELECT MAX(d.budget) FROM departments d WHERE d.dept_id = e.dept_id) AS b FROM employees e",
+    ("SELECT e.name FROM employees e WHERE e.dept_id IN (SELECT d.dept_id FROM departments d WHERE d.title = e.name "
+     "UNION SELECT p.employee_id FROM employee_performance p WHERE p.employee_id = e.employee_id)"),
+    ("SELECT e.name FROM employees e WHERE EXISTS (SELECT 1 FROM departments d WHERE d.dept_id = e.dept_id "
+     "AND EXISTS (SELECT 1 FROM employees e WHERE e.dept_id = d.dept_id))"),
+    "SELECT d.title FROM departments d GROUP BY d.title HAVING COUNT(*) > (SELECT COUNT(*) FROM employees e WHERE e.name = d.title)",
+]
+#: Not flat: planned over scopes (and still resolved by the fast path).
+OVER_SCOPES = [
     "SELECT s.name FROM (SELECT e.name FROM employees e) AS s",
+    "WITH c AS (SELECT e.name FROM employees e) SELECT c.name FROM c WHERE EXISTS (SELECT 1 FROM departments d WHERE d.title = c.name)",
 ]
 
 

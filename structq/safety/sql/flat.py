@@ -6,14 +6,15 @@ list its columns, sources and subqueries; on a query of two or three small selec
 cost 1.3-2.3× a parse, against ~0.6× for one select planned from its FROM / JOIN tables. Most
 multi-select queries of the corpora are *flat*: no CTE, no derived table — only selects, set
 operations of them, and subqueries in a select's expressions (WHERE, HAVING, the select
-list). Each such select is one scope whose sources are its own FROM / JOIN tables, and each
+list), correlated or not. Each such select is one scope whose sources are its own FROM / JOIN tables, and each
 column belongs to the nearest select above it, so the column lists ``parse.scan`` made are
 split by walking up from each column (a few parents) instead of down from every scope.
 
-Only the uncorrelated case is planned this way: a select's columns resolve against its own
-sources alone, so a column naming an outer source raises ``Unsupported`` and the caller
-plans the query over sqlglot's scopes instead. ``tests/test_sandbox_resolver.py`` compares
-the result with ``qualify_columns`` over every corpus and generated shapes.
+A correlated subquery is planned this way too: a qualified column whose qualifier no source of
+its own select has names a source of the nearest enclosing select that has one
+(``resolve._Query.enclosing_source``), as sqlglot looks through the enclosing scopes — whose
+sources, in a flat query, are their own FROM / JOIN tables. ``tests/test_sandbox_resolver.py``
+compares the result with ``qualify_columns`` over every corpus and generated shapes.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
 sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
 from one ``traverse_scope`` — or, when the query is flat (no CTE or derived table: one select,
-as most are, or set operations and uncorrelated subqueries of plain selects; ``flat.py``),
+as most are, or set operations and subqueries of plain selects; ``flat.py``),
 straight from each select's FROM / JOIN tables and the columns ``parse.scan`` collected,
 without building scopes — and gives up (``Unsupported``) on anything it does not
 model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
@@ -143,6 +143,7 @@ class _Query:
         self.tables = tables
         self._source_names = source_names
         self._names: frozenset[str] | None = None
+        self._selects: dict[int, Sources] = {}
 
     def source_names(self) -> frozenset[str]:
         """Lower-case names of every table and derived table in the query (``select_refs.py``),
@@ -150,6 +151,27 @@ class _Query:
         if self._names is None:
             self._names = self._source_names()
         return self._names
+
+    def select_sources(self, select: exp.Select) -> Sources:
+        """``Sources.of_select(select)``, built once per select of a flat query: for its own
+        columns, and for the correlated columns of the subqueries it encloses."""
+        found = self._selects.get(id(select))
+        if found is None:
+            found = self._selects[id(select)] = Sources.of_select(select, self.tables)
+        return found
+
+    def enclosing_source(self, select: exp.Select, alias: str) -> Sources | None:
+        """For a correlated column of a flat query's subquery: the sources of the nearest select
+        around ``select`` that defines ``alias`` — as ``_outer_source`` looks through the
+        enclosing scopes, whose sources, in a flat query, are their FROM and JOIN tables."""
+        node = select.parent
+        while node is not None:
+            if isinstance(node, exp.Select):
+                sources = self.select_sources(node)
+                if alias in sources.by_alias:
+                    return sources
+            node = node.parent
+        return None
 
 
 def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
@@ -235,7 +257,7 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     sqlglot's scope would list, so nothing escapes.
     """
     check_select(select)
-    sources = Sources.of_select(select, query.tables)
+    sources = query.select_sources(select)
     if select.args.get("order") is not None:
         named: set[str] | None = set(select.named_selects)
         own = [c for c in columns if not isinstance(c.this, exp.Star)
@@ -243,13 +265,9 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     else:
         named = None  # no ORDER BY of its own: no column refers to a select alias (``_is_order_alias``)
         own = [c for c in columns if not isinstance(c.this, exp.Star)]
-    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, _no_outer_source, query, named)
+    outer = lambda alias: query.enclosing_source(select, alias)  # noqa: E731
+    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, outer, query, named)
     return len(sources.by_alias)
-
-
-def _no_outer_source(alias: str) -> None:
-    """A flat query's selects are uncorrelated: no enclosing select lends them a source."""
-    return None
 
 
 def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _Query) -> None:
