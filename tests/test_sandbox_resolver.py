@@ -267,11 +267,17 @@ FLAT = [
     ("SELECT e.name FROM employees e WHERE EXISTS (SELECT 1 FROM departments d WHERE d.dept_id = e.dept_id "
      "AND EXISTS (SELECT 1 FROM employees e WHERE e.dept_id = d.dept_id))"),
     "SELECT d.title FROM departments d GROUP BY d.title HAVING COUNT(*) > (SELECT COUNT(*) FROM employees e WHERE e.name = d.title)",
+    # Derived tables and CTEs: their columns are their queries' output names.
+    "SELECT s.name FROM (SELECT e.name FROM employees e) AS s",
+    "SELECT * FROM (SELECT e.name, COUNT(*) AS n FROM employees e GROUP BY e.name) AS s ORDER BY 2",
+    "WITH c AS (SELECT e.name FROM employees e) SELECT c.name FROM c WHERE EXISTS (SELECT 1 FROM departments d WHERE d.title = c.name)",
+    ("WITH a AS (SELECT e.dept_id AS k FROM employees e), b AS (SELECT a.k FROM a JOIN departments d ON d.dept_id = a.k) "
+     "SELECT b.k, s.title FROM b JOIN (SELECT d.dept_id, d.title FROM departments d) AS s ON s.dept_id = b.k"),
+    "WITH c AS (SELECT title FROM departments UNION SELECT name FROM employees) SELECT title FROM c ORDER BY title",
 ]
 #: Not flat: planned over scopes (and still resolved by the fast path).
 OVER_SCOPES = [
-    "SELECT s.name FROM (SELECT e.name FROM employees e) AS s",
-    "WITH c AS (SELECT e.name FROM employees e) SELECT c.name FROM c WHERE EXISTS (SELECT 1 FROM departments d WHERE d.title = c.name)",
+    "SELECT e.name FROM employees e UNION (SELECT d.title FROM departments d)",
 ]
 
 

@@ -214,15 +214,14 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
     tree = check.tree
     assert tree is not None
     allowed = check.names.allowed
-    # No WITH: ``check.columns`` then lists every column of the tree and ``check.queries``
-    # every query (the passes before this one replace none but the columns they remove).
-    flat = not check.with_clauses
+    # ``check.columns`` lists every column of the tree and ``check.queries`` every query: the
+    # passes before this one replace none but the columns they remove (CTEs they may reorder).
     try:
         resolution = resolve_columns(
             tree,
             {id(node): allowed[table.name.lower()] for node, table in check.reads},
-            check.columns if flat else None,
-            check.queries if flat else None,
+            check.columns,
+            check.queries,
             source_names=lambda: _source_names(check),
             dialect=check.names.names_dialect,
         )

@@ -143,7 +143,6 @@ class _Query:
         self.tables = tables
         self._source_names = source_names
         self._names: frozenset[str] | None = None
-        self._selects: dict[int, Sources] = {}
 
     def source_names(self) -> frozenset[str]:
         """Lower-case names of every table and derived table in the query (``select_refs.py``),
@@ -152,18 +151,53 @@ class _Query:
             self._names = self._source_names()
         return self._names
 
+
+class _FlatQuery(_Query):
+    """A flat query (``flat.py``) planned without scopes: each part planned once, on demand —
+    a derived table's or a CTE's query when a select reading it needs its output names, any
+    other in the order listed — and each select's sources built once."""
+
+    def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
+                 parts: list[FlatPart], plan: Resolution) -> None:
+        super().__init__(tables, source_names)
+        self.plan = plan
+        self._columns = {id(node): columns for node, columns in parts}
+        self._planning: set[int] = set()
+        self._selects: dict[int, Sources] = {}
+        #: How many declared tables the planned selects read.
+        self.tables_read = 0
+
+    def outputs(self, node: exp.Expr) -> list[str]:
+        """The output names of a part, planned first if it was not."""
+        key = id(node)
+        found = self.plan.outputs.get(key)
+        if found is not None:
+            return found
+        if key in self._planning or key not in self._columns:
+            raise Unsupported("a query whose output names are not known yet")
+        self._planning.add(key)
+        columns = self._columns[key]
+        if isinstance(node, exp.Select):
+            _plan_plain_select(node, columns, self.plan, self)
+        else:
+            if columns:
+                raise Unsupported("columns in a set operation")
+            self.plan.outputs[key] = _plan_set_operation(node, self.outputs(node.this), self.plan, self)
+        self._planning.discard(key)
+        return self.plan.outputs[key]
+
     def select_sources(self, select: exp.Select) -> Sources:
-        """``Sources.of_select(select)``, built once per select of a flat query: for its own
-        columns, and for the correlated columns of the subqueries it encloses."""
+        """``Sources.of_select(select)``, built once per select: for its own columns, and for
+        the correlated columns of the subqueries it encloses."""
         found = self._selects.get(id(select))
         if found is None:
-            found = self._selects[id(select)] = Sources.of_select(select, self.tables)
+            found = self._selects[id(select)] = Sources.of_select(select, self.tables, self.outputs)
+            self.tables_read += found.tables_read
         return found
 
     def enclosing_source(self, select: exp.Select, alias: str) -> Sources | None:
-        """For a correlated column of a flat query's subquery: the sources of the nearest select
-        around ``select`` that defines ``alias`` — as ``_outer_source`` looks through the
-        enclosing scopes, whose sources, in a flat query, are their FROM and JOIN tables."""
+        """For a correlated column: the sources of the nearest select around ``select`` that
+        defines ``alias`` — as ``_outer_source`` looks through the enclosing scopes."""
         node = select.parent
         while node is not None:
             if isinstance(node, exp.Select):
@@ -247,14 +281,13 @@ def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> 
     return isinstance(clause, (exp.Order, exp.Distinct)) and clause.parent is select
 
 
-def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Resolution, query: _Query) -> int:
-    """``_plan_select`` for a select of a flat query (``flat.py``), without scopes; returns
-    how many tables it reads.
+def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Resolution, query: _FlatQuery) -> None:
+    """``_plan_select`` for a select of a flat query (``flat.py``), without scopes.
 
-    Its sources are its FROM and JOIN tables, and its columns every column whose nearest
-    select it is, but the ``t.*`` stars and the ORDER BY references to select aliases that
-    ``Scope.columns`` leaves out. Any other column is resolved here — a superset of what
-    sqlglot's scope would list, so nothing escapes.
+    Its sources are its FROM and JOIN tables, derived tables and CTE references, and its
+    columns every column whose nearest select it is, but the ``t.*`` stars and the ORDER BY
+    references to select aliases that ``Scope.columns`` leaves out. Any other column is
+    resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
     """
     check_select(select)
     sources = query.select_sources(select)
@@ -267,19 +300,12 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
         own = [c for c in columns if not isinstance(c.this, exp.Star)]
     outer = lambda alias: query.enclosing_source(select, alias)  # noqa: E731
     plan.outputs[id(select)] = _plan_body(select, own, sources, plan, outer, query, named)
-    return len(sources.by_alias)
 
 
-def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _Query) -> None:
-    read = 0
-    for node, columns in parts:
-        if isinstance(node, exp.Select):
-            read += _plan_plain_select(node, columns, plan, query)
-        else:
-            if columns:
-                raise Unsupported("columns in a set operation")
-            plan.outputs[id(node)] = _plan_set_operation(node, plan.outputs[id(node.this)], plan, query)
-    if read != len(query.tables):
+def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _FlatQuery) -> None:
+    for node, _ in parts:
+        query.outputs(node)
+    if query.tables_read != len(query.tables):
         raise Unsupported("a table read outside FROM and JOIN")
 
 
@@ -306,20 +332,19 @@ def resolve_columns(
     """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
 
     ``tables`` maps ``id()`` of each real-table node to its allowed columns (lower-case name
-    → manifest spelling). ``columns`` and ``queries``, when given, say that ``tree`` has no
-    WITH and list every column node and every query node of the tree (parents first): a flat
+    → manifest spelling). ``columns`` and ``queries``, when given, list every column node
+    and every query node of the tree (parents first): a flat
     query (``flat.py``) is then planned without sqlglot's scopes — a single select that is
     not understood so goes straight to the full path, anything else is planned over scopes
     first. ``source_names`` gives the lower-case names (and aliases) of every table and
     derived table of the query; ``dialect`` is the one ``qualify_columns`` would be given.
     """
-    query = _Query(tables, source_names)
     if columns is not None and queries is not None:
         plan = Resolution()
         single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
         try:
             parts: list[FlatPart] = [(tree, columns)] if single else flat_parts(queries, columns)  # type: ignore[list-item]
-            _plan_flat(parts, plan, query)
+            _plan_flat(parts, plan, _FlatQuery(tables, source_names, parts, plan))
         except Unsupported:
             if single:
                 raise
@@ -327,6 +352,6 @@ def resolve_columns(
             apply(plan, dialect)
             return plan
     plan = Resolution()
-    _plan_scopes(tree, plan, query)
+    _plan_scopes(tree, plan, _Query(tables, source_names))
     apply(plan, dialect)
     return plan
