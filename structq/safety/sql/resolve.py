@@ -2,16 +2,17 @@
 
 sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
 sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
-from one ``traverse_scope`` — or, when the query is flat (no CTE or derived table: one select,
-as most are, or set operations and subqueries of plain selects; ``flat.py``),
-straight from each select's FROM / JOIN tables and the columns ``parse.scan`` collected,
-without building scopes — and gives up (``Unsupported``) on anything it does not
+from one ``traverse_scope`` — or, when the query is flat (one select, as most are, or set
+operations, subqueries, derived tables and CTEs of plain selects, nothing recursive;
+``flat.py``), straight from each select's FROM / JOIN sources and the columns ``parse.scan``
+collected, without building scopes — and gives up (``Unsupported``) on anything it does not
 model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
 
 Resolution is planned first and applied (``resolution.py``) only when the whole query is
-understood, so that giving up leaves the tree exactly as parsed. What it plans, scope by scope, innermost first:
+understood, so that giving up leaves the tree exactly as parsed. What it plans, scope by
+scope, innermost first:
 
 - each column's source: a qualified column must name a source of its scope (or of an
   enclosing scope, when the subquery is correlated) that has that column; an unqualified one
