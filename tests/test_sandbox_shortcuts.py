@@ -13,8 +13,9 @@ third-party corpora (legit and hostile) and of the limit tests.
 ``strings.py`` reads the names the query gives columns from the aliases ``parse.scan`` listed;
 compared with a walk of the tree.
 
-``generate`` asks for a lean MySQL generator (``dialects.generate_text``) when the tree holds no
-``UNNEST``; its text is compared with the dialect's own generator's.
+``generate`` asks for a lean generator (``dialects.generate_text``: no select rewrite steps)
+when the tree holds nothing those steps rewrite; its text is compared with the dialect's own
+generator's.
 """
 
 from __future__ import annotations
@@ -128,3 +129,24 @@ def test_shortcuts_agree_with_walks_on_hostile_corpus(shared_corpora: Path) -> N
 def test_shortcuts_agree_with_walks_on_patterns_and_strings(dialect: str, query: str) -> None:
     with _verified():
         _check(query, hostile_manifest(dialect))
+
+
+@pytest.mark.parametrize("dialect, query", [
+    ("postgres", "SELECT DISTINCT ON (u.status) u.name FROM users AS u ORDER BY u.status, u.name"),
+    ("mysql", "SELECT u.name FROM users AS u FULL OUTER JOIN orders AS o ON o.user_id = u.id"),
+    ("sqlite", "SELECT u.name FROM users AS u WHERE u.id IN (SELECT DISTINCT ON (o.status) o.user_id FROM orders AS o)"),
+])
+def test_what_select_steps_rewrite_gets_the_dialects_own_generator(dialect: str, query: str) -> None:
+    asked: list[bool] = []
+
+    def spy(name: str, tree: exp.Expr, *, lean: bool = False) -> str:
+        asked.append(lean)
+        return dialects.generate_text(name, tree, lean=lean)
+
+    memo.clear()
+    with mock.patch.object(generate_pass, "generate_text", spy):
+        try:
+            sandbox.check_sql(query, hostile_manifest(dialect))
+        except SandboxViolation:
+            pass
+    assert asked in ([], [False])

@@ -13,11 +13,14 @@ state that outlives a call made new before each: the counter for the names it in
 before. (Its list of unsupported constructs is reset by ``Generator.generate`` itself.) A
 generator that raised is dropped, not reused.
 
-MySQL's generator rewrites ``UNNEST(GENERATE_DATE_ARRAY(…))`` in FROM into a recursive CTE, and
-looks for one by walking each select's whole subtree, nested selects again for each level
-(~0.3× the generation of a MySQL query). A caller that knows the tree holds no ``UNNEST`` asks
-for a generator without that step (``lean=True``), which writes the same text: its select
-steps are the dialect's own but that one, and it is used only when they are exactly that.
+Every select's generation first runs the dialect's rewrite steps (``transforms.preprocess``):
+SQLite, PostgreSQL and MySQL rewrite DISTINCT ON, QUALIFY and SEMI / ANTI joins, MySQL also a
+FULL OUTER join and ``UNNEST(GENERATE_DATE_ARRAY(…))`` in FROM — the last found by walking
+each select's whole subtree, nested selects again for each level (~0.3× the generation of a
+MySQL query). In a tree without those constructs every step is a Python call per select that
+changes nothing. A caller that knows the tree holds none asks for a lean generator
+(``lean=True``), whose selects go straight to ``select_sql`` (what the steps hand over to), so
+it writes the same text; a dialect whose select handler is anything else keeps its own.
 """
 
 from __future__ import annotations
@@ -65,34 +68,36 @@ def parse_text(name: str, text: str) -> tuple[list, list[Token]]:
     return parser.parse(tokens, text), tokens
 
 
-#: The steps MySQL's generator runs on every select, in its order; the last one is left out
-#: of a lean generator (module docstring).
-_MYSQL_SELECT_STEPS = (transforms.eliminate_distinct_on, transforms.eliminate_semi_and_anti_joins,
-                       transforms.eliminate_qualify, transforms.eliminate_full_outer_join,
-                       transforms.unnest_generate_date_array_using_recursive_cte)
+#: The select steps a lean generator leaves out: each rewrites only a construct that the
+#: caller vouches the tree does not hold (module docstring).
+_SKIPPED = frozenset({transforms.eliminate_distinct_on, transforms.eliminate_qualify,
+                      transforms.eliminate_semi_and_anti_joins, transforms.eliminate_full_outer_join,
+                      transforms.unnest_generate_date_array_using_recursive_cte})
 
 
-def _select_steps(generator: Generator) -> tuple[object, ...] | None:
-    """The steps the generator's select handler runs (``transforms.preprocess``), or None."""
+def _only_skipped_steps(generator: Generator) -> bool:
+    """Whether the generator's select handler is ``transforms.preprocess`` of skipped steps
+    only, handing over to ``select_sql`` (its closure's ``transforms`` and ``generator``)."""
     handler = generator._dispatch.get(exp.Select)
     code, closure = getattr(handler, "__code__", None), getattr(handler, "__closure__", None)
     if code is None or closure is None:
-        return None
-    steps = dict(zip(code.co_freevars, closure)).get("transforms")
-    return tuple(steps.cell_contents) if steps is not None else None
+        return False
+    cells = {name: cell.cell_contents for name, cell in zip(code.co_freevars, closure)}
+    steps = cells.get("transforms")
+    return "generator" in cells and cells["generator"] is None and steps is not None and set(steps) <= _SKIPPED
 
 
 def _new_generator(name: str, lean: bool) -> Generator:
     generator = dialect(name).generator(comments=False)
-    if lean and name == "mysql" and _select_steps(generator) == _MYSQL_SELECT_STEPS:
-        generator._dispatch = {**generator._dispatch,
-                               exp.Select: transforms.preprocess(list(_MYSQL_SELECT_STEPS[:-1]))}
+    if lean and _only_skipped_steps(generator):
+        generator._dispatch = {**generator._dispatch, exp.Select: type(generator).select_sql}
     return generator
 
 
 def generate_text(name: str, tree: exp.Expr, *, lean: bool = False) -> str:
     """``dialect(name).generate(tree, copy=False, comments=False)`` with this thread's
-    generator for ``name``; ``lean``: the tree holds no ``UNNEST`` (see the module docstring)."""
+    generator for ``name``; ``lean``: the tree holds none of the constructs the dialect's select
+    steps rewrite (see the module docstring)."""
     generators: dict[tuple[str, bool], Generator] | None = getattr(_local, "generators", None)
     if generators is None:
         generators = _local.generators = {}

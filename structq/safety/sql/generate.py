@@ -48,11 +48,25 @@ def _mark_colons(tree: exp.Expr) -> str | None:
     return marker if used else None
 
 
-def _holds_no_unnest(check: Check) -> bool:
-    """Whether the tree surely holds no ``UNNEST`` (``dialects.generate_text``), without a walk:
-    every call of the query's own text is in ``Check.functions``, and the passes after the
-    scan write none (``portable.py``: ``_may_hold_rewritten``), but for row filters."""
-    return not check.names.filters and not any(isinstance(node, exp.Unnest) for node in check.functions)
+def _plain(check: Check) -> bool:
+    """Whether the tree surely holds none of what the dialect's select steps rewrite
+    (``dialects.generate_text``: DISTINCT ON, QUALIFY, SEMI / ANTI and FULL joins, ``UNNEST``),
+    without a walk: every select and call of the query's own text is in ``Check.queries`` and
+    ``Check.functions``, and the passes after the scan write only copies of what the tree
+    holds, plain selects (the LIMIT wrapper, SQLite's lists, the derived tables of confined reads)
+    and no call of that kind (as
+    ``portable.py``: ``_may_hold_rewritten``) — but for row filters, parsed from the manifest."""
+    if check.names.filters or any(isinstance(node, exp.Unnest) for node in check.functions):
+        return False
+    for query in check.queries:
+        if not isinstance(query, exp.Select):
+            continue
+        distinct = query.args.get("distinct")
+        if query.args.get("qualify") or (distinct is not None and distinct.args.get("on")):
+            return False
+        if any(join.kind in ("SEMI", "ANTI") or join.side == "FULL" for join in query.args.get("joins") or ()):
+            return False
+    return True
 
 
 def generate(check: Check) -> None:
@@ -68,7 +82,7 @@ def generate(check: Check) -> None:
     make_portable(check, tree)
     # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
-    sql = generate_text(check.sql_dialect, tree, lean=_holds_no_unnest(check))
+    sql = generate_text(check.sql_dialect, tree, lean=_plain(check))
     if marker is not None:
         sql = sql.replace(marker, "\\:")
     found = set(_TEXT_BIND.findall(sql)) if ":" in sql else set()
