@@ -9,7 +9,6 @@ ORDER BY terms that name an output.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -20,28 +19,33 @@ from .select_refs import copy_resolved
 __all__ = ["Resolution", "apply", "output_name"]
 
 
-@dataclass
 class Resolution:
-    """What the resolver decided; applied to the tree by ``apply``."""
+    """What the resolver decided; applied to the tree by ``apply``.
 
-    #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own) and
-    #: the source node.
-    columns: dict[int, tuple[exp.Column, exp.Identifier | None, object]] = field(default_factory=dict)
-    #: Output names of each resolved query scope, by ``id(scope)``.
-    outputs: dict[int, list[str]] = field(default_factory=dict)
-    #: Per select: its expanded projections (stars replaced), in order.
-    projections: list[tuple[exp.Select, list[exp.Expr]]] = field(default_factory=list)
-    #: Positional ORDER BY terms of set operations: the literal and the output it names.
-    positions: list[tuple[exp.Expr, str]] = field(default_factory=list)
-    #: The unqualified columns ``apply`` wrote (references to output names).
-    created: list[exp.Column] = field(default_factory=list)
-    #: GROUP BY terms that name a select expression (by alias or position), each with the
-    #: expression whose copy replaces it (``select_refs.py``).
-    #: (The flag: wrap the copy in parentheses, then drop them where they change nothing, as
-    #: ``qualify_columns`` does for a name but not for a position.)
-    copies: list[tuple[exp.Expr, exp.Expr, bool]] = field(default_factory=list)
-    #: A select's positional ORDER BY terms: the literal, the select and the output's index.
-    select_positions: list[tuple[exp.Literal, exp.Select, int]] = field(default_factory=list)
+    A plain class with slots (one is made per check; its fields built as literals cost less
+    than a dataclass's factories)."""
+
+    __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions")
+
+    def __init__(self) -> None:
+        #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own)
+        #: and the source node.
+        self.columns: dict[int, tuple[exp.Column, exp.Identifier | None, object]] = {}
+        #: Output names of each resolved query scope, by ``id(scope)``.
+        self.outputs: dict[int, list[str]] = {}
+        #: Per select: its expanded projections (stars replaced), in order.
+        self.projections: list[tuple[exp.Select, list[exp.Expr]]] = []
+        #: Positional ORDER BY terms of set operations: the literal and the output it names.
+        self.positions: list[tuple[exp.Expr, str]] = []
+        #: The unqualified columns ``apply`` wrote (references to output names).
+        self.created: list[exp.Column] = []
+        #: GROUP BY terms that name a select expression (by alias or position), each with the
+        #: expression whose copy replaces it (``select_refs.py``). (The flag: wrap the copy in
+        #: parentheses, then drop them where they change nothing, as ``qualify_columns`` does
+        #: for a name but not for a position.)
+        self.copies: list[tuple[exp.Expr, exp.Expr, bool]] = []
+        #: A select's positional ORDER BY terms: the literal, the select and the output's index.
+        self.select_positions: list[tuple[exp.Literal, exp.Select, int]] = []
 
 
 def output_name(projection: exp.Expr, index: int) -> str:
