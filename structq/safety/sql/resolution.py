@@ -56,6 +56,11 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
     """``qualify_outputs``: every projection named, a column by its own name."""
     if isinstance(projection, exp.Alias) or projection.is_star:
         return projection
+    if isinstance(projection, exp.Subquery):
+        # A scalar subquery is named by an alias of its own, as ``qualify_outputs`` names it.
+        if not projection.output_name:
+            projection.set("alias", exp.TableAlias(this=exp.to_identifier(f"_col_{index}")))
+        return projection
     source = projection.unnest()
     name = output_name(projection, index)
     if "alias" in type(projection).arg_types:

@@ -29,7 +29,8 @@ scope, innermost first:
 Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
 functions, select aliases referred to in WHERE, HAVING or the select list itself, column
 lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows, three-part column names,
-star modifiers, recursive CTEs.
+star modifiers, recursive CTEs, an unaliased scalar subquery in a select list that GROUP BY,
+HAVING, ORDER BY or a set operation may name.
 
 ``tests/test_sandbox_resolver.py`` checks both paths against each other over the corpora and
 generated shapes: same resolution, same outcome, same SQL.
@@ -220,8 +221,12 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
         columns = columns + refs.having_columns()
     _plan_columns(select, columns, sources, plan, outer, refs)
     projections = _expanded(select, sources, plan)
-    if any(isinstance(p, exp.Subquery) for p in projections):
-        raise Unsupported("unaliased scalar subquery in the select list")
+    named_elsewhere = clauses.get("group") or clauses.get("having") or clauses.get("order") or isinstance(
+        select.parent, exp.SetOperation)
+    if named_elsewhere and any(isinstance(p, exp.Subquery) for p in projections):
+        # Named ``_col_<n>`` by an alias of its own (``resolution.py``), which the clauses that
+        # name outputs (its own, or a set operation's) read as ``qualify_columns`` does not.
+        raise Unsupported("an unaliased scalar subquery in a select list that other clauses may name")
     if clauses.get("group") is not None:
         plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
     if len(plan.copies) > start:
