@@ -91,6 +91,7 @@ REFUSED = [
     ("postgres", "SELECT rpad(u.name, u.age * 1000, 'x') AS n FROM users AS u", "string_size"),
     ("postgres", "SELECT repeat(u.name, 11) AS n FROM users AS u", "string_size"),
     ("postgres", "SELECT repeat(u.name, 4) AS a, repeat(u.email, 4) AS b FROM users AS u", "string_size"),
+    ("postgres", "SELECT repeat(u.name, 0) AS a, repeat(u.email, 1000) AS b FROM users AS u", "string_size"),
     ("postgres", "WITH c AS (SELECT repeat(u.name, 5) AS x FROM users AS u) SELECT repeat(c.x, 5) AS y FROM c",
      "string_size"),
     ("postgres", "SELECT regexp_replace(u.name, '.', '\\&\\&\\&\\&\\&\\&\\&\\&\\&\\&', 'g') AS n FROM users AS u",

@@ -249,6 +249,16 @@ SHAPES = [
       "SELECT * FROM c"), False),
     ("SELECT e.employee_id, e.employee_id FROM employees e UNION SELECT e.name, e.name FROM employees e ORDER BY 1",
      True),
+    # An unaliased scalar subquery where ORDER BY or GROUP BY may name it: the full path.
+    ("SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e ORDER BY 1", False),
+    ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY e.name", False),
+    ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e UNION SELECT d.budget FROM departments d "
+     "ORDER BY 1", False),
+    # Where nothing names it, or only a reader of the derived table by its name: the fast path.
+    ("SELECT DISTINCT (SELECT MAX(d.budget) FROM departments d) FROM employees e", True),
+    ("SELECT s._col_0 FROM (SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e) AS s "
+     "WHERE s._col_0 > 1 ORDER BY s._col_0", True),
+    ("SELECT * FROM (SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e) AS s ORDER BY 1", True),
 ]
 
 
@@ -259,11 +269,29 @@ FLAT = [
     "SELECT title FROM departments INTERSECT SELECT title FROM departments UNION SELECT name FROM employees ORDER BY 1",
     "SELECT (SELECT MAX(budget) FROM departments) - (SELECT MIN(d.budget) FROM departments d) AS spread",
     "SELECT e.name, (SELECT COUNT(*) FROM departments) AS n FROM employees e WHERE e.dept_id = (SELECT MAX(dept_id) FROM departments)",
-]
-#: Not flat, or correlated: planned over scopes (and still resolved by the fast path).
-OVER_SCOPES = [
+    # Correlated: a qualified column names a source of an enclosing select.
     "SELECT e.name FROM employees e WHERE EXISTS (SELECT 1 FROM departments d WHERE d.dept_id = e.dept_id)",
+    "SELECT e.name, (SELECT MAX(d.budget) FROM departments d WHERE d.dept_id = e.dept_id) AS b FROM employees e",
+    ("SELECT e.name FROM employees e WHERE e.dept_id IN (SELECT d.dept_id FROM departments d WHERE d.title = e.name "
+     "UNION SELECT p.employee_id FROM employee_performance p WHERE p.employee_id = e.employee_id)"),
+    ("SELECT e.name FROM employees e WHERE EXISTS (SELECT 1 FROM departments d WHERE d.dept_id = e.dept_id "
+     "AND EXISTS (SELECT 1 FROM employees e WHERE e.dept_id = d.dept_id))"),
+    "SELECT d.title FROM departments d GROUP BY d.title HAVING COUNT(*) > (SELECT COUNT(*) FROM employees e WHERE e.name = d.title)",
+    # Derived tables and CTEs: their columns are their queries' output names.
     "SELECT s.name FROM (SELECT e.name FROM employees e) AS s",
+    "SELECT * FROM (SELECT e.name, COUNT(*) AS n FROM employees e GROUP BY e.name) AS s ORDER BY 2",
+    "WITH c AS (SELECT e.name FROM employees e) SELECT c.name FROM c WHERE EXISTS (SELECT 1 FROM departments d WHERE d.title = c.name)",
+    ("WITH a AS (SELECT e.dept_id AS k FROM employees e), b AS (SELECT a.k FROM a JOIN departments d ON d.dept_id = a.k) "
+     "SELECT b.k, s.title FROM b JOIN (SELECT d.dept_id, d.title FROM departments d) AS s ON s.dept_id = b.k"),
+    "WITH c AS (SELECT title FROM departments UNION SELECT name FROM employees) SELECT title FROM c ORDER BY title",
+    # Unaliased scalar subqueries in a select list: named ``_col_<n>`` by an alias of their own.
+    "SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e WHERE e.name IS NOT NULL",
+    "SELECT s._col_0 FROM (SELECT (SELECT COUNT(*) FROM departments d) FROM employees e) AS s",
+    "WITH c AS (SELECT e.name, (SELECT MIN(d.title) FROM departments d) FROM employees e) SELECT * FROM c",
+]
+#: Not flat: planned over scopes (and still resolved by the fast path).
+OVER_SCOPES = [
+    "SELECT e.name FROM employees e UNION (SELECT d.title FROM departments d)",
 ]
 
 

@@ -136,10 +136,12 @@ def check_sql(
 def _check(query: str, source: Manifest, rows: int, references: Mapping[str, Sequence[Any]],
            variables: Mapping[str, Any], slots: Mapping[str, Any]) -> tuple[SafeQuery, Check]:
     """Every rule over ``query``: the checked query, and the check's state."""
+    name = source.sql_dialect
     check = Check(
         text=query,
         manifest=source,
-        dialect=dialect(source.sql_dialect),
+        dialect=dialect(name),
+        sql_dialect=name,
         references=references,
         variables=variables,
         max_rows=rows,
@@ -153,7 +155,7 @@ def _check(query: str, source: Manifest, rows: int, references: Mapping[str, Seq
         limit=rows + 1,
         max_rows=rows,
         text=check.sql,
-        dialect=source.sql_dialect,
+        dialect=name,
         params=check.params,
         expanding=frozenset(check.expanding),
         switches=dict(check.switches),

@@ -31,7 +31,7 @@ def _refuse_operator(check: Check, node: exp.Operator) -> Exception:
 
 def check_functions(check: Check) -> None:
     """Refuse any call that is not allowed for this source's dialect."""
-    dialect = check.manifest.sql_dialect
+    dialect = check.sql_dialect
     extra = check.manifest.functions
     for node in check.functions:
         if isinstance(node, exp.Operator):

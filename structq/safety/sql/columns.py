@@ -44,7 +44,7 @@ from sqlglot.optimizer.qualify_columns import qualify_columns, validate_qualify_
 
 from structq.capabilities.loader import closest
 
-from structq.capabilities import Table
+from structq.capabilities import Column, Table
 
 from . import implicit
 from .context import Check
@@ -161,6 +161,8 @@ def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
 
 def _name_derived_tables(check: Check) -> None:
     """Give each derived table without an alias a fresh one that no name in the query uses."""
+    if not check.subqueries:
+        return
     unnamed = [s for s in check.subqueries if not s.alias and isinstance(s.parent, (exp.From, exp.Join))]
     if not unnamed:
         return
@@ -212,20 +214,20 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
     tree = check.tree
     assert tree is not None
     allowed = check.names.allowed
-    # No WITH: ``check.columns`` then lists every column of the tree and ``check.queries``
-    # every query (the passes before this one replace none but the columns they remove).
-    flat = not check.with_clauses
+    # ``check.columns`` lists every column of the tree and ``check.queries`` every query: the
+    # passes before this one replace none but the columns they remove (CTEs they may reorder).
     try:
         resolution = resolve_columns(
             tree,
             {id(node): allowed[table.name.lower()] for node, table in check.reads},
-            check.columns if flat else None,
-            check.queries if flat else None,
+            check.columns,
+            check.queries,
             source_names=lambda: _source_names(check),
             dialect=check.names.names_dialect,
         )
     except Unsupported:
         names = check.names
+        check.shared_wanted = True  # it may write nodes the query did not have (``Check.shared_nodes``)
         try:
             qualify_columns(tree, names.schema, dialect=names.names_dialect)
             validate_qualify_columns(tree)
@@ -253,6 +255,17 @@ def _resolved_tables(resolution: Resolution, reads: list[tuple[exp.Table, Table]
     return found
 
 
+def _respell(column: exp.Column, name: str, quoted: bool) -> None:
+    """Write ``column`` as the manifest spells it (``schema.Derived.identifier``): its own
+    identifier rewritten, which no other node holds, rather than a new one made."""
+    identifier = column.this
+    if isinstance(identifier, exp.Identifier):
+        identifier.set("this", name)
+        identifier.set("quoted", quoted)
+    else:
+        column.set("this", exp.Identifier(this=name, quoted=quoted))
+
+
 def check_columns(check: Check) -> None:
     """Refuse denied and unknown columns; qualify every column; expand stars."""
     tree = check.tree
@@ -269,8 +282,12 @@ def check_columns(check: Check) -> None:
     if unnamed:
         _drop_invented_aliases(outer, unnamed, created)
     names = check.names
+    declared_columns: dict[int, dict[str, Column]] = {}  # per manifest table: ``names.columns``
     for column, table in check.column_tables.values():
-        declared = names.columns[table.name.lower()].get(column.name.lower())  # ``table.column``
+        of_table = declared_columns.get(id(table))
+        if of_table is None:
+            of_table = declared_columns[id(table)] = names.columns[table.name.lower()]
+        declared = of_table.get(column.name.lower())  # ``table.column``
         if declared is None or declared.denied:
             # Qualification wrote a qualifier that, in the column's own scope, names a table
             # without that column (an outer alias shadowed by an inner one): the engine would
@@ -281,5 +298,5 @@ def check_columns(check: Check) -> None:
                 "give the tables of a subquery aliases that differ from the outer query's, and qualify the column",
             )
         if declared.name != column.name:
-            column.set("this", names.identifier(declared.name))
+            _respell(column, declared.name, names.quoted[declared.name])
         check.read_columns.add(f"{table.name}.{declared.name}")

@@ -37,7 +37,7 @@ VARIABLE_PREFIX = "var_"
 
 def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
     predicate = predicate.copy()
-    schema = qualifying_schema(check.manifest.schema_, check.manifest.sql_dialect)
+    schema = qualifying_schema(check.manifest.schema_, check.sql_dialect)
     if schema is not None:
         qualify_tables(predicate, schema, check.dialect)  # a filter's own subqueries, if any
     for placeholder in list(predicate.find_all(exp.Placeholder)):

@@ -30,13 +30,16 @@ def violation(code: str, message: str, hint: str, check: Check | None = None) ->
     return SandboxViolation(code, message, hint=hint, source=check.manifest.source if check else None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Check:
     """Inputs, the tree being checked, and what the passes learn about it."""
 
     text: str
     manifest: Manifest
     dialect: Dialect
+    #: ``manifest.sql_dialect`` (the name ``dialect`` was made from), read once: it is a
+    #: property of the manifest, which passes would otherwise compute a dozen times a check.
+    sql_dialect: str
     references: Mapping[str, Sequence[Any]]
     variables: Mapping[str, Any]
     max_rows: int
@@ -68,8 +71,16 @@ class Check:
     types: list[exp.DataType] = field(default_factory=list)
     #: Every ``a.b`` that is not a column: a qualified call, a field of a composite value.
     dots: list[exp.Dot] = field(default_factory=list)
+    #: Every ``*`` (``SELECT *``, ``t.*``, ``COUNT(*)``).
+    stars: list[exp.Star] = field(default_factory=list)
+    #: Every ``AS`` the query wrote: output aliases (``exp.Alias``) and the aliases of tables,
+    #: derived tables and CTEs (``exp.TableAlias``).
+    aliases: list[exp.Expr] = field(default_factory=list)
     #: Every ``exp.Query`` node: selects, set operations, subqueries (the root included).
     queries: list[exp.Query] = field(default_factory=list)
+    #: Whether the tree may hold a node some shared filter wants (``walk.py``): ``parse.scan``
+    #: saw one, or ``qualify_columns`` rebuilt the tree (``columns.py``). See ``shared_nodes``.
+    shared_wanted: bool = False
 
     #: The real tables read (``resolve_tables``): each node with its manifest entry.
     reads: list[tuple[exp.Table, Table]] = field(default_factory=list)
@@ -105,7 +116,18 @@ class Check:
     def shared_nodes(self, wanted: Instances) -> list[exp.Expr]:
         """``wanted(self.tree)`` for a filter made with ``shared=True``: every shared filter is
         answered by the walk of the first call (``walk.py``), so only passes that change
-        nothing in the tree, run one after the other, may call this."""
+        nothing in the tree, run one after the other, may call this.
+
+        No walk is made when no such node can be in the tree (``shared_wanted`` is false):
+        the parsed tree held none, and the passes before the callers (``check_growth``,
+        ``check_patterns``) write only columns, identifiers, aliases, parentheses, literals and
+        the ``DUAL`` keyword, or copies of nodes already in the tree — all but
+        ``qualify_columns``, which sets ``shared_wanted``.
+        """
+        if not wanted.shared:
+            raise ValueError("only a filter made with shared=True is answered by the shared walk")
+        if not self.shared_wanted:
+            return []
         found = self._shared
         if found is None:
             assert self.tree is not None

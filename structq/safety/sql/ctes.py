@@ -53,7 +53,7 @@ def _ordered(dependencies: list[set[int]]) -> list[int] | None:
 def order_ctes(check: Check) -> None:
     """Reorder the CTEs of each WITH whose engine resolves forward references."""
     for with_ in check.with_clauses:
-        if not (with_.args.get("recursive") or check.manifest.sql_dialect in _FORWARD_ALWAYS):
+        if not (with_.args.get("recursive") or check.sql_dialect in _FORWARD_ALWAYS):
             continue
         ctes = list(with_.expressions)
         order = _ordered(_dependencies(ctes))

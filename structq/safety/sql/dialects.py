@@ -7,19 +7,34 @@ keep the state of the text they are reading, so each thread gets its own pair pe
 both reset that state at the start of every call (``TokenizerCore.tokenize``,
 ``Parser._parse``), so reuse cannot carry anything from one query into the next.
 
-Generators are not reused: one keeps a counter for the names it invents (``_t0``, ``_t1``…),
-so a shared one would write different SQL for the same tree depending on what it wrote before.
+A generator is reused the same way (building one costs ~0.05× a parse), with its one piece of
+state that outlives a call made new before each: the counter for the names it invents (``_t0``,
+``_t1``…), or it would write different SQL for the same tree depending on what it wrote
+before. (Its list of unsupported constructs is reset by ``Generator.generate`` itself.) A
+generator that raised is dropped, not reused.
+
+Every select's generation first runs the dialect's rewrite steps (``transforms.preprocess``):
+SQLite, PostgreSQL and MySQL rewrite DISTINCT ON, QUALIFY and SEMI / ANTI joins, MySQL also a
+FULL OUTER join and ``UNNEST(GENERATE_DATE_ARRAY(…))`` in FROM — the last found by walking
+each select's whole subtree, nested selects again for each level (~0.3× the generation of a
+MySQL query). In a tree without those constructs every step is a Python call per select that
+changes nothing. A caller that knows the tree holds none asks for a lean generator
+(``lean=True``), whose selects go straight to ``select_sql`` (what the steps hand over to), so
+it writes the same text; a dialect whose select handler is anything else keeps its own.
 """
 
 from __future__ import annotations
 
 import threading
 
+from sqlglot import exp, transforms
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.generator import Generator
+from sqlglot.helper import name_sequence
 from sqlglot.parser import Parser
 from sqlglot.tokens import Token, Tokenizer
 
-__all__ = ["dialect", "parse_text"]
+__all__ = ["dialect", "generate_text", "parse_text"]
 
 _dialects: dict[str, Dialect] = {}
 _local = threading.local()
@@ -51,3 +66,47 @@ def parse_text(name: str, text: str) -> tuple[list, list[Token]]:
     tokenizer, parser = _readers(name, dialect(name))
     tokens = tokenizer.tokenize(text)
     return parser.parse(tokens, text), tokens
+
+
+#: The select steps a lean generator leaves out: each rewrites only a construct that the
+#: caller vouches the tree does not hold (module docstring).
+_SKIPPED = frozenset({transforms.eliminate_distinct_on, transforms.eliminate_qualify,
+                      transforms.eliminate_semi_and_anti_joins, transforms.eliminate_full_outer_join,
+                      transforms.unnest_generate_date_array_using_recursive_cte})
+
+
+def _only_skipped_steps(generator: Generator) -> bool:
+    """Whether the generator's select handler is ``transforms.preprocess`` of skipped steps
+    only, handing over to ``select_sql`` (its closure's ``transforms`` and ``generator``)."""
+    handler = generator._dispatch.get(exp.Select)
+    code, closure = getattr(handler, "__code__", None), getattr(handler, "__closure__", None)
+    if code is None or closure is None:
+        return False
+    cells = {name: cell.cell_contents for name, cell in zip(code.co_freevars, closure)}
+    steps = cells.get("transforms")
+    return "generator" in cells and cells["generator"] is None and steps is not None and set(steps) <= _SKIPPED
+
+
+def _new_generator(name: str, lean: bool) -> Generator:
+    generator = dialect(name).generator(comments=False)
+    if lean and _only_skipped_steps(generator):
+        generator._dispatch = {**generator._dispatch, exp.Select: type(generator).select_sql}
+    return generator
+
+
+def generate_text(name: str, tree: exp.Expr, *, lean: bool = False) -> str:
+    """``dialect(name).generate(tree, copy=False, comments=False)`` with this thread's
+    generator for ``name``; ``lean``: the tree holds none of the constructs the dialect's select
+    steps rewrite (see the module docstring)."""
+    generators: dict[tuple[str, bool], Generator] | None = getattr(_local, "generators", None)
+    if generators is None:
+        generators = _local.generators = {}
+    key = (name, lean)
+    generator = generators.pop(key, None)  # taken while in use: one that raises is not put back
+    if generator is None:
+        generator = _new_generator(name, lean)
+    else:
+        generator._next_name = name_sequence("_t")  # as ``Generator.__init__`` starts it
+    sql = generator.generate(tree, copy=False)
+    generators[key] = generator
+    return sql

@@ -54,7 +54,10 @@ def _stored_spelling(column: Column, text: str) -> str | None:
 
 def check_enum_literals(check: Check) -> None:
     """Refuse a literal that is not one of the compared enum column's accepted ``values``."""
-    if not check.comparisons or not any(c.values and not c.draft for _, t in check.reads for c in t.columns):
+    if not check.comparisons:
+        return
+    enum_tables = check.names.enum_tables
+    if not enum_tables or not any(t.name.lower() in enum_tables for _, t in check.reads):
         return
     ignores_case = any(isinstance(check.dialect, type(Dialect.get_or_raise(d))) for d in CASE_INSENSITIVE_DIALECTS)
     for node in check.comparisons:

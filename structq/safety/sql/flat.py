@@ -4,16 +4,19 @@
 list its columns, sources and subqueries; on a query of two or three small selects (``… EXCEPT
 …``, ``WHERE x NOT IN (SELECT …)``, two scalar subqueries) that and the planning over scopes
 cost 1.3-2.3× a parse, against ~0.6× for one select planned from its FROM / JOIN tables. Most
-multi-select queries of the corpora are *flat*: no CTE, no derived table — only selects, set
-operations of them, and subqueries in a select's expressions (WHERE, HAVING, the select
-list). Each such select is one scope whose sources are its own FROM / JOIN tables, and each
-column belongs to the nearest select above it, so the column lists ``parse.scan`` made are
-split by walking up from each column (a few parents) instead of down from every scope.
+multi-select queries of the corpora are *flat*: selects, set operations of them, subqueries in
+a select's expressions (WHERE, HAVING, the select list; correlated or not), derived tables and
+CTEs — nothing recursive, and no column lists on aliases. Each select is one scope whose
+sources are its own FROM / JOIN tables, derived tables and CTE references, and each column
+belongs to the nearest select above it, so the column lists ``parse.scan`` made are split by
+walking up from each column (a few parents) instead of down from every scope.
 
-Only the uncorrelated case is planned this way: a select's columns resolve against its own
-sources alone, so a column naming an outer source raises ``Unsupported`` and the caller
-plans the query over sqlglot's scopes instead. ``tests/test_sandbox_resolver.py`` compares
-the result with ``qualify_columns`` over every corpus and generated shapes.
+A derived table's or a CTE's columns are the output names of its query, planned (on demand)
+before the select that reads it. A qualified column whose qualifier no source of its own select
+has names a source of the nearest enclosing select that has one
+(``resolve._FlatQuery.enclosing_source``), as sqlglot looks through the enclosing scopes.
+``tests/test_sandbox_resolver.py`` compares the result with ``qualify_columns`` over every
+corpus and generated shapes.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ __all__ = ["FlatPart", "flat_parts"]
 #: it is. Listed inner queries first, so that a set operation's branches precede it.
 FlatPart = tuple[exp.Select | exp.SetOperation, list[exp.Column]]
 _PLANNED = (exp.Select, exp.SetOperation)
-#: Where a subquery is a source of its own (a derived table), or a set operation's branch.
-_NOT_EXPRESSION = (exp.From, exp.Join, exp.SetOperation)
+#: Where a subquery is a source of its own: a derived table.
+_SOURCE = (exp.From, exp.Join)
 
 
 def _owner(column: exp.Column) -> exp.Expr:
@@ -46,10 +49,19 @@ def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[Flat
     raises ``Unsupported`` for any other query. ``queries`` lists every query node of the tree
     parents first (``Check.queries``), ``columns`` every column node."""
     for query in queries:
+        with_ = query.args.get("with_")
+        if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
+            raise Unsupported("a recursive CTE or a CTE column list")
         if isinstance(query, exp.Subquery):
-            if isinstance(query.parent, _NOT_EXPRESSION) or not isinstance(query.this, _PLANNED):
-                raise Unsupported("a derived table, or a parenthesised query")
-            if any(value for key, value in query.args.items() if key != "this"):
+            if not isinstance(query.this, _PLANNED) or isinstance(query.parent, exp.SetOperation):
+                raise Unsupported("a parenthesised query")
+            if isinstance(query.parent, _SOURCE):
+                alias = query.args.get("alias")
+                if not isinstance(alias, exp.TableAlias) or alias.columns or any(
+                    value for key, value in query.args.items() if key not in ("this", "alias")
+                ):
+                    raise Unsupported("a derived table with column names or clauses of its own")
+            elif any(value for key, value in query.args.items() if key != "this"):
                 raise Unsupported("a subquery with an alias or clauses of its own")
         elif isinstance(query, exp.SetOperation):
             if not isinstance(query.this, _PLANNED) or not isinstance(query.expression, _PLANNED):

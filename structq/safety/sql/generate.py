@@ -27,6 +27,7 @@ import secrets
 from sqlglot import exp
 
 from .context import Check
+from .dialects import generate_text
 from .portable import make_portable
 
 __all__ = ["generate"]
@@ -40,11 +41,32 @@ def _mark_colons(tree: exp.Expr) -> str | None:
     """Swap ``:`` in literal and identifier text for a per-call marker; return the marker."""
     marker = "\ue000" + secrets.token_hex(4) + "\ue001"
     used = False
-    for node in tree.walk():
+    for node in tree.bfs():
         if isinstance(node, _TEXTUAL) and isinstance(node.this, str) and ":" in node.this:
             node.set("this", node.this.replace(":", marker))
             used = True
     return marker if used else None
+
+
+def _plain(check: Check) -> bool:
+    """Whether the tree surely holds none of what the dialect's select steps rewrite
+    (``dialects.generate_text``: DISTINCT ON, QUALIFY, SEMI / ANTI and FULL joins, ``UNNEST``),
+    without a walk: every select and call of the query's own text is in ``Check.queries`` and
+    ``Check.functions``, and the passes after the scan write only copies of what the tree
+    holds, plain selects (the LIMIT wrapper, SQLite's lists, the derived tables of confined reads)
+    and no call of that kind (as
+    ``portable.py``: ``_may_hold_rewritten``) — but for row filters, parsed from the manifest."""
+    if check.names.filters or any(isinstance(node, exp.Unnest) for node in check.functions):
+        return False
+    for query in check.queries:
+        if not isinstance(query, exp.Select):
+            continue
+        distinct = query.args.get("distinct")
+        if query.args.get("qualify") or (distinct is not None and distinct.args.get("on")):
+            return False
+        if any(join.kind in ("SEMI", "ANTI") or join.side == "FULL" for join in query.args.get("joins") or ()):
+            return False
+    return True
 
 
 def generate(check: Check) -> None:
@@ -58,9 +80,9 @@ def generate(check: Check) -> None:
     colons = ":" in check.text or check.params or ":" in (check.manifest.schema_ or "")
     marker = _mark_colons(tree) if colons else None
     make_portable(check, tree)
-    # copy=False: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
+    # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
-    sql = check.dialect.generate(tree, copy=False, comments=False)
+    sql = generate_text(check.sql_dialect, tree, lean=_plain(check))
     if marker is not None:
         sql = sql.replace(marker, "\\:")
     found = set(_TEXT_BIND.findall(sql)) if ":" in sql else set()

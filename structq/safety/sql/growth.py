@@ -268,7 +268,9 @@ def check_growth(check: Check) -> None:
                 f"{source.sql(check.dialect)[:80]!r}, whose size grows with the number of rows",
                 "transform the values before aggregating them",
             )
-        product *= factor
+        # A call that shrinks values (``repeat(x, 0)``) offsets no other: the product bounds
+        # every chain of calls, and a factor below 1 would let a later call grow unchecked.
+        product *= max(factor, 1)
         if product > MAX_GROWTH:
             raise check.fail(
                 "string_size",

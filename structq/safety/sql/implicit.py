@@ -42,9 +42,12 @@ def _whole_row(check: Check, name: str) -> Exception:
 
 def check_before(check: Check) -> None:
     """Refuse ``t.*`` outside a select list and any field access."""
-    for column in check.columns:
+    for star in check.stars:  # ``t.*`` is a column whose name is a star (``parse.scan`` lists both)
+        column = star.parent
+        if not isinstance(column, exp.Column) or column.this is not star:
+            continue
         in_select_list = isinstance(column.parent, exp.Select) and column.arg_key == "expressions"
-        if isinstance(column.this, exp.Star) and not in_select_list:
+        if not in_select_list:
             raise check.fail(
                 "unsupported",
                 f"{column.sql(check.dialect)} is allowed only as an item of a select list",

@@ -39,7 +39,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from structq.capabilities import Manifest
 
@@ -61,8 +61,10 @@ class Stats:
     hits: int
 
 
-@dataclass(frozen=True)
-class _Remembered:
+class _Remembered(NamedTuple):
+    """One remembered check (a tuple: built on every full check, at a fraction of a frozen
+    dataclass's cost)."""
+
     manifest: Manifest
     safe: SafeQuery
     #: (reference, used as a scalar, shape of its values) for every reference the query has.
@@ -99,21 +101,24 @@ def checked(
     """The checked query: remembered when the same query was checked before (see the module
     docstring), else ``check()`` — the full check — whose result is remembered if it passes."""
     dialect = manifest.sql_dialect
-    key = (query, id(manifest), dialect, max_rows, frozenset(variables), frozenset(slots), frozenset(references))
+    key = (query, id(manifest), dialect, max_rows, _names(variables), _names(slots), _names(references))
     with _lock:
         entry = _entries.get(key)
-        if entry is not None:
+        if entry is None:
+            _counts["checks"] += 1  # counted here: a miss takes the lock once before checking
+        else:
             _entries.move_to_end(key)
-    if entry is not None and entry.manifest is manifest:
-        found = _rebind(entry, ReferenceValues(dialect, references), variables, slots)
-        if found is not None:
-            with _lock:
-                _counts["hits"] += 1
-            return found
-    with _lock:
-        _counts["checks"] += 1
+    if entry is not None:
+        if entry.manifest is manifest:
+            found = _rebind(entry, ReferenceValues(dialect, references), variables, slots)
+            if found is not None:
+                with _lock:
+                    _counts["hits"] += 1
+                return found
+        with _lock:
+            _counts["checks"] += 1
     safe, state = check()
-    entry = _remember(manifest, safe, state, ReferenceValues(dialect, references))
+    entry = _remember(manifest, safe, state, dialect, references)
     if entry is not None:
         with _lock:
             _entries[key] = entry
@@ -123,8 +128,19 @@ def checked(
     return safe
 
 
-def _remember(manifest: Manifest, safe: SafeQuery, state: Check, values: ReferenceValues) -> _Remembered | None:
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def _names(values: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(values) if values else _NO_NAMES
+
+
+def _remember(manifest: Manifest, safe: SafeQuery, state: Check, dialect: str,
+              references: Mapping[str, Sequence[Any]]) -> _Remembered | None:
     """What to remember of a passed check; None when a parameter's origin is not exactly one."""
+    if not state.origins and not safe.params and not state.placeholders:
+        return _Remembered(manifest, safe, (), ())  # nothing bound (most queries): nothing to record
+    values = ReferenceValues(dialect, references)
     if set(state.origins) != set(safe.params) or any(len(found) != 1 for found in state.origins.values()):
         return None
     origins = tuple((name, next(iter(found))) for name, found in state.origins.items())

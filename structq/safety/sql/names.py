@@ -39,6 +39,9 @@ _END = {getattr(TokenType, name) for name in (
     "UNION", "INTERSECT", "EXCEPT", "INTO", "SEMICOLON", "CLUSTER_BY", "DISTRIBUTE_BY", "SORT_BY",
 ) if hasattr(TokenType, name)}
 _QUOTES = {'"': '"', "`": "`", "[": "]"}
+# Looked up once: an attribute of ``TokenType`` costs more than the comparison it is for.
+_SELECT, _COMMA, _ON = TokenType.SELECT, TokenType.COMMA, TokenType.ON
+_QUANTIFIERS = (TokenType.DISTINCT, TokenType.ALL)
 
 
 def _outer_select(tree: exp.Expr) -> exp.Select | None:
@@ -56,14 +59,14 @@ def _select_list(tokens: list[Token]) -> list[list[Token]] | None:
             depth += 1
         elif token.token_type in _CLOSE:
             depth -= 1
-        elif depth == 0 and token.token_type == TokenType.SELECT:
+        elif depth == 0 and token.token_type is _SELECT:
             start = i + 1
             break
     if start is None:
         return None
-    while start < len(tokens) and tokens[start].token_type in (TokenType.DISTINCT, TokenType.ALL):
+    while start < len(tokens) and tokens[start].token_type in _QUANTIFIERS:
         start += 1
-        if start < len(tokens) and tokens[start].token_type == TokenType.ON:
+        if start < len(tokens) and tokens[start].token_type is _ON:
             return None  # DISTINCT ON (…): rare; leave the engine's names
     items: list[list[Token]] = [[]]
     depth = 0
@@ -75,7 +78,7 @@ def _select_list(tokens: list[Token]) -> list[list[Token]] | None:
             depth += 1
         elif kind in _CLOSE:
             depth -= 1
-        if depth == 0 and kind == TokenType.COMMA:
+        if depth == 0 and kind is _COMMA:
             items.append([])
             continue
         items[-1].append(token)
@@ -92,7 +95,7 @@ def _unquoted(text: str) -> str:
 def record_output_names(check: Check) -> None:
     """Set ``check.output_names`` from the query as written (or leave it ``None``)."""
     select = _outer_select(check.tree) if check.tree is not None else None
-    if select is None or any(p.find(exp.Star) is not None and not _counted_star(p) for p in select.expressions):
+    if select is None or _has_star_of_columns(check, select):
         return
     items = _select_list(check.tokens)
     if items is None or len(items) != len(select.expressions):
@@ -110,6 +113,8 @@ def record_output_names(check: Check) -> None:
 
 def _told_apart(names: list[str]) -> tuple[str, ...]:
     taken = {name.lower() for name in names}
+    if len(taken) == len(names):
+        return tuple(names)  # no name repeats (most queries)
     seen: set[str] = set()
     out = []
     for name in names:
@@ -124,9 +129,22 @@ def _told_apart(names: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _counted_star(projection: exp.Expr) -> bool:
-    """``COUNT(*)`` and the like: a star inside a function call is not a star of columns."""
-    return all(isinstance(star.parent, exp.Func) for star in projection.find_all(exp.Star))
+def _has_star_of_columns(check: Check, select: exp.Select) -> bool:
+    """Whether a projection of ``select`` holds a star of columns (``*``, ``t.*``, in a
+    subquery too); a star inside a function call (``COUNT(*)``) is none.
+
+    From the stars ``parse.scan`` listed (the tree is as parsed), each followed up to the
+    select: searching each projection for one would walk the whole select list.
+    """
+    for star in check.stars:
+        if isinstance(star.parent, exp.Func):
+            continue
+        node: exp.Expr = star
+        while node.parent is not None and node.parent is not select:
+            node = node.parent
+        if node.parent is select and node.arg_key == "expressions":
+            return True
+    return False
 
 
 def _written(check: Check, text: str) -> str:

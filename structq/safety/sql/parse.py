@@ -24,6 +24,7 @@ from structq.capabilities.references import Reference, replace_references
 
 from .context import Check
 from .dialects import parse_text
+from .walk import shared_filters, wanted_by_shared
 
 __all__ = ["parse", "FORBIDDEN"]
 
@@ -65,15 +66,21 @@ _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202
 
 
 def _swap_references(check: Check) -> str:
-    """The text with each reference replaced by a fresh placeholder; records the mapping."""
-    nonce = secrets.token_hex(6)
+    """The text with each reference replaced by a fresh placeholder; records the mapping.
+
+    The nonce is drawn for the first reference only: most queries have none, and drawing it
+    (``os.urandom``) costs a system call.
+    """
+    nonce: list[str] = []
 
     def placeholder(reference: Reference) -> str:
-        name = "sq" + nonce + "_" + str(len(check.placeholders))
+        if not nonce:
+            nonce.append(secrets.token_hex(6))
+        name = "sq" + nonce[0] + "_" + str(len(check.placeholders))
         check.placeholders[name] = reference.text
         return " :" + name + " "
 
-    return replace_references(check.text, check.manifest.sql_dialect, placeholder)
+    return replace_references(check.text, check.sql_dialect, placeholder)
 
 
 def _parse_error(check: Check, exc: ParseError | TokenError) -> Exception:
@@ -87,7 +94,7 @@ def _parse_error(check: Check, exc: ParseError | TokenError) -> Exception:
     return check.fail(
         "parse_error",
         message,
-        f"write one plain {check.manifest.sql_dialect} SELECT statement; constructs sqlglot cannot "
+        f"write one plain {check.sql_dialect} SELECT statement; constructs sqlglot cannot "
         "parse (e.g. INTO OUTFILE, LOAD DATA) are refused",
     )
 
@@ -110,7 +117,7 @@ def parse(check: Check) -> None:
     try:
         # sqlglot reports through ``logging``, never ``warnings``: nothing to silence here
         # (``warnings.catch_warnings`` would also change process-wide state per call).
-        parsed, check.tokens = parse_text(check.manifest.sql_dialect, text)
+        parsed, check.tokens = parse_text(check.sql_dialect, text)
         statements = [s for s in parsed if not _is_empty(s)]
     except (ParseError, TokenError) as exc:
         raise _parse_error(check, exc) from None
@@ -125,12 +132,17 @@ def parse(check: Check) -> None:
 
 
 # What ``scan`` files each node class under, decided once per class (``_kind``).
-_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT = range(11)
-#: Added to a kind when the node is also a comparison (``_COMPARISONS``), and when it is a
-#: query (``exp.Query``: selects, set operations, subqueries).
+(_SKIP, _COLUMN, _TABLE, _SUBQUERY, _IDENTIFIER, _FORBIDDEN, _PLACEHOLDER, _FUNCTION, _WITH, _TYPE, _DOT, _STAR,
+ _ALIAS) = range(13)
+#: Added to a kind when the node is also a comparison (``_COMPARISONS``), when it is a query
+#: (``exp.Query``: selects, set operations, subqueries), and when a shared filter wants it
+#: (``walk.py``: ``Check.shared_wanted``).
 _COMPARISON = 16
 _QUERY = 32
+_SHARED = 64
 _kinds: dict[type, int] = {}
+#: How many shared filters ``_kinds`` was decided with (``walk.shared_filters``).
+_kinds_for = 0
 
 
 def _kind(cls: type) -> int:
@@ -158,12 +170,18 @@ def _kind(cls: type) -> int:
         kind = _TYPE
     elif issubclass(cls, exp.Dot):
         kind = _DOT
+    elif issubclass(cls, exp.Star):
+        kind = _STAR
+    elif issubclass(cls, (exp.Alias, exp.TableAlias)):
+        kind = _ALIAS
     else:
         kind = _SKIP
     if issubclass(cls, _COMPARISONS):
         kind += _COMPARISON
     if issubclass(cls, exp.Query):
         kind += _QUERY
+    if wanted_by_shared(cls):
+        kind += _SHARED
     _kinds[cls] = kind
     return kind
 
@@ -174,15 +192,20 @@ def scan(check: Check) -> None:
     The same walk normalises every identifier for matching without regard to case
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
     identifier, quoted or not), which sqlglot's ``normalize_identifiers`` would do in a walk
-    of its own.
+    of its own, and notes whether any node is one a shared filter wants
+    (``Check.shared_wanted``), so that most checks make no second walk for those.
     """
+    global _kinds_for
     assert check.tree is not None
     lower = check.names.lower
+    if _kinds_for != shared_filters():  # a shared filter made since: decide every class again
+        _kinds.clear()
+        _kinds_for = shared_filters()
     kinds = _kinds
     invisible = _INVISIBLE.search
     columns, tables, subqueries = check.columns, check.tables, check.subqueries
     functions, comparisons, forbidden = check.functions, check.comparisons, check.forbidden
-    for node in check.tree.walk():
+    for node in check.tree.bfs():  # ``walk()``'s order, without its extra generator per node
         cls = type(node)
         kind = kinds.get(cls)
         if kind is None:
@@ -190,6 +213,9 @@ def scan(check: Check) -> None:
         if kind == _SKIP:
             continue
         if kind >= _COMPARISON:
+            if kind >= _SHARED:
+                check.shared_wanted = True
+                kind -= _SHARED
             if kind >= _QUERY:
                 check.queries.append(node)
                 kind -= _QUERY
@@ -198,9 +224,17 @@ def scan(check: Check) -> None:
                 kind -= _COMPARISON
         if kind == _IDENTIFIER:
             name = node.this
-            if invisible(name):
-                _invisible_identifier(check, name)
-            lowered = lower(name)
+            if name.isascii():
+                # Invisible-free exactly when printable (the pattern's ASCII part is the control
+                # characters), and lower-cased alike by either lowering: string methods, at a
+                # fraction of the cost of the search and of a call.
+                if not name.isprintable():
+                    _invisible_identifier(check, name)
+                lowered = name.lower()
+            else:
+                if invisible(name):
+                    _invisible_identifier(check, name)
+                lowered = lower(name)
             if lowered != name:
                 node.set("this", lowered)
         elif kind == _COLUMN:
@@ -226,6 +260,10 @@ def scan(check: Check) -> None:
             check.types.append(node)
         elif kind == _DOT:
             check.dots.append(node)
+        elif kind == _STAR:
+            check.stars.append(node)
+        elif kind == _ALIAS:
+            check.aliases.append(node)
 
 
 #: Prefix of a bound slot parameter, so that it never shares a name with a reference or a variable.

@@ -95,7 +95,7 @@ def _numeric(check: Check, node: exp.Expr) -> bool:
 
 def _postgres_substring_pattern(check: Check, node: exp.Expr) -> tuple[exp.Expr, exp.Expr | None] | None:
     """``(pattern, subject)`` for a PostgreSQL ``substring(s FROM p)`` whose ``p`` may be text."""
-    if check.manifest.sql_dialect != "postgres" or not isinstance(node, exp.Substring):
+    if check.sql_dialect != "postgres" or not isinstance(node, exp.Substring):
         return None
     start = node.args.get("start")
     if start is None or _numeric(check, start):

@@ -53,7 +53,7 @@ def _may_hold_rewritten(check: Check) -> bool:
 
 def make_portable(check: Check, tree: exp.Expr) -> None:
     """Rewrite, in place, what one engine of the dialect could not run (see the docstring)."""
-    if check.manifest.sql_dialect != "mysql" or not _may_hold_rewritten(check):
+    if check.sql_dialect != "mysql" or not _may_hold_rewritten(check):
         return
     generator = None
     # Innermost first: an operand's own rewrite is then part of its generated text.

@@ -74,7 +74,7 @@ def _name(check: Check, reference: str, value: Any) -> str:
 def _list_form(check: Check, node: exp.In, placeholder: exp.Placeholder, values: Sequence[Any]) -> exp.EQ | None:
     """Write ``node`` in the dialect's list form; on PostgreSQL, return the ``= ANY`` of a
     list long enough to be switched (``_switch``, once every placeholder is bound)."""
-    dialect = check.manifest.sql_dialect
+    dialect = check.sql_dialect
     reference = placeholder.name
     switched = None
     if dialect == "postgres":

@@ -2,16 +2,17 @@
 
 sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
 sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
-from one ``traverse_scope`` — or, when the query is flat (no CTE or derived table: one select,
-as most are, or set operations and uncorrelated subqueries of plain selects; ``flat.py``),
-straight from each select's FROM / JOIN tables and the columns ``parse.scan`` collected,
-without building scopes — and gives up (``Unsupported``) on anything it does not
+from one ``traverse_scope`` — or, when the query is flat (one select, as most are, or set
+operations, subqueries, derived tables and CTEs of plain selects, nothing recursive;
+``flat.py``), straight from each select's FROM / JOIN sources and the columns ``parse.scan``
+collected, without building scopes — and gives up (``Unsupported``) on anything it does not
 model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
 
-Resolution is planned first and applied only when the whole query is understood, so that
-giving up leaves the tree exactly as parsed. What it plans, scope by scope, innermost first:
+Resolution is planned first and applied (``resolution.py``) only when the whole query is
+understood, so that giving up leaves the tree exactly as parsed. What it plans, scope by
+scope, innermost first:
 
 - each column's source: a qualified column must name a source of its scope (or of an
   enclosing scope, when the subquery is correlated) that has that column; an unqualified one
@@ -28,7 +29,8 @@ giving up leaves the tree exactly as parsed. What it plans, scope by scope, inne
 Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
 functions, select aliases referred to in WHERE, HAVING or the select list itself, column
 lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows, three-part column names,
-star modifiers, recursive CTEs.
+star modifiers, recursive CTEs, an unaliased scalar subquery in a select list that GROUP BY,
+HAVING, ORDER BY or a set operation may name.
 
 ``tests/test_sandbox_resolver.py`` checks both paths against each other over the corpora and
 generated shapes: same resolution, same outcome, same SQL.
@@ -38,46 +40,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
-from sqlglot.optimizer.simplify import simplify_parens
 
 from .flat import FlatPart, flat_parts
-from .select_refs import SelectRefs, Unsupported, check_copies, copy_resolved
-from .sources import UNION_ARGS, Sources, check_select, check_shape, lower
+from .resolution import Resolution, apply, output_name
+from .select_refs import SelectRefs, Unsupported, check_copies
+from .sources import UNION_ARGS, Sources, check_select, check_shape
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
                    exp.Distinct)
-
-
-@dataclass
-class Resolution:
-    """What the resolver decided; applied to the tree by ``_apply``."""
-
-    #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own) and
-    #: the source node.
-    columns: dict[int, tuple[exp.Column, exp.Identifier | None, object]] = field(default_factory=dict)
-    #: Output names of each resolved query scope, by ``id(scope)``.
-    outputs: dict[int, list[str]] = field(default_factory=dict)
-    #: Per select: its expanded projections (stars replaced), in order.
-    projections: list[tuple[exp.Select, list[exp.Expr]]] = field(default_factory=list)
-    #: Positional ORDER BY terms of set operations: the literal and the output it names.
-    positions: list[tuple[exp.Expr, str]] = field(default_factory=list)
-    #: The unqualified columns ``_apply`` wrote (references to output names).
-    created: list[exp.Column] = field(default_factory=list)
-    #: GROUP BY terms that name a select expression (by alias or position), each with the
-    #: expression whose copy replaces it (``select_refs.py``).
-    #: (The flag: wrap the copy in parentheses, then drop them where they change nothing, as
-    #: ``qualify_columns`` does for a name but not for a position.)
-    copies: list[tuple[exp.Expr, exp.Expr, bool]] = field(default_factory=list)
-    #: A select's positional ORDER BY terms: the literal, the select and the output's index.
-    select_positions: list[tuple[exp.Literal, exp.Select, int]] = field(default_factory=list)
 
 
 def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> Sources | None:
@@ -98,25 +75,27 @@ def _plan_columns(
     outer: Callable[[str], Sources | None],
     refs: SelectRefs,
 ) -> None:
+    resolved, own = plan.columns, sources.by_alias  # looked up once: this runs per column
     for column in columns:
-        if id(column) in plan.columns:
+        key = id(column)
+        if key in resolved:
             # A subquery's column, listed again here as possibly correlated: the inner scope
             # (resolved first) already bound it, and an unresolved one stopped the plan there.
             continue
-        if column.args.get("db") or column.args.get("catalog") or not isinstance(column.this, exp.Identifier):
+        args = column.args
+        if args.get("db") or args.get("catalog") or not isinstance(column.this, exp.Identifier):
             raise Unsupported("column with more than two parts")
         alias = column.table
         if alias:
-            if alias in sources.by_alias:
-                found: Sources | None = sources
-            else:
+            entry = own.get(alias)
+            if entry is None:
                 found = outer(alias)
-            if found is None:
-                raise Unsupported("qualifier without a source")
-            source, names = found.by_alias[alias]
-            if lower(column.name) not in names:
+                if found is None:
+                    raise Unsupported("qualifier without a source")
+                entry = found.by_alias[alias]
+            if column.name.lower() not in entry[1]:
                 raise Unsupported("unknown column")
-            plan.columns[id(column)] = (column, None, source)
+            resolved[key] = (column, None, entry[0])
             continue
         refs.check_having(column)
         owners = sources.owners(column.name)
@@ -126,7 +105,7 @@ def _plan_columns(
             continue
         if len(owners) != 1:
             raise Unsupported("ambiguous column")
-        plan.columns[id(column)] = (column, sources.spelling[owners[0]], sources.by_alias[owners[0]][0])
+        plan.columns[id(column)] = (column, sources.qualifier(owners[0]), sources.by_alias[owners[0]][0])
     refs.check_order()
 
 
@@ -158,10 +137,6 @@ def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[ex
     return out
 
 
-def _output_name(projection: exp.Expr, index: int) -> str:
-    return projection.output_name or f"_col_{index}"
-
-
 class _Query:
     """What the whole query tells the planning of each select."""
 
@@ -179,19 +154,86 @@ class _Query:
         return self._names
 
 
+class _FlatQuery(_Query):
+    """A flat query (``flat.py``) planned without scopes: each part planned once, on demand —
+    a derived table's or a CTE's query when a select reading it needs its output names, any
+    other in the order listed — and each select's sources built once."""
+
+    def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
+                 parts: list[FlatPart], plan: Resolution) -> None:
+        super().__init__(tables, source_names)
+        self.plan = plan
+        self._columns = {id(node): columns for node, columns in parts}
+        self._planning: set[int] = set()
+        self._selects: dict[int, Sources] = {}
+        #: How many declared tables the planned selects read.
+        self.tables_read = 0
+
+    def outputs(self, node: exp.Expr) -> list[str]:
+        """The output names of a part, planned first if it was not."""
+        key = id(node)
+        found = self.plan.outputs.get(key)
+        if found is not None:
+            return found
+        if key in self._planning or key not in self._columns:
+            raise Unsupported("a query whose output names are not known yet")
+        self._planning.add(key)
+        columns = self._columns[key]
+        if isinstance(node, exp.Select):
+            _plan_plain_select(node, columns, self.plan, self)
+        else:
+            if columns:
+                raise Unsupported("columns in a set operation")
+            self.plan.outputs[key] = _plan_set_operation(node, self.outputs(node.this), self.plan, self)
+        self._planning.discard(key)
+        return self.plan.outputs[key]
+
+    def select_sources(self, select: exp.Select) -> Sources:
+        """``Sources.of_select(select)``, built once per select: for its own columns, and for
+        the correlated columns of the subqueries it encloses."""
+        found = self._selects.get(id(select))
+        if found is None:
+            found = self._selects[id(select)] = Sources.of_select(select, self.tables, self.outputs)
+            self.tables_read += found.tables_read
+        return found
+
+    def enclosing_source(self, select: exp.Select, alias: str) -> Sources | None:
+        """For a correlated column: the sources of the nearest select around ``select`` that
+        defines ``alias`` — as ``_outer_source`` looks through the enclosing scopes."""
+        node = select.parent
+        while node is not None:
+            if isinstance(node, exp.Select):
+                sources = self.select_sources(node)
+                if alias in sources.by_alias:
+                    return sources
+            node = node.parent
+        return None
+
+
 def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
-               outer: Callable[[str], Sources | None], query: _Query) -> list[str]:
-    """Plan one select's columns, stars and references to its own list; its output names."""
-    refs = SelectRefs(select, query.source_names)
+               outer: Callable[[str], Sources | None], query: _Query, named: set[str] | None = None) -> list[str]:
+    """Plan one select's columns, stars and references to its own list; its output names.
+    ``named``: the select's ``named_selects``, when the caller has them."""
+    refs = SelectRefs(select, query.source_names, named)
     start = len(plan.copies)
-    _plan_columns(select, columns + refs.having_columns(), sources, plan, outer, refs)
+    clauses = select.args  # the steps for an absent clause are skipped: most selects have few
+    if clauses.get("having") is not None:
+        columns = columns + refs.having_columns()
+    _plan_columns(select, columns, sources, plan, outer, refs)
     projections = _expanded(select, sources, plan)
-    if any(isinstance(p, exp.Subquery) for p in projections):
-        raise Unsupported("unaliased scalar subquery in the select list")
-    plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
-    check_copies(plan.copies[start:], plan.columns)
-    names = [_output_name(p, i) for i, p in enumerate(projections)]
-    plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
+    named_elsewhere = clauses.get("group") or clauses.get("having") or clauses.get("order") or isinstance(
+        select.parent, exp.SetOperation)
+    if named_elsewhere and any(isinstance(p, exp.Subquery) for p in projections):
+        # Named ``_col_<n>`` by an alias of its own (``resolution.py``), which the clauses that
+        # name outputs (its own, or a set operation's) read as ``qualify_columns`` does not.
+        raise Unsupported("an unaliased scalar subquery in a select list that other clauses may name")
+    if clauses.get("group") is not None:
+        plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
+    if len(plan.copies) > start:
+        check_copies(plan.copies[start:], plan.columns)
+    names = [output_name(p, i) for i, p in enumerate(projections)]
+    if clauses.get("order") is not None:
+        plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
     plan.projections.append((select, projections))
     return names
 
@@ -236,63 +278,6 @@ def _plan_set_operation(union: exp.SetOperation, names: list[str], plan: Resolut
     return list(names)
 
 
-def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
-    """``qualify_outputs``: every projection named, a column by its own name."""
-    if isinstance(projection, exp.Alias) or projection.is_star:
-        return projection
-    source = projection.unnest()
-    named = exp.alias_(projection, _output_name(projection, index), copy=False)
-    if isinstance(source, exp.Column) and source.this.quoted:
-        named.args["alias"].set("quoted", True)
-    return named
-
-
-def _apply(plan: Resolution, dialect: Dialect | None) -> None:
-    for column, qualifier, _ in list(plan.columns.values()):
-        if qualifier is not None:
-            # A fresh node per column; an identifier holds only strings and flags, so this is
-            # what ``qualifier.copy()`` makes, without its generic deep copy.
-            column.set("table", exp.Identifier(**qualifier.args))
-    for term, expression, wrap in plan.copies:
-        copy = copy_resolved(expression, plan.columns)
-        if wrap:
-            node = term.replace(exp.paren(copy, copy=False))
-            simplified = simplify_parens(node, dialect)
-            if simplified is not node:
-                node.replace(simplified)
-        else:
-            term.replace(copy)
-    for select, projections in plan.projections:
-        select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
-        _alias_grouped_order(select, plan)
-    for literal, select, index in plan.select_positions:
-        reference = exp.column(select.expressions[index].args["alias"].copy())
-        literal.replace(reference)
-        plan.created.append(reference)
-    for literal, name in plan.positions:
-        reference = exp.column(name)
-        literal.replace(reference)
-        plan.created.append(reference)
-
-
-def _alias_grouped_order(select: exp.Select, plan: Resolution) -> None:
-    """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias (and
-    the columns of the term it replaces are no longer the query's)."""
-    order = select.args.get("order")
-    if order is None or not select.args.get("group"):
-        return
-    unique = {name for name, count in Counter(select.named_selects).items() if count == 1}
-    selects = {s.this: s for s in select.selects if s.alias_or_name in unique}
-    for ordered in order.expressions:
-        replacement = None if ordered.this.is_int else selects.get(ordered.this)
-        if replacement is not None:
-            reference = exp.column(replacement.alias_or_name)
-            for column in ordered.this.find_all(exp.Column):
-                plan.columns.pop(id(column), None)
-            ordered.this.replace(reference)
-            plan.created.append(reference)
-
-
 def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> bool:
     """Whether ``Scope.columns`` leaves ``column`` out as a reference to a select alias: an
     unqualified name of an output, in the select's own ORDER BY (not a window's)."""
@@ -302,33 +287,31 @@ def _is_order_alias(column: exp.Column, select: exp.Select, named: set[str]) -> 
     return isinstance(clause, (exp.Order, exp.Distinct)) and clause.parent is select
 
 
-def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Resolution, query: _Query) -> int:
-    """``_plan_select`` for a select of a flat query (``flat.py``), without scopes; returns
-    how many tables it reads.
+def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Resolution, query: _FlatQuery) -> None:
+    """``_plan_select`` for a select of a flat query (``flat.py``), without scopes.
 
-    Its sources are its FROM and JOIN tables, and its columns every column whose nearest
-    select it is, but the ``t.*`` stars and the ORDER BY references to select aliases that
-    ``Scope.columns`` leaves out. Any other column is resolved here — a superset of what
-    sqlglot's scope would list, so nothing escapes.
+    Its sources are its FROM and JOIN tables, derived tables and CTE references, and its
+    columns every column whose nearest select it is, but the ``t.*`` stars and the ORDER BY
+    references to select aliases that ``Scope.columns`` leaves out. Any other column is
+    resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
     """
     check_select(select)
-    sources = Sources.of_select(select, query.tables)
-    named = set(select.named_selects)
-    own = [c for c in columns if not isinstance(c.this, exp.Star) and not _is_order_alias(c, select, named)]
-    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, lambda alias: None, query)
-    return len(sources.by_alias)
+    sources = query.select_sources(select)
+    if select.args.get("order") is not None:
+        named: set[str] | None = set(select.named_selects)
+        own = [c for c in columns if not isinstance(c.this, exp.Star)
+               and (c.name not in named or not _is_order_alias(c, select, named))]
+    else:
+        named = None  # no ORDER BY of its own: no column refers to a select alias (``_is_order_alias``)
+        own = [c for c in columns if not isinstance(c.this, exp.Star)]
+    outer = lambda alias: query.enclosing_source(select, alias)  # noqa: E731
+    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, outer, query, named)
 
 
-def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _Query) -> None:
-    read = 0
-    for node, columns in parts:
-        if isinstance(node, exp.Select):
-            read += _plan_plain_select(node, columns, plan, query)
-        else:
-            if columns:
-                raise Unsupported("columns in a set operation")
-            plan.outputs[id(node)] = _plan_set_operation(node, plan.outputs[id(node.this)], plan, query)
-    if read != len(query.tables):
+def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _FlatQuery) -> None:
+    for node, _ in parts:
+        query.outputs(node)
+    if query.tables_read != len(query.tables):
         raise Unsupported("a table read outside FROM and JOIN")
 
 
@@ -355,27 +338,26 @@ def resolve_columns(
     """Plan every scope, then apply; raises ``Unsupported`` before touching the tree.
 
     ``tables`` maps ``id()`` of each real-table node to its allowed columns (lower-case name
-    → manifest spelling). ``columns`` and ``queries``, when given, say that ``tree`` has no
-    WITH and list every column node and every query node of the tree (parents first): a flat
+    → manifest spelling). ``columns`` and ``queries``, when given, list every column node
+    and every query node of the tree (parents first): a flat
     query (``flat.py``) is then planned without sqlglot's scopes — a single select that is
     not understood so goes straight to the full path, anything else is planned over scopes
     first. ``source_names`` gives the lower-case names (and aliases) of every table and
     derived table of the query; ``dialect`` is the one ``qualify_columns`` would be given.
     """
-    query = _Query(tables, source_names)
     if columns is not None and queries is not None:
         plan = Resolution()
         single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
         try:
             parts: list[FlatPart] = [(tree, columns)] if single else flat_parts(queries, columns)  # type: ignore[list-item]
-            _plan_flat(parts, plan, query)
+            _plan_flat(parts, plan, _FlatQuery(tables, source_names, parts, plan))
         except Unsupported:
             if single:
                 raise
         else:
-            _apply(plan, dialect)
+            apply(plan, dialect)
             return plan
     plan = Resolution()
-    _plan_scopes(tree, plan, query)
-    _apply(plan, dialect)
+    _plan_scopes(tree, plan, _Query(tables, source_names))
+    apply(plan, dialect)
     return plan

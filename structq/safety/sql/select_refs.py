@@ -43,14 +43,23 @@ class Unsupported(Exception):
 class SelectRefs:
     """What one select's other clauses may refer to in its select list."""
 
-    def __init__(self, select: exp.Select, source_names: Callable[[], frozenset[str]]) -> None:
+    def __init__(self, select: exp.Select, source_names: Callable[[], frozenset[str]],
+                 named: set[str] | None = None) -> None:
         self.select = select
-        self.named = set(select.named_selects)
+        self._named = named
         self.source_names = source_names
         having = select.args.get("having")
         self.having: set[int] = set()
         if having is not None:
             self.having = {id(c) for c in having.find_all(exp.Column) if not c.table and _owner(c) is select}
+
+    @property
+    def named(self) -> set[str]:
+        """The select's output names (``named_selects``): given by the caller, or found when
+        first asked for (a select without HAVING, GROUP BY or ORDER BY names never asks)."""
+        if self._named is None:
+            self._named = set(self.select.named_selects)
+        return self._named
 
     def having_columns(self) -> list[exp.Column]:
         """The unqualified HAVING columns of this select (``Scope.columns`` leaves them out)."""

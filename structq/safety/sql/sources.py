@@ -7,10 +7,13 @@ resolver does not model, or a source it cannot read the columns of, raises ``Uns
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from .select_refs import Unsupported
+from .tables import visible_ctes
 
 __all__ = ["UNION_ARGS", "Sources", "check_select", "check_shape", "lower"]
 
@@ -31,8 +34,11 @@ class Sources:
 
     def __init__(self) -> None:
         self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
-        #: The qualifier as the query spells the source's alias (quoted or not).
-        self.spelling: dict[str, exp.Identifier] = {}
+        #: The alias each source was given (``TableAlias``), if any: ``qualifier`` reads it.
+        self._written: dict[str, object] = {}
+        self._qualifiers: dict[str, exp.Identifier] = {}
+        #: How many of the sources are declared tables (``of_select``).
+        self.tables_read = 0
 
     @classmethod
     def of_scope(cls, scope: Scope, outputs: dict[int, list[str]], tables: dict[int, dict[str, str]]) -> Sources:
@@ -40,19 +46,14 @@ class Sources:
         for alias, (node, source) in scope.selected_sources.items():
             while isinstance(node, exp.Query) and node.alias != alias and node.parent is not None:
                 node = node.parent  # a derived table's query: its alias sits on the Subquery
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            self._written[alias] = node.args.get("alias")
             if not alias:
                 raise Unsupported("unaliased derived table")
             if isinstance(source, Scope):
                 names = outputs.get(id(source))
                 if names is None:
                     raise Unsupported("a source whose columns are not known yet")
-                if len(set(map(lower, names))) != len(names):
-                    # Which of two same-named columns a reference (or a star) reads is the
-                    # engine's choice, or its error: ``qualify_columns`` decides.
-                    raise Unsupported("a derived table with two columns of one name")
-                columns = {lower(n): n for n in names}
+                columns = _query_columns(names)
             elif isinstance(source, exp.Table) and id(source) in tables and not isinstance(source.this, exp.Func):
                 columns = tables[id(source)]
             else:
@@ -61,28 +62,62 @@ class Sources:
         return self
 
     @classmethod
-    def of_select(cls, select: exp.Select, tables: dict[int, dict[str, str]]) -> Sources:
+    def of_select(cls, select: exp.Select, tables: dict[int, dict[str, str]],
+                  outputs: Callable[[exp.Expr], list[str]]) -> Sources:
         """The sources of a select of a flat query (``flat.py``): its FROM and JOIN tables,
-        under distinct names (the caller makes sure they are all the tables the query reads)."""
+        derived tables and CTE references, under distinct names; ``outputs(query)`` gives the
+        output names of a derived table's or a CTE's query. ``tables_read`` counts the tables
+        (the caller makes sure they are all the tables the query reads)."""
         self = cls()
         from_ = select.args.get("from_")
         if from_ is not None:
             check_shape(from_, _FROM_ARGS)
         nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or ()]
         for node in nodes:
-            if not isinstance(node, exp.Table) or id(node) not in tables or isinstance(node.this, exp.Func):
-                raise Unsupported("a source that is not a declared table")
+            source: object = node
+            if isinstance(node, exp.Table) and id(node) in tables and not isinstance(node.this, exp.Func):
+                columns = tables[id(node)]
+                self.tables_read += 1
+            elif isinstance(node, exp.Table) and not isinstance(node.this, exp.Func) and (ctes := visible_ctes(node)):
+                if len(ctes) != 1:
+                    raise Unsupported("two CTEs of one name")
+                source = ctes[0].this
+                columns = _query_columns(outputs(source))
+            elif isinstance(node, exp.Subquery) and isinstance(node.parent, (exp.From, exp.Join)):
+                source = node.this
+                columns = _query_columns(outputs(source))
+            else:
+                raise Unsupported("a source that is neither a declared table nor a query")
             alias = node.alias_or_name
             if not alias or alias in self.by_alias:
                 raise Unsupported("two sources of one name")
-            written = node.args.get("alias")
-            self.spelling[alias] = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
-            self.by_alias[alias] = (node, tables[id(node)])
+            self._written[alias] = node.args.get("alias")
+            self.by_alias[alias] = (source, columns)
         return self
+
+    def qualifier(self, alias: str) -> exp.Identifier:
+        """The qualifier as the query spells the source's alias (quoted or not), for a column
+        that names none; asked for only then, as most columns are qualified already. One node
+        per source: ``resolution.apply`` writes a copy of it into each column."""
+        found = self._qualifiers.get(alias)
+        if found is None:
+            written = self._written[alias]
+            found = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+            self._qualifiers[alias] = found
+        return found
 
     def owners(self, name: str) -> list[str]:
         lowered = lower(name)
         return [alias for alias, (_, columns) in self.by_alias.items() if lowered in columns]
+
+
+def _query_columns(names: list[str]) -> dict[str, str]:
+    """A derived table's or a CTE's columns, from its query's output names."""
+    if len(set(map(lower, names))) != len(names):
+        # Which of two same-named columns a reference (or a star) reads is the engine's
+        # choice, or its error: ``qualify_columns`` decides.
+        raise Unsupported("a derived table with two columns of one name")
+    return {lower(n): n for n in names}
 
 
 def check_shape(node: exp.Expr, allowed: frozenset[str]) -> None:

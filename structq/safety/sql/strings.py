@@ -26,10 +26,14 @@ __all__ = ["read_double_quoted_strings"]
 
 def _query_names(check: Check) -> set[str]:
     """Lower-case names the query itself gives columns: aliases, CTE and derived-table columns
-    (the declared columns' names come from ``schema.Derived.column_names``, once per manifest)."""
-    assert check.tree is not None
+    (the declared columns' names come from ``schema.Derived.column_names``, once per manifest).
+
+    From the aliases ``parse.scan`` listed, not a walk of the tree: the passes since add only
+    table aliases without columns (``tables.py``, for a table written in another spelling),
+    which give no column a name.
+    """
     names: set[str] = set()
-    for node in check.tree.find_all(exp.Alias, exp.TableAlias):
+    for node in check.aliases:
         if isinstance(node, exp.Alias):
             names.add(node.alias.lower())
         else:
@@ -48,7 +52,7 @@ def _written_text(check: Check, identifier: exp.Identifier) -> str | None:
 
 def read_double_quoted_strings(check: Check) -> None:
     """On SQLite, turn double-quoted names that can only be strings into string literals."""
-    if check.manifest.sql_dialect != "sqlite" or not check.columns:
+    if check.sql_dialect != "sqlite" or not check.columns:
         return
     if any(isinstance(table.this, exp.Func) for table in check.tables):
         return

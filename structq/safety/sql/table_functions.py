@@ -36,8 +36,8 @@ def _may_have_column(check: Check, source: exp.Expr, name: str) -> bool:
     if not isinstance(source, exp.Table):
         return True  # a derived table or a CTE: its columns are not known yet
     if isinstance(source.this, exp.Func):
-        function = table_function(source.this, check.manifest.sql_dialect)
-        return function is None or name in TABLE_FUNCTION_COLUMNS[check.manifest.sql_dialect][function]
+        function = table_function(source.this, check.sql_dialect)
+        return function is None or name in TABLE_FUNCTION_COLUMNS[check.sql_dialect][function]
     if check.with_clauses and source.name.lower() not in check.names.columns:
         return True
     return name.lower() in check.names.columns.get(source.name.lower(), {})
@@ -64,7 +64,9 @@ def _bare_alias_is_the_value(check: Check, table: exp.Table, alias: str, column:
 
 def declare_function_columns(check: Check) -> list[exp.TableAlias]:
     """Name every table function and list its columns; returns the lists it added."""
-    dialect = check.manifest.sql_dialect
+    if not check.functions:
+        return []  # a table function, and ``unnest``, is a call: ``parse.scan`` lists every one
+    dialect = check.sql_dialect
     added: list[exp.TableAlias] = []
     for table in check.tables:
         func = table.this
@@ -91,7 +93,7 @@ def declare_function_columns(check: Check) -> list[exp.TableAlias]:
 def _name_unnest_columns(check: Check) -> list[exp.TableAlias]:
     """PostgreSQL's ``unnest(array) AS n`` in FROM, a source of its own in sqlglot: one
     column, named after the alias (``unnest`` without one)."""
-    if check.manifest.sql_dialect != "postgres":
+    if check.sql_dialect != "postgres":
         return []
     added = []
     for node in check.functions:
@@ -109,7 +111,7 @@ def _name_unnest_columns(check: Check) -> list[exp.TableAlias]:
 
 def settle_function_columns(check: Check, added: list[exp.TableAlias]) -> None:
     """Remove the column lists ``declare_function_columns`` added where the dialect has none."""
-    if check.manifest.sql_dialect in _COLUMN_LISTS:
+    if not added or check.sql_dialect in _COLUMN_LISTS:
         return
     for alias in added:
         alias.set("columns", None)

@@ -77,37 +77,44 @@ def _check_clauses(check: Check, table: exp.Table) -> None:
             )
 
 
-def _defines(ctes: list[exp.CTE], name: str) -> bool:
-    return any(cte.alias == name for cte in ctes)
+def _defining(ctes: list[exp.CTE], name: str) -> list[exp.CTE]:
+    return [cte for cte in ctes if cte.alias == name]
 
 
-def is_cte_reference(table: exp.Table) -> bool:
-    """Whether ``table`` names a CTE visible at its position (see the module docstring)."""
+def visible_ctes(table: exp.Table) -> list[exp.CTE]:
+    """The CTEs ``table`` names, of the nearest WITH that defines its name where it stands
+    (see the module docstring); none: it is no CTE reference."""
     if table.args.get("db") or table.args.get("catalog"):
-        return False
+        return []
     name = table.name
     child: exp.Expr = table
     parent = table.parent
     while parent is not None:
+        found: list[exp.CTE] = []
         if isinstance(parent, exp.With) and isinstance(child, exp.CTE):
             # By identity: ``list.index`` would compare whole CTE bodies for equality.
             position = next(i for i, cte in enumerate(parent.expressions) if cte is child)
-            visible = parent.expressions[: position + (1 if parent.args.get("recursive") else 0)]
-            if _defines(visible, name):
-                return True
+            found = _defining(parent.expressions[: position + (1 if parent.args.get("recursive") else 0)], name)
         elif isinstance(parent, exp.Query):
             with_ = parent.args.get("with_")
-            if with_ is not None and child is not with_ and _defines(with_.expressions, name):
-                return True
+            if with_ is not None and child is not with_:
+                found = _defining(with_.expressions, name)
+        if found:
+            return found
         child, parent = parent, parent.parent
-    return False
+    return []
+
+
+def is_cte_reference(table: exp.Table) -> bool:
+    """Whether ``table`` names a CTE visible at its position (see the module docstring)."""
+    return bool(visible_ctes(table))
 
 
 def _table_function(check: Check, table: exp.Table) -> None:
     func = table.this
-    if not is_table_function(func, check.manifest.sql_dialect):
+    if not is_table_function(func, check.sql_dialect):
         name = written_name(func, check.parsed_text)
-        allowed = TABLE_FUNCTIONS.get(check.manifest.sql_dialect, frozenset())
+        allowed = TABLE_FUNCTIONS.get(check.sql_dialect, frozenset())
         raise check.fail(
             "denied_function",
             f"the table function {name}() is not allowed in FROM",
@@ -119,7 +126,7 @@ def _is_dual(check: Check, table: exp.Table) -> bool:
     """MySQL's ``FROM DUAL``: the unquoted keyword, unqualified, where no table is declared so."""
     name = table.this
     return (
-        check.manifest.sql_dialect == "mysql"
+        check.sql_dialect == "mysql"
         and isinstance(name, exp.Identifier)
         and not name.quoted
         and name.name.lower() == "dual"
@@ -187,7 +194,7 @@ def resolve_tables(check: Check) -> None:
     if check.with_clauses:
         order_ctes(check)  # forward references to later CTEs become backward ones
     declared = check.names.tables
-    schema = qualifying_schema(check.manifest.schema_, check.manifest.sql_dialect)
+    schema = qualifying_schema(check.manifest.schema_, check.sql_dialect)
     for table in check.tables:
         _check_clauses(check, table)
         if isinstance(table.this, exp.Func):

@@ -43,7 +43,7 @@ def check_types(check: Check) -> None:
     """Refuse any data type that is not a plain value type (``ObjectIdentifier``: reg*, oid)."""
     if not check.types:
         return
-    allowed = ALLOWED_TYPES | _DIALECT_TYPES.get(check.manifest.sql_dialect, frozenset())
+    allowed = ALLOWED_TYPES | _DIALECT_TYPES.get(check.sql_dialect, frozenset())
     for node in check.types:
         if isinstance(node, exp.ObjectIdentifier) or node.this not in allowed:
             raise check.fail(

@@ -12,7 +12,9 @@ Passes that read the same tree one after the other, none of them changing it, sh
 microseconds per walk on a short query and ~0.1× a parse each over the corpora; one walk that
 files each node under every filter it matches gives each pass the same nodes in the same order.
 A filter made with ``shared=True`` is answered by that walk (``Check.shared_nodes``), which
-is valid only while no pass changes the tree: only passes that read it may use one.
+is valid only while no pass changes the tree: only passes that read it may use one. Most
+queries hold no node any shared filter wants (no ``LIKE``, ``repeat``, ``||``…: nine in ten
+over the corpora), and ``parse.scan`` tells (``wanted_by_shared``); their walk is not made.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Iterator
 
 from sqlglot import exp
 
-__all__ = ["Instances", "Shared", "shared_walk"]
+__all__ = ["Instances", "Shared", "shared_filters", "shared_walk", "wanted_by_shared"]
 
 
 class Instances:
@@ -29,6 +31,7 @@ class Instances:
 
     def __init__(self, *classes: type[exp.Expr], shared: bool = False) -> None:
         self.classes = classes
+        self.shared = shared
         self._wanted: dict[type, bool] = {}
         if shared:
             _registered.append(self)
@@ -42,7 +45,7 @@ class Instances:
     def __call__(self, tree: exp.Expr) -> Iterator[exp.Expr]:
         wanted = self._wanted
         classes = self.classes
-        for node in tree.walk():
+        for node in tree.bfs():  # ``walk()``'s order, without its extra generator per node
             cls = type(node)
             hit = wanted.get(cls)
             if hit is None:
@@ -67,7 +70,7 @@ class Shared:
     def collect(self, tree: exp.Expr) -> list[list[exp.Expr]]:
         out: list[list[exp.Expr]] = [[] for _ in self.filters]
         positions = self._positions
-        for node in tree.walk():
+        for node in tree.bfs():
             cls = type(node)
             found = positions.get(cls)
             if found is None:
@@ -89,3 +92,14 @@ def shared_walk(tree: exp.Expr) -> dict[Instances, list[exp.Expr]]:
     if group is None or len(group.filters) != len(_registered):
         group = _group = Shared(*_registered)
     return dict(zip(group.filters, group.collect(tree)))
+
+
+def shared_filters() -> int:
+    """How many shared filters there are: a cache of ``wanted_by_shared`` answers is valid
+    while this stays the same."""
+    return len(_registered)
+
+
+def wanted_by_shared(cls: type) -> bool:
+    """Whether some shared filter wants nodes of class ``cls``."""
+    return any(f.wants(cls) for f in _registered)

@@ -1,0 +1,152 @@
+"""Where a pass answers from what an earlier pass recorded instead of walking the tree, the
+answer is what the walk would give, query by query.
+
+``Check.shared_nodes`` answers the shared filters of ``check_growth`` and ``check_patterns``
+without a walk when ``parse.scan`` saw no node they want (``Check.shared_wanted``). A wrong
+"nothing here" would let a ``repeat`` or a ``LIKE`` through unchecked, so the answer is
+compared with a walk of the tree, just before ``check_growth`` runs, over every query of the
+third-party corpora (legit and hostile) and of the limit tests.
+
+``names.record_output_names`` finds a star of columns in the select list from the stars
+``parse.scan`` listed, instead of searching each projection; compared with that search.
+
+``strings.py`` reads the names the query gives columns from the aliases ``parse.scan`` listed;
+compared with a walk of the tree.
+
+``generate`` asks for a lean generator (``dialects.generate_text``: no select rewrite steps)
+when the tree holds nothing those steps rewrite; its text is compared with the dialect's own
+generator's.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from corpora import LEGIT_LOADERS, hostile_manifest, load_hostile, quiet_sqlglot
+from sqlglot import exp
+from test_sandbox_limits import ACCEPTED, REFUSED
+
+import structq.safety.sql as sandbox
+from structq.capabilities import Manifest
+from structq.errors import PlanError, SandboxViolation
+from structq.safety.sql import dialects, memo, names, strings, walk
+from structq.safety.sql.dialects import dialect
+from structq.safety.sql.growth import check_growth
+
+
+#: The module (the package exports its pass function under the same name).
+generate_pass = importlib.import_module("structq.safety.sql.generate")
+
+
+def _shared_nodes_as_walked(check: sandbox.Check) -> None:
+    assert check.tree is not None
+    for wanted in walk._registered:
+        found = [id(node) for node in check.shared_nodes(wanted)]
+        assert found == [id(node) for node in wanted(check.tree)], check.text
+
+
+def _stars_as_searched(check: sandbox.Check) -> None:
+    select = names._outer_select(check.tree) if check.tree is not None else None
+    if select is None:
+        return
+    searched = any(
+        any(not isinstance(star.parent, exp.Func) for star in projection.find_all(exp.Star))
+        for projection in select.expressions
+    )
+    assert names._has_star_of_columns(check, select) == searched, check.text
+
+
+def _aliases_as_walked(check: sandbox.Check) -> None:
+    assert check.tree is not None
+    walked: set[str] = set()
+    for node in check.tree.find_all(exp.Alias, exp.TableAlias):
+        if isinstance(node, exp.Alias):
+            walked.add(node.alias.lower())
+        else:
+            walked.update(c.name.lower() for c in node.columns)
+    assert strings._query_names(check) == walked, check.text
+
+
+#: Each comparison, and the pass it runs before (on the tree that pass is given).
+_COMPARISONS = {check_growth: _shared_nodes_as_walked, names.record_output_names: _stars_as_searched,
+                strings.read_double_quoted_strings: _aliases_as_walked}
+
+
+def _text_as_generated(name: str, tree: exp.Expr, *, lean: bool = False) -> str:
+    if lean:
+        assert tree.find(exp.Unnest) is None, tree.sql(name)
+    stock = dialect(name).generate(tree.copy(), comments=False)
+    text = dialects.generate_text(name, tree, lean=lean)
+    assert text == stock
+    return text
+
+
+@contextmanager
+def _verified() -> Iterator[None]:
+    """Every check compares the shortcuts with walks of the tree."""
+    rules: list[Callable[[sandbox.Check], None]] = []
+    for rule in sandbox.RULES:
+        if rule in _COMPARISONS:
+            rules.append(_COMPARISONS[rule])
+        rules.append(rule)
+    with mock.patch.object(sandbox, "RULES", tuple(rules)), \
+            mock.patch.object(generate_pass, "generate_text", _text_as_generated):
+        yield
+
+
+def _check(sql: str, source: Manifest) -> None:
+    memo.clear()  # a remembered check would skip the passes compared
+    try:
+        sandbox.check_sql(sql, source)
+    except (SandboxViolation, PlanError):
+        pass
+
+
+@pytest.mark.parametrize("corpus", sorted(LEGIT_LOADERS))
+def test_shortcuts_agree_with_walks_on_legit_corpus(corpus: str, shared_corpora: Path) -> None:
+    quiet_sqlglot()
+    loaded = LEGIT_LOADERS[corpus](shared_corpora)
+    with _verified():
+        for query in loaded.queries:
+            _check(query.sql, loaded.manifest_for(query))
+
+
+def test_shortcuts_agree_with_walks_on_hostile_corpus(shared_corpora: Path) -> None:
+    quiet_sqlglot()
+    manifests = {dialect: hostile_manifest(dialect) for dialect in ("sqlite", "postgres", "mysql")}
+    with _verified():
+        for statement in load_hostile(shared_corpora):
+            if statement.dialect in manifests:
+                _check(statement.sql, manifests[statement.dialect])
+
+
+@pytest.mark.parametrize("dialect, query", [(d, q) for d, q in ACCEPTED] + [(d, q) for d, q, _ in REFUSED])
+def test_shortcuts_agree_with_walks_on_patterns_and_strings(dialect: str, query: str) -> None:
+    with _verified():
+        _check(query, hostile_manifest(dialect))
+
+
+@pytest.mark.parametrize("dialect, query", [
+    ("postgres", "SELECT DISTINCT ON (u.status) u.name FROM users AS u ORDER BY u.status, u.name"),
+    ("mysql", "SELECT u.name FROM users AS u FULL OUTER JOIN orders AS o ON o.user_id = u.id"),
+    ("sqlite", "SELECT u.name FROM users AS u WHERE u.id IN (SELECT DISTINCT ON (o.status) o.user_id FROM orders AS o)"),
+])
+def test_what_select_steps_rewrite_gets_the_dialects_own_generator(dialect: str, query: str) -> None:
+    asked: list[bool] = []
+
+    def spy(name: str, tree: exp.Expr, *, lean: bool = False) -> str:
+        asked.append(lean)
+        return dialects.generate_text(name, tree, lean=lean)
+
+    memo.clear()
+    with mock.patch.object(generate_pass, "generate_text", spy):
+        try:
+            sandbox.check_sql(query, hostile_manifest(dialect))
+        except SandboxViolation:
+            pass
+    assert asked in ([], [False])
