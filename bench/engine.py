@@ -280,7 +280,7 @@ def bench_references(label: str, url: str, sizes: list[int], runs: int) -> None:
                 same = "same" if got == want else f"DIFFERENT {got} vs {want}"
                 steps = engine.run(plan).steps
                 fetch_ms, in_ms = steps["picked"].elapsed_ms, steps["total"].elapsed_ms
-                print(f"  {label:<16}{n:>8,} {engine_ms:>9.2f} {join_ms:>9.2f} {ratio:>6.2f}×  {verdict:<7}"
+                print(f"  {label:<20}{n:>8,} {engine_ms:>9.2f} {join_ms:>9.2f} {ratio:>6.2f}×  {verdict:<7}"
                       f"{fetch_ms:>9.1f} {in_ms:>8.1f}  {same}")
     finally:
         plain.dispose()
@@ -330,7 +330,7 @@ def bench_all_references(sizes: list[int], runs: int, databases: set[str]) -> No
           f"(target ≤ {REFERENCE_TARGET}× at {ROWS:,})")
     print("   (fetch ids / IN step: time inside the executor for step 1, which reads the N ids, and\n"
           "    step 2, which filters by them, in one engine run)")
-    print(f"  {'database':<16}{'N':>8} {'engine':>9} {'join':>9} {'ratio':>7}  {'target':<7}"
+    print(f"  {'database':<20}{'N':>8} {'engine':>9} {'join':>9} {'ratio':>7}  {'target':<7}"
           f"{'fetch ids':>9} {'IN step':>8}  result")
     if "sqlite" in databases:
         with tempfile.TemporaryDirectory(prefix="structq-bench-") as tmp:
