@@ -114,8 +114,8 @@ class Backend:
         with, whatever driver the URL names)."""
         return url.set(drivername=self.drivername)
 
-    def check_driver(self, url: "URL | None" = None) -> None:
-        """A missing driver is a setup mistake, and the message says how to fix it."""
+    def check_driver(self, url: "URL") -> None:
+        """A missing driver for ``url`` is a setup mistake, and the message says how to fix it."""
         if self.driver_module and self.extra:
             self.require(self.driver_module, self.extra)
 

@@ -18,10 +18,7 @@ if TYPE_CHECKING:
 
     from structq.safety.query import SafeQuery
 
-__all__ = ["LOGIN_ATTRIBUTE", "Login", "MySQLBackend", "MySQLIntList"]
-
-#: The attribute of every DB-API connection this backend opens that holds its ``Login``.
-LOGIN_ATTRIBUTE = "structq_login"
+__all__ = ["Login", "MySQLBackend", "MySQLIntList"]
 
 #: MySQL column types both drivers always give as ``int`` (or None): TINY, SHORT, LONG,
 #: LONGLONG, INT24, YEAR. Text columns are not among them: a binary string has the same type
@@ -31,10 +28,7 @@ _INT_COLUMNS = frozenset({1, 2, 3, 8, 9, 13})
 
 class MySQLBackend(Backend):
     label = "MySQL/MariaDB"
-    # The driver PyMySQL-only code paths name; a URL's own driver comes from ``driver_for``.
-    drivername = PYMYSQL.drivername
-    driver_module = PYMYSQL.module
-    extra = PYMYSQL.extra
+    drivername = PYMYSQL.drivername  # unused: each URL's driver comes from ``driver_for``
     cancel_kind = "mysql"
 
     #: MariaDB max_statement_time, MySQL max_execution_time, query killed.
@@ -45,8 +39,8 @@ class MySQLBackend(Backend):
     def driver_url(self, url: "URL") -> "URL":
         return url.set(drivername=driver_for(url).drivername)
 
-    def check_driver(self, url: "URL | None" = None) -> None:
-        driver = driver_for(url) if url is not None else PYMYSQL
+    def check_driver(self, url: "URL") -> None:
+        driver = driver_for(url)
         self.require(driver.module, driver.extra)
 
     def engine_arguments(self, url: "URL", timeout_s: float) -> tuple["URL", dict[str, Any]]:
@@ -65,7 +59,7 @@ class MySQLBackend(Backend):
         password, PyMySQL no copy of its TLS options)."""
         connection = dialect.connect(*cargs, **cparams)
         login = Login(DRIVERS[dialect.driver], dialect.loaded_dbapi, tuple(cargs), dict(cparams))
-        setattr(connection, LOGIN_ATTRIBUTE, login)
+        connection.structq_login = login  # read by ``cancel.py``
         return connection
 
     def on_connect(self, dbapi_connection: Any) -> None:
