@@ -2,10 +2,12 @@
 answer is what the walk would give, query by query.
 
 ``Check.shared_nodes`` answers the shared filters of ``check_growth`` and ``check_patterns``
-without a walk when ``parse.scan`` saw no node they want (``Check.shared_wanted``). A wrong
-"nothing here" would let a ``repeat`` or a ``LIKE`` through unchecked, so the answer is
-compared with a walk of the tree, just before ``check_growth`` runs, over every query of the
-third-party corpora (legit and hostile) and of the limit tests.
+without a walk: nothing when ``parse.scan`` saw no node they want (``Check.shared_wanted``),
+else the nodes the scan listed, while no pass has copied expressions into the tree. A node
+missed would let a ``repeat`` or a ``LIKE`` through unchecked, so the answer is compared with
+a walk of the tree, just before ``check_growth`` runs, over every query of the third-party
+corpora (legit and hostile) and of the limit tests: the same nodes, each once. (Their order
+may differ from the walk's, which decides no outcome: each node is checked on its own.)
 
 ``names.record_output_names`` finds a star of columns in the select list from the stars
 ``parse.scan`` listed, instead of searching each projection; compared with that search.
@@ -46,8 +48,8 @@ generate_pass = importlib.import_module("structq.safety.sql.generate")
 def _shared_nodes_as_walked(check: sandbox.Check) -> None:
     assert check.tree is not None
     for wanted in walk._registered:
-        found = [id(node) for node in check.shared_nodes(wanted)]
-        assert found == [id(node) for node in wanted(check.tree)], check.text
+        found = sorted(id(node) for node in check.shared_nodes(wanted))
+        assert found == sorted(id(node) for node in wanted(check.tree)), check.text
 
 
 def _stars_as_searched(check: sandbox.Check) -> None:

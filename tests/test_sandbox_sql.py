@@ -528,6 +528,9 @@ def test_run_colon_literals_round_trip(engine) -> None:
         result = check(f"SELECT employee_id, note FROM project_members WHERE note = '{value}'")
         assert run(engine, result) == [next(r for r in [("E1", "10:30"), ("E2", "a::b"), ("E3", ":x")] if r[1] == value)]
     assert run(engine, check("SELECT '10:30' AS t")) == [("10:30",)]
+    # A colon after a word character is written unmarked; any other colon is marked.
+    assert run(engine, check("SELECT '1:54%' AS a, 'é:x' AS b, 'a\\:b' AS c, 'q'':x' AS d")) == [
+        ("1:54%", "é:x", "a\\:b", "q':x")]
 
 
 def test_run_list_reference_of_40000_values(engine) -> None:

@@ -228,6 +228,7 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
     except Unsupported:
         names = check.names
         check.shared_wanted = True  # it may write nodes the query did not have (``Check.shared_nodes``)
+        check.shared_seen_current = False
         try:
             qualify_columns(tree, names.schema, dialect=names.names_dialect)
             validate_qualify_columns(tree)
@@ -242,7 +243,20 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
             ) from None
         implicit.check_after(check, tree)
         return column_tables(tree, check.reads), None
+    if _rewrote_expressions(resolution):
+        check.shared_seen_current = False  # ``Check.shared_nodes``
     return _resolved_tables(resolution, check.reads), check.columns + resolution.created
+
+
+def _rewrote_expressions(resolution: Resolution) -> bool:
+    """Whether applying ``resolution`` may have put copies of expressions into the tree (GROUP
+    BY terms naming a select expression) or taken expressions out of it (an ORDER BY term of
+    a grouped select written as its output's name): anything but columns, aliases and
+    literals, which no shared filter wants."""
+    return bool(resolution.copies) or any(
+        select.args.get("group") is not None and select.args.get("order") is not None
+        for select, _ in resolution.projections
+    )
 
 
 def _resolved_tables(resolution: Resolution, reads: list[tuple[exp.Table, Table]]) -> dict[int, tuple[exp.Column, Table]]:

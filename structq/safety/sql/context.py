@@ -20,7 +20,7 @@ from structq.capabilities import Manifest, Table
 from structq.errors import SandboxViolation
 
 from .schema import Derived, derived
-from .walk import Instances, shared_walk
+from .walk import Instances, shared_filed, shared_walk
 
 __all__ = ["Check", "violation"]
 
@@ -81,6 +81,11 @@ class Check:
     #: Whether the tree may hold a node some shared filter wants (``walk.py``): ``parse.scan``
     #: saw one, or ``qualify_columns`` rebuilt the tree (``columns.py``). See ``shared_nodes``.
     shared_wanted: bool = False
+    #: The nodes ``parse.scan`` saw that some shared filter wants, in its order.
+    shared_seen: list[exp.Expr] = field(default_factory=list)
+    #: Whether ``shared_seen`` is still every such node of the tree: false once a pass copies
+    #: nodes into it (the resolver's GROUP BY copies) or rebuilds it (``qualify_columns``).
+    shared_seen_current: bool = True
 
     #: The real tables read (``resolve_tables``): each node with its manifest entry.
     reads: list[tuple[exp.Table, Table]] = field(default_factory=list)
@@ -122,7 +127,12 @@ class Check:
         the parsed tree held none, and the passes before the callers (``check_growth``,
         ``check_patterns``) write only columns, identifiers, aliases, parentheses, literals and
         the ``DUAL`` keyword, or copies of nodes already in the tree — all but
-        ``qualify_columns``, which sets ``shared_wanted``.
+        ``qualify_columns``, which sets ``shared_wanted``. Nor is one made while no pass has
+        copied nodes into the tree (``shared_seen_current``): the nodes are those the scan
+        listed, none of which a pass removes (they replace columns, literals and aliases only).
+        The order can then differ from the walk's (an alias added above an expression moves
+        it down a level), which changes no outcome: each node is checked on its own, and the
+        growth factors multiply.
         """
         if not wanted.shared:
             raise ValueError("only a filter made with shared=True is answered by the shared walk")
@@ -131,7 +141,7 @@ class Check:
         found = self._shared
         if found is None:
             assert self.tree is not None
-            found = self._shared = shared_walk(self.tree)
+            found = self._shared = shared_filed(self.shared_seen) if self.shared_seen_current else shared_walk(self.tree)
         return found[wanted]
 
     def bind(self, name: str, value: Any, origin: tuple[Any, ...]) -> None:

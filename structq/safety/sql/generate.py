@@ -48,6 +48,20 @@ def _mark_colons(tree: exp.Expr) -> str | None:
     return marker if used else None
 
 
+#: A colon that ``text()`` could take for the start of a bind: one that no word character
+#: comes right before (``' :x'``, ``'\\:x'``, ``'::'``, a colon at a literal's start).
+_BIND_COLON = re.compile(r"(?<!\w):", re.UNICODE)
+
+
+def _may_read_as_bind(text: str) -> bool:
+    """Whether a literal or identifier of the query's own text may hold a colon ``text()``
+    reads as a bind once regenerated. A colon right after a word character (``'10:30'``,
+    ``'1:54%'``) never starts one (``_TEXT_BIND``'s look-behind), and generation keeps the
+    character before it (it escapes quotes and backslashes only): such text is written as it
+    is, without a walk to mark it."""
+    return ":" in text and _BIND_COLON.search(text) is not None
+
+
 def _plain(check: Check) -> bool:
     """Whether the tree surely holds none of what the dialect's select steps rewrite
     (``dialects.generate_text``: DISTINCT ON, QUALIFY, SEMI / ANTI and FULL joins, ``UNNEST``),
@@ -77,7 +91,7 @@ def generate(check: Check) -> None:
         placeholder.replace(exp.Var(this=":" + placeholder.name))
     # Text the query did not write reaches the tree too: row filters (with their parameters)
     # and the manifest's schema, which qualifies every table.
-    colons = ":" in check.text or check.params or ":" in (check.manifest.schema_ or "")
+    colons = _may_read_as_bind(check.text) or check.params or ":" in (check.manifest.schema_ or "")
     marker = _mark_colons(tree) if colons else None
     make_portable(check, tree)
     # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy

@@ -135,28 +135,37 @@ def _scope(node: exp.Expr) -> exp.Expr | None:
     return node.find_ancestor(exp.Query)
 
 
+#: The string aggregates of a tree, listed by the shared walk (``StringAggregates``).
+_AGGREGATES = Instances(*STRING_AGGREGATES, shared=True)
+
+
 class StringAggregates:
-    """Where text built by a string aggregate could come from, for the nodes of one tree.
+    """Where text built by a string aggregate could come from, for the nodes of one check.
 
     The aggregates of the tree, and the query level of each, are found once (on the first
     question) rather than once per node asked about: a query with many calls would otherwise
-    walk the whole tree for each of them.
+    walk the whole tree for each of them. They are a shared filter (``walk.py``): the callers
+    ask only about nodes of the shared walk, which lists the aggregates too, so no walk of
+    their own is made.
     """
 
-    def __init__(self, tree: exp.Expr) -> None:
-        self.tree = tree
+    def __init__(self, check: Check) -> None:
+        self.check = check
         self._found: list[tuple[exp.Expr, exp.Expr | None]] | None = None
 
     def source(self, node: exp.Expr, subject: exp.Expr | None) -> exp.Expr | None:
         """A string aggregate whose text could reach ``node`` (a match or a multiplying call):
-        one inside ``subject``, else the first of another query level than ``node``'s."""
+        one inside ``subject``, else the first of another query level than ``node``'s. (A tree
+        without any has none inside ``subject`` either: no search of it.)"""
+        found = self._found
+        if found is None:
+            found = self._found = [(a, _scope(a)) for a in self.check.shared_nodes(_AGGREGATES)]
+        if not found:
+            return None
         if subject is not None:
             inside = subject.find(*STRING_AGGREGATES)
             if inside is not None:
                 return inside
-        found = self._found
-        if found is None:
-            found = self._found = [(a, _scope(a)) for a in self.tree.find_all(*STRING_AGGREGATES)]
         level = _scope(node)
         for aggregate, scope in found:
             if scope is not level:
@@ -237,7 +246,7 @@ def check_growth(check: Check) -> None:
     assert check.tree is not None
     sizes: dict[int, int | None] = {}
     product = 1
-    aggregates = StringAggregates(check.tree)
+    aggregates = StringAggregates(check)
     for node in check.shared_nodes(_SIZED):
         factor = _factor(check, node)
         if factor is None and _is_builder(node) and _constant_size(check, node, sizes) is None:

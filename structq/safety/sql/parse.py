@@ -192,8 +192,8 @@ def scan(check: Check) -> None:
     The same walk normalises every identifier for matching without regard to case
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
     identifier, quoted or not), which sqlglot's ``normalize_identifiers`` would do in a walk
-    of its own, and notes whether any node is one a shared filter wants
-    (``Check.shared_wanted``), so that most checks make no second walk for those.
+    of its own, and lists the nodes a shared filter wants (``Check.shared_seen``), so that
+    the checks reading those make no second walk.
     """
     global _kinds_for
     assert check.tree is not None
@@ -215,6 +215,7 @@ def scan(check: Check) -> None:
         if kind >= _COMPARISON:
             if kind >= _SHARED:
                 check.shared_wanted = True
+                check.shared_seen.append(node)
                 kind -= _SHARED
             if kind >= _QUERY:
                 check.queries.append(node)

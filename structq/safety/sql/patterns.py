@@ -142,7 +142,7 @@ _MATCHING = Instances(*_MATCHES, *_REGEXP_FUNCTIONS, exp.Anonymous, exp.Substrin
 def check_patterns(check: Check) -> None:
     """Refuse patterns that are not short literals, and matches over aggregated text."""
     assert check.tree is not None
-    aggregates = StringAggregates(check.tree)
+    aggregates = StringAggregates(check)
     for node in check.shared_nodes(_MATCHING):
         found = pattern_of(node) or _postgres_substring_pattern(check, node)
         if found is None:

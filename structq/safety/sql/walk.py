@@ -15,15 +15,17 @@ A filter made with ``shared=True`` is answered by that walk (``Check.shared_node
 is valid only while no pass changes the tree: only passes that read it may use one. Most
 queries hold no node any shared filter wants (no ``LIKE``, ``repeat``, ``||``…: nine in ten
 over the corpora), and ``parse.scan`` tells (``wanted_by_shared``); their walk is not made.
+The others are answered from the nodes ``parse.scan`` listed (``shared_filed``) while no pass
+has copied nodes into the tree since (``Check.shared_nodes``), and by the walk after.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from sqlglot import exp
 
-__all__ = ["Instances", "Shared", "shared_filters", "shared_walk", "wanted_by_shared"]
+__all__ = ["Instances", "Shared", "shared_filed", "shared_filters", "shared_walk", "wanted_by_shared"]
 
 
 class Instances:
@@ -68,9 +70,13 @@ class Shared:
         return found
 
     def collect(self, tree: exp.Expr) -> list[list[exp.Expr]]:
+        return self.file(tree.bfs())
+
+    def file(self, nodes: Iterable[exp.Expr]) -> list[list[exp.Expr]]:
+        """``nodes`` filed per filter, in the order given."""
         out: list[list[exp.Expr]] = [[] for _ in self.filters]
         positions = self._positions
-        for node in tree.bfs():
+        for node in nodes:
             cls = type(node)
             found = positions.get(cls)
             if found is None:
@@ -85,13 +91,25 @@ _registered: list[Instances] = []
 _group: Shared | None = None
 
 
-def shared_walk(tree: exp.Expr) -> dict[Instances, list[exp.Expr]]:
-    """The nodes of every shared filter in ``tree``, from one walk."""
+def _shared() -> Shared:
     global _group
     group = _group
     if group is None or len(group.filters) != len(_registered):
         group = _group = Shared(*_registered)
+    return group
+
+
+def shared_walk(tree: exp.Expr) -> dict[Instances, list[exp.Expr]]:
+    """The nodes of every shared filter in ``tree``, from one walk."""
+    group = _shared()
     return dict(zip(group.filters, group.collect(tree)))
+
+
+def shared_filed(nodes: Iterable[exp.Expr]) -> dict[Instances, list[exp.Expr]]:
+    """``nodes`` (each wanted by some shared filter: ``wanted_by_shared``) filed per shared
+    filter, for a tree whose wanted nodes are known without a walk (``Check.shared_nodes``)."""
+    group = _shared()
+    return dict(zip(group.filters, group.file(nodes)))
 
 
 def shared_filters() -> int:
