@@ -152,3 +152,23 @@ def test_what_select_steps_rewrite_gets_the_dialects_own_generator(dialect: str,
         except SandboxViolation:
             pass
     assert asked in ([], [False])
+
+
+@pytest.mark.parametrize("target", ["DATE", "DATETIME", "TIMESTAMP", "TIME", "REAL", "INTEGER", "TEXT", "BLOB",
+                                    "NUMERIC(10, 2)", "VARCHAR(20)"])
+def test_sqlite_casts_are_written_as_the_dialect_writes_them(target: str) -> None:
+    tree = dialect("sqlite").parse(f"SELECT CAST(a AS {target}), CAST(CAST(b AS {target}) AS TEXT) FROM t")[0]
+    assert dialects._writes_casts_alike("sqlite")  # the faster cast is in use with this sqlglot
+    assert dialects.generate_text("sqlite", tree.copy(), lean=True) == dialect("sqlite").generate(tree.copy())
+    assert dialects.generate_text("sqlite", tree.copy()) == dialect("sqlite").generate(tree.copy())
+
+
+def test_a_faster_cast_that_writes_otherwise_is_not_used() -> None:
+    def wrong(generator, expression: exp.Cast) -> str:
+        return "CAST(nothing)"
+
+    with mock.patch.dict(dialects._FASTER, {"sqlite": {exp.Cast: wrong}}), mock.patch.dict(dialects._alike, clear=True):
+        assert not dialects._writes_casts_alike("sqlite")
+        generator = dialects._new_generator("sqlite", lean=False)
+        assert generator._dispatch[exp.Cast] is not wrong
+    assert dialects._writes_casts_alike("sqlite")
