@@ -195,7 +195,7 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
         group = [draw(st.one_of(expression(aliases), name, st.sampled_from(["1", "2", "4"])))]
         parts += ["GROUP BY", ", ".join(group)]
         if draw(st.booleans()):
-            parts += ["HAVING", draw(expression(aliases)) + " > 1"]
+            parts += ["HAVING", draw(st.one_of(expression(aliases), name)) + " > 1"]
     if draw(st.booleans()):
         parts += ["ORDER BY", draw(st.one_of(expression(aliases), name, st.sampled_from(["1", "2", "3"])))]
     return " ".join(parts)
@@ -238,8 +238,26 @@ SHAPES = [
     ("SELECT d.title, COUNT(*) FROM departments d GROUP BY d.title HAVING avg(budget) > 1", True),
     # A name an output and a table share, inside an ORDER BY expression: a whole row on PostgreSQL.
     ("SELECT e.name AS e FROM employees e ORDER BY e || 'x'", False),
-    # An output name in HAVING: MySQL reads it differently from the others.
-    ("SELECT e.dept_id AS dept_id, COUNT(*) AS n FROM employees e GROUP BY e.dept_id HAVING n > 1", False),
+    # HAVING names: an alias no source has becomes a copy of its expression; a name only an
+    # unaliased column output has is the source's column.
+    ("SELECT e.dept_id AS dept_id, COUNT(*) AS n FROM employees e GROUP BY e.dept_id HAVING n > 1", True),
+    ("SELECT p.employee_id, COUNT(*) AS n FROM employee_performance p GROUP BY p.employee_id HAVING n > 1 AND n < 9",
+     True),
+    ("SELECT dept_id FROM employees GROUP BY dept_id HAVING COUNT(dept_id) > 1", True),
+    (("SELECT e.name FROM employees e WHERE e.dept_id IN (SELECT dept_id FROM departments GROUP BY dept_id "
+      "HAVING COUNT(dept_id) > 1)"), True),
+    ("SELECT d.title, SUM(d.budget) + 1 AS total FROM departments d GROUP BY d.title HAVING total > 1", True),
+    # A denied column behind the name, an ambiguous one: refused either way.
+    ("SELECT e.dept_id, SUM(salary) AS n FROM employees e GROUP BY e.dept_id HAVING n > 1", False),
+    ("SELECT salary FROM employees GROUP BY salary HAVING COUNT(salary) > 1", False),
+    (("SELECT e.name, COUNT(*) AS n FROM employees e JOIN departments d ON e.dept_id = d.dept_id "
+      "GROUP BY e.name HAVING dept_id > 1"), False),
+    # A name both an alias and a source's column has (dialect flags decide: MySQL's differ), a
+    # name under a star, a constant's alias, an aggregate's alias inside an aggregate.
+    ("SELECT e.name AS dept_id, COUNT(*) AS n FROM employees e GROUP BY e.name HAVING dept_id > 1", False),
+    ("SELECT * FROM departments d GROUP BY d.dept_id, d.title, d.budget HAVING title > 'a'", False),
+    ("SELECT d.title, 1 AS k FROM departments d GROUP BY d.title HAVING k > 0", False),
+    ("SELECT d.title, COUNT(*) AS n FROM departments d GROUP BY d.title HAVING MAX(n) > 1", False),
     # An aggregate output named in GROUP BY; a position out of range; an output name in WHERE.
     ("SELECT COUNT(*) AS month FROM employees e GROUP BY month", False),
     ("SELECT e.name FROM employees e GROUP BY 3", False),

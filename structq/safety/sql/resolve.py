@@ -27,7 +27,8 @@ scope, innermost first:
   (``select_refs.py``), rewritten the same way.
 
 Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
-functions, select aliases referred to in WHERE, HAVING or the select list itself, column
+functions, select aliases referred to in WHERE or the select list itself (and in HAVING
+but as ``select_refs.py`` lists), column
 lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows, three-part column names,
 star modifiers, recursive CTEs, an unaliased scalar subquery in a select list that GROUP BY,
 HAVING, ORDER BY or a set operation may name.
@@ -76,6 +77,7 @@ def _plan_columns(
     refs: SelectRefs,
 ) -> None:
     resolved, own = plan.columns, sources.by_alias  # looked up once: this runs per column
+    copied: set[int] = set()
     for column in columns:
         key = id(column)
         if key in resolved:
@@ -97,8 +99,14 @@ def _plan_columns(
                 raise Unsupported("unknown column")
             resolved[key] = (column, None, entry[0])
             continue
-        refs.check_having(column)
         owners = sources.owners(column.name)
+        if refs.having and (alias_of := refs.having_alias(column, bool(owners))) is not None:
+            # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
+            # columns twice (its own, and ``having_columns``).
+            if key not in copied:
+                copied.add(key)
+                plan.copies.append((column, alias_of.this, True))
+            continue
         if not owners:
             # No source has the name: a GROUP BY term naming a select expression, or unknown.
             plan.copies.append((column, refs.alias_reference(column).this, True))
