@@ -267,12 +267,26 @@ SHAPES = [
       "SELECT * FROM c"), False),
     ("SELECT e.employee_id, e.employee_id FROM employees e UNION SELECT e.name, e.name FROM employees e ORDER BY 1",
      True),
-    # An unaliased scalar subquery where ORDER BY or GROUP BY may name it: the full path.
+    # An unaliased scalar subquery named by a position (of its select's ORDER BY or GROUP BY,
+    # or of a set operation's ORDER BY): ``qualify_columns`` fails there, the full path refuses.
     ("SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e ORDER BY 1", False),
-    ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY e.name", False),
+    ("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY 2", False),
     ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e UNION SELECT d.budget FROM departments d "
      "ORDER BY 1", False),
-    # Where nothing names it, or only a reader of the derived table by its name: the fast path.
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e UNION SELECT d.title, d.budget "
+      "FROM departments d UNION SELECT p.employee_id, 1 FROM employee_performance p ORDER BY 2"), False),
+    # Where nothing names it by position: the fast path, whatever the other clauses.
+    ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY e.name", True),
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e WHERE e.dept_id = "
+      "(SELECT d.dept_id FROM departments d ORDER BY d.budget LIMIT 1) ORDER BY e.dept_id DESC, 1 LIMIT 1"), True),
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY e.name "
+      "HAVING COUNT(*) > 1 ORDER BY (SELECT MAX(d.budget) FROM departments d)"), True),
+    ("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY 1 ORDER BY _col_1", False),
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e UNION SELECT d.title, d.budget "
+      "FROM departments d ORDER BY 1"), True),
+    (("SELECT d.title, d.budget FROM departments d UNION SELECT e.name, (SELECT MAX(d.budget) FROM departments d) "
+      "FROM employees e ORDER BY 2"), True),
+    ("SELECT e.name, (SELECT MAX(d.salary) FROM employees d) FROM employees e ORDER BY e.name", False),
     ("SELECT DISTINCT (SELECT MAX(d.budget) FROM departments d) FROM employees e", True),
     ("SELECT s._col_0 FROM (SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e) AS s "
      "WHERE s._col_0 > 1 ORDER BY s._col_0", True),

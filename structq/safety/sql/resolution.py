@@ -25,7 +25,8 @@ class Resolution:
     A plain class with slots (one is made per check; its fields built as literals cost less
     than a dataclass's factories)."""
 
-    __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions")
+    __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions",
+                 "scalar_positions")
 
     def __init__(self) -> None:
         #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own)
@@ -46,6 +47,9 @@ class Resolution:
         self.copies: list[tuple[exp.Expr, exp.Expr, bool]] = []
         #: A select's positional ORDER BY terms: the literal, the select and the output's index.
         self.select_positions: list[tuple[exp.Literal, exp.Select, int]] = []
+        #: Per select (``id()``) with unaliased scalar subqueries in its (expanded) list:
+        #: their positions, which a set operation's ORDER BY must not name.
+        self.scalar_positions: dict[int, list[int]] = {}
 
 
 def output_name(projection: exp.Expr, index: int) -> str:

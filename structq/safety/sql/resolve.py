@@ -30,8 +30,8 @@ Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, 
 functions, select aliases referred to in WHERE or the select list itself (and in HAVING
 but as ``select_refs.py`` lists), column
 lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows, three-part column names,
-star modifiers, recursive CTEs, an unaliased scalar subquery in a select list that GROUP BY,
-HAVING, ORDER BY or a set operation may name.
+star modifiers, recursive CTEs, a position (of ORDER BY, GROUP BY or a set operation's ORDER
+BY) naming an unaliased scalar subquery of a select list (``qualify_columns`` fails there).
 
 ``tests/test_sandbox_resolver.py`` checks both paths against each other over the corpora and
 generated shapes: same resolution, same outcome, same SQL.
@@ -229,12 +229,12 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
         columns = columns + refs.having_columns()
     _plan_columns(select, columns, sources, plan, outer, refs)
     projections = _expanded(select, sources, plan)
-    named_elsewhere = clauses.get("group") or clauses.get("having") or clauses.get("order") or isinstance(
-        select.parent, exp.SetOperation)
-    if named_elsewhere and any(isinstance(p, exp.Subquery) for p in projections):
-        # Named ``_col_<n>`` by an alias of its own (``resolution.py``), which the clauses that
-        # name outputs (its own, or a set operation's) read as ``qualify_columns`` does not.
-        raise Unsupported("an unaliased scalar subquery in a select list that other clauses may name")
+    scalar = [i for i, p in enumerate(projections) if isinstance(p, exp.Subquery)]
+    if scalar:
+        # Named ``_col_<n>`` by an alias of its own (``resolution.py``): a position naming it
+        # is where ``qualify_columns`` fails (``select_refs.py``), so the full path decides.
+        refs.check_positions(scalar)
+        plan.scalar_positions[id(select)] = scalar
     if clauses.get("group") is not None:
         plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
     if len(plan.copies) > start:
@@ -269,10 +269,16 @@ def _plan_set_operation(union: exp.SetOperation, names: list[str], plan: Resolut
     check_shape(union, UNION_ARGS)
     order = union.args.get("order")
     if order is not None:
+        left: exp.Expr = union
+        while isinstance(left, exp.SetOperation):
+            left = left.this.unnest()  # the select whose projections ``union.selects`` are
+        scalar = plan.scalar_positions.get(id(left), ())
         unique = {name for name, count in Counter(names).items() if count == 1}
         for ordered in order.expressions:
             term = ordered.this
             if isinstance(term, exp.Literal) and term.is_int and 0 < int(term.this) <= len(names):
+                if int(term.this) - 1 in scalar:
+                    raise Unsupported("a set operation's ORDER BY position of an unaliased scalar subquery")
                 name = names[int(term.this) - 1]
                 if name not in unique:
                     continue  # the position stays, as ``qualify_columns`` leaves it

@@ -12,7 +12,9 @@ raises ``Unsupported`` and takes the full path:
   GROUP BY term: the term becomes a copy of that expression (with its columns qualified). A
   name some source has is that source's column, in every clause but HAVING and ORDER BY;
 - ``GROUP BY 2``: a copy of the second (expanded) select expression, unless it is a constant;
-- ``ORDER BY 2`` (a select's own): the second output's name, when no other output shares it;
+- ``ORDER BY 2`` (a select's own): the second output's name, when no other output shares it
+  — unless it is an unaliased scalar subquery, named by an alias of its own rather than an
+  ``Alias`` node, where ``qualify_columns`` fails an assertion (so the full path refuses);
 - a HAVING column whose name no aliased output has (``expr AS name``; an unaliased column
   output is not an alias there) is a column of its one source, as anywhere else; a name an
   alias has and no source has becomes a copy of the aliased expression, in parentheses where
@@ -131,6 +133,17 @@ class SelectRefs:
                     if isinstance(node, _OPAQUE):
                         raise Unsupported("a select alias inside an aggregate, window or subquery of ORDER BY")
                     node = node.parent
+
+    def check_positions(self, scalar: list[int]) -> None:
+        """No ORDER BY position of this select names an unaliased scalar subquery (index in
+        ``scalar``): ``qualify_outputs`` names one by an alias of its own, not an ``Alias``
+        node, and ``qualify_columns`` fails an assertion on a position of it (a GROUP BY
+        position of one is refused by ``group_positions``)."""
+        order = self.select.args.get("order")
+        for ordered in order.expressions if order is not None else ():
+            term = ordered.this
+            if isinstance(term, exp.Literal) and term.is_int and int(term.this) - 1 in scalar:
+                raise Unsupported("an ORDER BY position of an unaliased scalar subquery")
 
     def group_positions(self, projections: list[exp.Expr]) -> list[tuple[exp.Literal, exp.Expr]]:
         """``GROUP BY n`` terms to replace, each with the select expression it copies."""
