@@ -294,6 +294,43 @@ SHAPES = [
 ]
 
 
+#: Shapes of one dialect: (dialect, query, resolved by the fast path).
+DIALECT_SHAPES = [
+    # PostgreSQL's DISTINCT ON over plain expressions of source columns: the fast path.
+    ("postgres", "SELECT DISTINCT ON (e.dept_id) e.name FROM employees e ORDER BY e.dept_id, e.name", True),
+    ("postgres", "SELECT DISTINCT ON (dept_id) name FROM employees ORDER BY dept_id", True),
+    ("postgres", ("SELECT DISTINCT ON (UPPER(e.name), d.title) e.name FROM employees e "
+                  "JOIN departments d ON e.dept_id = d.dept_id ORDER BY UPPER(e.name)"), True),
+    # A select alias, a position, a GROUP BY, a denied or ambiguous column, a whole row.
+    ("postgres", "SELECT DISTINCT ON (dept_id) e.dept_id, e.name FROM employees e ORDER BY dept_id", False),
+    ("postgres", "SELECT DISTINCT ON (1) e.dept_id FROM employees e", False),
+    ("postgres", "SELECT DISTINCT ON (e.dept_id) e.name FROM employees e GROUP BY e.dept_id, e.name", False),
+    ("postgres", "SELECT DISTINCT ON (salary) e.name FROM employees e", False),
+    ("postgres", "SELECT DISTINCT ON (e.salary) e.name FROM employees e", False),
+    ("postgres", "SELECT DISTINCT ON (dept_id) e.name FROM employees e JOIN departments d ON e.dept_id = d.dept_id",
+     False),
+    ("postgres", "SELECT DISTINCT ON (e) e.name FROM employees e", False),
+    # MySQL's FROM DUAL: a source of no columns, where no clause can name a select alias.
+    ("mysql", "SELECT (SELECT SUM(d.budget) FROM departments d) / (SELECT COUNT(*) FROM employees) AS r FROM dual",
+     True),
+    ("mysql", "SELECT 1 AS x FROM dual WHERE EXISTS (SELECT 1 FROM employees e WHERE e.dept_id = 1) ORDER BY x", True),
+    ("mysql", "SELECT 1 AS x FROM dual WHERE EXISTS (SELECT 1 FROM employees e WHERE e.salary = 1)", False),
+    ("mysql", "SELECT x FROM dual", False),
+    ("mysql", "SELECT dual.x FROM dual", False),
+    ("mysql", "SELECT * FROM dual", False),
+    ("mysql", "SELECT COUNT(*) AS n FROM dual GROUP BY n", False),
+    ("mysql", "SELECT COUNT(*) AS n FROM dual HAVING n > 0", False),
+    ("mysql", "SELECT (SELECT e.name FROM dual) AS n FROM employees e", True),
+    ("mysql", "SELECT (SELECT name FROM dual) AS n FROM employees e", False),
+    ("mysql", "SELECT 1 AS x FROM dual JOIN departments d ON d.dept_id = 1", False),
+]
+
+
+@pytest.mark.parametrize(("dialect", "sql", "fast"), DIALECT_SHAPES)
+def test_shapes_of_one_dialect(dialect: str, sql: str, fast: bool) -> None:
+    assert assert_paths_agree(sql, MANIFESTS[dialect], VARS) is fast
+
+
 #: Flat queries (``flat.py``): planned without sqlglot's scopes.
 FLAT = [
     "SELECT e.name FROM employees e WHERE NOT e.dept_id IN (SELECT d.dept_id FROM departments d)",

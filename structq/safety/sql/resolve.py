@@ -29,7 +29,8 @@ scope, innermost first:
 Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
 functions, select aliases referred to in WHERE or the select list itself (and in HAVING
 but as ``select_refs.py`` lists), column
-lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows, three-part column names,
+lists on table or CTE aliases, DISTINCT ON but of plain expressions of source columns
+(``sources.py``), QUALIFY, named windows, three-part column names,
 star modifiers, recursive CTEs, a position (of ORDER BY, GROUP BY or a set operation's ORDER
 BY) naming an unaliased scalar subquery of a select list (``qualify_columns`` fails there).
 
@@ -49,7 +50,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from .flat import FlatPart, flat_parts
 from .resolution import Resolution, apply, output_name
 from .select_refs import SelectRefs, Unsupported, check_copies
-from .sources import UNION_ARGS, Sources, check_select, check_shape
+from .sources import UNION_ARGS, Sources, check_dual, check_select, check_shape
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
@@ -311,6 +312,7 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     """
     check_select(select)
     sources = query.select_sources(select)
+    check_dual(select, sources)
     if select.args.get("order") is not None:
         named: set[str] | None = set(select.named_selects)
         own = [c for c in columns if not isinstance(c.this, exp.Star)
