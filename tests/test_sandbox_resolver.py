@@ -13,7 +13,8 @@ Checked over every query of the third-party corpora — legit gold queries and h
 statements (``../shared/corpora``; skipped where absent) — and over generated queries built
 from the shapes the resolver models and the ones it defers: GROUP BY / HAVING / ORDER BY
 references to the select list by name and by position, CTEs, derived tables, set operations,
-uncorrelated and correlated subqueries (in WHERE and as select items), USING joins, names shared by a table and an output, denied columns and
+uncorrelated and correlated subqueries (in WHERE and as select items), USING joins over two
+and three sources, DISTINCT ON, FROM DUAL, names shared by a table and an output, denied columns and
 a row filter. The full path is forced by making the resolver give up.
 """
 
@@ -79,6 +80,9 @@ def _outcome(sql: str, source: Manifest, vars: dict[str, Any]) -> tuple[Any, ...
 
     def check_columns(check: sandbox.Check) -> None:
         columns_pass.check_columns(check)
+        # Every column mapped to a table is one of the tree's (a detached copy would be
+        # respelled and counted while the tree kept the column as written).
+        assert all(column.root() is check.tree for column, _ in check.column_tables.values()), sql
         seen["resolution"] = sorted(
             (column.sql(check.dialect), table.name) for column, table in check.column_tables.values()
         )
@@ -182,8 +186,17 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
     parts = ["SELECT", ", ".join(items), "FROM", chosen[0][0], chosen[0][1]]
     if len(chosen) == 2:
         on = draw(st.sampled_from(["ON {0}.employee_id = {1}.employee_id", "ON {0}.dept_id = {1}.dept_id",
-                                   "USING (employee_id)", "ON dept_id = 1"]))
-        parts += ["JOIN", chosen[1][0], chosen[1][1], on.format(*aliases)]
+                                   "USING (employee_id)", "USING (dept_id)", "USING (employee_id, dept_id)",
+                                   "ON dept_id = 1"]))
+        side = draw(st.sampled_from(["", "LEFT ", "INNER "]))
+        parts += [side + "JOIN", chosen[1][0], chosen[1][1], on.format(*aliases)]
+        if draw(st.integers(0, 3)) == 0:
+            # A third source joined on a column the first two may share: USING over three.
+            third = draw(st.sampled_from([s for s in SOURCES if s not in chosen]))
+            aliases.append(third[1])
+            parts += ["JOIN", third[0], third[1], draw(st.sampled_from([
+                "USING (employee_id)", "USING (dept_id)", "ON {0}.employee_id = {1}.employee_id".format(
+                    aliases[0], third[1])]))]
     if draw(st.booleans()):
         where = draw(expression(aliases)) + " IS NOT NULL"
         if depth < 1 and draw(st.booleans()):
@@ -262,6 +275,30 @@ SHAPES = [
     ("SELECT COUNT(*) AS month FROM employees e GROUP BY month", False),
     ("SELECT e.name FROM employees e GROUP BY 3", False),
     ("SELECT e.name AS x FROM employees e WHERE x = 'a'", False),
+    # USING joins: an ON condition over the allowed columns, COALESCE for an unqualified name.
+    ("SELECT e.name, p.performance_grade FROM employees e JOIN employee_performance p USING (employee_id)", True),
+    (("SELECT employee_id, e.name FROM employees e LEFT JOIN employee_performance p USING (employee_id) "
+      "WHERE employee_id > 'a' GROUP BY employee_id, e.name ORDER BY employee_id"), True),
+    ("SELECT dept_id, COUNT(*) FROM employees e JOIN departments d USING (dept_id) GROUP BY 1 ORDER BY 1", True),
+    (("SELECT employee_id, UPPER(note) FROM employees e JOIN employee_performance p USING (employee_id) "
+      "JOIN project_members m USING (employee_id) ORDER BY UPPER(employee_id)"), True),
+    (("SELECT e.name FROM employees e JOIN departments d USING (dept_id) JOIN employees e2 USING (dept_id, name) "
+      "WHERE EXISTS (SELECT 1 FROM project_members m WHERE m.employee_id = e2.employee_id)"), True),
+    (("WITH c AS (SELECT d.dept_id, COUNT(*) AS n FROM departments d GROUP BY d.dept_id) "
+      "SELECT c.dept_id, e.name, c.n FROM c JOIN employees e USING (dept_id) ORDER BY c.n DESC"), True),
+    (("SELECT s.dept_id FROM (SELECT dept_id, e.name FROM employees e JOIN departments d USING (dept_id)) AS s "
+      "JOIN departments d USING (dept_id)"), True),
+    # A denied, unknown or one-sided USING column, an ambiguous other name, a star, HAVING.
+    ("SELECT e.name FROM employees e JOIN employees f USING (salary)", False),
+    ("SELECT e.name FROM employees e JOIN departments d USING (title)", False),
+    ("SELECT e.name FROM employees e JOIN project_members m USING (employee_id) JOIN employees f USING (note)", False),
+    ("SELECT name FROM employees e JOIN employees f USING (dept_id)", False),
+    ("SELECT * FROM employees e JOIN departments d USING (dept_id)", False),
+    ("SELECT d.*, e.name FROM employees e JOIN departments d USING (dept_id)", False),
+    ("SELECT COUNT(*) FROM employees e JOIN departments d USING (dept_id) GROUP BY e.dept_id HAVING dept_id > 1",
+     False),
+    ("SELECT e.name FROM employees e JOIN departments d USING (dept_id) JOIN project_members m USING (dept_id)",
+     False),
     # A derived table with two columns of one name; a union's position naming a repeated output.
     (("WITH c AS (SELECT * FROM employees e JOIN employee_performance p ON e.employee_id = p.employee_id) "
       "SELECT * FROM c"), False),

@@ -242,6 +242,8 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
             ) from None
         implicit.check_after(check, tree)
         return column_tables(tree, check.reads), None
+    if resolution.joins:
+        check.shared_wanted = True  # USING rewritten: new nodes, as on the full path (``Check.shared_nodes``)
     return _resolved_tables(resolution, check.reads), check.columns + resolution.created
 
 

@@ -1,9 +1,10 @@
 """Part of ``resolve.py``: what the resolver decided (``Resolution``), and writing it into the tree.
 
 Planning decides everything first and touches nothing, so that giving up leaves the tree as
-parsed; ``apply`` then writes the plan: qualifiers, copies of select expressions for GROUP BY
-references, projections named as ``qualify_columns`` names them (``qualify_outputs``), and
-ORDER BY terms that name an output.
+parsed; ``apply`` then writes the plan: USING joins as ON conditions (``using.py``),
+qualifiers, copies of select expressions for GROUP BY and HAVING references, projections
+named as ``qualify_columns`` names them (``qualify_outputs``), and ORDER BY terms that name an
+output.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class Resolution:
     than a dataclass's factories)."""
 
     __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions",
-                 "scalar_positions")
+                 "scalar_positions", "joins", "replacements")
 
     def __init__(self) -> None:
         #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own)
@@ -50,6 +51,10 @@ class Resolution:
         #: Per select (``id()``) with unaliased scalar subqueries in its (expanded) list:
         #: their positions, which a set operation's ORDER BY must not name.
         self.scalar_positions: dict[int, list[int]] = {}
+        #: USING joins and the ON condition each becomes (``using.py``).
+        self.joins: list[tuple[exp.Join, exp.Expr]] = []
+        #: Unqualified USING columns and the ``COALESCE`` that replaces each (``using.py``).
+        self.replacements: list[tuple[exp.Column, exp.Expr]] = []
 
 
 def output_name(projection: exp.Expr, index: int) -> str:
@@ -79,6 +84,11 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
 
 
 def apply(plan: Resolution, dialect: Dialect | None) -> None:
+    for join, condition in plan.joins:
+        join.set("using", None)
+        join.set("on", condition)
+    for column, replacement in plan.replacements:
+        column.replace(replacement)
     for column, qualifier, _ in list(plan.columns.values()):
         if qualifier is not None:
             # A fresh node per column; an identifier holds only strings and flags, so this is

@@ -24,15 +24,18 @@ scope, innermost first:
   grouped select expression rewritten to its alias — as ``qualify_columns`` writes them,
   so both paths produce the same SQL;
 - GROUP BY, HAVING and ORDER BY terms that refer to the select list by name or position
-  (``select_refs.py``), rewritten the same way.
+  (``select_refs.py``), rewritten the same way;
+- USING joins, rewritten into ON conditions, and unqualified USING columns into
+  ``COALESCE`` (``using.py``).
 
-Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
-functions, select aliases referred to in WHERE or the select list itself (and in HAVING
-but as ``select_refs.py`` lists), column
-lists on table or CTE aliases, DISTINCT ON but of plain expressions of source columns
-(``sources.py``), QUALIFY, named windows, three-part column names,
-star modifiers, recursive CTEs, a position (of ORDER BY, GROUP BY or a set operation's ORDER
-BY) naming an unaliased scalar subquery of a select list (``qualify_columns`` fails there).
+Not modelled (so: the full path): NATURAL joins, lateral joins, pivots, table functions,
+select aliases referred to in WHERE or the select list itself, column lists on table or CTE
+aliases, QUALIFY, named windows, three-part column names, star modifiers, recursive CTEs; a
+star over a USING join; a HAVING name that is both an alias and a source's column; DISTINCT
+ON of anything but plain expressions of source columns (``sources.py``); MySQL's ``DUAL``
+beside other sources or under a star, GROUP BY or HAVING; a position (of ORDER BY, GROUP BY
+or a set operation's ORDER BY) naming an unaliased scalar subquery of a select list
+(``qualify_columns`` fails there).
 
 ``tests/test_sandbox_resolver.py`` checks both paths against each other over the corpora and
 generated shapes: same resolution, same outcome, same SQL.
@@ -51,6 +54,7 @@ from .flat import FlatPart, flat_parts
 from .resolution import Resolution, apply, output_name
 from .select_refs import SelectRefs, Unsupported, check_copies
 from .sources import UNION_ARGS, Sources, check_dual, check_select, check_shape
+from .using import plan_using, using_reference
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
@@ -76,9 +80,12 @@ def _plan_columns(
     plan: Resolution,
     outer: Callable[[str], Sources | None],
     refs: SelectRefs,
-) -> None:
+    using: dict[str, list[str]],
+) -> dict[int, exp.Expr]:
+    """Plan each column's source; the replacements of unqualified USING columns, by ``id()``."""
     resolved, own = plan.columns, sources.by_alias  # looked up once: this runs per column
     copied: set[int] = set()
+    replaced: dict[int, exp.Expr] = {}
     for column in columns:
         key = id(column)
         if key in resolved:
@@ -100,6 +107,12 @@ def _plan_columns(
                 raise Unsupported("unknown column")
             resolved[key] = (column, None, entry[0])
             continue
+        if using and column.name in using:
+            if id(column) in refs.having:
+                raise Unsupported("a USING column in HAVING")
+            if key not in replaced:  # a flat select may list a column twice (``having_columns``)
+                replaced[key] = using_reference(column, using[column.name], sources, plan)
+            continue
         owners = sources.owners(column.name)
         if refs.having and (alias_of := refs.having_alias(column, bool(owners))) is not None:
             # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
@@ -116,6 +129,7 @@ def _plan_columns(
             raise Unsupported("ambiguous column")
         plan.columns[id(column)] = (column, sources.qualifier(owners[0]), sources.by_alias[owners[0]][0])
     refs.check_order()
+    return replaced
 
 
 def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[exp.Expr]:
@@ -228,8 +242,11 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     clauses = select.args  # the steps for an absent clause are skipped: most selects have few
     if clauses.get("having") is not None:
         columns = columns + refs.having_columns()
-    _plan_columns(select, columns, sources, plan, outer, refs)
+    using = plan_using(select, sources, plan) if clauses.get("joins") else {}
+    replaced = _plan_columns(select, columns, sources, plan, outer, refs, using)
     projections = _expanded(select, sources, plan)
+    if replaced:
+        projections = [replaced.get(id(p), p) for p in projections]
     scalar = [i for i, p in enumerate(projections) if isinstance(p, exp.Subquery)]
     if scalar:
         # Named ``_col_<n>`` by an alias of its own (``resolution.py``): a position naming it

@@ -23,7 +23,7 @@ __all__ = ["UNION_ARGS", "Sources", "check_dual", "check_select", "check_shape",
 _SELECT_ARGS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group",
                           "having", "order", "limit", "offset"})
 UNION_ARGS = frozenset({"with_", "this", "expression", "distinct", "order", "limit", "offset"})
-_JOIN_ARGS = frozenset({"this", "on", "side", "kind"})
+_JOIN_ARGS = frozenset({"this", "on", "side", "kind", "using"})  # USING: ``using.py``
 _FROM_ARGS = frozenset({"this"})
 
 
