@@ -14,7 +14,7 @@ statements (``../shared/corpora``; skipped where absent) — and over generated 
 from the shapes the resolver models and the ones it defers: GROUP BY / HAVING / ORDER BY
 references to the select list by name and by position, CTEs, derived tables, set operations,
 uncorrelated and correlated subqueries (in WHERE and as select items), USING joins over two
-and three sources, DISTINCT ON, FROM DUAL, names shared by a table and an output, denied columns and
+and three sources, recursive CTEs (with column lists or not), DISTINCT ON, FROM DUAL, names shared by a table and an output, denied columns and
 a row filter. The full path is forced by making the resolver give up.
 """
 
@@ -217,9 +217,16 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
 @st.composite
 def query(draw: Callable[..., Any]) -> str:
     body = draw(select())
-    shape = draw(st.sampled_from(["plain", "cte", "derived", "union"]))
+    shape = draw(st.sampled_from(["plain", "cte", "derived", "union", "recursive"]))
     if shape == "cte":
         return f"WITH c AS ({body}) SELECT " + draw(st.sampled_from(["*", "c.*", draw(name)])) + " FROM c"
+    if shape == "recursive":
+        # A recursive CTE (a column list or not), read by its later part and by the query.
+        columns = draw(st.sampled_from(["", "(x)", "(x, y)"]))
+        step = ", ".join(draw(st.lists(name, min_size=1, max_size=2)))
+        where = draw(st.sampled_from(["", " WHERE x < 3", " WHERE r.x IS NULL", f" WHERE {draw(name)} > 1"]))
+        outer = draw(st.sampled_from(["*", "r.*", draw(name), "r." + draw(name)]))
+        return f"WITH RECURSIVE r{columns} AS ({body} UNION ALL SELECT {step} FROM r{where}) SELECT {outer} FROM r"
     if shape == "derived":
         outer = draw(st.sampled_from(["*", "s." + draw(name), draw(name)]))
         return f"SELECT {outer} FROM ({body}) AS s" + draw(st.sampled_from(["", " ORDER BY 1", " GROUP BY 1"]))
@@ -299,6 +306,23 @@ SHAPES = [
      False),
     ("SELECT e.name FROM employees e JOIN departments d USING (dept_id) JOIN project_members m USING (dept_id)",
      False),
+    # Recursive CTEs: a reference from the later part reads the first part's names, a column
+    # list renames every part's outputs; a reference from the first part, a renamed select with
+    # ORDER BY, a select alias copied inside, a column list without RECURSIVE: the full path.
+    ("WITH RECURSIVE r(x) AS (SELECT e.salary FROM employees e UNION ALL SELECT x FROM r) SELECT x FROM r", False),
+    ("WITH RECURSIVE r(x) AS (SELECT e.name AS q FROM employees e UNION ALL SELECT q FROM r) SELECT x FROM r", False),
+    ("WITH RECURSIVE r(x) AS (SELECT e.name FROM employees e UNION ALL SELECT x FROM r) SELECT name FROM r", False),
+    ("WITH RECURSIVE r AS (SELECT e.name FROM r JOIN employees e ON 1 = 1 UNION ALL SELECT 'a') SELECT * FROM r",
+     False),
+    (("WITH RECURSIVE r(x) AS (SELECT e.name FROM employees e UNION ALL SELECT x FROM r WHERE x > 'a' "
+      "ORDER BY 1) SELECT x FROM r"), True),  # the set operation's ORDER BY
+    (("WITH RECURSIVE r(x) AS (SELECT e.name FROM employees e UNION ALL SELECT x FROM r WHERE x > 'a' "
+      "UNION SELECT d.title FROM departments d GROUP BY d.title) SELECT x FROM r"), False),
+    (("WITH RECURSIVE r AS (SELECT e.dept_id AS k FROM employees e UNION ALL SELECT d.budget AS k FROM r "
+      "JOIN departments d ON d.dept_id = r.k GROUP BY k) SELECT k FROM r"), True),  # r's column k
+    (("WITH RECURSIVE r AS (SELECT e.dept_id AS k FROM employees e UNION ALL SELECT UPPER(d.title) AS kk FROM r "
+      "JOIN departments d ON d.dept_id = r.k GROUP BY kk) SELECT k FROM r"), False),
+    ("WITH c(x) AS (SELECT e.name FROM employees e) SELECT x FROM c", False),
     # A derived table with two columns of one name; a union's position naming a repeated output.
     (("WITH c AS (SELECT * FROM employees e JOIN employee_performance p ON e.employee_id = p.employee_id) "
       "SELECT * FROM c"), False),
@@ -390,6 +414,15 @@ FLAT = [
     ("WITH a AS (SELECT e.dept_id AS k FROM employees e), b AS (SELECT a.k FROM a JOIN departments d ON d.dept_id = a.k) "
      "SELECT b.k, s.title FROM b JOIN (SELECT d.dept_id, d.title FROM departments d) AS s ON s.dept_id = b.k"),
     "WITH c AS (SELECT title FROM departments UNION SELECT name FROM employees) SELECT title FROM c ORDER BY title",
+    # Recursive CTEs (``recursive.py``).
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
+    ("WITH RECURSIVE r AS (SELECT MIN(d.budget) AS b FROM departments d UNION ALL SELECT b + 1 FROM r "
+     "WHERE b < (SELECT MAX(d.budget) FROM departments d)), t AS (SELECT d.budget AS b, COUNT(*) AS n "
+     "FROM departments d GROUP BY d.budget) SELECT r.b, t.n FROM r LEFT JOIN t ON r.b = t.b ORDER BY r.b"),
+    ("WITH RECURSIVE r(x, y) AS (SELECT e.name, e.dept_id FROM employees e UNION ALL SELECT x, y + 1 FROM r "
+     "WHERE y < 3) SELECT * FROM r"),
+    ("WITH RECURSIVE r(x) AS (SELECT e.name AS q FROM employees e UNION ALL SELECT r.x FROM r "
+     "WHERE EXISTS (SELECT 1 FROM r AS s WHERE s.x = r.x)) SELECT r.x FROM r"),
     # Unaliased scalar subqueries in a select list: named ``_col_<n>`` by an alias of their own.
     "SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e WHERE e.name IS NOT NULL",
     "SELECT s._col_0 FROM (SELECT (SELECT COUNT(*) FROM departments d) FROM employees e) AS s",

@@ -27,7 +27,7 @@ class Resolution:
     than a dataclass's factories)."""
 
     __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions",
-                 "scalar_positions", "joins", "replacements")
+                 "scalar_positions", "joins", "replacements", "renamed")
 
     def __init__(self) -> None:
         #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own)
@@ -55,6 +55,8 @@ class Resolution:
         self.joins: list[tuple[exp.Join, exp.Expr]] = []
         #: Unqualified USING columns and the ``COALESCE`` that replaces each (``using.py``).
         self.replacements: list[tuple[exp.Column, exp.Expr]] = []
+        #: Selects whose outputs a CTE column list renames, with the list (``recursive.py``).
+        self.renamed: list[tuple[exp.Select, list[str]]] = []
 
 
 def output_name(projection: exp.Expr, index: int) -> str:
@@ -103,8 +105,13 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
                 node.replace(simplified)
         else:
             term.replace(copy)
+    renamed = {id(select): names for select, names in plan.renamed} if plan.renamed else None
     for select, projections in plan.projections:
         select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
+        if renamed is not None and id(select) in renamed:
+            for projection, name in zip(select.expressions, renamed[id(select)]):
+                if name:  # ``qualify_outputs``: the column list's name over the projection's alias
+                    projection.set("alias", exp.to_identifier(name))
         _alias_grouped_order(select, plan)
     for literal, select, index in plan.select_positions:
         reference = exp.column(select.expressions[index].args["alias"].copy())

@@ -3,9 +3,9 @@
 sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
 sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
 from one ``traverse_scope`` — or, when the query is flat (one select, as most are, or set
-operations, subqueries, derived tables and CTEs of plain selects, nothing recursive;
-``flat.py``), straight from each select's FROM / JOIN sources and the columns ``parse.scan``
-collected, without building scopes — and gives up (``Unsupported``) on anything it does not
+operations, subqueries, derived tables and CTEs of plain selects, recursive ones too;
+``flat.py``, ``recursive.py``), straight from each select's FROM / JOIN sources and the
+columns ``parse.scan`` collected, without building scopes — and gives up (``Unsupported``) on anything it does not
 model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
@@ -29,13 +29,14 @@ scope, innermost first:
   ``COALESCE`` (``using.py``).
 
 Not modelled (so: the full path): NATURAL joins, lateral joins, pivots, table functions,
-select aliases referred to in WHERE or the select list itself, column lists on table or CTE
-aliases, QUALIFY, named windows, three-part column names, star modifiers, recursive CTEs; a
-star over a USING join; a HAVING name that is both an alias and a source's column; DISTINCT
-ON of anything but plain expressions of source columns (``sources.py``); MySQL's ``DUAL``
-beside other sources or under a star, GROUP BY or HAVING; a position (of ORDER BY, GROUP BY
-or a set operation's ORDER BY) naming an unaliased scalar subquery of a select list
-(``qualify_columns`` fails there).
+select aliases referred to in WHERE or the select list itself, column lists on derived tables
+(and on CTEs of a WITH that is not recursive), QUALIFY, named windows, three-part column
+names, star modifiers; recursive CTEs and CTE column lists but as ``recursive.py`` reads them
+(over scopes: none at all); a star over a USING join; a HAVING name that is both an alias and
+a source's column; DISTINCT ON of anything but plain expressions of source columns
+(``sources.py``); MySQL's ``DUAL`` beside other sources or under a star, GROUP BY or HAVING; a
+position (of ORDER BY, GROUP BY or a set operation's ORDER BY) naming an unaliased scalar
+subquery of a select list (``qualify_columns`` fails there).
 
 ``tests/test_sandbox_resolver.py`` checks both paths against each other over the corpora and
 generated shapes: same resolution, same outcome, same SQL.
@@ -51,9 +52,10 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from .flat import FlatPart, flat_parts
+from .recursive import check_alias_copies, rename, renamed_outputs
 from .resolution import Resolution, apply, output_name
 from .select_refs import SelectRefs, Unsupported, check_copies
-from .sources import UNION_ARGS, Sources, check_dual, check_select, check_shape
+from .sources import UNION_ARGS, Sources, check_dual, check_select, check_shape, check_with
 from .using import plan_using, using_reference
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
@@ -168,6 +170,10 @@ class _Query:
         self.tables = tables
         self._source_names = source_names
         self._names: frozenset[str] | None = None
+        #: Selects a CTE column list renames (``recursive.py``); empty without a recursive WITH.
+        self.renamed: dict[int, list[str]] = {}
+        #: Whether a WITH of the query is recursive (``recursive.py``).
+        self.recursive = False
 
     def source_names(self) -> frozenset[str]:
         """Lower-case names of every table and derived table in the query (``select_refs.py``),
@@ -258,6 +264,11 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     if len(plan.copies) > start:
         check_copies(plan.copies[start:], plan.columns)
     names = [output_name(p, i) for i, p in enumerate(projections)]
+    if query.renamed and id(select) in query.renamed:
+        names = rename(names, query.renamed[id(select)], projections)
+        plan.renamed.append((select, query.renamed[id(select)]))
+    if query.recursive and len(plan.copies) > start:
+        check_alias_copies(select, plan.copies[start:])
     if clauses.get("order") is not None:
         plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
     plan.projections.append((select, projections))
@@ -267,6 +278,7 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
 def _plan_select(scope: Scope, plan: Resolution, query: _Query) -> None:
     select = scope.expression
     check_select(select)
+    check_with(select)
     sources = Sources.of_scope(scope, plan.outputs, query.tables)
     outer = lambda alias: _outer_source(scope, alias, plan, query.tables)  # noqa: E731
     plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, outer, query)
@@ -279,6 +291,7 @@ def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
         raise Unsupported("set operation over an unresolved branch")
     if scope.columns:
         raise Unsupported("columns in a set operation")
+    check_with(scope.expression)
     plan.outputs[id(scope)] = _plan_set_operation(scope.expression, names, plan, query)
 
 
@@ -383,7 +396,15 @@ def resolve_columns(
         single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
         try:
             parts: list[FlatPart] = [(tree, columns)] if single else flat_parts(queries, columns)  # type: ignore[list-item]
-            _plan_flat(parts, plan, _FlatQuery(tables, source_names, parts, plan))
+            query = _FlatQuery(tables, source_names, parts, plan)
+            if not single:
+                withs = [w for q in queries if (w := q.args.get("with_")) is not None]
+                if any(w.args.get("recursive") for w in withs):
+                    query.recursive = True
+                    query.renamed = renamed_outputs(withs)
+                elif any(c.args["alias"].columns for w in withs for c in w.expressions):
+                    raise Unsupported("a CTE column list in a WITH that is not recursive")
+            _plan_flat(parts, plan, query)
         except Unsupported:
             if single:
                 raise

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from .recursive import self_source
 from .select_refs import Unsupported
 from .tables import visible_ctes
 
-__all__ = ["UNION_ARGS", "Sources", "check_dual", "check_select", "check_shape", "lower"]
+__all__ = ["UNION_ARGS", "Sources", "check_dual", "check_select", "check_shape", "check_with", "lower"]
 
 #: Select clauses the resolver understands; any other one set means the full path.
 _SELECT_ARGS = frozenset({"with_", "expressions", "distinct", "from_", "joins", "where", "group",
@@ -85,7 +86,7 @@ class Sources:
             elif isinstance(node, exp.Table) and not isinstance(node.this, exp.Func) and (ctes := visible_ctes(node)):
                 if len(ctes) != 1:
                     raise Unsupported("two CTEs of one name")
-                source = ctes[0].this
+                source = self_source(node, ctes[0])
                 columns = _query_columns(outputs(source))
             elif isinstance(node, exp.Subquery) and isinstance(node.parent, (exp.From, exp.Join)):
                 source = node.this
@@ -177,6 +178,11 @@ def check_select(select: exp.Select) -> None:
     if group is not None:
         if set(k for k, v in group.args.items() if v) - {"expressions"}:
             raise Unsupported("GROUP BY modifiers")
-    for with_ in (select.args.get("with_"),):
-        if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
-            raise Unsupported("recursive CTE or CTE column list")
+
+
+def check_with(query: exp.Query) -> None:
+    """Over scopes, no recursive WITH and no CTE column list (a flat query may have them:
+    ``recursive.py``)."""
+    with_ = query.args.get("with_")
+    if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
+        raise Unsupported("recursive CTE or CTE column list")
