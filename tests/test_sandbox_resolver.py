@@ -13,7 +13,8 @@ Checked over every query of the third-party corpora — legit gold queries and h
 statements (``../shared/corpora``; skipped where absent) — and over generated queries built
 from the shapes the resolver models and the ones it defers: GROUP BY / HAVING / ORDER BY
 references to the select list by name and by position, CTEs, derived tables, set operations,
-uncorrelated and correlated subqueries (in WHERE and as select items), USING joins, names shared by a table and an output, denied columns and
+uncorrelated and correlated subqueries (in WHERE and as select items), USING joins over two
+and three sources, recursive CTEs (with column lists or not), DISTINCT ON, FROM DUAL, names shared by a table and an output, denied columns and
 a row filter. The full path is forced by making the resolver give up.
 """
 
@@ -79,6 +80,9 @@ def _outcome(sql: str, source: Manifest, vars: dict[str, Any]) -> tuple[Any, ...
 
     def check_columns(check: sandbox.Check) -> None:
         columns_pass.check_columns(check)
+        # Every column mapped to a table is one of the tree's (a detached copy would be
+        # respelled and counted while the tree kept the column as written).
+        assert all(column.root() is check.tree for column, _ in check.column_tables.values()), sql
         seen["resolution"] = sorted(
             (column.sql(check.dialect), table.name) for column, table in check.column_tables.values()
         )
@@ -182,8 +186,17 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
     parts = ["SELECT", ", ".join(items), "FROM", chosen[0][0], chosen[0][1]]
     if len(chosen) == 2:
         on = draw(st.sampled_from(["ON {0}.employee_id = {1}.employee_id", "ON {0}.dept_id = {1}.dept_id",
-                                   "USING (employee_id)", "ON dept_id = 1"]))
-        parts += ["JOIN", chosen[1][0], chosen[1][1], on.format(*aliases)]
+                                   "USING (employee_id)", "USING (dept_id)", "USING (employee_id, dept_id)",
+                                   "ON dept_id = 1"]))
+        side = draw(st.sampled_from(["", "LEFT ", "INNER "]))
+        parts += [side + "JOIN", chosen[1][0], chosen[1][1], on.format(*aliases)]
+        if draw(st.integers(0, 3)) == 0:
+            # A third source joined on a column the first two may share: USING over three.
+            third = draw(st.sampled_from([s for s in SOURCES if s not in chosen]))
+            aliases.append(third[1])
+            parts += ["JOIN", third[0], third[1], draw(st.sampled_from([
+                "USING (employee_id)", "USING (dept_id)", "ON {0}.employee_id = {1}.employee_id".format(
+                    aliases[0], third[1])]))]
     if draw(st.booleans()):
         where = draw(expression(aliases)) + " IS NOT NULL"
         if depth < 1 and draw(st.booleans()):
@@ -195,7 +208,7 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
         group = [draw(st.one_of(expression(aliases), name, st.sampled_from(["1", "2", "4"])))]
         parts += ["GROUP BY", ", ".join(group)]
         if draw(st.booleans()):
-            parts += ["HAVING", draw(expression(aliases)) + " > 1"]
+            parts += ["HAVING", draw(st.one_of(expression(aliases), name)) + " > 1"]
     if draw(st.booleans()):
         parts += ["ORDER BY", draw(st.one_of(expression(aliases), name, st.sampled_from(["1", "2", "3"])))]
     return " ".join(parts)
@@ -204,9 +217,16 @@ def select(draw: Callable[..., Any], depth: int = 0) -> str:
 @st.composite
 def query(draw: Callable[..., Any]) -> str:
     body = draw(select())
-    shape = draw(st.sampled_from(["plain", "cte", "derived", "union"]))
+    shape = draw(st.sampled_from(["plain", "cte", "derived", "union", "recursive"]))
     if shape == "cte":
         return f"WITH c AS ({body}) SELECT " + draw(st.sampled_from(["*", "c.*", draw(name)])) + " FROM c"
+    if shape == "recursive":
+        # A recursive CTE (a column list or not), read by its later part and by the query.
+        columns = draw(st.sampled_from(["", "(x)", "(x, y)"]))
+        step = ", ".join(draw(st.lists(name, min_size=1, max_size=2)))
+        where = draw(st.sampled_from(["", " WHERE x < 3", " WHERE r.x IS NULL", f" WHERE {draw(name)} > 1"]))
+        outer = draw(st.sampled_from(["*", "r.*", draw(name), "r." + draw(name)]))
+        return f"WITH RECURSIVE r{columns} AS ({body} UNION ALL SELECT {step} FROM r{where}) SELECT {outer} FROM r"
     if shape == "derived":
         outer = draw(st.sampled_from(["*", "s." + draw(name), draw(name)]))
         return f"SELECT {outer} FROM ({body}) AS s" + draw(st.sampled_from(["", " ORDER BY 1", " GROUP BY 1"]))
@@ -238,28 +258,138 @@ SHAPES = [
     ("SELECT d.title, COUNT(*) FROM departments d GROUP BY d.title HAVING avg(budget) > 1", True),
     # A name an output and a table share, inside an ORDER BY expression: a whole row on PostgreSQL.
     ("SELECT e.name AS e FROM employees e ORDER BY e || 'x'", False),
-    # An output name in HAVING: MySQL reads it differently from the others.
-    ("SELECT e.dept_id AS dept_id, COUNT(*) AS n FROM employees e GROUP BY e.dept_id HAVING n > 1", False),
+    # HAVING names: an alias no source has becomes a copy of its expression; a name only an
+    # unaliased column output has is the source's column.
+    ("SELECT e.dept_id AS dept_id, COUNT(*) AS n FROM employees e GROUP BY e.dept_id HAVING n > 1", True),
+    ("SELECT p.employee_id, COUNT(*) AS n FROM employee_performance p GROUP BY p.employee_id HAVING n > 1 AND n < 9",
+     True),
+    ("SELECT dept_id FROM employees GROUP BY dept_id HAVING COUNT(dept_id) > 1", True),
+    (("SELECT e.name FROM employees e WHERE e.dept_id IN (SELECT dept_id FROM departments GROUP BY dept_id "
+      "HAVING COUNT(dept_id) > 1)"), True),
+    ("SELECT d.title, SUM(d.budget) + 1 AS total FROM departments d GROUP BY d.title HAVING total > 1", True),
+    # A denied column behind the name, an ambiguous one: refused either way.
+    ("SELECT e.dept_id, SUM(salary) AS n FROM employees e GROUP BY e.dept_id HAVING n > 1", False),
+    ("SELECT salary FROM employees GROUP BY salary HAVING COUNT(salary) > 1", False),
+    (("SELECT e.name, COUNT(*) AS n FROM employees e JOIN departments d ON e.dept_id = d.dept_id "
+      "GROUP BY e.name HAVING dept_id > 1"), False),
+    # A name both an alias and a source's column has (dialect flags decide: MySQL's differ), a
+    # name under a star, a constant's alias, an aggregate's alias inside an aggregate.
+    ("SELECT e.name AS dept_id, COUNT(*) AS n FROM employees e GROUP BY e.name HAVING dept_id > 1", False),
+    ("SELECT * FROM departments d GROUP BY d.dept_id, d.title, d.budget HAVING title > 'a'", False),
+    ("SELECT d.title, 1 AS k FROM departments d GROUP BY d.title HAVING k > 0", False),
+    ("SELECT d.title, COUNT(*) AS n FROM departments d GROUP BY d.title HAVING MAX(n) > 1", False),
     # An aggregate output named in GROUP BY; a position out of range; an output name in WHERE.
     ("SELECT COUNT(*) AS month FROM employees e GROUP BY month", False),
     ("SELECT e.name FROM employees e GROUP BY 3", False),
     ("SELECT e.name AS x FROM employees e WHERE x = 'a'", False),
+    # USING joins: an ON condition over the allowed columns, COALESCE for an unqualified name.
+    ("SELECT e.name, p.performance_grade FROM employees e JOIN employee_performance p USING (employee_id)", True),
+    (("SELECT employee_id, e.name FROM employees e LEFT JOIN employee_performance p USING (employee_id) "
+      "WHERE employee_id > 'a' GROUP BY employee_id, e.name ORDER BY employee_id"), True),
+    ("SELECT dept_id, COUNT(*) FROM employees e JOIN departments d USING (dept_id) GROUP BY 1 ORDER BY 1", True),
+    (("SELECT employee_id, UPPER(note) FROM employees e JOIN employee_performance p USING (employee_id) "
+      "JOIN project_members m USING (employee_id) ORDER BY UPPER(employee_id)"), True),
+    (("SELECT e.name FROM employees e JOIN departments d USING (dept_id) JOIN employees e2 USING (dept_id, name) "
+      "WHERE EXISTS (SELECT 1 FROM project_members m WHERE m.employee_id = e2.employee_id)"), True),
+    (("WITH c AS (SELECT d.dept_id, COUNT(*) AS n FROM departments d GROUP BY d.dept_id) "
+      "SELECT c.dept_id, e.name, c.n FROM c JOIN employees e USING (dept_id) ORDER BY c.n DESC"), True),
+    (("SELECT s.dept_id FROM (SELECT dept_id, e.name FROM employees e JOIN departments d USING (dept_id)) AS s "
+      "JOIN departments d USING (dept_id)"), True),
+    # A denied, unknown or one-sided USING column, an ambiguous other name, a star, HAVING.
+    ("SELECT e.name FROM employees e JOIN employees f USING (salary)", False),
+    ("SELECT e.name FROM employees e JOIN departments d USING (title)", False),
+    ("SELECT e.name FROM employees e JOIN project_members m USING (employee_id) JOIN employees f USING (note)", False),
+    ("SELECT name FROM employees e JOIN employees f USING (dept_id)", False),
+    ("SELECT * FROM employees e JOIN departments d USING (dept_id)", False),
+    ("SELECT d.*, e.name FROM employees e JOIN departments d USING (dept_id)", False),
+    ("SELECT COUNT(*) FROM employees e JOIN departments d USING (dept_id) GROUP BY e.dept_id HAVING dept_id > 1",
+     False),
+    ("SELECT e.name FROM employees e JOIN departments d USING (dept_id) JOIN project_members m USING (dept_id)",
+     False),
+    # Recursive CTEs: a reference from the later part reads the first part's names, a column
+    # list renames every part's outputs; a reference from the first part, a renamed select with
+    # ORDER BY, a select alias copied inside, a column list without RECURSIVE: the full path.
+    ("WITH RECURSIVE r(x) AS (SELECT e.salary FROM employees e UNION ALL SELECT x FROM r) SELECT x FROM r", False),
+    ("WITH RECURSIVE r(x) AS (SELECT e.name AS q FROM employees e UNION ALL SELECT q FROM r) SELECT x FROM r", False),
+    ("WITH RECURSIVE r(x) AS (SELECT e.name FROM employees e UNION ALL SELECT x FROM r) SELECT name FROM r", False),
+    ("WITH RECURSIVE r AS (SELECT e.name FROM r JOIN employees e ON 1 = 1 UNION ALL SELECT 'a') SELECT * FROM r",
+     False),
+    (("WITH RECURSIVE r(x) AS (SELECT e.name FROM employees e UNION ALL SELECT x FROM r WHERE x > 'a' "
+      "ORDER BY 1) SELECT x FROM r"), True),  # the set operation's ORDER BY
+    (("WITH RECURSIVE r(x) AS (SELECT e.name FROM employees e UNION ALL SELECT x FROM r WHERE x > 'a' "
+      "UNION SELECT d.title FROM departments d GROUP BY d.title) SELECT x FROM r"), False),
+    (("WITH RECURSIVE r AS (SELECT e.dept_id AS k FROM employees e UNION ALL SELECT d.budget AS k FROM r "
+      "JOIN departments d ON d.dept_id = r.k GROUP BY k) SELECT k FROM r"), True),  # r's column k
+    (("WITH RECURSIVE r AS (SELECT e.dept_id AS k FROM employees e UNION ALL SELECT UPPER(d.title) AS kk FROM r "
+      "JOIN departments d ON d.dept_id = r.k GROUP BY kk) SELECT k FROM r"), False),
+    ("WITH c(x) AS (SELECT e.name FROM employees e) SELECT x FROM c", False),
     # A derived table with two columns of one name; a union's position naming a repeated output.
     (("WITH c AS (SELECT * FROM employees e JOIN employee_performance p ON e.employee_id = p.employee_id) "
       "SELECT * FROM c"), False),
     ("SELECT e.employee_id, e.employee_id FROM employees e UNION SELECT e.name, e.name FROM employees e ORDER BY 1",
      True),
-    # An unaliased scalar subquery where ORDER BY or GROUP BY may name it: the full path.
+    # An unaliased scalar subquery named by a position (of its select's ORDER BY or GROUP BY,
+    # or of a set operation's ORDER BY): ``qualify_columns`` fails there, the full path refuses.
     ("SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e ORDER BY 1", False),
-    ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY e.name", False),
+    ("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY 2", False),
     ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e UNION SELECT d.budget FROM departments d "
      "ORDER BY 1", False),
-    # Where nothing names it, or only a reader of the derived table by its name: the fast path.
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e UNION SELECT d.title, d.budget "
+      "FROM departments d UNION SELECT p.employee_id, 1 FROM employee_performance p ORDER BY 2"), False),
+    # Where nothing names it by position: the fast path, whatever the other clauses.
+    ("SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY e.name", True),
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e WHERE e.dept_id = "
+      "(SELECT d.dept_id FROM departments d ORDER BY d.budget LIMIT 1) ORDER BY e.dept_id DESC, 1 LIMIT 1"), True),
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY e.name "
+      "HAVING COUNT(*) > 1 ORDER BY (SELECT MAX(d.budget) FROM departments d)"), True),
+    ("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e GROUP BY 1 ORDER BY _col_1", False),
+    (("SELECT e.name, (SELECT MAX(d.budget) FROM departments d) FROM employees e UNION SELECT d.title, d.budget "
+      "FROM departments d ORDER BY 1"), True),
+    (("SELECT d.title, d.budget FROM departments d UNION SELECT e.name, (SELECT MAX(d.budget) FROM departments d) "
+      "FROM employees e ORDER BY 2"), True),
+    ("SELECT e.name, (SELECT MAX(d.salary) FROM employees d) FROM employees e ORDER BY e.name", False),
     ("SELECT DISTINCT (SELECT MAX(d.budget) FROM departments d) FROM employees e", True),
     ("SELECT s._col_0 FROM (SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e) AS s "
      "WHERE s._col_0 > 1 ORDER BY s._col_0", True),
     ("SELECT * FROM (SELECT (SELECT MAX(d.budget) FROM departments d) FROM employees e) AS s ORDER BY 1", True),
 ]
+
+
+#: Shapes of one dialect: (dialect, query, resolved by the fast path).
+DIALECT_SHAPES = [
+    # PostgreSQL's DISTINCT ON over plain expressions of source columns: the fast path.
+    ("postgres", "SELECT DISTINCT ON (e.dept_id) e.name FROM employees e ORDER BY e.dept_id, e.name", True),
+    ("postgres", "SELECT DISTINCT ON (dept_id) name FROM employees ORDER BY dept_id", True),
+    ("postgres", ("SELECT DISTINCT ON (UPPER(e.name), d.title) e.name FROM employees e "
+                  "JOIN departments d ON e.dept_id = d.dept_id ORDER BY UPPER(e.name)"), True),
+    # A select alias, a position, a GROUP BY, a denied or ambiguous column, a whole row.
+    ("postgres", "SELECT DISTINCT ON (dept_id) e.dept_id, e.name FROM employees e ORDER BY dept_id", False),
+    ("postgres", "SELECT DISTINCT ON (1) e.dept_id FROM employees e", False),
+    ("postgres", "SELECT DISTINCT ON (e.dept_id) e.name FROM employees e GROUP BY e.dept_id, e.name", False),
+    ("postgres", "SELECT DISTINCT ON (salary) e.name FROM employees e", False),
+    ("postgres", "SELECT DISTINCT ON (e.salary) e.name FROM employees e", False),
+    ("postgres", "SELECT DISTINCT ON (dept_id) e.name FROM employees e JOIN departments d ON e.dept_id = d.dept_id",
+     False),
+    ("postgres", "SELECT DISTINCT ON (e) e.name FROM employees e", False),
+    # MySQL's FROM DUAL: a source of no columns, where no clause can name a select alias.
+    ("mysql", "SELECT (SELECT SUM(d.budget) FROM departments d) / (SELECT COUNT(*) FROM employees) AS r FROM dual",
+     True),
+    ("mysql", "SELECT 1 AS x FROM dual WHERE EXISTS (SELECT 1 FROM employees e WHERE e.dept_id = 1) ORDER BY x", True),
+    ("mysql", "SELECT 1 AS x FROM dual WHERE EXISTS (SELECT 1 FROM employees e WHERE e.salary = 1)", False),
+    ("mysql", "SELECT x FROM dual", False),
+    ("mysql", "SELECT dual.x FROM dual", False),
+    ("mysql", "SELECT * FROM dual", False),
+    ("mysql", "SELECT COUNT(*) AS n FROM dual GROUP BY n", False),
+    ("mysql", "SELECT COUNT(*) AS n FROM dual HAVING n > 0", False),
+    ("mysql", "SELECT (SELECT e.name FROM dual) AS n FROM employees e", True),
+    ("mysql", "SELECT (SELECT name FROM dual) AS n FROM employees e", False),
+    ("mysql", "SELECT 1 AS x FROM dual JOIN departments d ON d.dept_id = 1", False),
+]
+
+
+@pytest.mark.parametrize(("dialect", "sql", "fast"), DIALECT_SHAPES)
+def test_shapes_of_one_dialect(dialect: str, sql: str, fast: bool) -> None:
+    assert assert_paths_agree(sql, MANIFESTS[dialect], VARS) is fast
 
 
 #: Flat queries (``flat.py``): planned without sqlglot's scopes.
@@ -284,6 +414,15 @@ FLAT = [
     ("WITH a AS (SELECT e.dept_id AS k FROM employees e), b AS (SELECT a.k FROM a JOIN departments d ON d.dept_id = a.k) "
      "SELECT b.k, s.title FROM b JOIN (SELECT d.dept_id, d.title FROM departments d) AS s ON s.dept_id = b.k"),
     "WITH c AS (SELECT title FROM departments UNION SELECT name FROM employees) SELECT title FROM c ORDER BY title",
+    # Recursive CTEs (``recursive.py``).
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
+    ("WITH RECURSIVE r AS (SELECT MIN(d.budget) AS b FROM departments d UNION ALL SELECT b + 1 FROM r "
+     "WHERE b < (SELECT MAX(d.budget) FROM departments d)), t AS (SELECT d.budget AS b, COUNT(*) AS n "
+     "FROM departments d GROUP BY d.budget) SELECT r.b, t.n FROM r LEFT JOIN t ON r.b = t.b ORDER BY r.b"),
+    ("WITH RECURSIVE r(x, y) AS (SELECT e.name, e.dept_id FROM employees e UNION ALL SELECT x, y + 1 FROM r "
+     "WHERE y < 3) SELECT * FROM r"),
+    ("WITH RECURSIVE r(x) AS (SELECT e.name AS q FROM employees e UNION ALL SELECT r.x FROM r "
+     "WHERE EXISTS (SELECT 1 FROM r AS s WHERE s.x = r.x)) SELECT r.x FROM r"),
     # Unaliased scalar subqueries in a select list: named ``_col_<n>`` by an alias of their own.
     "SELECT (SELECT MAX(d.budget) FROM departments d), e.name FROM employees e WHERE e.name IS NOT NULL",
     "SELECT s._col_0 FROM (SELECT (SELECT COUNT(*) FROM departments d) FROM employees e) AS s",

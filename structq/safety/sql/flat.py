@@ -6,7 +6,8 @@ list its columns, sources and subqueries; on a query of two or three small selec
 cost 1.3-2.3× a parse, against ~0.6× for one select planned from its FROM / JOIN tables. Most
 multi-select queries of the corpora are *flat*: selects, set operations of them, subqueries in
 a select's expressions (WHERE, HAVING, the select list; correlated or not), derived tables and
-CTEs — nothing recursive, and no column lists on aliases. Each select is one scope whose
+CTEs (recursive ones and CTE column lists as ``recursive.py`` reads them) — and no column
+lists on derived tables. Each select is one scope whose
 sources are its own FROM / JOIN tables, derived tables and CTE references, and each column
 belongs to the nearest select above it, so the column lists ``parse.scan`` made are split by
 walking up from each column (a few parents) instead of down from every scope.
@@ -49,9 +50,6 @@ def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[Flat
     raises ``Unsupported`` for any other query. ``queries`` lists every query node of the tree
     parents first (``Check.queries``), ``columns`` every column node."""
     for query in queries:
-        with_ = query.args.get("with_")
-        if with_ is not None and (with_.args.get("recursive") or any(c.args["alias"].columns for c in with_.expressions)):
-            raise Unsupported("a recursive CTE or a CTE column list")
         if isinstance(query, exp.Subquery):
             if not isinstance(query.this, _PLANNED) or isinstance(query.parent, exp.SetOperation):
                 raise Unsupported("a parenthesised query")

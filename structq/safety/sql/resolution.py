@@ -1,9 +1,10 @@
 """Part of ``resolve.py``: what the resolver decided (``Resolution``), and writing it into the tree.
 
 Planning decides everything first and touches nothing, so that giving up leaves the tree as
-parsed; ``apply`` then writes the plan: qualifiers, copies of select expressions for GROUP BY
-references, projections named as ``qualify_columns`` names them (``qualify_outputs``), and
-ORDER BY terms that name an output.
+parsed; ``apply`` then writes the plan: USING joins as ON conditions (``using.py``),
+qualifiers, copies of select expressions for GROUP BY and HAVING references, projections
+named as ``qualify_columns`` names them (``qualify_outputs``), and ORDER BY terms that name an
+output.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ class Resolution:
     A plain class with slots (one is made per check; its fields built as literals cost less
     than a dataclass's factories)."""
 
-    __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions")
+    __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions",
+                 "scalar_positions", "joins", "replacements", "renamed")
 
     def __init__(self) -> None:
         #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own)
@@ -46,6 +48,15 @@ class Resolution:
         self.copies: list[tuple[exp.Expr, exp.Expr, bool]] = []
         #: A select's positional ORDER BY terms: the literal, the select and the output's index.
         self.select_positions: list[tuple[exp.Literal, exp.Select, int]] = []
+        #: Per select (``id()``) with unaliased scalar subqueries in its (expanded) list:
+        #: their positions, which a set operation's ORDER BY must not name.
+        self.scalar_positions: dict[int, list[int]] = {}
+        #: USING joins and the ON condition each becomes (``using.py``).
+        self.joins: list[tuple[exp.Join, exp.Expr]] = []
+        #: Unqualified USING columns and the ``COALESCE`` that replaces each (``using.py``).
+        self.replacements: list[tuple[exp.Column, exp.Expr]] = []
+        #: Selects whose outputs a CTE column list renames, with the list (``recursive.py``).
+        self.renamed: list[tuple[exp.Select, list[str]]] = []
 
 
 def output_name(projection: exp.Expr, index: int) -> str:
@@ -75,6 +86,11 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
 
 
 def apply(plan: Resolution, dialect: Dialect | None) -> None:
+    for join, condition in plan.joins:
+        join.set("using", None)
+        join.set("on", condition)
+    for column, replacement in plan.replacements:
+        column.replace(replacement)
     for column, qualifier, _ in list(plan.columns.values()):
         if qualifier is not None:
             # A fresh node per column; an identifier holds only strings and flags, so this is
@@ -89,8 +105,13 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
                 node.replace(simplified)
         else:
             term.replace(copy)
+    renamed = {id(select): names for select, names in plan.renamed} if plan.renamed else None
     for select, projections in plan.projections:
         select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
+        if renamed is not None and id(select) in renamed:
+            for projection, name in zip(select.expressions, renamed[id(select)]):
+                if name:  # ``qualify_outputs``: the column list's name over the projection's alias
+                    projection.set("alias", exp.to_identifier(name))
         _alias_grouped_order(select, plan)
     for literal, select, index in plan.select_positions:
         reference = exp.column(select.expressions[index].args["alias"].copy())

@@ -3,9 +3,9 @@
 sqlglot's ``qualify_columns`` handles every construct of every dialect and costs most of the
 sandbox's time. Most queries use a small part of SQL, so this module resolves those itself,
 from one ``traverse_scope`` — or, when the query is flat (one select, as most are, or set
-operations, subqueries, derived tables and CTEs of plain selects, nothing recursive;
-``flat.py``), straight from each select's FROM / JOIN sources and the columns ``parse.scan``
-collected, without building scopes — and gives up (``Unsupported``) on anything it does not
+operations, subqueries, derived tables and CTEs of plain selects, recursive ones too;
+``flat.py``, ``recursive.py``), straight from each select's FROM / JOIN sources and the
+columns ``parse.scan`` collected, without building scopes — and gives up (``Unsupported``) on anything it does not
 model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
@@ -24,13 +24,19 @@ scope, innermost first:
   grouped select expression rewritten to its alias — as ``qualify_columns`` writes them,
   so both paths produce the same SQL;
 - GROUP BY, HAVING and ORDER BY terms that refer to the select list by name or position
-  (``select_refs.py``), rewritten the same way.
+  (``select_refs.py``), rewritten the same way;
+- USING joins, rewritten into ON conditions, and unqualified USING columns into
+  ``COALESCE`` (``using.py``).
 
-Not modelled (so: the full path): USING / NATURAL joins, lateral joins, pivots, table
-functions, select aliases referred to in WHERE, HAVING or the select list itself, column
-lists on table or CTE aliases, DISTINCT ON, QUALIFY, named windows, three-part column names,
-star modifiers, recursive CTEs, an unaliased scalar subquery in a select list that GROUP BY,
-HAVING, ORDER BY or a set operation may name.
+Not modelled (so: the full path): NATURAL joins, lateral joins, pivots, table functions,
+select aliases referred to in WHERE or the select list itself, column lists on derived tables
+(and on CTEs of a WITH that is not recursive), QUALIFY, named windows, three-part column
+names, star modifiers; recursive CTEs and CTE column lists but as ``recursive.py`` reads them
+(over scopes: none at all); a star over a USING join; a HAVING name that is both an alias and
+a source's column; DISTINCT ON of anything but plain expressions of source columns
+(``sources.py``); MySQL's ``DUAL`` beside other sources or under a star, GROUP BY or HAVING; a
+position (of ORDER BY, GROUP BY or a set operation's ORDER BY) naming an unaliased scalar
+subquery of a select list (``qualify_columns`` fails there).
 
 ``tests/test_sandbox_resolver.py`` checks both paths against each other over the corpora and
 generated shapes: same resolution, same outcome, same SQL.
@@ -46,9 +52,11 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from .flat import FlatPart, flat_parts
+from .recursive import check_alias_copies, rename, renamed_outputs
 from .resolution import Resolution, apply, output_name
 from .select_refs import SelectRefs, Unsupported, check_copies
-from .sources import UNION_ARGS, Sources, check_select, check_shape
+from .sources import UNION_ARGS, Sources, check_dual, check_select, check_shape, check_with
+from .using import plan_using, using_reference
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
@@ -74,8 +82,12 @@ def _plan_columns(
     plan: Resolution,
     outer: Callable[[str], Sources | None],
     refs: SelectRefs,
-) -> None:
+    using: dict[str, list[str]],
+) -> dict[int, exp.Expr]:
+    """Plan each column's source; the replacements of unqualified USING columns, by ``id()``."""
     resolved, own = plan.columns, sources.by_alias  # looked up once: this runs per column
+    copied: set[int] = set()
+    replaced: dict[int, exp.Expr] = {}
     for column in columns:
         key = id(column)
         if key in resolved:
@@ -97,8 +109,20 @@ def _plan_columns(
                 raise Unsupported("unknown column")
             resolved[key] = (column, None, entry[0])
             continue
-        refs.check_having(column)
+        if using and column.name in using:
+            if id(column) in refs.having:
+                raise Unsupported("a USING column in HAVING")
+            if key not in replaced:  # a flat select may list a column twice (``having_columns``)
+                replaced[key] = using_reference(column, using[column.name], sources, plan)
+            continue
         owners = sources.owners(column.name)
+        if refs.having and (alias_of := refs.having_alias(column, bool(owners))) is not None:
+            # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
+            # columns twice (its own, and ``having_columns``).
+            if key not in copied:
+                copied.add(key)
+                plan.copies.append((column, alias_of.this, True))
+            continue
         if not owners:
             # No source has the name: a GROUP BY term naming a select expression, or unknown.
             plan.copies.append((column, refs.alias_reference(column).this, True))
@@ -107,6 +131,7 @@ def _plan_columns(
             raise Unsupported("ambiguous column")
         plan.columns[id(column)] = (column, sources.qualifier(owners[0]), sources.by_alias[owners[0]][0])
     refs.check_order()
+    return replaced
 
 
 def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[exp.Expr]:
@@ -145,6 +170,10 @@ class _Query:
         self.tables = tables
         self._source_names = source_names
         self._names: frozenset[str] | None = None
+        #: Selects a CTE column list renames (``recursive.py``); empty without a recursive WITH.
+        self.renamed: dict[int, list[str]] = {}
+        #: Whether a WITH of the query is recursive (``recursive.py``).
+        self.recursive = False
 
     def source_names(self) -> frozenset[str]:
         """Lower-case names of every table and derived table in the query (``select_refs.py``),
@@ -219,19 +248,27 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     clauses = select.args  # the steps for an absent clause are skipped: most selects have few
     if clauses.get("having") is not None:
         columns = columns + refs.having_columns()
-    _plan_columns(select, columns, sources, plan, outer, refs)
+    using = plan_using(select, sources, plan) if clauses.get("joins") else {}
+    replaced = _plan_columns(select, columns, sources, plan, outer, refs, using)
     projections = _expanded(select, sources, plan)
-    named_elsewhere = clauses.get("group") or clauses.get("having") or clauses.get("order") or isinstance(
-        select.parent, exp.SetOperation)
-    if named_elsewhere and any(isinstance(p, exp.Subquery) for p in projections):
-        # Named ``_col_<n>`` by an alias of its own (``resolution.py``), which the clauses that
-        # name outputs (its own, or a set operation's) read as ``qualify_columns`` does not.
-        raise Unsupported("an unaliased scalar subquery in a select list that other clauses may name")
+    if replaced:
+        projections = [replaced.get(id(p), p) for p in projections]
+    scalar = [i for i, p in enumerate(projections) if isinstance(p, exp.Subquery)]
+    if scalar:
+        # Named ``_col_<n>`` by an alias of its own (``resolution.py``): a position naming it
+        # is where ``qualify_columns`` fails (``select_refs.py``), so the full path decides.
+        refs.check_positions(scalar)
+        plan.scalar_positions[id(select)] = scalar
     if clauses.get("group") is not None:
         plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
     if len(plan.copies) > start:
         check_copies(plan.copies[start:], plan.columns)
     names = [output_name(p, i) for i, p in enumerate(projections)]
+    if query.renamed and id(select) in query.renamed:
+        names = rename(names, query.renamed[id(select)], projections)
+        plan.renamed.append((select, query.renamed[id(select)]))
+    if query.recursive and len(plan.copies) > start:
+        check_alias_copies(select, plan.copies[start:])
     if clauses.get("order") is not None:
         plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
     plan.projections.append((select, projections))
@@ -241,6 +278,7 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
 def _plan_select(scope: Scope, plan: Resolution, query: _Query) -> None:
     select = scope.expression
     check_select(select)
+    check_with(select)
     sources = Sources.of_scope(scope, plan.outputs, query.tables)
     outer = lambda alias: _outer_source(scope, alias, plan, query.tables)  # noqa: E731
     plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, outer, query)
@@ -253,6 +291,7 @@ def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
         raise Unsupported("set operation over an unresolved branch")
     if scope.columns:
         raise Unsupported("columns in a set operation")
+    check_with(scope.expression)
     plan.outputs[id(scope)] = _plan_set_operation(scope.expression, names, plan, query)
 
 
@@ -261,10 +300,16 @@ def _plan_set_operation(union: exp.SetOperation, names: list[str], plan: Resolut
     check_shape(union, UNION_ARGS)
     order = union.args.get("order")
     if order is not None:
+        left: exp.Expr = union
+        while isinstance(left, exp.SetOperation):
+            left = left.this.unnest()  # the select whose projections ``union.selects`` are
+        scalar = plan.scalar_positions.get(id(left), ())
         unique = {name for name, count in Counter(names).items() if count == 1}
         for ordered in order.expressions:
             term = ordered.this
             if isinstance(term, exp.Literal) and term.is_int and 0 < int(term.this) <= len(names):
+                if int(term.this) - 1 in scalar:
+                    raise Unsupported("a set operation's ORDER BY position of an unaliased scalar subquery")
                 name = names[int(term.this) - 1]
                 if name not in unique:
                     continue  # the position stays, as ``qualify_columns`` leaves it
@@ -297,6 +342,7 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     """
     check_select(select)
     sources = query.select_sources(select)
+    check_dual(select, sources)
     if select.args.get("order") is not None:
         named: set[str] | None = set(select.named_selects)
         own = [c for c in columns if not isinstance(c.this, exp.Star)
@@ -350,7 +396,15 @@ def resolve_columns(
         single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
         try:
             parts: list[FlatPart] = [(tree, columns)] if single else flat_parts(queries, columns)  # type: ignore[list-item]
-            _plan_flat(parts, plan, _FlatQuery(tables, source_names, parts, plan))
+            query = _FlatQuery(tables, source_names, parts, plan)
+            if not single:
+                withs = [w for q in queries if (w := q.args.get("with_")) is not None]
+                if any(w.args.get("recursive") for w in withs):
+                    query.recursive = True
+                    query.renamed = renamed_outputs(withs)
+                elif any(c.args["alias"].columns for w in withs for c in w.expressions):
+                    raise Unsupported("a CTE column list in a WITH that is not recursive")
+            _plan_flat(parts, plan, query)
         except Unsupported:
             if single:
                 raise

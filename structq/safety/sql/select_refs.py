@@ -12,9 +12,16 @@ raises ``Unsupported`` and takes the full path:
   GROUP BY term: the term becomes a copy of that expression (with its columns qualified). A
   name some source has is that source's column, in every clause but HAVING and ORDER BY;
 - ``GROUP BY 2``: a copy of the second (expanded) select expression, unless it is a constant;
-- ``ORDER BY 2`` (a select's own): the second output's name, when no other output shares it;
-- a HAVING column whose name no output has is a column of its one source, as anywhere else
-  (a name an output has is left to the full path: MySQL and the others read it differently);
+- ``ORDER BY 2`` (a select's own): the second output's name, when no other output shares it
+  — unless it is an unaliased scalar subquery, named by an alias of its own rather than an
+  ``Alias`` node, where ``qualify_columns`` fails an assertion (so the full path refuses);
+- a HAVING column whose name no aliased output has (``expr AS name``; an unaliased column
+  output is not an alias there) is a column of its one source, as anywhere else; a name an
+  alias has and no source has becomes a copy of the aliased expression, in parentheses where
+  they matter (``HAVING post_count > 10`` → ``HAVING COUNT(*) > 10``). A name both have is left
+  to the full path (MySQL and the others read it differently), as is any HAVING name in a
+  select with a star, or one sqlglot leaves as written (a constant's alias; an aggregate's,
+  inside an aggregate);
 - an ORDER BY name that an output has stays as written, inside an expression too
   (``ORDER BY CASE WHEN total IS NULL …``) — unless it sits inside an aggregate, a window or a
   subquery of the term, or is also the name of a table or derived table anywhere in the query
@@ -34,6 +41,9 @@ __all__ = ["SelectRefs", "Unsupported", "check_copies", "copy_resolved"]
 _OPAQUE = (exp.AggFunc, exp.Window, exp.Query, exp.Subquery)
 #: What a select expression may hold to be copied into GROUP BY here.
 _NOT_COPIED = (exp.Query, exp.Subquery, exp.Star, exp.Explode, exp.Unnest, exp.Window, exp.AggFunc)
+#: What a select expression may hold to be copied into HAVING here (an aggregate, as it
+#: mostly is, or ``COUNT(*)``'s star, but nothing with a scope or a window of its own).
+_NOT_IN_HAVING = (exp.Query, exp.Subquery, exp.Explode, exp.Unnest, exp.Window)
 
 
 class Unsupported(Exception):
@@ -66,9 +76,35 @@ class SelectRefs:
         having = self.select.args.get("having")
         return [c for c in having.find_all(exp.Column) if id(c) in self.having] if having is not None else []
 
-    def check_having(self, column: exp.Column) -> None:
-        if id(column) in self.having and (column.name in self.named or self.select.is_star):
-            raise Unsupported("a HAVING name that an output has")
+    def having_alias(self, column: exp.Column, owned: bool) -> exp.Alias | None:
+        """For an unqualified HAVING column of this select: the aliased select expression it
+        stands for, or None where it is a source's column (``owned``: some source has the
+        name). ``qualify_columns`` (``_expand_alias_refs``) reads only ``expr AS name``
+        projections as aliases there, so a name only an unaliased column output has is that
+        source column; a name an alias has and no source has becomes a copy of the
+        expression. A name both have is read by dialect flags (MySQL's differ): refused, as
+        are the shapes where sqlglot leaves the name as written (a constant, an aggregate
+        named inside an aggregate)."""
+        if id(column) not in self.having:
+            return None
+        if self.select.is_star:
+            raise Unsupported("a HAVING name in a select with a star")  # the star's columns are aliases there
+        name = column.name
+        if name not in self.named:
+            return None
+        found = [p for p in self.select.expressions if isinstance(p, exp.Alias) and p.alias == name]
+        if not found:
+            return None
+        if owned:
+            raise Unsupported("a HAVING name that is both an output alias and a source's column")
+        if len(found) != 1 or Counter(self.select.named_selects)[name] != 1:
+            raise Unsupported("a HAVING name that several outputs have")
+        expression = found[0].this
+        if isinstance(expression, exp.Literal) or expression.is_number or expression.find(*_NOT_IN_HAVING):
+            raise Unsupported("a HAVING alias of an expression not copied as written")
+        if expression.find(exp.AggFunc) is not None and _inside_aggregate(column):
+            raise Unsupported("an aggregate's alias inside an aggregate of HAVING")
+        return found[0]
 
     def alias_reference(self, column: exp.Column) -> exp.Alias:
         """The select expression an unqualified name no source has refers to (GROUP BY only)."""
@@ -97,6 +133,17 @@ class SelectRefs:
                     if isinstance(node, _OPAQUE):
                         raise Unsupported("a select alias inside an aggregate, window or subquery of ORDER BY")
                     node = node.parent
+
+    def check_positions(self, scalar: list[int]) -> None:
+        """No ORDER BY position of this select names an unaliased scalar subquery (index in
+        ``scalar``): ``qualify_outputs`` names one by an alias of its own, not an ``Alias``
+        node, and ``qualify_columns`` fails an assertion on a position of it (a GROUP BY
+        position of one is refused by ``group_positions``)."""
+        order = self.select.args.get("order")
+        for ordered in order.expressions if order is not None else ():
+            term = ordered.this
+            if isinstance(term, exp.Literal) and term.is_int and int(term.this) - 1 in scalar:
+                raise Unsupported("an ORDER BY position of an unaliased scalar subquery")
 
     def group_positions(self, projections: list[exp.Expr]) -> list[tuple[exp.Literal, exp.Expr]]:
         """``GROUP BY n`` terms to replace, each with the select expression it copies."""
@@ -133,6 +180,16 @@ class SelectRefs:
 
 def _owner(column: exp.Column) -> exp.Expr | None:
     return column.find_ancestor(exp.Select)
+
+
+def _inside_aggregate(column: exp.Column) -> bool:
+    """Whether an aggregate (of the HAVING clause itself) encloses ``column``."""
+    node = column.parent
+    while node is not None and not isinstance(node, exp.Having):
+        if isinstance(node, (exp.AggFunc, exp.Window, exp.Query)):
+            return True
+        node = node.parent
+    return False
 
 
 def _copyable(expression: exp.Expr) -> bool:
