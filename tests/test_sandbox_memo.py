@@ -286,3 +286,15 @@ def test_postgres_long_lists_are_a_shape_of_their_own() -> None:
         same(checked[len(values)], full(MEMBERS, source, params={"picked": values}, vars=VARS))
     assert checked[len(long)].switches == {"ref_picked_hashed": "ref_picked"}
     assert checked[len(long)].params["ref_picked_hashed"] is False and not checked[len(short)].switches
+
+
+def test_with_params_is_a_replace_of_the_values_only() -> None:
+    import dataclasses
+
+    query = check_sql("SELECT employee_id FROM employees WHERE employee_id IN (<picked>)", manifest(),
+                      params={"picked": ["E1"]}, vars=VARS)
+    rebound = query.with_params({"p": 1})
+    assert rebound == dataclasses.replace(query, params={"p": 1})
+    assert query.params != rebound.params and rebound.text == query.text
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rebound.text = "DELETE FROM employees"  # type: ignore[misc]

@@ -44,7 +44,7 @@ from sqlglot.optimizer.qualify_columns import qualify_columns, validate_qualify_
 
 from structq.capabilities.loader import closest
 
-from structq.capabilities import Column, Table
+from structq.capabilities import Table
 
 from . import implicit
 from .context import Check
@@ -298,14 +298,15 @@ def check_columns(check: Check) -> None:
     settle_function_columns(check, functions)
     if unnamed:
         _drop_invented_aliases(outer, unnamed, created)
-    names = check.names
-    declared_columns: dict[int, dict[str, Column]] = {}  # per manifest table: ``names.columns``
+    readable = check.names.readable
+    read = check.read_columns
+    of_tables: dict[int, dict[str, tuple[str, bool, str]]] = {}  # per manifest table: ``readable``
     for column, table in check.column_tables.values():
-        of_table = declared_columns.get(id(table))
+        of_table = of_tables.get(id(table))
         if of_table is None:
-            of_table = declared_columns[id(table)] = names.columns[table.name.lower()]
-        declared = of_table.get(column.name.lower())  # ``table.column``
-        if declared is None or declared.denied:
+            of_table = of_tables[id(table)] = readable[table.name.lower()]
+        found = of_table.get(column.name.lower())  # ``table.column``, if it may be read
+        if found is None:
             # Qualification wrote a qualifier that, in the column's own scope, names a table
             # without that column (an outer alias shadowed by an inner one): the engine would
             # read whatever that table really has. Refuse rather than guess.
@@ -314,6 +315,7 @@ def check_columns(check: Check) -> None:
                 f"column {column.sql(check.dialect)!r} does not name a readable column of {table.name!r} in its scope",
                 "give the tables of a subquery aliases that differ from the outer query's, and qualify the column",
             )
-        if declared.name != column.name:
-            _respell(column, declared.name, names.quoted[declared.name])
-        check.read_columns.add(f"{table.name}.{declared.name}")
+        spelling, quoted, read_name = found
+        if spelling != column.name:
+            _respell(column, spelling, quoted)
+        read.add(read_name)

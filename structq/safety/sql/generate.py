@@ -70,16 +70,23 @@ def _plain(check: Check) -> bool:
     holds, plain selects (the LIMIT wrapper, SQLite's lists, the derived tables of confined reads)
     and no call of that kind (as
     ``portable.py``: ``_may_hold_rewritten``) — but for row filters, parsed from the manifest."""
-    if check.names.filters or any(isinstance(node, exp.Unnest) for node in check.functions):
+    if check.names.filters:
         return False
+    for node in check.functions:
+        if isinstance(node, exp.Unnest):
+            return False
     for query in check.queries:
-        if not isinstance(query, exp.Select):
+        if type(query) is not exp.Select:
+            if isinstance(query, exp.Select):
+                return False  # a dialect's own kind of select: its steps may differ
             continue
-        distinct = query.args.get("distinct")
-        if query.args.get("qualify") or (distinct is not None and distinct.args.get("on")):
+        args = query.args
+        distinct = args.get("distinct")
+        if args.get("qualify") or (distinct is not None and distinct.args.get("on")):
             return False
-        if any(join.kind in ("SEMI", "ANTI") or join.side == "FULL" for join in query.args.get("joins") or ()):
-            return False
+        for join in args.get("joins") or ():
+            if join.side == "FULL" or join.kind in ("SEMI", "ANTI"):
+                return False
     return True
 
 

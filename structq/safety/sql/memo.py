@@ -34,7 +34,6 @@ checks and remembered ones, for tests that count checks instead of timing them.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -150,7 +149,7 @@ def _remember(manifest: Manifest, safe: SafeQuery, state: Check, dialect: str,
     # Values are never kept: a remembered query's ``params`` are never read (``_rebind`` binds
     # the current call's), so a query that binds none is kept as it is, without a copy (2.4 µs,
     # ~0.1× the parse of a short query).
-    kept = dataclasses.replace(safe, params={}) if safe.params else safe
+    kept = safe.with_params({}) if safe.params else safe
     return _Remembered(manifest, kept, shapes, origins)
 
 
@@ -169,4 +168,4 @@ def _rebind(entry: _Remembered, values: ReferenceValues, variables: Mapping[str,
             params[name] = slots[origin[1]]
         else:
             params[name] = values.value(origin)
-    return dataclasses.replace(entry.safe, params=params)
+    return entry.safe.with_params(params)

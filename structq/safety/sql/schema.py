@@ -64,6 +64,9 @@ class Derived:
     #: its entry, denied ones included (``Manifest.table`` / ``Table.column`` as dictionaries).
     tables: dict[str, Table]
     columns: dict[str, dict[str, Column]]
+    #: ``columns`` without the denied ones, each as ``check_columns`` records a column read:
+    #: (its spelling, whether that needs quotes, ``table.column`` for ``SafeQuery.columns``).
+    readable: dict[str, dict[str, tuple[str, bool, str]]]
     #: Lower-case name of every column of every table, denied ones included (the names a
     #: double-quoted SQLite name could mean: ``strings.py``).
     column_names: frozenset[str]
@@ -150,6 +153,7 @@ def derived(manifest: Manifest) -> Derived:
                 entries.setdefault(column.name.lower(), column)
     source_dialect = Dialect.get_or_raise(dialect)
     names = {t.name for t in manifest.tables} | {c.name for t in manifest.tables for c in t.columns}
+    quoted = {name: needs_quotes(name, source_dialect) for name in names}
     result = Derived(
         names_dialect=names_dialect,
         lower=_ascii_lower if names_dialect.ASCII_ONLY_NORMALIZATION else str.lower,
@@ -160,8 +164,13 @@ def derived(manifest: Manifest) -> Derived:
         allowed={t.name.lower(): {c.name.lower(): c.name for c in t.allowed_columns} for t in manifest.tables},
         tables=by_name,
         columns=columns,
+        readable={
+            name: {key: (c.name, quoted[c.name], f"{by_name[name].name}.{c.name}")
+                   for key, c in entries.items() if not c.denied}
+            for name, entries in columns.items()
+        },
         column_names=frozenset(c.name.lower() for t in manifest.tables for c in t.columns),
-        quoted={name: needs_quotes(name, source_dialect) for name in names},
+        quoted=quoted,
         enum_tables=frozenset(t.name.lower() for t in manifest.tables if any(c.values and not c.draft for c in t.columns)),
     )
     if len(_cache) >= _CACHE_SIZE:
