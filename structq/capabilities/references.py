@@ -109,6 +109,8 @@ def reference_spans(text: str, dialect: str) -> tuple[Span, ...]:
     quoted identifier or a comment they are characters of that token. Text that does not
     tokenize has no references (the sandbox refuses it as a parse error).
     """
+    if "<" not in text:
+        return ()  # most queries: no look-up in the cache, whose key would hash the whole text
     return _spans(text, dialect)
 
 

@@ -52,8 +52,8 @@ def _written_text(check: Check, identifier: exp.Identifier) -> str | None:
 
 def read_double_quoted_strings(check: Check) -> None:
     """On SQLite, turn double-quoted names that can only be strings into string literals."""
-    if check.sql_dialect != "sqlite" or not check.columns:
-        return
+    if check.sql_dialect != "sqlite" or not check.columns or '"' not in check.parsed_text:
+        return  # (a double-quoted name is written with a ``"``: most queries have none)
     if any(isinstance(table.this, exp.Func) for table in check.tables):
         return
     candidates = [c for c in check.columns if not c.table and isinstance(c.this, exp.Identifier) and c.this.quoted]
