@@ -74,15 +74,13 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
         return projection
     source = projection.unnest()
     name = output_name(projection, index)
+    # A quoted column keeps its quotes in the alias; any other name is quoted only where it must be.
+    quoted = True if isinstance(source, exp.Column) and source.this.quoted else None
     if "alias" in type(projection).arg_types:
-        named = exp.alias_(projection, name, copy=False)  # a node that holds its own alias
-    else:
-        # What ``exp.alias_`` builds for any other node, without its parsing and dispatch
-        # (half its cost, paid once per projection of every select).
-        named = exp.Alias(this=projection, alias=exp.to_identifier(name))
-    if isinstance(source, exp.Column) and source.this.quoted:
-        named.args["alias"].set("quoted", True)
-    return named
+        return exp.alias_(projection, name, quoted=quoted, copy=False)  # a node that holds its own alias
+    # What ``exp.alias_`` builds for any other node, without its parsing and dispatch (half its
+    # cost, paid once per projection of every select).
+    return exp.Alias(this=projection, alias=exp.to_identifier(name, quoted=quoted))
 
 
 def apply(plan: Resolution, dialect: Dialect | None) -> None:
@@ -91,7 +89,7 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
         join.set("on", condition)
     for column, replacement in plan.replacements:
         column.replace(replacement)
-    for column, qualifier, _ in list(plan.columns.values()):
+    for column, qualifier, _ in plan.columns.values():
         if qualifier is not None:
             # A fresh node per column; an identifier holds only strings and flags, so this is
             # what ``qualifier.copy()`` makes, without its generic deep copy.
@@ -107,7 +105,9 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
             term.replace(copy)
     renamed = {id(select): names for select, names in plan.renamed} if plan.renamed else None
     for select, projections in plan.projections:
-        select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
+        # An alias (most projections of a resolved select, every column a star stands for) stays
+        # as it is: no call for it.
+        select.set("expressions", [p if type(p) is exp.Alias else _qualified_output(p, i) for i, p in enumerate(projections)])
         if renamed is not None and id(select) in renamed:
             for projection, name in zip(select.expressions, renamed[id(select)]):
                 if name:  # ``qualify_outputs``: the column list's name over the projection's alias

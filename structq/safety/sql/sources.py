@@ -35,6 +35,8 @@ def lower(name: str) -> str:
 class Sources:
     """The sources one scope selects from: alias → (node, {lower name: spelling})."""
 
+    __slots__ = ("by_alias", "_written", "_qualifiers", "tables_read", "dual")  # one or more per check
+
     def __init__(self) -> None:
         self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
         #: The alias each source was given (``TableAlias``), if any: ``qualifier`` reads it.
@@ -75,9 +77,13 @@ class Sources:
         (the caller makes sure they are all the tables the query reads)."""
         self = cls()
         from_ = select.args.get("from_")
+        nodes = []
         if from_ is not None:
             check_shape(from_, _FROM_ARGS)
-        nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or ()]
+            nodes.append(from_.this)
+        joins = select.args.get("joins")
+        if joins:
+            nodes += [join.this for join in joins]
         for node in nodes:
             source: object = node
             if isinstance(node, exp.Table) and id(node) in tables and not isinstance(node.this, exp.Func):
@@ -113,10 +119,6 @@ class Sources:
             found = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
             self._qualifiers[alias] = found
         return found
-
-    def owners(self, name: str) -> list[str]:
-        lowered = lower(name)
-        return [alias for alias, (_, columns) in self.by_alias.items() if lowered in columns]
 
 
 def _is_dual(node: exp.Expr) -> bool:
@@ -162,6 +164,8 @@ def _check_distinct_on(select: exp.Select, on: exp.Expr) -> None:
 
 
 def check_shape(node: exp.Expr, allowed: frozenset[str]) -> None:
+    if allowed.issuperset(node.args):
+        return  # every key allowed (a FROM, most joins): no value to look at
     for key, value in node.args.items():
         if value and key not in allowed:
             raise Unsupported(f"clause {key}")
