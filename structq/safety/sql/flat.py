@@ -36,15 +36,6 @@ _PLANNED = (exp.Select, exp.SetOperation)
 _SOURCE = (exp.From, exp.Join)
 
 
-def _owner(column: exp.Column) -> exp.Expr:
-    node = column.parent
-    while node is not None and not isinstance(node, _PLANNED):
-        node = node.parent
-    if node is None:
-        raise Unsupported("a column outside every select")
-    return node
-
-
 def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[FlatPart]:
     """The selects and set operations of a flat query (module docstring) with their columns;
     raises ``Unsupported`` for any other query. ``queries`` lists every query node of the tree
@@ -68,7 +59,18 @@ def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[Flat
             raise Unsupported(f"a {query.key} query")
     owned: dict[int, list[exp.Column]] = {}
     for column in columns:
-        owned.setdefault(id(_owner(column)), []).append(column)
+        # Its owner: the nearest select or set operation above it (a few parents; walked
+        # here, not in a function, as this runs per column).
+        node = column.parent
+        while node is not None and not isinstance(node, _PLANNED):
+            node = node.parent
+        if node is None:
+            raise Unsupported("a column outside every select")
+        found = owned.get(id(node))
+        if found is None:
+            owned[id(node)] = [column]
+        else:
+            found.append(column)
     parts: list[FlatPart] = []
     for query in reversed(queries):  # children after their parents in ``queries``
         if isinstance(query, _PLANNED):

@@ -112,7 +112,8 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
             for projection, name in zip(select.expressions, renamed[id(select)]):
                 if name:  # ``qualify_outputs``: the column list's name over the projection's alias
                     projection.set("alias", exp.to_identifier(name))
-        _alias_grouped_order(select, plan)
+        if select.args.get("group"):  # most selects have none: no call
+            _alias_grouped_order(select, plan)
     for literal, select, index in plan.select_positions:
         reference = exp.column(select.expressions[index].args["alias"].copy())
         literal.replace(reference)
@@ -124,10 +125,11 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
 
 
 def _alias_grouped_order(select: exp.Select, plan: Resolution) -> None:
-    """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias (and
-    the columns of the term it replaces are no longer the query's)."""
+    """In a select with GROUP BY (the caller's test), an ORDER BY term equal to a select
+    expression becomes its alias (and the columns of the term it replaces are no longer the
+    query's)."""
     order = select.args.get("order")
-    if order is None or not select.args.get("group"):
+    if order is None:
         return
     unique = {name for name, count in Counter(select.named_selects).items() if count == 1}
     selects = {s.this: s for s in select.selects if s.alias_or_name in unique}

@@ -181,6 +181,8 @@ def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[ex
 class _Query:
     """What the whole query tells the planning of each select."""
 
+    __slots__ = ("tables", "_source_names", "_names", "renamed", "recursive")
+
     def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]]) -> None:
         #: ``id()`` of each real-table node → its allowed columns (``resolve_columns``).
         self.tables = tables
@@ -203,6 +205,8 @@ class _FlatQuery(_Query):
     """A flat query (``flat.py``) planned without scopes: each part planned once, on demand —
     a derived table's or a CTE's query when a select reading it needs its output names, any
     other in the order listed — and each select's sources built once."""
+
+    __slots__ = ("plan", "_columns", "_planning", "_selects", "tables_read")
 
     def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
                  parts: list[FlatPart], plan: Resolution) -> None:
@@ -419,7 +423,9 @@ def resolve_columns(
             query = _FlatQuery(tables, source_names, parts, plan)
             if not single:
                 withs = [w for q in queries if (w := q.args.get("with_")) is not None]
-                if any(w.args.get("recursive") for w in withs):
+                if not withs:
+                    pass  # most multi-select queries: nothing recursive, no CTE column list
+                elif any(w.args.get("recursive") for w in withs):
                     query.recursive = True
                     query.renamed = renamed_outputs(withs)
                 elif any(c.args["alias"].columns for w in withs for c in w.expressions):

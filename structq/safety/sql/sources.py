@@ -84,12 +84,15 @@ class Sources:
         joins = select.args.get("joins")
         if joins:
             nodes += [join.this for join in joins]
+        by_alias, written = self.by_alias, self._written
         for node in nodes:
             source: object = node
-            if isinstance(node, exp.Table) and id(node) in tables and not isinstance(node.this, exp.Func):
-                columns = tables[id(node)]
+            table = isinstance(node, exp.Table) and not isinstance(node.this, exp.Func)
+            declared = tables.get(id(node)) if table else None
+            if declared is not None:
+                columns = declared
                 self.tables_read += 1
-            elif isinstance(node, exp.Table) and not isinstance(node.this, exp.Func) and (ctes := visible_ctes(node)):
+            elif table and (ctes := visible_ctes(node)):  # type: ignore[arg-type]
                 if len(ctes) != 1:
                     raise Unsupported("two CTEs of one name")
                 source = self_source(node, ctes[0])
@@ -103,10 +106,10 @@ class Sources:
             else:
                 raise Unsupported("a source that is neither a declared table nor a query")
             alias = node.alias_or_name
-            if not alias or alias in self.by_alias:
+            if not alias or alias in by_alias:
                 raise Unsupported("two sources of one name")
-            self._written[alias] = node.args.get("alias")
-            self.by_alias[alias] = (source, columns)
+            written[alias] = node.args.get("alias")
+            by_alias[alias] = (source, columns)
         return self
 
     def qualifier(self, alias: str) -> exp.Identifier:
