@@ -26,17 +26,20 @@ from sqlglot import exp
 
 from .select_refs import Unsupported
 
-__all__ = ["FlatPart", "flat_parts"]
+__all__ = ["FlatPart", "FlatParts", "flat_parts"]
 
 #: A select or set operation to plan, and the columns whose nearest select (or set operation)
-#: it is. Listed inner queries first, so that a set operation's branches precede it.
+#: it is.
 FlatPart = tuple[exp.Select | exp.SetOperation, list[exp.Column]]
+#: The parts of a query by ``id()`` of their node, inner queries first (so that a set
+#: operation's branches precede it): what the planner looks a part up by.
+FlatParts = dict[int, FlatPart]
 _PLANNED = (exp.Select, exp.SetOperation)
 #: Where a subquery is a source of its own: a derived table.
 _SOURCE = (exp.From, exp.Join)
 
 
-def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[FlatPart]:
+def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> FlatParts:
     """The selects and set operations of a flat query (module docstring) with their columns;
     raises ``Unsupported`` for any other query. ``queries`` lists every query node of the tree
     parents first (``Check.queries``), ``columns`` every column node."""
@@ -71,10 +74,10 @@ def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[Flat
             owned[id(node)] = [column]
         else:
             found.append(column)
-    parts: list[FlatPart] = []
+    parts: FlatParts = {}
     for query in reversed(queries):  # children after their parents in ``queries``
         if isinstance(query, _PLANNED):
-            parts.append((query, owned.pop(id(query), [])))
+            parts[id(query)] = (query, owned.pop(id(query), []))
     if owned:
         raise Unsupported("a column whose select is not listed")
     return parts

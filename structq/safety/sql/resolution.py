@@ -64,23 +64,29 @@ def output_name(projection: exp.Expr, index: int) -> str:
 
 
 def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
-    """``qualify_outputs``: every projection named, a column by its own name."""
-    if isinstance(projection, exp.Alias) or projection.is_star:
+    """``qualify_outputs``: every projection named, a column by its own name. (A plain column,
+    the commonest projection not named yet, is told apart first, by its type: this runs once
+    per projection of every select.)"""
+    kind = type(projection)
+    if kind is exp.Column and not projection.is_star:
+        quoted = projection.this.quoted  # a quoted column keeps its quotes in the alias
+    elif isinstance(projection, exp.Alias) or projection.is_star:
         return projection
-    if isinstance(projection, exp.Subquery):
+    elif isinstance(projection, exp.Subquery):
         # A scalar subquery is named by an alias of its own, as ``qualify_outputs`` names it.
         if not projection.output_name:
             projection.set("alias", exp.TableAlias(this=exp.to_identifier(f"_col_{index}")))
         return projection
-    source = projection.unnest()
-    name = output_name(projection, index)
-    # A quoted column keeps its quotes in the alias; any other name is quoted only where it must be.
-    quoted = True if isinstance(source, exp.Column) and source.this.quoted else None
-    if "alias" in type(projection).arg_types:
-        return exp.alias_(projection, name, quoted=quoted, copy=False)  # a node that holds its own alias
+    else:
+        source = projection.unnest()
+        quoted = isinstance(source, exp.Column) and source.this.quoted
+    # Any other name is quoted only where it must be (``to_identifier``).
+    identifier = exp.to_identifier(output_name(projection, index), quoted=True if quoted else None)
+    if "alias" in kind.arg_types:
+        return exp.alias_(projection, identifier, copy=False)  # a node that holds its own alias
     # What ``exp.alias_`` builds for any other node, without its parsing and dispatch (half its
     # cost, paid once per projection of every select).
-    return exp.Alias(this=projection, alias=exp.to_identifier(name, quoted=quoted))
+    return exp.Alias(this=projection, alias=identifier)
 
 
 def apply(plan: Resolution, dialect: Dialect | None) -> None:

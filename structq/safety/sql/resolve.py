@@ -51,7 +51,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from .flat import FlatPart, flat_parts
+from .flat import FlatParts, flat_parts
 from .recursive import check_alias_copies, rename, renamed_outputs
 from .resolution import Resolution, apply, output_name
 from .select_refs import SelectRefs, Unsupported, check_copies
@@ -121,7 +121,10 @@ def _plan_columns(
                 replaced[key] = using_reference(column, using[name], sources, plan)
             continue
         lowered = name.lower()
-        owners = [owner for owner, entry in own.items() if lowered in entry[1]]  # the sources that have it
+        owners = []  # the sources that have the name (a loop: cheaper than a comprehension here)
+        for owner, entry in own.items():
+            if lowered in entry[1]:
+                owners.append(owner)
         if having and (alias_of := refs.having_alias(column, bool(owners))) is not None:  # type: ignore[union-attr]
             # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
             # columns twice (its own, and ``having_columns``).
@@ -206,13 +209,13 @@ class _FlatQuery(_Query):
     a derived table's or a CTE's query when a select reading it needs its output names, any
     other in the order listed — and each select's sources built once."""
 
-    __slots__ = ("plan", "_columns", "_planning", "_selects", "tables_read")
+    __slots__ = ("plan", "_parts", "_planning", "_selects", "tables_read")
 
     def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
-                 parts: list[FlatPart], plan: Resolution) -> None:
+                 parts: FlatParts, plan: Resolution) -> None:
         super().__init__(tables, source_names)
         self.plan = plan
-        self._columns = {id(node): columns for node, columns in parts}
+        self._parts = parts
         self._planning: set[int] = set()
         self._selects: dict[int, Sources] = {}
         #: How many declared tables the planned selects read.
@@ -224,10 +227,11 @@ class _FlatQuery(_Query):
         found = self.plan.outputs.get(key)
         if found is not None:
             return found
-        if key in self._planning or key not in self._columns:
+        part = self._parts.get(key)
+        if part is None or key in self._planning:
             raise Unsupported("a query whose output names are not known yet")
         self._planning.add(key)
-        columns = self._columns[key]
+        columns = part[1]
         if isinstance(node, exp.Select):
             _plan_plain_select(node, columns, self.plan, self)
         else:
@@ -378,8 +382,8 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     plan.outputs[id(select)] = _plan_body(select, own, sources, plan, outer, query, named)
 
 
-def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _FlatQuery) -> None:
-    for node, _ in parts:
+def _plan_flat(parts: FlatParts, plan: Resolution, query: _FlatQuery) -> None:
+    for node, _ in parts.values():
         query.outputs(node)
     if query.tables_read != len(query.tables):
         raise Unsupported("a table read outside FROM and JOIN")
@@ -419,7 +423,7 @@ def resolve_columns(
         plan = Resolution()
         single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
         try:
-            parts: list[FlatPart] = [(tree, columns)] if single else flat_parts(queries, columns)  # type: ignore[list-item]
+            parts: FlatParts = {id(tree): (tree, columns)} if single else flat_parts(queries, columns)  # type: ignore[dict-item]
             query = _FlatQuery(tables, source_names, parts, plan)
             if not single:
                 withs = [w for q in queries if (w := q.args.get("with_")) is not None]
