@@ -280,7 +280,12 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     projections = _expanded(select, sources, plan)
     if replaced:
         projections = [replaced.get(id(p), p) for p in projections]
-    scalar = [i for i, p in enumerate(projections) if isinstance(p, exp.Subquery)]
+    names: list[str] = []
+    scalar: list[int] = []
+    for index, projection in enumerate(projections):  # one loop for both: it runs per select
+        names.append(output_name(projection, index))
+        if isinstance(projection, exp.Subquery):
+            scalar.append(index)
     if scalar:
         # Named ``_col_<n>`` by an alias of its own (``resolution.py``): a position naming it
         # is where ``qualify_columns`` fails (``select_refs.py``), so the full path decides.
@@ -291,7 +296,6 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
         plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]  # type: ignore[union-attr]
     if len(plan.copies) > start:
         check_copies(plan.copies[start:], plan.columns)
-    names = [output_name(p, i) for i, p in enumerate(projections)]
     if query.renamed and id(select) in query.renamed:
         names = rename(names, query.renamed[id(select)], projections)
         plan.renamed.append((select, query.renamed[id(select)]))
@@ -370,7 +374,8 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     """
     check_select(select)
     sources = query.select_sources(select)
-    check_dual(select, sources)
+    if sources.dual:
+        check_dual(select, sources)
     if select.args.get("order") is not None:
         named: set[str] | None = set(select.named_selects)
         own = [c for c in columns if not isinstance(c.this, exp.Star)

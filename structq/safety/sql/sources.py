@@ -134,9 +134,9 @@ def _is_dual(node: exp.Expr) -> bool:
 
 
 def check_dual(select: exp.Select, sources: Sources) -> None:
-    """A select from ``DUAL`` alone, without a star, GROUP BY or HAVING: there an unknown
-    source makes ``qualify_columns`` refuse a select alias (``_expand_alias_refs``), or keep a
-    star, where the resolver would copy or expand."""
+    """A select from ``DUAL`` alone (``sources.dual``: the caller's test), without a star,
+    GROUP BY or HAVING: there an unknown source makes ``qualify_columns`` refuse a select alias
+    (``_expand_alias_refs``), or keep a star, where the resolver would copy or expand."""
     if sources.dual and (select.is_star or select.args.get("group") or select.args.get("having")):
         raise Unsupported("a star, GROUP BY or HAVING over DUAL")
 
