@@ -241,6 +241,12 @@ class _FlatQuery(_Query):
         self._planning.discard(key)
         return self.plan.outputs[key]
 
+    def check_tables_read(self) -> None:
+        """Once every part is planned: the declared tables their selects read are all the
+        query's tables (none read elsewhere, as in a table function's argument)."""
+        if self.tables_read != len(self.tables):
+            raise Unsupported("a table read outside FROM and JOIN")
+
     def select_sources(self, select: exp.Select) -> Sources:
         """``Sources.of_select(select)``, built once per select: for its own columns, and for
         the correlated columns of the subqueries it encloses."""
@@ -387,13 +393,6 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     plan.outputs[id(select)] = _plan_body(select, own, sources, plan, outer, query, named)
 
 
-def _plan_flat(parts: FlatParts, plan: Resolution, query: _FlatQuery) -> None:
-    for node, _ in parts.values():
-        query.outputs(node)
-    if query.tables_read != len(query.tables):
-        raise Unsupported("a table read outside FROM and JOIN")
-
-
 def _plan_scopes(tree: exp.Expr, plan: Resolution, query: _Query) -> None:
     for scope in traverse_scope(tree):
         expression = scope.expression
@@ -426,23 +425,30 @@ def resolve_columns(
     """
     if columns is not None and queries is not None:
         plan = Resolution()
-        single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
+        if len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select):
+            # One select, as most queries are: planned straight from its sources (it reads no
+            # other query's outputs: no parts to look up), or given up for the full path.
+            query = _FlatQuery(tables, source_names, {}, plan)
+            _plan_plain_select(tree, columns, plan, query)
+            query.check_tables_read()
+            apply(plan, dialect)
+            return plan
         try:
-            parts: FlatParts = {id(tree): (tree, columns)} if single else flat_parts(queries, columns)  # type: ignore[dict-item]
+            parts = flat_parts(queries, columns)
             query = _FlatQuery(tables, source_names, parts, plan)
-            if not single:
-                withs = [w for q in queries if (w := q.args.get("with_")) is not None]
-                if not withs:
-                    pass  # most multi-select queries: nothing recursive, no CTE column list
-                elif any(w.args.get("recursive") for w in withs):
-                    query.recursive = True
-                    query.renamed = renamed_outputs(withs)
-                elif any(c.args["alias"].columns for w in withs for c in w.expressions):
-                    raise Unsupported("a CTE column list in a WITH that is not recursive")
-            _plan_flat(parts, plan, query)
+            withs = [w for q in queries if (w := q.args.get("with_")) is not None]
+            if not withs:
+                pass  # most multi-select queries: nothing recursive, no CTE column list
+            elif any(w.args.get("recursive") for w in withs):
+                query.recursive = True
+                query.renamed = renamed_outputs(withs)
+            elif any(c.args["alias"].columns for w in withs for c in w.expressions):
+                raise Unsupported("a CTE column list in a WITH that is not recursive")
+            for node, _ in parts.values():
+                query.outputs(node)
+            query.check_tables_read()
         except Unsupported:
-            if single:
-                raise
+            pass  # planned over scopes, below
         else:
             apply(plan, dialect)
             return plan
