@@ -15,7 +15,7 @@ walking up from each column (a few parents) instead of down from every scope.
 A derived table's or a CTE's columns are the output names of its query, planned (on demand)
 before the select that reads it. A qualified column whose qualifier no source of its own select
 has names a source of the nearest enclosing select that has one
-(``resolve._FlatQuery.enclosing_source``), as sqlglot looks through the enclosing scopes.
+(``resolve._FlatQuery.outer_source``), as sqlglot looks through the enclosing scopes.
 ``tests/test_sandbox_resolver.py`` compares the result with ``qualify_columns`` over every
 corpus and generated shapes.
 """

@@ -45,7 +45,8 @@ generated shapes: same resolution, same outcome, same SQL.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -60,19 +61,10 @@ from .using import plan_using, using_reference
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
+_NO_RENAMES: Mapping[int, list[str]] = MappingProxyType({})
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
                    exp.Distinct)
-
-
-def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> Sources | None:
-    """The enclosing scope's sources that define ``alias``, for a correlated column."""
-    parent = scope.parent
-    while parent is not None:
-        if alias in parent.selected_sources:
-            return Sources.of_scope(parent, plan.outputs, tables)
-        parent = parent.parent
-    return None
 
 
 def _plan_columns(
@@ -80,11 +72,13 @@ def _plan_columns(
     columns: list[exp.Column],
     sources: Sources,
     plan: Resolution,
-    outer: Callable[[str], Sources | None],
+    query: _Query,
+    where: Scope | exp.Select,
     refs: SelectRefs | None,
-    using: dict[str, list[str]],
+    using: dict[str, list[str]] | None,
 ) -> dict[int, exp.Expr]:
     """Plan each column's source; the replacements of unqualified USING columns, by ``id()``.
+    ``where``: the select's scope, or the select of a flat query, for ``query.outer_source``;
     ``refs`` is None for a select without HAVING, GROUP BY or ORDER BY: nothing there refers
     to its list."""
     # Looked up once: the loop runs per column, and most columns take its first few lines.
@@ -106,7 +100,7 @@ def _plan_columns(
         if alias:
             entry = own.get(alias)
             if entry is None:
-                found = outer(alias)
+                found = query.outer_source(where, alias)
                 if found is None:
                     raise Unsupported("qualifier without a source")
                 entry = found.by_alias[alias]
@@ -121,11 +115,13 @@ def _plan_columns(
                 replaced[key] = using_reference(column, using[name], sources, plan)
             continue
         lowered = name.lower()
-        owners = []  # the sources that have the name (a loop: cheaper than a comprehension here)
-        for owner, entry in own.items():
+        owner, owners = "", 0  # the first source that has the name, and how many have it
+        for candidate, entry in own.items():
             if lowered in entry[1]:
-                owners.append(owner)
-        if having and (alias_of := refs.having_alias(column, bool(owners))) is not None:  # type: ignore[union-attr]
+                if not owners:
+                    owner = candidate
+                owners += 1
+        if having and (alias_of := refs.having_alias(column, owners > 0)) is not None:  # type: ignore[union-attr]
             # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
             # columns twice (its own, and ``having_columns``).
             if key not in copied:
@@ -138,9 +134,8 @@ def _plan_columns(
                 raise Unsupported("unknown or ambiguous column")  # no GROUP BY (``alias_reference``)
             plan.copies.append((column, refs.alias_reference(column).this, True))
             continue
-        if len(owners) != 1:
+        if owners != 1:
             raise Unsupported("ambiguous column")
-        owner = owners[0]
         resolved[key] = (column, sources.qualifier(owner), own[owner][0])
     if refs is not None:
         refs.check_order()
@@ -184,15 +179,18 @@ def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[ex
 class _Query:
     """What the whole query tells the planning of each select."""
 
-    __slots__ = ("tables", "_source_names", "_names", "renamed", "recursive")
+    __slots__ = ("tables", "plan", "_source_names", "_names", "renamed", "recursive")
 
-    def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]]) -> None:
+    def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
+                 plan: Resolution) -> None:
         #: ``id()`` of each real-table node → its allowed columns (``resolve_columns``).
         self.tables = tables
+        self.plan = plan
         self._source_names = source_names
         self._names: frozenset[str] | None = None
-        #: Selects a CTE column list renames (``recursive.py``); empty without a recursive WITH.
-        self.renamed: dict[int, list[str]] = {}
+        #: Selects a CTE column list renames (``recursive.py``); empty without a recursive WITH
+        #: (one shared empty mapping, not a dict per query).
+        self.renamed: Mapping[int, list[str]] = _NO_RENAMES
         #: Whether a WITH of the query is recursive (``recursive.py``).
         self.recursive = False
 
@@ -203,18 +201,29 @@ class _Query:
             self._names = self._source_names()
         return self._names
 
+    def outer_source(self, where: Scope | exp.Select, alias: str) -> Sources | None:
+        """For a correlated column of the scope ``where``: the sources of the nearest
+        enclosing scope that defines ``alias``. (A method rather than a closure per select:
+        nothing to build for the selects, most of them, that have no such column.)"""
+        assert isinstance(where, Scope)
+        parent = where.parent
+        while parent is not None:
+            if alias in parent.selected_sources:
+                return Sources.of_scope(parent, self.plan.outputs, self.tables)
+            parent = parent.parent
+        return None
+
 
 class _FlatQuery(_Query):
     """A flat query (``flat.py``) planned without scopes: each part planned once, on demand —
     a derived table's or a CTE's query when a select reading it needs its output names, any
     other in the order listed — and each select's sources built once."""
 
-    __slots__ = ("plan", "_parts", "_planning", "_selects", "tables_read")
+    __slots__ = ("_parts", "_planning", "_selects", "tables_read")
 
     def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
                  parts: FlatParts, plan: Resolution) -> None:
-        super().__init__(tables, source_names)
-        self.plan = plan
+        super().__init__(tables, source_names, plan)
         self._parts = parts
         self._planning: set[int] = set()
         self._selects: dict[int, Sources] = {}
@@ -256,10 +265,11 @@ class _FlatQuery(_Query):
             self.tables_read += found.tables_read
         return found
 
-    def enclosing_source(self, select: exp.Select, alias: str) -> Sources | None:
-        """For a correlated column: the sources of the nearest select around ``select`` that
-        defines ``alias`` — as ``_outer_source`` looks through the enclosing scopes."""
-        node = select.parent
+    def outer_source(self, where: Scope | exp.Select, alias: str) -> Sources | None:
+        """For a correlated column of the select ``where``: the sources of the nearest select
+        around it that defines ``alias`` — as ``_Query.outer_source`` looks through the
+        enclosing scopes."""
+        node = where.parent
         while node is not None:
             if isinstance(node, exp.Select):
                 sources = self.select_sources(node)
@@ -270,9 +280,10 @@ class _FlatQuery(_Query):
 
 
 def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
-               outer: Callable[[str], Sources | None], query: _Query, named: set[str] | None = None) -> list[str]:
+               where: Scope | exp.Select, query: _Query, named: set[str] | None = None) -> list[str]:
     """Plan one select's columns, stars and references to its own list; its output names.
-    ``named``: the select's ``named_selects``, when the caller has them."""
+    ``where``: its scope, or the select itself in a flat query (``_plan_columns``); ``named``:
+    the select's ``named_selects``, when the caller has them."""
     clauses = select.args  # the steps for an absent clause are skipped: most selects have few
     having, group, order = clauses.get("having"), clauses.get("group"), clauses.get("order")
     # Only HAVING, GROUP BY and ORDER BY refer to the select list.
@@ -281,8 +292,8 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     start = len(plan.copies)
     if having is not None:
         columns = columns + refs.having_columns()  # type: ignore[union-attr]
-    using = plan_using(select, sources, plan) if clauses.get("joins") else {}
-    replaced = _plan_columns(select, columns, sources, plan, outer, refs, using)
+    using = plan_using(select, sources, plan) if clauses.get("joins") else None
+    replaced = _plan_columns(select, columns, sources, plan, query, where, refs, using)
     projections = _expanded(select, sources, plan)
     if replaced:
         projections = [replaced.get(id(p), p) for p in projections]
@@ -318,8 +329,7 @@ def _plan_select(scope: Scope, plan: Resolution, query: _Query) -> None:
     check_select(select)
     check_with(select)
     sources = Sources.of_scope(scope, plan.outputs, query.tables)
-    outer = lambda alias: _outer_source(scope, alias, plan, query.tables)  # noqa: E731
-    plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, outer, query)
+    plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, scope, query)
 
 
 def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
@@ -389,8 +399,7 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     else:
         named = None  # no ORDER BY of its own: no column refers to a select alias (``_is_order_alias``)
         own = [c for c in columns if not isinstance(c.this, exp.Star)]
-    outer = lambda alias: query.enclosing_source(select, alias)  # noqa: E731
-    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, outer, query, named)
+    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, select, query, named)
 
 
 def _plan_scopes(tree: exp.Expr, plan: Resolution, query: _Query) -> None:
@@ -453,6 +462,6 @@ def resolve_columns(
             apply(plan, dialect)
             return plan
     plan = Resolution()
-    _plan_scopes(tree, plan, _Query(tables, source_names))
+    _plan_scopes(tree, plan, _Query(tables, source_names, plan))
     apply(plan, dialect)
     return plan

@@ -41,7 +41,8 @@ class Sources:
         self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
         #: The alias each source was given (``TableAlias``), if any: ``qualifier`` reads it.
         self._written: dict[str, object] = {}
-        self._qualifiers: dict[str, exp.Identifier] = {}
+        #: The qualifier node of each source a column was found in (``qualifier``), once asked.
+        self._qualifiers: dict[str, exp.Identifier] | None = None
         #: How many of the sources are declared tables (``of_select``).
         self.tables_read = 0
         #: Whether the one source is MySQL's ``DUAL`` (``of_select``).
@@ -116,11 +117,14 @@ class Sources:
         """The qualifier as the query spells the source's alias (quoted or not), for a column
         that names none; asked for only then, as most columns are qualified already. One node
         per source: ``resolution.apply`` writes a copy of it into each column."""
-        found = self._qualifiers.get(alias)
+        qualifiers = self._qualifiers
+        if qualifiers is None:
+            qualifiers = self._qualifiers = {}  # most selects' columns are all qualified: never built
+        found = qualifiers.get(alias)
         if found is None:
             written = self._written[alias]
             found = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
-            self._qualifiers[alias] = found
+            qualifiers[alias] = found
         return found
 
 
