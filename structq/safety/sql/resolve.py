@@ -92,8 +92,15 @@ def _plan_columns(
             # A subquery's column, listed again here as possibly correlated: the inner scope
             # (resolved first) already bound it, and an unresolved one stopped the plan there.
             continue
+        this = column.this
+        if not isinstance(this, exp.Identifier):
+            if isinstance(this, exp.Star):
+                # ``t.*``: no column of its own (``_expanded``), as ``Scope.columns`` leaves it
+                # out; a flat select's list has it, skipped here rather than copied out.
+                continue
+            raise Unsupported("column with more than two parts")
         args = column.args
-        if args.get("db") or args.get("catalog") or not isinstance(column.this, exp.Identifier):
+        if args.get("db") or args.get("catalog"):
             raise Unsupported("column with more than two parts")
         alias = column.table
         name = column.name
@@ -384,8 +391,9 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     """``_plan_select`` for a select of a flat query (``flat.py``), without scopes.
 
     Its sources are its FROM and JOIN tables, derived tables and CTE references, and its
-    columns every column whose nearest select it is, but the ``t.*`` stars and the ORDER BY
-    references to select aliases that ``Scope.columns`` leaves out. Any other column is
+    columns every column whose nearest select it is, but the ``t.*`` stars (``_plan_columns``
+    skips them) and the ORDER BY references to select aliases that ``Scope.columns`` leaves
+    out. Any other column is
     resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
     """
     check_select(select)
@@ -394,11 +402,12 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
         check_dual(select, sources)
     if select.args.get("order") is not None:
         named: set[str] | None = set(select.named_selects)
-        own = [c for c in columns if not isinstance(c.this, exp.Star)
-               and (c.name not in named or not _is_order_alias(c, select, named))]
+        own = [c for c in columns if c.name not in named or not _is_order_alias(c, select, named)]
     else:
-        named = None  # no ORDER BY of its own: no column refers to a select alias (``_is_order_alias``)
-        own = [c for c in columns if not isinstance(c.this, exp.Star)]
+        # No ORDER BY of its own: no column refers to a select alias (``_is_order_alias``);
+        # ``_plan_columns`` skips the ``t.*`` stars.
+        named = None
+        own = columns
     plan.outputs[id(select)] = _plan_body(select, own, sources, plan, select, query, named)
 
 
