@@ -77,7 +77,8 @@ def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> FlatParts
     parts: FlatParts = {}
     for query in reversed(queries):  # children after their parents in ``queries``
         if isinstance(query, _PLANNED):
-            parts[id(query)] = (query, owned.pop(id(query), []))
+            found = owned.pop(id(query), None)  # no default list made for each query that has one
+            parts[id(query)] = (query, found if found is not None else [])
     if owned:
         raise Unsupported("a column whose select is not listed")
     return parts

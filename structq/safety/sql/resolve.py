@@ -61,6 +61,7 @@ from .using import plan_using, using_reference
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
+#: ``_Query.renamed`` of a query without a recursive WITH: shared, never written.
 _NO_RENAMES: Mapping[int, list[str]] = MappingProxyType({})
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
@@ -84,7 +85,7 @@ def _plan_columns(
     # Looked up once: the loop runs per column, and most columns take its first few lines.
     resolved, own = plan.columns, sources.by_alias
     having = refs.having if refs is not None else None
-    copied: set[int] = set()
+    copied: set[int] | None = None  # HAVING columns copied (built for the first)
     replaced: dict[int, exp.Expr] = {}
     for column in columns:
         key = id(column)
@@ -131,6 +132,8 @@ def _plan_columns(
         if having and (alias_of := refs.having_alias(column, owners > 0)) is not None:  # type: ignore[union-attr]
             # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
             # columns twice (its own, and ``having_columns``).
+            if copied is None:
+                copied = set()
             if key not in copied:
                 copied.add(key)
                 plan.copies.append((column, alias_of.this, True))
@@ -305,12 +308,14 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     if replaced:
         projections = [replaced.get(id(p), p) for p in projections]
     names: list[str] = []
-    scalar: list[int] = []
+    scalar: list[int] | None = None  # built for the first scalar subquery: most lists have none
     for index, projection in enumerate(projections):  # one loop for both: it runs per select
         names.append(output_name(projection, index))
         if isinstance(projection, exp.Subquery):
+            if scalar is None:
+                scalar = []
             scalar.append(index)
-    if scalar:
+    if scalar is not None:
         # Named ``_col_<n>`` by an alias of its own (``resolution.py``): a position naming it
         # is where ``qualify_columns`` fails (``select_refs.py``), so the full path decides.
         if refs is not None:
