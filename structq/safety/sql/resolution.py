@@ -80,13 +80,13 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
     else:
         source = projection.unnest()
         quoted = isinstance(source, exp.Column) and source.this.quoted
-    # Any other name is quoted only where it must be (``to_identifier``).
-    identifier = exp.to_identifier(output_name(projection, index), quoted=True if quoted else None)
+    name = output_name(projection, index)
+    force = True if quoted else None  # any other name is quoted only where it must be (``to_identifier``)
     if "alias" in kind.arg_types:
-        return exp.alias_(projection, identifier, copy=False)  # a node that holds its own alias
+        return exp.alias_(projection, name, quoted=force, copy=False)  # a node that holds its own alias
     # What ``exp.alias_`` builds for any other node, without its parsing and dispatch (half its
     # cost, paid once per projection of every select).
-    return exp.Alias(this=projection, alias=identifier)
+    return exp.Alias(this=projection, alias=exp.to_identifier(name, quoted=force))
 
 
 def apply(plan: Resolution, dialect: Dialect | None) -> None:
