@@ -15,7 +15,7 @@ walking up from each column (a few parents) instead of down from every scope.
 A derived table's or a CTE's columns are the output names of its query, planned (on demand)
 before the select that reads it. A qualified column whose qualifier no source of its own select
 has names a source of the nearest enclosing select that has one
-(``resolve._FlatQuery.enclosing_source``), as sqlglot looks through the enclosing scopes.
+(``resolve._FlatQuery.outer_source``), as sqlglot looks through the enclosing scopes.
 ``tests/test_sandbox_resolver.py`` compares the result with ``qualify_columns`` over every
 corpus and generated shapes.
 """
@@ -26,26 +26,20 @@ from sqlglot import exp
 
 from .select_refs import Unsupported
 
-__all__ = ["FlatPart", "flat_parts"]
+__all__ = ["FlatPart", "FlatParts", "flat_parts"]
 
 #: A select or set operation to plan, and the columns whose nearest select (or set operation)
-#: it is. Listed inner queries first, so that a set operation's branches precede it.
+#: it is.
 FlatPart = tuple[exp.Select | exp.SetOperation, list[exp.Column]]
+#: The parts of a query by ``id()`` of their node, inner queries first (so that a set
+#: operation's branches precede it): what the planner looks a part up by.
+FlatParts = dict[int, FlatPart]
 _PLANNED = (exp.Select, exp.SetOperation)
 #: Where a subquery is a source of its own: a derived table.
 _SOURCE = (exp.From, exp.Join)
 
 
-def _owner(column: exp.Column) -> exp.Expr:
-    node = column.parent
-    while node is not None and not isinstance(node, _PLANNED):
-        node = node.parent
-    if node is None:
-        raise Unsupported("a column outside every select")
-    return node
-
-
-def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[FlatPart]:
+def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> FlatParts:
     """The selects and set operations of a flat query (module docstring) with their columns;
     raises ``Unsupported`` for any other query. ``queries`` lists every query node of the tree
     parents first (``Check.queries``), ``columns`` every column node."""
@@ -68,11 +62,23 @@ def flat_parts(queries: list[exp.Query], columns: list[exp.Column]) -> list[Flat
             raise Unsupported(f"a {query.key} query")
     owned: dict[int, list[exp.Column]] = {}
     for column in columns:
-        owned.setdefault(id(_owner(column)), []).append(column)
-    parts: list[FlatPart] = []
+        # Its owner: the nearest select or set operation above it (a few parents; walked
+        # here, not in a function, as this runs per column).
+        node = column.parent
+        while node is not None and not isinstance(node, _PLANNED):
+            node = node.parent
+        if node is None:
+            raise Unsupported("a column outside every select")
+        found = owned.get(id(node))
+        if found is None:
+            owned[id(node)] = [column]
+        else:
+            found.append(column)
+    parts: FlatParts = {}
     for query in reversed(queries):  # children after their parents in ``queries``
         if isinstance(query, _PLANNED):
-            parts.append((query, owned.pop(id(query), [])))
+            found = owned.pop(id(query), None)  # no default list made for each query that has one
+            parts[id(query)] = (query, found if found is not None else [])
     if owned:
         raise Unsupported("a column whose select is not listed")
     return parts

@@ -64,25 +64,29 @@ def output_name(projection: exp.Expr, index: int) -> str:
 
 
 def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
-    """``qualify_outputs``: every projection named, a column by its own name."""
-    if isinstance(projection, exp.Alias) or projection.is_star:
+    """``qualify_outputs``: every projection named, a column by its own name. (A plain column,
+    the commonest projection not named yet, is told apart first, by its type: this runs once
+    per projection of every select.)"""
+    kind = type(projection)
+    if kind is exp.Column and not projection.is_star:
+        quoted = projection.this.quoted  # a quoted column keeps its quotes in the alias
+    elif isinstance(projection, exp.Alias) or projection.is_star:
         return projection
-    if isinstance(projection, exp.Subquery):
+    elif isinstance(projection, exp.Subquery):
         # A scalar subquery is named by an alias of its own, as ``qualify_outputs`` names it.
         if not projection.output_name:
             projection.set("alias", exp.TableAlias(this=exp.to_identifier(f"_col_{index}")))
         return projection
-    source = projection.unnest()
-    name = output_name(projection, index)
-    if "alias" in type(projection).arg_types:
-        named = exp.alias_(projection, name, copy=False)  # a node that holds its own alias
     else:
-        # What ``exp.alias_`` builds for any other node, without its parsing and dispatch
-        # (half its cost, paid once per projection of every select).
-        named = exp.Alias(this=projection, alias=exp.to_identifier(name))
-    if isinstance(source, exp.Column) and source.this.quoted:
-        named.args["alias"].set("quoted", True)
-    return named
+        source = projection.unnest()
+        quoted = isinstance(source, exp.Column) and source.this.quoted
+    name = output_name(projection, index)
+    force = True if quoted else None  # any other name is quoted only where it must be (``to_identifier``)
+    if "alias" in kind.arg_types:
+        return exp.alias_(projection, name, quoted=force, copy=False)  # a node that holds its own alias
+    # What ``exp.alias_`` builds for any other node, without its parsing and dispatch (half its
+    # cost, paid once per projection of every select).
+    return exp.Alias(this=projection, alias=exp.to_identifier(name, quoted=force))
 
 
 def apply(plan: Resolution, dialect: Dialect | None) -> None:
@@ -91,7 +95,7 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
         join.set("on", condition)
     for column, replacement in plan.replacements:
         column.replace(replacement)
-    for column, qualifier, _ in list(plan.columns.values()):
+    for column, qualifier, _ in plan.columns.values():
         if qualifier is not None:
             # A fresh node per column; an identifier holds only strings and flags, so this is
             # what ``qualifier.copy()`` makes, without its generic deep copy.
@@ -107,12 +111,15 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
             term.replace(copy)
     renamed = {id(select): names for select, names in plan.renamed} if plan.renamed else None
     for select, projections in plan.projections:
-        select.set("expressions", [_qualified_output(p, i) for i, p in enumerate(projections)])
+        # An alias (most projections of a resolved select, every column a star stands for) stays
+        # as it is: no call for it.
+        select.set("expressions", [p if type(p) is exp.Alias else _qualified_output(p, i) for i, p in enumerate(projections)])
         if renamed is not None and id(select) in renamed:
             for projection, name in zip(select.expressions, renamed[id(select)]):
                 if name:  # ``qualify_outputs``: the column list's name over the projection's alias
                     projection.set("alias", exp.to_identifier(name))
-        _alias_grouped_order(select, plan)
+        if select.args.get("group"):  # most selects have none: no call
+            _alias_grouped_order(select, plan)
     for literal, select, index in plan.select_positions:
         reference = exp.column(select.expressions[index].args["alias"].copy())
         literal.replace(reference)
@@ -124,10 +131,11 @@ def apply(plan: Resolution, dialect: Dialect | None) -> None:
 
 
 def _alias_grouped_order(select: exp.Select, plan: Resolution) -> None:
-    """With GROUP BY, an ORDER BY term equal to a select expression becomes its alias (and
-    the columns of the term it replaces are no longer the query's)."""
+    """In a select with GROUP BY (the caller's test), an ORDER BY term equal to a select
+    expression becomes its alias (and the columns of the term it replaces are no longer the
+    query's)."""
     order = select.args.get("order")
-    if order is None or not select.args.get("group"):
+    if order is None:
         return
     unique = {name for name, count in Counter(select.named_selects).items() if count == 1}
     selects = {s.this: s for s in select.selects if s.alias_or_name in unique}

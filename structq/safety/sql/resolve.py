@@ -45,13 +45,14 @@ generated shapes: same resolution, same outcome, same SQL.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from .flat import FlatPart, flat_parts
+from .flat import FlatParts, flat_parts
 from .recursive import check_alias_copies, rename, renamed_outputs
 from .resolution import Resolution, apply, output_name
 from .select_refs import SelectRefs, Unsupported, check_copies
@@ -60,19 +61,11 @@ from .using import plan_using, using_reference
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
+#: ``_Query.renamed`` of a query without a recursive WITH: shared, never written.
+_NO_RENAMES: Mapping[int, list[str]] = MappingProxyType({})
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
                    exp.Distinct)
-
-
-def _outer_source(scope: Scope, alias: str, plan: Resolution, tables: dict[int, dict[str, str]]) -> Sources | None:
-    """The enclosing scope's sources that define ``alias``, for a correlated column."""
-    parent = scope.parent
-    while parent is not None:
-        if alias in parent.selected_sources:
-            return Sources.of_scope(parent, plan.outputs, tables)
-        parent = parent.parent
-    return None
 
 
 def _plan_columns(
@@ -80,13 +73,19 @@ def _plan_columns(
     columns: list[exp.Column],
     sources: Sources,
     plan: Resolution,
-    outer: Callable[[str], Sources | None],
-    refs: SelectRefs,
-    using: dict[str, list[str]],
+    query: _Query,
+    where: Scope | exp.Select,
+    refs: SelectRefs | None,
+    using: dict[str, list[str]] | None,
 ) -> dict[int, exp.Expr]:
-    """Plan each column's source; the replacements of unqualified USING columns, by ``id()``."""
-    resolved, own = plan.columns, sources.by_alias  # looked up once: this runs per column
-    copied: set[int] = set()
+    """Plan each column's source; the replacements of unqualified USING columns, by ``id()``.
+    ``where``: the select's scope, or the select of a flat query, for ``query.outer_source``;
+    ``refs`` is None for a select without HAVING, GROUP BY or ORDER BY: nothing there refers
+    to its list."""
+    # Looked up once: the loop runs per column, and most columns take its first few lines.
+    resolved, own = plan.columns, sources.by_alias
+    having = refs.having if refs is not None else None
+    copied: set[int] | None = None  # HAVING columns copied (built for the first)
     replaced: dict[int, exp.Expr] = {}
     for column in columns:
         key = id(column)
@@ -94,48 +93,69 @@ def _plan_columns(
             # A subquery's column, listed again here as possibly correlated: the inner scope
             # (resolved first) already bound it, and an unresolved one stopped the plan there.
             continue
+        this = column.this
+        if not isinstance(this, exp.Identifier):
+            if isinstance(this, exp.Star):
+                # ``t.*``: no column of its own (``_expanded``), as ``Scope.columns`` leaves it
+                # out; a flat select's list has it, skipped here rather than copied out.
+                continue
+            raise Unsupported("column with more than two parts")
         args = column.args
-        if args.get("db") or args.get("catalog") or not isinstance(column.this, exp.Identifier):
+        if args.get("db") or args.get("catalog"):
             raise Unsupported("column with more than two parts")
         alias = column.table
+        name = column.name
         if alias:
             entry = own.get(alias)
             if entry is None:
-                found = outer(alias)
+                found = query.outer_source(where, alias)
                 if found is None:
                     raise Unsupported("qualifier without a source")
                 entry = found.by_alias[alias]
-            if column.name.lower() not in entry[1]:
+            if name.lower() not in entry[1]:
                 raise Unsupported("unknown column")
             resolved[key] = (column, None, entry[0])
             continue
-        if using and column.name in using:
-            if id(column) in refs.having:
+        if using and name in using:
+            if having and key in having:
                 raise Unsupported("a USING column in HAVING")
             if key not in replaced:  # a flat select may list a column twice (``having_columns``)
-                replaced[key] = using_reference(column, using[column.name], sources, plan)
+                replaced[key] = using_reference(column, using[name], sources, plan)
             continue
-        owners = sources.owners(column.name)
-        if refs.having and (alias_of := refs.having_alias(column, bool(owners))) is not None:
+        lowered = name.lower()
+        owner, owners = "", 0  # the first source that has the name, and how many have it
+        for candidate, entry in own.items():
+            if lowered in entry[1]:
+                if not owners:
+                    owner = candidate
+                owners += 1
+        if having and (alias_of := refs.having_alias(column, owners > 0)) is not None:  # type: ignore[union-attr]
             # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
             # columns twice (its own, and ``having_columns``).
+            if copied is None:
+                copied = set()
             if key not in copied:
                 copied.add(key)
                 plan.copies.append((column, alias_of.this, True))
             continue
         if not owners:
             # No source has the name: a GROUP BY term naming a select expression, or unknown.
+            if refs is None:
+                raise Unsupported("unknown or ambiguous column")  # no GROUP BY (``alias_reference``)
             plan.copies.append((column, refs.alias_reference(column).this, True))
             continue
-        if len(owners) != 1:
+        if owners != 1:
             raise Unsupported("ambiguous column")
-        plan.columns[id(column)] = (column, sources.qualifier(owners[0]), sources.by_alias[owners[0]][0])
-    refs.check_order()
+        resolved[key] = (column, sources.qualifier(owner), own[owner][0])
+    if refs is not None:
+        refs.check_order()
     return replaced
 
 
 def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[exp.Expr]:
     """The projections with ``*`` and ``t.*`` replaced by the columns they stand for."""
+    if not select.is_star:  # no projection is ``*`` or ``t.*``: the list as written
+        return list(select.expressions)
     out: list[exp.Expr] = []
     for projection in select.expressions:
         if isinstance(projection, exp.Star):
@@ -154,24 +174,33 @@ def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[ex
         for alias in aliases:
             # Lower case, as every name after normalisation; ``check_columns`` then writes
             # each column in the manifest's spelling, and the output keeps this name.
-            source = sources.by_alias[alias][0]
-            for name in sources.by_alias[alias][1]:
-                column = exp.column(name, table=alias)
+            source, names = sources.by_alias[alias]
+            qualifier = exp.to_identifier(alias)
+            for name in names:
+                # ``exp.alias_(exp.column(name, table=alias), name)``, built directly: the
+                # same nodes, at about half the cost, for each column of each source.
+                identifier = exp.to_identifier(name)
+                column = exp.Column(this=identifier, table=exp.Identifier(**qualifier.args), db=None, catalog=None)
                 plan.columns[id(column)] = (column, None, source)
-                out.append(exp.alias_(column, name, copy=False))
+                out.append(exp.Alias(this=column, alias=exp.Identifier(**identifier.args)))
     return out
 
 
 class _Query:
     """What the whole query tells the planning of each select."""
 
-    def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]]) -> None:
+    __slots__ = ("tables", "plan", "_source_names", "_names", "renamed", "recursive")
+
+    def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
+                 plan: Resolution) -> None:
         #: ``id()`` of each real-table node → its allowed columns (``resolve_columns``).
         self.tables = tables
+        self.plan = plan
         self._source_names = source_names
         self._names: frozenset[str] | None = None
-        #: Selects a CTE column list renames (``recursive.py``); empty without a recursive WITH.
-        self.renamed: dict[int, list[str]] = {}
+        #: Selects a CTE column list renames (``recursive.py``); empty without a recursive WITH
+        #: (one shared empty mapping, not a dict per query).
+        self.renamed: Mapping[int, list[str]] = _NO_RENAMES
         #: Whether a WITH of the query is recursive (``recursive.py``).
         self.recursive = False
 
@@ -182,17 +211,30 @@ class _Query:
             self._names = self._source_names()
         return self._names
 
+    def outer_source(self, where: Scope | exp.Select, alias: str) -> Sources | None:
+        """For a correlated column of the scope ``where``: the sources of the nearest
+        enclosing scope that defines ``alias``. (A method rather than a closure per select:
+        nothing to build for the selects, most of them, that have no such column.)"""
+        assert isinstance(where, Scope)
+        parent = where.parent
+        while parent is not None:
+            if alias in parent.selected_sources:
+                return Sources.of_scope(parent, self.plan.outputs, self.tables)
+            parent = parent.parent
+        return None
+
 
 class _FlatQuery(_Query):
     """A flat query (``flat.py``) planned without scopes: each part planned once, on demand —
     a derived table's or a CTE's query when a select reading it needs its output names, any
     other in the order listed — and each select's sources built once."""
 
+    __slots__ = ("_parts", "_planning", "_selects", "tables_read")
+
     def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
-                 parts: list[FlatPart], plan: Resolution) -> None:
-        super().__init__(tables, source_names)
-        self.plan = plan
-        self._columns = {id(node): columns for node, columns in parts}
+                 parts: FlatParts, plan: Resolution) -> None:
+        super().__init__(tables, source_names, plan)
+        self._parts = parts
         self._planning: set[int] = set()
         self._selects: dict[int, Sources] = {}
         #: How many declared tables the planned selects read.
@@ -204,10 +246,11 @@ class _FlatQuery(_Query):
         found = self.plan.outputs.get(key)
         if found is not None:
             return found
-        if key in self._planning or key not in self._columns:
+        part = self._parts.get(key)
+        if part is None or key in self._planning:
             raise Unsupported("a query whose output names are not known yet")
         self._planning.add(key)
-        columns = self._columns[key]
+        columns = part[1]
         if isinstance(node, exp.Select):
             _plan_plain_select(node, columns, self.plan, self)
         else:
@@ -216,6 +259,12 @@ class _FlatQuery(_Query):
             self.plan.outputs[key] = _plan_set_operation(node, self.outputs(node.this), self.plan, self)
         self._planning.discard(key)
         return self.plan.outputs[key]
+
+    def check_tables_read(self) -> None:
+        """Once every part is planned: the declared tables their selects read are all the
+        query's tables (none read elsewhere, as in a table function's argument)."""
+        if self.tables_read != len(self.tables):
+            raise Unsupported("a table read outside FROM and JOIN")
 
     def select_sources(self, select: exp.Select) -> Sources:
         """``Sources.of_select(select)``, built once per select: for its own columns, and for
@@ -226,10 +275,11 @@ class _FlatQuery(_Query):
             self.tables_read += found.tables_read
         return found
 
-    def enclosing_source(self, select: exp.Select, alias: str) -> Sources | None:
-        """For a correlated column: the sources of the nearest select around ``select`` that
-        defines ``alias`` — as ``_outer_source`` looks through the enclosing scopes."""
-        node = select.parent
+    def outer_source(self, where: Scope | exp.Select, alias: str) -> Sources | None:
+        """For a correlated column of the select ``where``: the sources of the nearest select
+        around it that defines ``alias`` — as ``_Query.outer_source`` looks through the
+        enclosing scopes."""
+        node = where.parent
         while node is not None:
             if isinstance(node, exp.Select):
                 sources = self.select_sources(node)
@@ -240,37 +290,48 @@ class _FlatQuery(_Query):
 
 
 def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
-               outer: Callable[[str], Sources | None], query: _Query, named: set[str] | None = None) -> list[str]:
+               where: Scope | exp.Select, query: _Query, named: set[str] | None = None) -> list[str]:
     """Plan one select's columns, stars and references to its own list; its output names.
-    ``named``: the select's ``named_selects``, when the caller has them."""
-    refs = SelectRefs(select, query.source_names, named)
-    start = len(plan.copies)
+    ``where``: its scope, or the select itself in a flat query (``_plan_columns``); ``named``:
+    the select's ``named_selects``, when the caller has them."""
     clauses = select.args  # the steps for an absent clause are skipped: most selects have few
-    if clauses.get("having") is not None:
-        columns = columns + refs.having_columns()
-    using = plan_using(select, sources, plan) if clauses.get("joins") else {}
-    replaced = _plan_columns(select, columns, sources, plan, outer, refs, using)
+    having, group, order = clauses.get("having"), clauses.get("group"), clauses.get("order")
+    # Only HAVING, GROUP BY and ORDER BY refer to the select list.
+    refs = (SelectRefs(select, query.source_names, named)
+            if having is not None or group is not None or order is not None else None)
+    start = len(plan.copies)
+    if having is not None:
+        columns = columns + refs.having_columns()  # type: ignore[union-attr]
+    using = plan_using(select, sources, plan) if clauses.get("joins") else None
+    replaced = _plan_columns(select, columns, sources, plan, query, where, refs, using)
     projections = _expanded(select, sources, plan)
     if replaced:
         projections = [replaced.get(id(p), p) for p in projections]
-    scalar = [i for i, p in enumerate(projections) if isinstance(p, exp.Subquery)]
-    if scalar:
+    names: list[str] = []
+    scalar: list[int] | None = None  # built for the first scalar subquery: most lists have none
+    for index, projection in enumerate(projections):  # one loop for both: it runs per select
+        names.append(output_name(projection, index))
+        if isinstance(projection, exp.Subquery):
+            if scalar is None:
+                scalar = []
+            scalar.append(index)
+    if scalar is not None:
         # Named ``_col_<n>`` by an alias of its own (``resolution.py``): a position naming it
         # is where ``qualify_columns`` fails (``select_refs.py``), so the full path decides.
-        refs.check_positions(scalar)
+        if refs is not None:
+            refs.check_positions(scalar)
         plan.scalar_positions[id(select)] = scalar
-    if clauses.get("group") is not None:
-        plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]
+    if group is not None:
+        plan.copies += [(term, expression, False) for term, expression in refs.group_positions(projections)]  # type: ignore[union-attr]
     if len(plan.copies) > start:
         check_copies(plan.copies[start:], plan.columns)
-    names = [output_name(p, i) for i, p in enumerate(projections)]
     if query.renamed and id(select) in query.renamed:
         names = rename(names, query.renamed[id(select)], projections)
         plan.renamed.append((select, query.renamed[id(select)]))
     if query.recursive and len(plan.copies) > start:
         check_alias_copies(select, plan.copies[start:])
-    if clauses.get("order") is not None:
-        plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]
+    if order is not None:
+        plan.select_positions += [(term, select, index) for term, index in refs.order_positions(names)]  # type: ignore[union-attr]
     plan.projections.append((select, projections))
     return names
 
@@ -280,8 +341,7 @@ def _plan_select(scope: Scope, plan: Resolution, query: _Query) -> None:
     check_select(select)
     check_with(select)
     sources = Sources.of_scope(scope, plan.outputs, query.tables)
-    outer = lambda alias: _outer_source(scope, alias, plan, query.tables)  # noqa: E731
-    plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, outer, query)
+    plan.outputs[id(scope)] = _plan_body(select, scope.columns, sources, plan, scope, query)
 
 
 def _plan_union(scope: Scope, plan: Resolution, query: _Query) -> None:
@@ -336,29 +396,24 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     """``_plan_select`` for a select of a flat query (``flat.py``), without scopes.
 
     Its sources are its FROM and JOIN tables, derived tables and CTE references, and its
-    columns every column whose nearest select it is, but the ``t.*`` stars and the ORDER BY
-    references to select aliases that ``Scope.columns`` leaves out. Any other column is
+    columns every column whose nearest select it is, but the ``t.*`` stars (``_plan_columns``
+    skips them) and the ORDER BY references to select aliases that ``Scope.columns`` leaves
+    out. Any other column is
     resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
     """
     check_select(select)
     sources = query.select_sources(select)
-    check_dual(select, sources)
+    if sources.dual:
+        check_dual(select, sources)
     if select.args.get("order") is not None:
         named: set[str] | None = set(select.named_selects)
-        own = [c for c in columns if not isinstance(c.this, exp.Star)
-               and (c.name not in named or not _is_order_alias(c, select, named))]
+        own = [c for c in columns if c.name not in named or not _is_order_alias(c, select, named)]
     else:
-        named = None  # no ORDER BY of its own: no column refers to a select alias (``_is_order_alias``)
-        own = [c for c in columns if not isinstance(c.this, exp.Star)]
-    outer = lambda alias: query.enclosing_source(select, alias)  # noqa: E731
-    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, outer, query, named)
-
-
-def _plan_flat(parts: list[FlatPart], plan: Resolution, query: _FlatQuery) -> None:
-    for node, _ in parts:
-        query.outputs(node)
-    if query.tables_read != len(query.tables):
-        raise Unsupported("a table read outside FROM and JOIN")
+        # No ORDER BY of its own: no column refers to a select alias (``_is_order_alias``);
+        # ``_plan_columns`` skips the ``t.*`` stars.
+        named = None
+        own = columns
+    plan.outputs[id(select)] = _plan_body(select, own, sources, plan, select, query, named)
 
 
 def _plan_scopes(tree: exp.Expr, plan: Resolution, query: _Query) -> None:
@@ -393,25 +448,34 @@ def resolve_columns(
     """
     if columns is not None and queries is not None:
         plan = Resolution()
-        single = len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select)
+        if len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select):
+            # One select, as most queries are: planned straight from its sources (it reads no
+            # other query's outputs: no parts to look up), or given up for the full path.
+            query = _FlatQuery(tables, source_names, {}, plan)
+            _plan_plain_select(tree, columns, plan, query)
+            query.check_tables_read()
+            apply(plan, dialect)
+            return plan
         try:
-            parts: list[FlatPart] = [(tree, columns)] if single else flat_parts(queries, columns)  # type: ignore[list-item]
+            parts = flat_parts(queries, columns)
             query = _FlatQuery(tables, source_names, parts, plan)
-            if not single:
-                withs = [w for q in queries if (w := q.args.get("with_")) is not None]
-                if any(w.args.get("recursive") for w in withs):
-                    query.recursive = True
-                    query.renamed = renamed_outputs(withs)
-                elif any(c.args["alias"].columns for w in withs for c in w.expressions):
-                    raise Unsupported("a CTE column list in a WITH that is not recursive")
-            _plan_flat(parts, plan, query)
+            withs = [w for q in queries if (w := q.args.get("with_")) is not None]
+            if not withs:
+                pass  # most multi-select queries: nothing recursive, no CTE column list
+            elif any(w.args.get("recursive") for w in withs):
+                query.recursive = True
+                query.renamed = renamed_outputs(withs)
+            elif any(c.args["alias"].columns for w in withs for c in w.expressions):
+                raise Unsupported("a CTE column list in a WITH that is not recursive")
+            for node, _ in parts.values():
+                query.outputs(node)
+            query.check_tables_read()
         except Unsupported:
-            if single:
-                raise
+            pass  # planned over scopes, below
         else:
             apply(plan, dialect)
             return plan
     plan = Resolution()
-    _plan_scopes(tree, plan, _Query(tables, source_names))
+    _plan_scopes(tree, plan, _Query(tables, source_names, plan))
     apply(plan, dialect)
     return plan

@@ -35,11 +35,14 @@ def lower(name: str) -> str:
 class Sources:
     """The sources one scope selects from: alias → (node, {lower name: spelling})."""
 
+    __slots__ = ("by_alias", "_written", "_qualifiers", "tables_read", "dual")  # one or more per check
+
     def __init__(self) -> None:
         self.by_alias: dict[str, tuple[object, dict[str, str]]] = {}
         #: The alias each source was given (``TableAlias``), if any: ``qualifier`` reads it.
         self._written: dict[str, object] = {}
-        self._qualifiers: dict[str, exp.Identifier] = {}
+        #: The qualifier node of each source a column was found in (``qualifier``), once asked.
+        self._qualifiers: dict[str, exp.Identifier] | None = None
         #: How many of the sources are declared tables (``of_select``).
         self.tables_read = 0
         #: Whether the one source is MySQL's ``DUAL`` (``of_select``).
@@ -75,15 +78,22 @@ class Sources:
         (the caller makes sure they are all the tables the query reads)."""
         self = cls()
         from_ = select.args.get("from_")
+        nodes = []
         if from_ is not None:
             check_shape(from_, _FROM_ARGS)
-        nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or ()]
+            nodes.append(from_.this)
+        joins = select.args.get("joins")
+        if joins:
+            nodes += [join.this for join in joins]
+        by_alias, written = self.by_alias, self._written
         for node in nodes:
             source: object = node
-            if isinstance(node, exp.Table) and id(node) in tables and not isinstance(node.this, exp.Func):
-                columns = tables[id(node)]
+            table = isinstance(node, exp.Table) and not isinstance(node.this, exp.Func)
+            declared = tables.get(id(node)) if table else None
+            if declared is not None:
+                columns = declared
                 self.tables_read += 1
-            elif isinstance(node, exp.Table) and not isinstance(node.this, exp.Func) and (ctes := visible_ctes(node)):
+            elif table and (ctes := visible_ctes(node)):  # type: ignore[arg-type]
                 if len(ctes) != 1:
                     raise Unsupported("two CTEs of one name")
                 source = self_source(node, ctes[0])
@@ -97,26 +107,25 @@ class Sources:
             else:
                 raise Unsupported("a source that is neither a declared table nor a query")
             alias = node.alias_or_name
-            if not alias or alias in self.by_alias:
+            if not alias or alias in by_alias:
                 raise Unsupported("two sources of one name")
-            self._written[alias] = node.args.get("alias")
-            self.by_alias[alias] = (source, columns)
+            written[alias] = node.args.get("alias")
+            by_alias[alias] = (source, columns)
         return self
 
     def qualifier(self, alias: str) -> exp.Identifier:
         """The qualifier as the query spells the source's alias (quoted or not), for a column
         that names none; asked for only then, as most columns are qualified already. One node
         per source: ``resolution.apply`` writes a copy of it into each column."""
-        found = self._qualifiers.get(alias)
+        qualifiers = self._qualifiers
+        if qualifiers is None:
+            qualifiers = self._qualifiers = {}  # most selects' columns are all qualified: never built
+        found = qualifiers.get(alias)
         if found is None:
             written = self._written[alias]
             found = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
-            self._qualifiers[alias] = found
+            qualifiers[alias] = found
         return found
-
-    def owners(self, name: str) -> list[str]:
-        lowered = lower(name)
-        return [alias for alias, (_, columns) in self.by_alias.items() if lowered in columns]
 
 
 def _is_dual(node: exp.Expr) -> bool:
@@ -129,9 +138,9 @@ def _is_dual(node: exp.Expr) -> bool:
 
 
 def check_dual(select: exp.Select, sources: Sources) -> None:
-    """A select from ``DUAL`` alone, without a star, GROUP BY or HAVING: there an unknown
-    source makes ``qualify_columns`` refuse a select alias (``_expand_alias_refs``), or keep a
-    star, where the resolver would copy or expand."""
+    """A select from ``DUAL`` alone (``sources.dual``: the caller's test), without a star,
+    GROUP BY or HAVING: there an unknown source makes ``qualify_columns`` refuse a select alias
+    (``_expand_alias_refs``), or keep a star, where the resolver would copy or expand."""
     if sources.dual and (select.is_star or select.args.get("group") or select.args.get("having")):
         raise Unsupported("a star, GROUP BY or HAVING over DUAL")
 
@@ -162,6 +171,8 @@ def _check_distinct_on(select: exp.Select, on: exp.Expr) -> None:
 
 
 def check_shape(node: exp.Expr, allowed: frozenset[str]) -> None:
+    if allowed.issuperset(node.args):
+        return  # every key allowed (a FROM, most joins): no value to look at
     for key, value in node.args.items():
         if value and key not in allowed:
             raise Unsupported(f"clause {key}")
