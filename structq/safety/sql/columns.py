@@ -51,6 +51,7 @@ from .context import Check
 from .resolve import Resolution, Unsupported, resolve_columns
 from .scopes import column_tables
 from .table_functions import declare_function_columns, settle_function_columns
+from .walk import within
 
 __all__ = ["check_columns"]
 
@@ -146,17 +147,9 @@ def _drop_invented_aliases(outer: list[exp.Select], unnamed: set[int], columns: 
                 if columns is None:
                     used = any(c.name == alias and not c.table for c in select.find_all(exp.Column))
                 else:
-                    used = any(c.name == alias and not c.table and _within(c, select) for c in columns)
+                    used = any(c.name == alias and not c.table and within(c, select) for c in columns)
                 if not used:
                     projection.replace(projection.this)
-
-
-def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
-    while node is not None:
-        if node is ancestor:
-            return True
-        node = node.parent
-    return False
 
 
 def _name_derived_tables(check: Check) -> None:

@@ -28,16 +28,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .select_refs import Unsupported
+from .walk import within
 
 __all__ = ["check_alias_copies", "renamed_outputs", "self_source"]
-
-
-def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
-    while node is not None:
-        if node is ancestor:
-            return True
-        node = node.parent
-    return False
 
 
 def self_source(table: exp.Table, cte: exp.CTE) -> exp.Expr:
@@ -46,9 +39,9 @@ def self_source(table: exp.Table, cte: exp.CTE) -> exp.Expr:
     with_ = cte.parent
     if not (isinstance(with_, exp.With) and with_.args.get("recursive") and isinstance(body, exp.SetOperation)):
         return body
-    if not _within(table, body):
+    if not within(table, body):
         return body
-    if not _within(table, body.expression):
+    if not within(table, body.expression):
         raise Unsupported("a recursive CTE read in its own first part")
     return body.this
 
