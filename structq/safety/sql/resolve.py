@@ -18,8 +18,8 @@ scope, innermost first:
   enclosing scope, when the subquery is correlated) that has that column; an unqualified one
   must match exactly one source of its own scope. Sources are manifest tables (allowed
   columns only) and derived tables / CTEs (their output names, known because inner scopes
-  are resolved first);
-- ``*`` and ``t.*`` expanded to those columns, in source order;
+  are resolved first) (``select_columns.py``);
+- ``*`` and ``t.*`` expanded to those columns, in source order (``select_columns.py``);
 - output aliases (``t.x AS x``, ``COUNT(*) AS _col_1``), and ORDER BY terms that repeat a
   grouped select expression rewritten to its alias — as ``qualify_columns`` writes them,
   so both paths produce the same SQL;
@@ -55,9 +55,10 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from .flat import FlatParts, flat_parts
 from .recursive import check_alias_copies, rename, renamed_outputs
 from .resolution import Resolution, apply, output_name
+from .select_columns import expanded, plan_columns
 from .select_refs import SelectRefs, Unsupported, check_copies
 from .sources import UNION_ARGS, Sources, check_dual, check_select, check_shape, check_with
-from .using import plan_using, using_reference
+from .using import plan_using
 
 __all__ = ["Unsupported", "Resolution", "resolve_columns"]
 
@@ -66,124 +67,6 @@ _NO_RENAMES: Mapping[int, list[str]] = MappingProxyType({})
 #: The clauses ``Scope.columns`` looks for around a column (``_is_order_alias``).
 _COLUMN_CLAUSES = (exp.Select, exp.Qualify, exp.Order, exp.Cluster, exp.Having, exp.Hint, exp.Table, exp.Star,
                    exp.Distinct)
-
-
-def _plan_columns(
-    select: exp.Select,
-    columns: list[exp.Column],
-    sources: Sources,
-    plan: Resolution,
-    query: _Query,
-    where: Scope | exp.Select,
-    refs: SelectRefs | None,
-    using: dict[str, list[str]] | None,
-) -> dict[int, exp.Expr]:
-    """Plan each column's source; the replacements of unqualified USING columns, by ``id()``.
-    ``where``: the select's scope, or the select of a flat query, for ``query.outer_source``;
-    ``refs`` is None for a select without HAVING, GROUP BY or ORDER BY: nothing there refers
-    to its list."""
-    # Looked up once: the loop runs per column, and most columns take its first few lines.
-    resolved, own = plan.columns, sources.by_alias
-    having = refs.having if refs is not None else None
-    copied: set[int] | None = None  # HAVING columns copied (built for the first)
-    replaced: dict[int, exp.Expr] = {}
-    for column in columns:
-        key = id(column)
-        if key in resolved:
-            # A subquery's column, listed again here as possibly correlated: the inner scope
-            # (resolved first) already bound it, and an unresolved one stopped the plan there.
-            continue
-        this = column.this
-        if not isinstance(this, exp.Identifier):
-            if isinstance(this, exp.Star):
-                # ``t.*``: no column of its own (``_expanded``), as ``Scope.columns`` leaves it
-                # out; a flat select's list has it, skipped here rather than copied out.
-                continue
-            raise Unsupported("column with more than two parts")
-        args = column.args
-        if args.get("db") or args.get("catalog"):
-            raise Unsupported("column with more than two parts")
-        alias = column.table
-        name = column.name
-        if alias:
-            entry = own.get(alias)
-            if entry is None:
-                found = query.outer_source(where, alias)
-                if found is None:
-                    raise Unsupported("qualifier without a source")
-                entry = found.by_alias[alias]
-            if name.lower() not in entry[1]:
-                raise Unsupported("unknown column")
-            resolved[key] = (column, None, entry[0])
-            continue
-        if using and name in using:
-            if having and key in having:
-                raise Unsupported("a USING column in HAVING")
-            if key not in replaced:  # a flat select may list a column twice (``having_columns``)
-                replaced[key] = using_reference(column, using[name], sources, plan)
-            continue
-        lowered = name.lower()
-        owner, owners = "", 0  # the first source that has the name, and how many have it
-        for candidate, entry in own.items():
-            if lowered in entry[1]:
-                if not owners:
-                    owner = candidate
-                owners += 1
-        if having and (alias_of := refs.having_alias(column, owners > 0)) is not None:  # type: ignore[union-attr]
-            # As ``_expand_alias_refs`` writes it; once, though a flat select lists its HAVING
-            # columns twice (its own, and ``having_columns``).
-            if copied is None:
-                copied = set()
-            if key not in copied:
-                copied.add(key)
-                plan.copies.append((column, alias_of.this, True))
-            continue
-        if not owners:
-            # No source has the name: a GROUP BY term naming a select expression, or unknown.
-            if refs is None:
-                raise Unsupported("unknown or ambiguous column")  # no GROUP BY (``alias_reference``)
-            plan.copies.append((column, refs.alias_reference(column).this, True))
-            continue
-        if owners != 1:
-            raise Unsupported("ambiguous column")
-        resolved[key] = (column, sources.qualifier(owner), own[owner][0])
-    if refs is not None:
-        refs.check_order()
-    return replaced
-
-
-def _expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[exp.Expr]:
-    """The projections with ``*`` and ``t.*`` replaced by the columns they stand for."""
-    if not select.is_star:  # no projection is ``*`` or ``t.*``: the list as written
-        return list(select.expressions)
-    out: list[exp.Expr] = []
-    for projection in select.expressions:
-        if isinstance(projection, exp.Star):
-            if any(projection.args.values()):
-                raise Unsupported("star modifiers")
-            aliases = list(sources.by_alias)
-        elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
-            if any(projection.this.args.values()) or projection.table not in sources.by_alias:
-                raise Unsupported("t.* of an unknown source")
-            aliases = [projection.table]
-        else:
-            out.append(projection)
-            continue
-        if not aliases:
-            raise Unsupported("star without sources")
-        for alias in aliases:
-            # Lower case, as every name after normalisation; ``check_columns`` then writes
-            # each column in the manifest's spelling, and the output keeps this name.
-            source, names = sources.by_alias[alias]
-            qualifier = exp.to_identifier(alias)
-            for name in names:
-                # ``exp.alias_(exp.column(name, table=alias), name)``, built directly: the
-                # same nodes, at about half the cost, for each column of each source.
-                identifier = exp.to_identifier(name)
-                column = exp.Column(this=identifier, table=exp.Identifier(**qualifier.args), db=None, catalog=None)
-                plan.columns[id(column)] = (column, None, source)
-                out.append(exp.Alias(this=column, alias=exp.Identifier(**identifier.args)))
-    return out
 
 
 class _Query:
@@ -292,7 +175,7 @@ class _FlatQuery(_Query):
 def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, plan: Resolution,
                where: Scope | exp.Select, query: _Query, named: set[str] | None = None) -> list[str]:
     """Plan one select's columns, stars and references to its own list; its output names.
-    ``where``: its scope, or the select itself in a flat query (``_plan_columns``); ``named``:
+    ``where``: its scope, or the select itself in a flat query (``select_columns.plan_columns``); ``named``:
     the select's ``named_selects``, when the caller has them."""
     clauses = select.args  # the steps for an absent clause are skipped: most selects have few
     having, group, order = clauses.get("having"), clauses.get("group"), clauses.get("order")
@@ -303,8 +186,8 @@ def _plan_body(select: exp.Select, columns: list[exp.Column], sources: Sources, 
     if having is not None:
         columns = columns + refs.having_columns()  # type: ignore[union-attr]
     using = plan_using(select, sources, plan) if clauses.get("joins") else None
-    replaced = _plan_columns(select, columns, sources, plan, query, where, refs, using)
-    projections = _expanded(select, sources, plan)
+    replaced = plan_columns(select, columns, sources, plan, query, where, refs, using)
+    projections = expanded(select, sources, plan)
     if replaced:
         projections = [replaced.get(id(p), p) for p in projections]
     names: list[str] = []
@@ -396,7 +279,7 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
     """``_plan_select`` for a select of a flat query (``flat.py``), without scopes.
 
     Its sources are its FROM and JOIN tables, derived tables and CTE references, and its
-    columns every column whose nearest select it is, but the ``t.*`` stars (``_plan_columns``
+    columns every column whose nearest select it is, but the ``t.*`` stars (``select_columns.plan_columns``
     skips them) and the ORDER BY references to select aliases that ``Scope.columns`` leaves
     out. Any other column is
     resolved here — a superset of what sqlglot's scope would list, so nothing escapes.
@@ -410,7 +293,7 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
         own = [c for c in columns if c.name not in named or not _is_order_alias(c, select, named)]
     else:
         # No ORDER BY of its own: no column refers to a select alias (``_is_order_alias``);
-        # ``_plan_columns`` skips the ``t.*`` stars.
+        # ``select_columns.plan_columns`` skips the ``t.*`` stars.
         named = None
         own = columns
     plan.outputs[id(select)] = _plan_body(select, own, sources, plan, select, query, named)
