@@ -238,21 +238,9 @@ def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[ex
         return column_tables(tree, check.reads), None
     if resolution.joins:
         check.shared_wanted = True  # USING rewritten: new nodes, as on the full path (``Check.shared_nodes``)
-    if _rewrote_expressions(resolution):
+    if resolution.rewrote:
         check.shared_seen_current = False  # ``Check.shared_nodes``
     return _resolved_tables(resolution, check.reads), check.columns + resolution.created
-
-
-def _rewrote_expressions(resolution: Resolution) -> bool:
-    """Whether applying ``resolution`` may have put copies of expressions or new ones into the
-    tree (GROUP BY and HAVING terms naming a select expression, USING joins written as ON and
-    COALESCE) or taken expressions out of it (an ORDER BY term of a grouped select written as
-    its output's name): anything but columns, aliases and literals, which no shared filter
-    wants."""
-    return bool(resolution.copies or resolution.joins or resolution.replacements) or any(
-        select.args.get("group") is not None and select.args.get("order") is not None
-        for select, _ in resolution.projections
-    )
 
 
 def _resolved_tables(resolution: Resolution, reads: list[tuple[exp.Table, Table]]) -> dict[int, tuple[exp.Column, Table]]:

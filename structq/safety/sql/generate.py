@@ -76,9 +76,7 @@ def _plain(check: Check) -> bool:
         if isinstance(node, exp.Unnest):
             return False
     for query in check.queries:
-        if type(query) is not exp.Select:
-            if isinstance(query, exp.Select):
-                return False  # a dialect's own kind of select: its steps may differ
+        if not isinstance(query, exp.Select):
             continue
         args = query.args
         distinct = args.get("distinct")

@@ -27,7 +27,7 @@ class Resolution:
     than a dataclass's factories)."""
 
     __slots__ = ("columns", "outputs", "projections", "positions", "created", "copies", "select_positions",
-                 "scalar_positions", "joins", "replacements", "renamed")
+                 "scalar_positions", "joins", "replacements", "renamed", "rewrote")
 
     def __init__(self) -> None:
         #: ``id(column)`` → the column, the qualifier to write (None: keep the column's own)
@@ -57,6 +57,10 @@ class Resolution:
         self.replacements: list[tuple[exp.Column, exp.Expr]] = []
         #: Selects whose outputs a CTE column list renames, with the list (``recursive.py``).
         self.renamed: list[tuple[exp.Select, list[str]]] = []
+        #: Set by ``apply``: whether it put expressions into the tree other than columns,
+        #: aliases and literals (copies, USING conditions) or took some out (an ORDER BY term
+        #: written as its output's name) — what ``Check.shared_seen`` no longer lists.
+        self.rewrote = False
 
 
 def output_name(projection: exp.Expr, index: int) -> str:
@@ -90,6 +94,7 @@ def _qualified_output(projection: exp.Expr, index: int) -> exp.Expr:
 
 
 def apply(plan: Resolution, dialect: Dialect | None) -> None:
+    plan.rewrote = bool(plan.joins or plan.replacements or plan.copies)
     for join, condition in plan.joins:
         join.set("using", None)
         join.set("on", condition)
@@ -147,3 +152,4 @@ def _alias_grouped_order(select: exp.Select, plan: Resolution) -> None:
                 plan.columns.pop(id(column), None)
             ordered.this.replace(reference)
             plan.created.append(reference)
+            plan.rewrote = True

@@ -57,8 +57,8 @@ class Instances:
 
 
 class Shared:
-    """Several ``Instances`` filters answered by one walk: ``collect(tree)`` lists, per filter
-    (in the order given), the nodes ``filter(tree)`` would yield, in the same order."""
+    """Several ``Instances`` filters answered by one pass: ``file(tree.bfs())`` lists, per
+    filter (in the order given), the nodes ``filter(tree)`` would yield, in the same order."""
 
     def __init__(self, *filters: Instances) -> None:
         self.filters = filters
@@ -69,11 +69,8 @@ class Shared:
         found = self._positions[cls] = tuple(i for i, f in enumerate(self.filters) if f.wants(cls))
         return found
 
-    def collect(self, tree: exp.Expr) -> list[list[exp.Expr]]:
-        return self.file(tree.bfs())
-
     def file(self, nodes: Iterable[exp.Expr]) -> list[list[exp.Expr]]:
-        """``nodes`` filed per filter, in the order given."""
+        """``nodes`` filed per filter, in the order given: each node under every filter it matches."""
         out: list[list[exp.Expr]] = [[] for _ in self.filters]
         positions = self._positions
         for node in nodes:
@@ -91,24 +88,18 @@ _registered: list[Instances] = []
 _group: Shared | None = None
 
 
-def _shared() -> Shared:
-    global _group
-    group = _group
-    if group is None or len(group.filters) != len(_registered):
-        group = _group = Shared(*_registered)
-    return group
-
-
 def shared_walk(tree: exp.Expr) -> dict[Instances, list[exp.Expr]]:
     """The nodes of every shared filter in ``tree``, from one walk."""
-    group = _shared()
-    return dict(zip(group.filters, group.collect(tree)))
+    return shared_filed(tree.bfs())
 
 
 def shared_filed(nodes: Iterable[exp.Expr]) -> dict[Instances, list[exp.Expr]]:
     """``nodes`` (each wanted by some shared filter: ``wanted_by_shared``) filed per shared
     filter, for a tree whose wanted nodes are known without a walk (``Check.shared_nodes``)."""
-    group = _shared()
+    global _group
+    group = _group
+    if group is None or len(group.filters) != len(_registered):
+        group = _group = Shared(*_registered)
     return dict(zip(group.filters, group.file(nodes)))
 
 
