@@ -231,8 +231,17 @@ def test_result_columns_keep_the_names_the_query_wrote(car_dealership: Manifest,
     ("WITH s AS (SELECT name FROM stadion) SELECT COUNT(*), upper( name ) FROM s", ("COUNT(*)", "upper( name )")),
     ("SELECT [a b] FROM stadion", ("a b",)),
     ("SELECT name, Name, name AS name_2 FROM stadion", ("name", "Name_3", "name_2")),  # told apart
-    ("SELECT * FROM stadion", None),
-    ("SELECT stadion.*, 1 FROM stadion", None),
+    # a star's columns in the manifest's spelling, told apart from the items around them
+    ("SELECT * FROM stadion", ("name", "kapazität", "sbCustName", "a b")),
+    ("SELECT stadion.*, 1 FROM stadion", ("name", "kapazität", "sbCustName", "a b", "1")),
+    ("SELECT SBCUSTNAME AS Who, s.* FROM stadion s", ("Who", "name", "kapazität", "sbCustName", "a b")),
+    ("SELECT *, sbcustname FROM stadion", ("name", "kapazität", "sbCustName", "a b", "sbcustname_2")),
+    ("SELECT * FROM stadion UNION SELECT * FROM stadion", ("name", "kapazität", "sbCustName", "a b")),
+    ("SELECT * FROM stadion a JOIN stadion b USING (sbCustName)",
+     ("name", "kapazität", "sbCustName", "a b", "name_2", "kapazität_2", "a b_2")),
+    # a derived table's columns go by their (matching) names there
+    ("SELECT * FROM (SELECT sbCustName AS Who FROM stadion) d", ("who",)),
+    ("SELECT (SELECT * FROM stadion LIMIT 1) FROM stadion", None),  # a star inside an item
 ])
 def test_output_names_are_read_from_the_query_as_written(sql: str, names: tuple[str, ...] | None) -> None:
     from structq.safety import check_sql

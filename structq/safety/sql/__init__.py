@@ -4,7 +4,8 @@ Like sqlglot's optimizer, the sandbox is a fixed sequence of small passes (``RUL
 its own module; each reads and updates one ``Check`` (see ``context.py``):
 
 1. ``parse``                 exactly one statement; references become placeholders
-   ``record_output_names``   the result columns' names as written (``names.py``)
+   ``record_output_names``   the result columns' names as written (``names.py``; a star's
+                              columns are named once ``check_columns`` expanded it)
 2. ``check_statement_kind``  a read-only query, with no write/DDL/command/lock/INTO anywhere
 3. ``reject_placeholders``   only the sandbox binds values
 4. ``resolve_tables``        every real table declared; no qualifier but the manifest's schema
@@ -23,7 +24,8 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
                               derived table of its allowed columns (and its row filter)
 12. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
 13. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
-14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders
+14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders, reserved
+                              words quoted (``reserved.py``)
 
 The order matters: checks run on the tree as written (after qualification), rewrites after
 every check has passed, generation last. Every refusal is a ``SandboxViolation`` with a stable

@@ -24,6 +24,7 @@ Table functions in FROM are sources with known columns (``table_functions.py``).
 
 Qualification names every projection (``COUNT(*) AS _col_0``); on the outermost select those
 invented aliases are removed again so result columns keep the names the database gives them.
+The columns a star of the outermost select expanded to are named last (``names.name_expanded``).
 
 Columns read without a column node naming them — whole rows (PostgreSQL's ``to_json(t)``),
 ``t.*`` outside a select list, stars qualification could not expand, NATURAL / USING joins it
@@ -48,6 +49,7 @@ from structq.capabilities import Table
 
 from . import implicit
 from .context import Check
+from .names import name_expanded
 from .resolve import Resolution, Unsupported, resolve_columns
 from .scopes import column_tables
 from .table_functions import declare_function_columns, settle_function_columns
@@ -275,6 +277,8 @@ def check_columns(check: Check) -> None:
     functions = declare_function_columns(check)
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
+    written = check.written_names
+    before = [id(e) for e in outer[0].expressions] if written is not None and outer else []
     check.column_tables, created = _qualify(check)
     settle_function_columns(check, functions)
     if unnamed:
@@ -297,6 +301,10 @@ def check_columns(check: Check) -> None:
                 "give the tables of a subquery aliases that differ from the outer query's, and qualify the column",
             )
         spelling, quoted, read_name = found
-        if spelling != column.name:
+        if spelling != column.name or (quoted and not column.this.quoted):
+            # Also a name that needs quotes where a node came without them: ``qualify_columns``
+            # writes the columns a star over a USING join expands to unquoted (``a.a b``).
             _respell(column, spelling, quoted)
         read.add(read_name)
+    if written is not None and len(before) == len(written):
+        name_expanded(check, written, before, outer[0].expressions)

@@ -96,6 +96,9 @@ class Check:
     # The output.
     #: The result columns' names as the query wrote them (``names.py``); None: the engine's.
     output_names: tuple[str, ...] | None = None
+    #: With a star in the outermost select list: each item's name as written, None for a star
+    #: (``names.py``), for ``check_columns`` to complete once the stars are expanded.
+    written_names: list[str | None] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     #: Where each parameter's value comes from, for ``memo.py`` to bind the same query again
     #: with new values: ``("var", name)``, ``("slot", name)`` or a reference's form
@@ -105,6 +108,9 @@ class Check:
     #: PostgreSQL: each long list's switch parameter → the list's parameter (``references.py``).
     switches: dict[str, str] = field(default_factory=dict)
     read_columns: set[str] = field(default_factory=set)
+    #: Whether some identifier may be a word the engine reserves (``reserved.py``): one of the
+    #: query's is (``parse.scan``), or a name of the manifest is. Generation then quotes them.
+    quote_reserved: bool = False
     sql: str = ""
 
     _names: Derived | None = None

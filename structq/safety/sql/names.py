@@ -15,11 +15,19 @@ recorded here (``SafeQuery.names``), the same on every engine:
   ``id``, ``id_2``, as ``limit.py`` aliases repeats before wrapping a query and the local
   executor names its tables' columns: a result's columns can always be told apart.
 
+- a column a star expanded to (``SELECT *``, ``t.*``): known only after expansion, so this
+  pass records the other items' names and ``check_columns`` completes the list
+  (``name_expanded``) with each expanded column's name: the manifest's spelling for a table's
+  column (``Shop_ID``, where the rewritten query aliases it ``shop_id`` for matching); a
+  derived table's or CTE's column by its name there, lower-cased for matching as every
+  identifier is (``x.*`` over ``(SELECT a AS Total …) x`` gives ``total``).
+
 The select list is read from the tokens the parser read (``Check.tokens``: no second
 tokenization), those of the outermost SELECT (the first at nesting depth 0: a set operation's
-leftmost branch). When that cannot be done exactly — a star, whose columns are known only
-after expansion; a select list whose pieces do not match the parsed projections one to one —
-no names are recorded and the engine's names stand.
+leftmost branch). When that cannot be done exactly — a select list whose pieces do not match
+the parsed projections one to one, a star inside an item (``(SELECT * …)``), expanded columns
+that cannot be told from the items around them — no names are recorded and the engine's
+names stand.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from sqlglot.tokens import Token, TokenType
 
 from .context import Check
 
-__all__ = ["record_output_names"]
+__all__ = ["name_expanded", "record_output_names"]
 
 _OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
 _CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
@@ -93,22 +101,79 @@ def _unquoted(text: str) -> str:
 
 
 def record_output_names(check: Check) -> None:
-    """Set ``check.output_names`` from the query as written (or leave it ``None``)."""
+    """Set ``check.output_names`` from the query as written (or leave it ``None``); with a
+    star in the select list, set ``check.written_names`` for ``name_expanded`` instead."""
     select = _outer_select(check.tree) if check.tree is not None else None
-    if select is None or _has_star_of_columns(check, select):
+    if select is None:
         return
+    stars = None
+    if check.stars and _has_star_of_columns(check, select):
+        stars = [_is_star_item(projection) for projection in select.expressions]
+        if not any(stars):
+            return  # a star inside an item, ``(SELECT * …)``
     items = _select_list(check.tokens)
     if items is None or len(items) != len(select.expressions):
         return
     text = check.parsed_text
-    names = []
-    for projection, tokens in zip(select.expressions, items):
+    names: list[str | None] = []
+    for i, (projection, tokens) in enumerate(zip(select.expressions, items)):
         last = tokens[-1]
-        if isinstance(projection, (exp.Alias, exp.Column)):
+        if stars and stars[i]:
+            names.append(None)
+        elif isinstance(projection, (exp.Alias, exp.Column)):
             names.append(_unquoted(text[last.start : last.end + 1]))
         else:
             names.append(_written(check, text[tokens[0].start : last.end + 1]))
+    if stars:
+        check.written_names = names
+    else:
+        check.output_names = _told_apart(names)  # type: ignore[arg-type]  # no None without a star
+
+
+def _is_star_item(projection: exp.Expr) -> bool:
+    """``*`` or ``t.*`` as a select item."""
+    return isinstance(projection, exp.Star) or (isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star))
+
+
+def name_expanded(check: Check, written: list[str | None], before: list[int], projections: list[exp.Expr]) -> None:
+    """Set ``check.output_names`` once the stars of the outermost select are expanded.
+
+    ``written`` holds the items' names as written, None for a star; ``before`` the ids of the
+    items' nodes before qualification; ``projections`` the select list after it. An item is
+    found again as the same node or as the expression an alias was put around; what lies
+    between is what a star expanded to, named by ``_expanded_name``. Anything that does not
+    line up (an item qualification replaced, as a USING column's ``COALESCE``) leaves the
+    engine's names.
+    """
+    position = {key: i for i, key in enumerate(before) if written[i] is not None}
+    names: list[str] = []
+    at = 0  # the next item not yet matched
+    for projection in projections:
+        inner = projection.this if isinstance(projection, exp.Alias) else projection
+        item = position.get(id(projection), position.get(id(inner)))
+        if item is not None:
+            if item < at or any(name is not None for name in written[at:item]):
+                return  # an item out of order, or one before it not found
+            names.append(written[item])  # type: ignore[arg-type]  # a non-star item
+            at = item + 1
+        elif at < len(written) and written[at] is None:
+            names.append(_expanded_name(projection, inner))
+        else:
+            return
+    if any(name is not None for name in written[at:]):
+        return
     check.output_names = _told_apart(names)
+
+
+def _expanded_name(projection: exp.Expr, inner: exp.Expr) -> str:
+    """A star's column: named as its column node is written (the manifest's spelling, once
+    ``check_columns`` respelled it). A USING column is written ``COALESCE(a.id, b.id) AS id``:
+    named as its first column is."""
+    if isinstance(inner, exp.Coalesce):
+        inner = inner.this
+    if isinstance(inner, exp.Column) and (inner is projection or projection.alias.lower() == inner.name.lower()):
+        return inner.name
+    return projection.alias_or_name
 
 
 def _told_apart(names: list[str]) -> tuple[str, ...]:

@@ -193,7 +193,8 @@ def scan(check: Check) -> None:
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
     identifier, quoted or not), which sqlglot's ``normalize_identifiers`` would do in a walk
     of its own, and lists the nodes a shared filter wants (``Check.shared_seen``), so that
-    the checks reading those make no second walk.
+    the checks reading those make no second walk. It notes an identifier that is a word the
+    engine reserves (``Check.quote_reserved``): a copy of it may be written unquoted later.
     """
     global _kinds_for
     assert check.tree is not None
@@ -203,6 +204,7 @@ def scan(check: Check) -> None:
         _kinds_for = shared_filters()
     kinds = _kinds
     invisible = _INVISIBLE.search
+    reserved = check.names.reserved
     columns, tables, subqueries = check.columns, check.tables, check.subqueries
     functions, comparisons, forbidden = check.functions, check.comparisons, check.forbidden
     for node in check.tree.bfs():  # ``walk()``'s order, without its extra generator per node
@@ -238,6 +240,8 @@ def scan(check: Check) -> None:
                 lowered = lower(name)
             if lowered != name:
                 node.set("this", lowered)
+            if lowered in reserved:
+                check.quote_reserved = True
         elif kind == _COLUMN:
             columns.append(node)
         elif kind == _TABLE:

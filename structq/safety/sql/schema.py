@@ -24,6 +24,8 @@ from sqlglot.schema import MappingSchema
 from structq.capabilities import Column, Manifest, Table
 from structq.errors import SandboxViolation
 
+from .reserved import reserved_words
+
 __all__ = ["Derived", "derived", "identifier", "needs_quotes"]
 
 _TYPES = {
@@ -76,6 +78,10 @@ class Derived:
     #: Lower-case names of the tables with a column whose ``values`` are enforced (not
     #: ``draft``): the only ones ``enums.py`` has anything to check on.
     enum_tables: frozenset[str]
+    #: The words generation quotes in the source's dialect (``reserved.py``), and whether a
+    #: name of the manifest (its schema, a table, a column) is one of them in lower case.
+    reserved: frozenset[str]
+    names_reserved: bool
 
     def identifier(self, name: str) -> exp.Identifier:
         """``identifier(name, <the source's dialect>)``, for a name the manifest declares."""
@@ -154,6 +160,7 @@ def derived(manifest: Manifest) -> Derived:
     source_dialect = Dialect.get_or_raise(dialect)
     names = {t.name for t in manifest.tables} | {c.name for t in manifest.tables for c in t.columns}
     quoted = {name: needs_quotes(name, source_dialect) for name in names}
+    reserved = reserved_words(dialect)
     result = Derived(
         names_dialect=names_dialect,
         lower=_ascii_lower if names_dialect.ASCII_ONLY_NORMALIZATION else str.lower,
@@ -172,6 +179,8 @@ def derived(manifest: Manifest) -> Derived:
         column_names=frozenset(c.name.lower() for t in manifest.tables for c in t.columns),
         quoted=quoted,
         enum_tables=frozenset(t.name.lower() for t in manifest.tables if any(c.values and not c.draft for c in t.columns)),
+        reserved=reserved,
+        names_reserved=any(name.lower() in reserved for name in names | {manifest.schema_ or ""}),
     )
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))

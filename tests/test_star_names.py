@@ -1,0 +1,199 @@
+"""A star's result columns come back named as the database's catalogue spells them, and every
+name the rewritten query writes is quoted where the engine needs it.
+
+The sandbox expands ``SELECT *`` to the allowed columns and aliases each by its name
+lower-cased for matching (``hiring."Shop_ID" AS shop_id``), so the engine alone would label
+the result ``shop_id``. The names recorded for the result (``names.name_expanded``) restore the
+manifest's spelling, which a synced manifest takes from the catalogue: the labels must equal
+those the database gives the same star query run directly, with the same rows, on SQLite,
+PostgreSQL and MariaDB. The tables use mixed case, names with a space and names that are
+words an engine reserves (``group``, a table called ``order``), which must be written quoted
+wherever the rewrite puts them: stars, qualifiers, output aliases, derived tables
+(``reserved.py``). The reserved-word lists are checked against the engines themselves.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from multistep_support import manifest
+
+from structq.agent import Engine, Plan
+from structq.capabilities import CapabilitySet
+
+#: Table → columns, in the catalogue's spelling. The join key comes first in both tables, where
+#: every engine puts a USING column of ``SELECT *``.
+#: ``shop name`` and ``group`` need quotes in any case: being lower case already, they are not
+#: respelled, so nothing but the quoting rule quotes them.
+TABLES = {"Hiring": ["Shop_ID", "Employee_ID", "Is Full Time"], "Shop": ["Shop_ID", "shop name", "group"],
+          "order": ["id", "select", "Shop_ID"]}
+ROWS = {"Hiring": [(1, 10, "T"), (2, 20, "F"), (1, 30, "F")], "Shop": [(1, "Alpha", "a"), (2, "Beta", "b")],
+        "order": [(1, "x", 1), (2, "y", 2)]}
+
+#: Written as a model would write them: names in any case, no quotes where none are needed.
+STAR_QUERIES = {
+    "star": ("SELECT * FROM hiring", 'SELECT * FROM {Hiring}'),
+    "qualified star": ("SELECT h.* FROM hiring h", 'SELECT h.* FROM {Hiring} h'),
+    "union of stars": ("SELECT * FROM hiring UNION ALL SELECT * FROM hiring",
+                       "SELECT * FROM {Hiring} UNION ALL SELECT * FROM {Hiring}"),
+    "star over USING": ("SELECT * FROM hiring JOIN shop USING (shop_id)",
+                        "SELECT * FROM {Hiring} JOIN {Shop} USING ({Shop_ID})"),
+}
+
+
+def _quoted(name: str, dialect: str) -> str:
+    quote = "`" if dialect == "mysql" else '"'
+    return quote + name + quote
+
+
+def _load(url: str, dialect: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        for table, columns in TABLES.items():
+            kinds = ["INTEGER" if column.lower().endswith("id") else "VARCHAR(20)" for column in columns]
+            definition = ", ".join(f"{_quoted(c, dialect)} {k}" for c, k in zip(columns, kinds))
+            connection.execute(sa.text(f"CREATE TABLE {_quoted(table, dialect)} ({definition})"))
+            for row in ROWS[table]:
+                values = ", ".join(repr(v) for v in row)
+                connection.execute(sa.text(f"INSERT INTO {_quoted(table, dialect)} VALUES ({values})"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres", "mysql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(URL, dialect) of a database holding ``TABLES``."""
+    dialect = request.param
+    if dialect == "sqlite":
+        url = f"sqlite:///{tmp_path / 'names.db'}"
+    else:
+        server = request.getfixturevalue("pg_server" if dialect == "postgres" else "mariadb_server")
+        url = server.create_database(f"star_names_{tmp_path.name[-6:]}".replace("-", "_").lower())
+    _load(url, dialect)
+    yield url, dialect
+
+
+def _direct(url: str, sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """Labels and rows as the database gives them for ``sql``."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            result = connection.execute(sa.text(sql))
+            return tuple(result.keys()), [tuple(row) for row in result]
+    finally:
+        engine.dispose()
+
+
+def _run(url: str, dialect: str, sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    source = manifest("names", url, dialect, TABLES)
+    plan = Plan.parse({"steps": [{"output_key": "r", "source": "names", "query": sql}]})
+    with Engine(CapabilitySet([source])) as engine:
+        final = engine.run(plan).final
+    assert final.skipped is None, final.skipped
+    return tuple(final.columns), [tuple(row) for row in final.rows]
+
+
+def _as_records(columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> collections.Counter[frozenset[tuple[str, str]]]:
+    """Rows as label → value, compared as text: the order of the columns is the engine's."""
+    return collections.Counter(frozenset((c, str(v)) for c, v in zip(columns, row)) for row in rows)
+
+
+@pytest.mark.parametrize("label", list(STAR_QUERIES))
+def test_star_columns_are_labelled_as_the_database_labels_them(database: tuple[str, str], label: str) -> None:
+    url, dialect = database
+    ours, direct = STAR_QUERIES[label]
+    names = {name: _quoted(name, dialect) for name in [*TABLES, *TABLES["Hiring"]]}
+    columns, rows = _run(url, dialect, ours)
+    direct_columns, direct_rows = _direct(url, direct.format(**names))
+    assert sorted(columns) == sorted(direct_columns)
+    assert _as_records(columns, rows) == _as_records(direct_columns, direct_rows)
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT shop_id AS Shop, h.*, 1 AS One FROM hiring h", ("Shop", "Shop_ID", "Employee_ID", "Is Full Time", "One")),
+    # a name the database would give twice is told apart, as everywhere in results
+    ("SELECT * FROM hiring h JOIN shop s ON h.shop_id = s.shop_id",
+     ("Shop_ID", "Employee_ID", "Is Full Time", "Shop_ID_2", "shop name", "group")),
+])
+def test_star_columns_among_other_items_keep_their_places(database: tuple[str, str], sql: str,
+                                                          expected: tuple[str, ...]) -> None:
+    url, dialect = database
+    columns, rows = _run(url, dialect, sql)
+    assert columns == expected and len(rows) == 3
+
+
+@pytest.mark.parametrize(("sql", "direct", "expected"), [
+    # qualification writes the table's name as the qualifier of each column it reads
+    ('SELECT id FROM "order" WHERE id > 1', 'SELECT {id} FROM {order} WHERE {id} > 1', [(2,)]),
+    # a derived table's outputs, named again outside it
+    ("SELECT * FROM (SELECT * FROM shop) s ORDER BY s.shop_id", None, [(1, "Alpha", "a"), (2, "Beta", "b")]),
+    ('SELECT x.* FROM (SELECT "select" AS "group" FROM "order") x ORDER BY 1', None, [("x",), ("y",)]),
+    ('SELECT s."group", COUNT(*) AS n FROM shop s JOIN "order" o USING (shop_id) GROUP BY s."group" ORDER BY 1',
+     None, [("a", 1), ("b", 1)]),
+])
+def test_reserved_words_are_quoted_wherever_the_rewrite_writes_them(
+        database: tuple[str, str], sql: str, direct: str | None, expected: list[tuple[Any, ...]]) -> None:
+    url, dialect = database
+    if dialect == "mysql":
+        sql = sql.replace('"', "`")
+    _, rows = _run(url, dialect, sql)
+    assert rows == expected
+    if direct is not None:
+        _, direct_rows = _direct(url, direct.format(id=_quoted("id", dialect), order=_quoted("order", dialect)))
+        assert direct_rows == expected
+
+
+def test_every_word_sqlite_refuses_as_a_name_is_quoted() -> None:
+    """Probed on the engine: each word some dialect's tokenizer knows (and PostgreSQL's
+    keywords), used bare as a column after a dot, an output alias and a table alias."""
+    import sqlite3
+
+    import sqlglot
+
+    from structq.safety.sql.reserved import reserved_words
+
+    words = {w.lower() for name in ("sqlite", "postgres", "mysql") for w in
+             sqlglot.Dialect.get_or_raise(name).tokenizer_class.KEYWORDS if w.replace("_", "").isalpha()}
+    words |= reserved_words("postgres")
+    refused = set()
+    for word in sorted(words):
+        db = sqlite3.connect(":memory:")
+        db.execute(f'CREATE TABLE t ("{word}" INT)')
+        for query in (f"SELECT t.{word} AS {word} FROM t", f'SELECT {word}."{word}" FROM t AS {word}'):
+            try:
+                db.execute(query)
+            except sqlite3.Error:
+                refused.add(word)
+        db.close()
+    assert {"group", "order", "alter", "select"} <= refused  # the probe does find them
+    assert refused <= reserved_words("sqlite")
+
+
+def test_every_word_postgres_reserves_is_quoted(pg_server: Any) -> None:
+    from structq.safety.sql.reserved import reserved_words
+
+    engine = sa.create_engine(pg_server.admin_url)
+    try:
+        with engine.connect() as connection:
+            words = {w for (w,) in connection.execute(sa.text(
+                "SELECT word FROM pg_get_keywords() WHERE catcode IN ('R', 'T')"))}
+    finally:
+        engine.dispose()
+    assert len(words) > 50 and words <= reserved_words("postgres")
+
+
+def test_a_star_over_using_writes_every_name_that_needs_quotes_quoted() -> None:
+    """``qualify_columns`` writes a star over a USING join as unquoted columns; each is quoted
+    where its name needs it once it is written in the manifest's spelling."""
+    from structq.safety import check_sql
+
+    for dialect in ("sqlite", "postgres", "mysql"):
+        source = manifest("names", "sqlite:///unused.db" if dialect == "sqlite" else f"{dialect}://h/db", dialect, TABLES)
+        text = check_sql("SELECT * FROM hiring JOIN shop USING (shop_id)", source).text
+        quote: Callable[[str], str] = lambda name: _quoted(name, dialect)  # noqa: E731
+        assert f"hiring.{quote('Is Full Time')}" in text and f"shop.{quote('shop name')}" in text, text
+        assert f"shop.{quote('group')}" in text, text
