@@ -10,7 +10,9 @@ corpora (legit and hostile) and of the limit tests: the same nodes, each once. (
 may differ from the walk's, which decides no outcome: each node is checked on its own.)
 
 ``names.record_output_names`` finds a star of columns in the select list from the stars
-``parse.scan`` listed, instead of searching each projection; compared with that search.
+``parse.scan`` listed, instead of searching each projection; compared with that search. It
+names a list of columns, aliased items and stars from their identifiers' positions, without
+reading the tokens; compared with the names read from the tokens.
 
 ``strings.py`` reads the names the query gives columns from the aliases ``parse.scan`` listed;
 compared with a walk of the tree.
@@ -62,6 +64,10 @@ def _stars_as_searched(check: sandbox.Check) -> None:
         for projection in select.expressions
     )
     assert names._has_star_of_columns(check, select) == searched, check.text
+    stars = [names._is_star_item(p) for p in select.expressions] if searched else None
+    from_identifiers = names._names_of_identifiers(select, check.parsed_text, stars)
+    if from_identifiers is not None:
+        assert from_identifiers == names._names_of_tokens(check, select, stars), check.text
 
 
 def _aliases_as_walked(check: sandbox.Check) -> None:

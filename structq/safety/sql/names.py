@@ -111,9 +111,53 @@ def record_output_names(check: Check) -> None:
         stars = [_is_star_item(projection) for projection in select.expressions]
         if not any(stars):
             return  # a star inside an item, ``(SELECT * …)``
+    text = check.parsed_text
+    names = _names_of_identifiers(select, text, stars)
+    if names is None:
+        names = _names_of_tokens(check, select, stars)
+        if names is None:
+            return
+    if stars:
+        check.written_names = names
+    else:
+        check.output_names = _told_apart(names)  # type: ignore[arg-type]  # no None without a star
+
+
+def _names_of_identifiers(select: exp.Select, text: str, stars: list[bool] | None) -> list[str | None] | None:
+    """The names of a select list of columns, aliased items and stars only (most lists),
+    from the position of each one's last identifier in the text (its ``meta``, which the
+    parser takes from the same token ``_select_list`` would end the item with); None for
+    any other list, or an identifier without a position."""
+    distinct = select.args.get("distinct")
+    if distinct is not None and distinct.args.get("on") is not None:
+        return None  # as ``_select_list``
+    names: list[str | None] = []
+    for i, projection in enumerate(select.expressions):
+        if stars and stars[i]:
+            names.append(None)
+            continue
+        if type(projection) is exp.Alias:
+            identifier = projection.args.get("alias")
+        elif type(projection) is exp.Column:
+            identifier = projection.this
+        else:
+            return None
+        if not isinstance(identifier, exp.Identifier):
+            return None
+        meta = identifier.meta
+        start, end = meta.get("start"), meta.get("end")
+        if start is None or end is None:
+            return None
+        names.append(_unquoted(text[start : end + 1]))
+    return names
+
+
+def _names_of_tokens(check: Check, select: exp.Select, stars: list[bool] | None) -> list[str | None] | None:
+    """The names of any select list, from its tokens; None where they do not match the
+    parsed projections one to one."""
     items = _select_list(check.tokens)
     if items is None or len(items) != len(select.expressions):
-        return
+        return None
     text = check.parsed_text
     names: list[str | None] = []
     for i, (projection, tokens) in enumerate(zip(select.expressions, items)):
@@ -124,10 +168,7 @@ def record_output_names(check: Check) -> None:
             names.append(_unquoted(text[last.start : last.end + 1]))
         else:
             names.append(_written(check, text[tokens[0].start : last.end + 1]))
-    if stars:
-        check.written_names = names
-    else:
-        check.output_names = _told_apart(names)  # type: ignore[arg-type]  # no None without a star
+    return names
 
 
 def _is_star_item(projection: exp.Expr) -> bool:
