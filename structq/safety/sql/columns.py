@@ -278,7 +278,7 @@ def check_columns(check: Check) -> None:
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
     written = check.written_names
-    before = [id(e) for e in outer[0].expressions] if written is not None and outer else []
+    before = list(outer[0].expressions) if written is not None and outer else []
     check.column_tables, created = _qualify(check)
     settle_function_columns(check, functions)
     if unnamed:

@@ -176,17 +176,17 @@ def _is_star_item(projection: exp.Expr) -> bool:
     return isinstance(projection, exp.Star) or (isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star))
 
 
-def name_expanded(check: Check, written: list[str | None], before: list[int], projections: list[exp.Expr]) -> None:
+def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr], projections: list[exp.Expr]) -> None:
     """Set ``check.output_names`` once the stars of the outermost select are expanded.
 
-    ``written`` holds the items' names as written, None for a star; ``before`` the ids of the
-    items' nodes before qualification; ``projections`` the select list after it. An item is
-    found again as the same node or as the expression an alias was put around; what lies
-    between is what a star expanded to, named by ``_expanded_name``. Anything that does not
-    line up (an item qualification replaced, as a USING column's ``COALESCE``) leaves the
-    engine's names.
+    ``written`` holds the items' names as written, None for a star; ``before`` the items'
+    nodes before qualification (held, so that no new node can take the ``id()`` of one that
+    qualification dropped); ``projections`` the select list after it. An item is found again
+    as the same node or as the expression an alias was put around; what lies between is what
+    a star expanded to, named by ``_expanded_name``. Anything that does not line up (an item
+    qualification replaced, as a USING column's ``COALESCE``) leaves the engine's names.
     """
-    position = {key: i for i, key in enumerate(before) if written[i] is not None}
+    position = {id(node): i for i, node in enumerate(before) if written[i] is not None}
     names: list[str] = []
     at = 0  # the next item not yet matched
     for projection in projections:
