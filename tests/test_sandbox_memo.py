@@ -298,3 +298,19 @@ def test_with_params_is_a_replace_of_the_values_only() -> None:
     assert query.params != rebound.params and rebound.text == query.text
     with pytest.raises(dataclasses.FrozenInstanceError):
         rebound.text = "DELETE FROM employees"  # type: ignore[misc]
+
+
+def test_built_is_the_dataclass_made_without_its_init() -> None:
+    import dataclasses
+
+    from structq.safety.query import SafeQuery
+
+    values = {"source": "s", "kind": "sql", "limit": 11, "max_rows": 10, "text": "SELECT 1", "dialect": "sqlite",
+              "tables": ("t",), "names": ("one",)}
+    built, made = SafeQuery.built(**values), SafeQuery(**values)
+    assert built == made and vars(built) == vars(made)
+    assert built.params == {} and built.params is not SafeQuery.built(**values).params  # a factory's, each its own
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.text = "DELETE FROM t"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field 'sql'"):
+        SafeQuery.built(**values, sql="SELECT 2")

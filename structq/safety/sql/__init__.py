@@ -151,7 +151,7 @@ def _check(query: str, source: Manifest, rows: int, references: Mapping[str, Seq
     )
     for rule in RULES:
         rule(check)
-    safe = SafeQuery(
+    safe = SafeQuery.built(
         source=source.source,
         kind="sql",
         limit=rows + 1,
