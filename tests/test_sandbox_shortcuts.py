@@ -41,7 +41,7 @@ from structq.errors import PlanError, SandboxViolation
 from structq.safety.sql import dialects, memo, names, strings, walk
 from structq.safety.sql.dialects import dialect
 from structq.safety.sql.growth import check_growth
-from structq.safety.sql.reserved import reserved_words
+from structq.safety.sql.quoting import must_quote
 
 
 #: The module (the package exports its pass function under the same name).
@@ -86,16 +86,16 @@ _COMPARISONS = {check_growth: _shared_nodes_as_walked, names.record_output_names
                 strings.read_double_quoted_strings: _aliases_as_walked}
 
 
-def _text_as_generated(name: str, tree: exp.Expr, *, lean: bool = False, quote_reserved: bool = False) -> str:
+def _text_as_generated(name: str, tree: exp.Expr, *, lean: bool = False, quote_names: bool = False) -> str:
     if lean:
         assert tree.find(exp.Unnest) is None, tree.sql(name)
     stock_tree = tree.copy()
-    if quote_reserved:  # what the quoting handler does, done to the tree (``reserved.py``)
+    if quote_names:  # what the quoting handler does, done to the tree (``quoting.py``)
         for identifier in stock_tree.find_all(exp.Identifier):
-            if not identifier.quoted and identifier.this in reserved_words(name):
+            if not identifier.quoted and must_quote(name)(identifier.this):
                 identifier.set("quoted", True)
     stock = dialect(name).generate(stock_tree, comments=False)
-    text = dialects.generate_text(name, tree, lean=lean, quote_reserved=quote_reserved)
+    text = dialects.generate_text(name, tree, lean=lean, quote_names=quote_names)
     assert text == stock
     return text
 
@@ -153,9 +153,9 @@ def test_shortcuts_agree_with_walks_on_patterns_and_strings(dialect: str, query:
 def test_what_select_steps_rewrite_gets_the_dialects_own_generator(dialect: str, query: str) -> None:
     asked: list[bool] = []
 
-    def spy(name: str, tree: exp.Expr, *, lean: bool = False, quote_reserved: bool = False) -> str:
+    def spy(name: str, tree: exp.Expr, *, lean: bool = False, quote_names: bool = False) -> str:
         asked.append(lean)
-        return dialects.generate_text(name, tree, lean=lean, quote_reserved=quote_reserved)
+        return dialects.generate_text(name, tree, lean=lean, quote_names=quote_names)
 
     memo.clear()
     with mock.patch.object(generate_pass, "generate_text", spy):
@@ -181,6 +181,6 @@ def test_a_faster_cast_that_writes_otherwise_is_not_used() -> None:
 
     with mock.patch.dict(dialects._FASTER, {"sqlite": {exp.Cast: wrong}}), mock.patch.dict(dialects._alike, clear=True):
         assert not dialects._writes_casts_alike("sqlite")
-        generator = dialects._new_generator("sqlite", lean=False, quote_reserved=False)
+        generator = dialects._new_generator("sqlite", lean=False, quote_names=False)
         assert generator._dispatch[exp.Cast] is not wrong
     assert dialects._writes_casts_alike("sqlite")

@@ -9,7 +9,8 @@ those the database gives the same star query run directly, with the same rows, o
 PostgreSQL and MariaDB. The tables use mixed case, names with a space and names that are
 words an engine reserves (``group``, a table called ``order``), which must be written quoted
 wherever the rewrite puts them: stars, qualifiers, output aliases, derived tables
-(``reserved.py``). The reserved-word lists are checked against the engines themselves.
+(``quoting.py``). The reserved-word lists are checked against the engines themselves, and
+queries over any name SQLite allows run (a property test).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from multistep_support import manifest
 
 from structq.agent import Engine, Plan
@@ -31,9 +34,9 @@ from structq.capabilities import CapabilitySet
 #: ``shop name`` and ``group`` need quotes in any case: being lower case already, they are not
 #: respelled, so nothing but the quoting rule quotes them.
 TABLES = {"Hiring": ["Shop_ID", "Employee_ID", "Is Full Time"], "Shop": ["Shop_ID", "shop name", "group"],
-          "order": ["id", "select", "Shop_ID"]}
+          "order": ["id", "select", "Shop_ID", "a.b", 'say "hi"']}
 ROWS = {"Hiring": [(1, 10, "T"), (2, 20, "F"), (1, 30, "F")], "Shop": [(1, "Alpha", "a"), (2, "Beta", "b")],
-        "order": [(1, "x", 1), (2, "y", 2)]}
+        "order": [(1, "x", 1, "p", "q"), (2, "y", 2, "r", "s")]}
 
 #: Written as a model would write them: names in any case, no quotes where none are needed.
 STAR_QUERIES = {
@@ -48,7 +51,7 @@ STAR_QUERIES = {
 
 def _quoted(name: str, dialect: str) -> str:
     quote = "`" if dialect == "mysql" else '"'
-    return quote + name + quote
+    return quote + name.replace(quote, quote * 2) + quote
 
 
 def _load(url: str, dialect: str) -> None:
@@ -134,17 +137,23 @@ def test_star_columns_among_other_items_keep_their_places(database: tuple[str, s
     ('SELECT x.* FROM (SELECT "select" AS "group" FROM "order") x ORDER BY 1', None, [("x",), ("y",)]),
     ('SELECT s."group", COUNT(*) AS n FROM shop s JOIN "order" o USING (shop_id) GROUP BY s."group" ORDER BY 1',
      None, [("a", 1), ("b", 1)]),
+    # names that are no plain identifiers, a star over a USING join (where the engine puts
+    # its column: first on PostgreSQL and MariaDB, in place on SQLite), a derived table's star
+    ('SELECT * FROM "order" JOIN shop USING (shop_id) ORDER BY 1',
+     "SELECT * FROM {order} JOIN {Shop} USING ({Shop_ID}) ORDER BY 1", None),
+    ('SELECT o.* FROM (SELECT * FROM "order") o ORDER BY 1', None, [(1, "x", 1, "p", "q"), (2, "y", 2, "r", "s")]),
 ])
-def test_reserved_words_are_quoted_wherever_the_rewrite_writes_them(
-        database: tuple[str, str], sql: str, direct: str | None, expected: list[tuple[Any, ...]]) -> None:
+def test_names_that_need_quotes_are_quoted_wherever_the_rewrite_writes_them(
+        database: tuple[str, str], sql: str, direct: str | None, expected: list[tuple[Any, ...]] | None) -> None:
     url, dialect = database
     if dialect == "mysql":
         sql = sql.replace('"', "`")
     _, rows = _run(url, dialect, sql)
-    assert rows == expected
     if direct is not None:
-        _, direct_rows = _direct(url, direct.format(id=_quoted("id", dialect), order=_quoted("order", dialect)))
-        assert direct_rows == expected
+        names = {name: _quoted(name, dialect) for name in ("id", "order", "Shop", "Shop_ID")}
+        _, direct_rows = _direct(url, direct.format(**names))
+        assert rows == direct_rows
+    assert expected is None or rows == expected
 
 
 def test_every_word_sqlite_refuses_as_a_name_is_quoted() -> None:
@@ -154,7 +163,7 @@ def test_every_word_sqlite_refuses_as_a_name_is_quoted() -> None:
 
     import sqlglot
 
-    from structq.safety.sql.reserved import reserved_words
+    from structq.safety.sql.quoting import reserved_words
 
     words = {w.lower() for name in ("sqlite", "postgres", "mysql") for w in
              sqlglot.Dialect.get_or_raise(name).tokenizer_class.KEYWORDS if w.replace("_", "").isalpha()}
@@ -174,7 +183,7 @@ def test_every_word_sqlite_refuses_as_a_name_is_quoted() -> None:
 
 
 def test_every_word_postgres_reserves_is_quoted(pg_server: Any) -> None:
-    from structq.safety.sql.reserved import reserved_words
+    from structq.safety.sql.quoting import reserved_words
 
     engine = sa.create_engine(pg_server.admin_url)
     try:
@@ -197,3 +206,73 @@ def test_a_star_over_using_writes_every_name_that_needs_quotes_quoted() -> None:
         quote: Callable[[str], str] = lambda name: _quoted(name, dialect)  # noqa: E731
         assert f"hiring.{quote('Is Full Time')}" in text and f"shop.{quote('shop name')}" in text, text
         assert f"shop.{quote('group')}" in text, text
+
+
+# --- any name the database allows, on SQLite ------------------------------------------------------
+
+#: Names an engine allows when quoted, that the rewrite must therefore quote: words SQLite or
+#: PostgreSQL reserve, mixed case, spaces, quotes of every kind, dots, a leading digit, letters
+#: beyond ASCII.
+_AWKWARD = ["group", "order", "select", "key", "values", "Index", "From", "alter", "match", "date", "user",
+            "Shop ID", "a b", 'say "hi"', "back`tick", "[br]", "a.b", "a-b", "1st", "Größe", "ÄÖ", "x;y", "n'o"]
+_PLAIN = ["id", "name", "amount", "k"]
+
+
+def _sqlite_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@st.composite
+def _schemas(draw: st.DrawFn) -> tuple[str, list[str], str, list[str], str, int | None]:
+    """(table, its columns, a second table, its columns, the key both have, the index of a
+    denied column of the first or None); names distinct without regard to ASCII case."""
+    pool = st.sampled_from(_AWKWARD + _PLAIN)
+    names = draw(st.lists(pool, min_size=6, max_size=8, unique_by=lambda n: n.lower()))
+    table, other, key, *rest = names
+    columns = [key, *rest[: len(rest) // 2]]
+    others = [key, *rest[len(rest) // 2 :]]
+    denied = draw(st.one_of(st.none(), st.integers(1, len(columns) - 1))) if len(columns) > 2 else None
+    return table, columns, other, others, key, denied
+
+
+@given(schema=_schemas())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_queries_over_any_names_run_and_read_only_the_allowed_columns(tmp_path: Path, schema: Any) -> None:
+    import sqlite3
+
+    from structq.capabilities import Manifest
+
+    table, columns, other, others, key, denied = schema
+    path = tmp_path / "any.db"  # the same folder for every example: start afresh
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as db:
+        for name, cols in ((table, columns), (other, others)):
+            db.execute(f"CREATE TABLE {_sqlite_name(name)} ({', '.join(_sqlite_name(c) for c in cols)})")
+            db.executemany(f"INSERT INTO {_sqlite_name(name)} VALUES ({', '.join('?' * len(cols))})",
+                           [tuple(f"{c}-{row}" if c != key else str(row) for c in cols) for row in (1, 2)])
+    db.close()
+    allowed = [c for i, c in enumerate(columns) if i != denied]
+    source = Manifest.model_validate({
+        "source": "names", "kind": "sql", "url": f"sqlite:///{path}", "dialect": "sqlite",
+        "limits": {"max_rows": 100, "max_intermediate_rows": 100, "timeout_s": 10},
+        "tables": [
+            {"name": table, "columns": [{"name": c, "type": "text", **({"access": "deny"} if i == denied else {})} for i, c in enumerate(columns)]},
+            {"name": other, "columns": [{"name": c, "type": "text"} for c in others]},
+        ],
+    })
+    expected = [tuple(f"{c}-{row}" if c != key else str(row) for c in allowed) for row in (1, 2)]
+    t, u, k = _sqlite_name(table), _sqlite_name(other), _sqlite_name(key)
+
+    def run(sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        plan = Plan.parse({"steps": [{"output_key": "r", "source": "names", "query": sql}]})
+        with Engine(CapabilitySet([source])) as engine:
+            final = engine.run(plan).final
+        return tuple(final.columns), sorted(tuple(row) for row in final.rows)
+
+    assert run(f"SELECT * FROM {t}") == (tuple(allowed), expected)
+    assert run(f"SELECT x.* FROM (SELECT * FROM {t}) x")[1] == expected
+    assert run(f"SELECT a.* FROM {t} a JOIN {u} b ON a.{k} = b.{k}") == (tuple(allowed), expected)
+    joined_columns, joined = run(f"SELECT * FROM {t} JOIN {u} USING ({k})")
+    assert len(joined) == 2 and len(joined_columns) == len(allowed) + len(others) - 1
+    last = _sqlite_name(allowed[-1])
+    assert run(f"SELECT {last} FROM {t} WHERE {last} IS NOT NULL ORDER BY {last}")[1] == [(r[-1],) for r in expected]

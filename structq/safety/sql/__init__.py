@@ -24,8 +24,8 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
                               derived table of its allowed columns (and its row filter)
 12. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
 13. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
-14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders, reserved
-                              words quoted (``reserved.py``)
+14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders, every name
+                              quoted that needs it (``quoting.py``)
 
 The order matters: checks run on the tree as written (after qualification), rewrites after
 every check has passed, generation last. Every refusal is a ``SandboxViolation`` with a stable

@@ -108,9 +108,10 @@ class Check:
     #: PostgreSQL: each long list's switch parameter → the list's parameter (``references.py``).
     switches: dict[str, str] = field(default_factory=dict)
     read_columns: set[str] = field(default_factory=set)
-    #: Whether some identifier may be a word the engine reserves (``reserved.py``): one of the
-    #: query's is (``parse.scan``), or a name of the manifest is. Generation then quotes them.
-    quote_reserved: bool = False
+    #: Whether some identifier of the query needs quotes sqlglot would not write (``quoting.py``:
+    #: a reserved word, a name that is not a plain identifier; ``parse.scan``): a copy of it may
+    #: be written unquoted later. Generation then quotes every such name.
+    quote_names: bool = False
     sql: str = ""
 
     _names: Derived | None = None

@@ -30,8 +30,9 @@ same test (``DataType.is_type`` builds a type from a name, and takes a type as i
 only if it writes what the dialect's own method writes for a cast to every type sqlglot
 knows (``_writes_casts_alike``), checked once per process.
 
-Where a query or its manifest has a name that is a word the engine reserves, the generator
-also quotes every identifier spelled so (``reserved.py``).
+Where a query or its manifest has a name that needs quotes sqlglot would not write (a word
+the engine reserves, a name that is not a plain identifier), the generator also quotes every
+identifier that needs them (``quoting.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from sqlglot.helper import name_sequence
 from sqlglot.parser import Parser
 from sqlglot.tokens import Token, Tokenizer
 
-from .reserved import reserved_words
+from .quoting import must_quote
 
 __all__ = ["dialect", "generate_text", "parse_text"]
 
@@ -137,46 +138,46 @@ def _writes_casts_alike(name: str) -> bool:
     return found
 
 
-def _quoting_reserved(words: frozenset[str]) -> Callable[[Generator, exp.Identifier], str]:
-    """An identifier handler that writes an unquoted identifier spelled as one of ``words``
-    quoted, and every other as the generator does (``reserved.py``)."""
+def _quoting(must: Callable[[str], bool]) -> Callable[[Generator, exp.Identifier], str]:
+    """An identifier handler that writes an unquoted identifier ``must`` picks quoted, and
+    every other as the generator does (``quoting.py``)."""
     write = Generator.identifier_sql
 
     def identifier_sql(generator: Generator, identifier: exp.Identifier) -> str:
         args = identifier.args
-        if args.get("quoted") or args["this"] not in words:
+        if args.get("quoted") or not must(args["this"]):
             return write(generator, identifier)
         return write(generator, exp.Identifier(this=args["this"], quoted=True))
 
     return identifier_sql
 
 
-def _new_generator(name: str, lean: bool, quote_reserved: bool) -> Generator:
+def _new_generator(name: str, lean: bool, quote_names: bool) -> Generator:
     generator = dialect(name).generator(comments=False)
     dispatch = generator._dispatch
     if lean and _only_skipped_steps(generator):
         dispatch = {**dispatch, exp.Select: type(generator).select_sql}
     if name in _FASTER and _writes_casts_alike(name):
         dispatch = {**dispatch, **_FASTER[name]}
-    if quote_reserved and reserved_words(name):
-        dispatch = {**dispatch, exp.Identifier: _quoting_reserved(reserved_words(name))}
+    if quote_names:
+        dispatch = {**dispatch, exp.Identifier: _quoting(must_quote(name))}
     generator._dispatch = dispatch
     return generator
 
 
-def generate_text(name: str, tree: exp.Expr, *, lean: bool = False, quote_reserved: bool = False) -> str:
+def generate_text(name: str, tree: exp.Expr, *, lean: bool = False, quote_names: bool = False) -> str:
     """``dialect(name).generate(tree, copy=False, comments=False)`` with this thread's
     generator for ``name``; ``lean``: the tree holds none of the constructs the dialect's select
-    steps rewrite (see the module docstring); ``quote_reserved``: an identifier may be a word
-    the engine reserves, to be written quoted (``reserved.py``; a handler per identifier costs
-    ~0.15 µs, so only then)."""
+    steps rewrite (see the module docstring); ``quote_names``: an identifier may need quotes
+    sqlglot would not write (``quoting.py``; a handler per identifier costs ~0.15 µs, so only
+    then)."""
     generators: dict[tuple[str, bool, bool], Generator] | None = getattr(_local, "generators", None)
     if generators is None:
         generators = _local.generators = {}
-    key = (name, lean, quote_reserved)
+    key = (name, lean, quote_names)
     generator = generators.pop(key, None)  # taken while in use: one that raises is not put back
     if generator is None:
-        generator = _new_generator(name, lean, quote_reserved)
+        generator = _new_generator(name, lean, quote_names)
     else:
         generator._next_name = name_sequence("_t")  # as ``Generator.__init__`` starts it
     sql = generator.generate(tree, copy=False)

@@ -16,8 +16,8 @@ the way ``text()`` will and insists that the binds it finds are exactly the para
 anything else is refused rather than run.
 
 What one engine of the dialect could not run is rewritten first (``portable.py``: MariaDB has
-no ``REGEXP_LIKE``). A name that is a word the engine reserves is written quoted
-(``reserved.py``), when the query or the manifest has such a name.
+no ``REGEXP_LIKE``). A name that needs quotes — a word the engine reserves, a name that is not
+a plain identifier — is written quoted wherever it is (``quoting.py``).
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def generate(check: Check) -> None:
     make_portable(check, tree)
     # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
-    quote = check.quote_reserved or check.names.names_reserved
-    sql = generate_text(check.sql_dialect, tree, lean=_plain(check), quote_reserved=quote)
+    quote = check.quote_names or check.names.names_to_quote
+    sql = generate_text(check.sql_dialect, tree, lean=_plain(check), quote_names=quote)
     if marker is not None:
         sql = sql.replace(marker, "\\:")
     found = set(_TEXT_BIND.findall(sql)) if ":" in sql else set()

@@ -193,8 +193,8 @@ def scan(check: Check) -> None:
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
     identifier, quoted or not), which sqlglot's ``normalize_identifiers`` would do in a walk
     of its own, and lists the nodes a shared filter wants (``Check.shared_seen``), so that
-    the checks reading those make no second walk. It notes an identifier that is a word the
-    engine reserves (``Check.quote_reserved``): a copy of it may be written unquoted later.
+    the checks reading those make no second walk. It notes an identifier that needs quotes
+    sqlglot would not write (``Check.quote_names``): a copy of it may be written bare later.
     """
     global _kinds_for
     assert check.tree is not None
@@ -240,8 +240,8 @@ def scan(check: Check) -> None:
                 lowered = lower(name)
             if lowered != name:
                 node.set("this", lowered)
-            if lowered in reserved:
-                check.quote_reserved = True
+            if lowered in reserved or not lowered.isidentifier():  # ``quoting.needs_quotes_bare``
+                check.quote_names = True
         elif kind == _COLUMN:
             columns.append(node)
         elif kind == _TABLE:

@@ -24,7 +24,7 @@ from sqlglot.schema import MappingSchema
 from structq.capabilities import Column, Manifest, Table
 from structq.errors import SandboxViolation
 
-from .reserved import reserved_words
+from .quoting import needs_quotes_bare, reserved_words
 
 __all__ = ["Derived", "derived", "identifier", "needs_quotes"]
 
@@ -78,10 +78,10 @@ class Derived:
     #: Lower-case names of the tables with a column whose ``values`` are enforced (not
     #: ``draft``): the only ones ``enums.py`` has anything to check on.
     enum_tables: frozenset[str]
-    #: The words generation quotes in the source's dialect (``reserved.py``), and whether a
-    #: name of the manifest (its schema, a table, a column) is one of them in lower case.
+    #: The words the source's engine reserves (``quoting.py``), and whether a name of the
+    #: manifest (its schema, a table, a column) needs quotes sqlglot would not write.
     reserved: frozenset[str]
-    names_reserved: bool
+    names_to_quote: bool
 
     def identifier(self, name: str) -> exp.Identifier:
         """``identifier(name, <the source's dialect>)``, for a name the manifest declares."""
@@ -180,7 +180,8 @@ def derived(manifest: Manifest) -> Derived:
         quoted=quoted,
         enum_tables=frozenset(t.name.lower() for t in manifest.tables if any(c.values and not c.draft for c in t.columns)),
         reserved=reserved,
-        names_reserved=any(name.lower() in reserved for name in names | {manifest.schema_ or ""}),
+        names_to_quote=any(needs_quotes_bare(name.lower(), reserved)
+                           for name in names | ({manifest.schema_} if manifest.schema_ else set())),
     )
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
