@@ -208,7 +208,7 @@ def test_a_star_over_using_writes_every_name_that_needs_quotes_quoted() -> None:
         assert f"shop.{quote('group')}" in text, text
 
 
-# --- any name the database allows, on SQLite ------------------------------------------------------
+# --- any name the database allows, on every engine ------------------------------------------------
 
 #: Names an engine allows when quoted, that the rewrite must therefore quote: words SQLite or
 #: PostgreSQL reserve, mixed case, spaces, quotes of every kind, dots, a leading digit, letters
@@ -218,14 +218,10 @@ _AWKWARD = ["group", "order", "select", "key", "values", "Index", "From", "alter
 _PLAIN = ["id", "name", "amount", "k"]
 
 
-def _sqlite_name(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 @st.composite
 def _schemas(draw: st.DrawFn) -> tuple[str, list[str], str, list[str], str, int | None]:
     """(table, its columns, a second table, its columns, the key both have, the index of a
-    denied column of the first or None); names distinct without regard to ASCII case."""
+    denied column of the first or None); names distinct without regard to case."""
     pool = st.sampled_from(_AWKWARD + _PLAIN)
     names = draw(st.lists(pool, min_size=6, max_size=8, unique_by=lambda n: n.lower()))
     table, other, key, *rest = names
@@ -235,33 +231,54 @@ def _schemas(draw: st.DrawFn) -> tuple[str, list[str], str, list[str], str, int 
     return table, columns, other, others, key, denied
 
 
-@given(schema=_schemas())
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_queries_over_any_names_run_and_read_only_the_allowed_columns(tmp_path: Path, schema: Any) -> None:
-    import sqlite3
+@pytest.fixture(params=["sqlite", "postgres", "mysql"])
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, Callable[[], None]]:
+    """(URL, dialect, a function that empties the database) for the examples of one test."""
+    dialect = request.param
+    if dialect == "sqlite":
+        path = tmp_path / "any.db"
+        return f"sqlite:///{path}", dialect, lambda: path.unlink(missing_ok=True)
+    server = request.getfixturevalue("pg_server" if dialect == "postgres" else "mariadb_server")
+    name = f"any_names_{tmp_path.name[-6:]}".replace("-", "_").lower()
+    url = server.create_database(name)
+    if dialect == "postgres":
+        statements = [("DROP SCHEMA public CASCADE", None), ("CREATE SCHEMA public", None)]
+        return url, dialect, lambda: server.execute(statements, database=name)
+    statements = [(f"DROP DATABASE {name}", None), (f"CREATE DATABASE {name} CHARACTER SET utf8mb4", None)]
+    return url, dialect, lambda: server.execute(statements)
 
+
+@given(schema=_schemas())
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_queries_over_any_names_run_and_read_only_the_allowed_columns(
+        empty_database: tuple[str, str, Callable[[], None]], schema: Any) -> None:
     from structq.capabilities import Manifest
 
+    url, dialect, empty = empty_database
     table, columns, other, others, key, denied = schema
-    path = tmp_path / "any.db"  # the same folder for every example: start afresh
-    path.unlink(missing_ok=True)
-    with sqlite3.connect(path) as db:
+    empty()
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
         for name, cols in ((table, columns), (other, others)):
-            db.execute(f"CREATE TABLE {_sqlite_name(name)} ({', '.join(_sqlite_name(c) for c in cols)})")
-            db.executemany(f"INSERT INTO {_sqlite_name(name)} VALUES ({', '.join('?' * len(cols))})",
-                           [tuple(f"{c}-{row}" if c != key else str(row) for c in cols) for row in (1, 2)])
-    db.close()
+            definition = ", ".join(f"{_quoted(c, dialect)} VARCHAR(40)" for c in cols)
+            connection.execute(sa.text(f"CREATE TABLE {_quoted(name, dialect)} ({definition})"))
+            for row in (1, 2):
+                values = {f"v{i}": f"{c}-{row}" if c != key else str(row) for i, c in enumerate(cols)}
+                marks = ", ".join(f":{v}" for v in values)
+                connection.execute(sa.text(f"INSERT INTO {_quoted(name, dialect)} VALUES ({marks})"), values)
+    engine.dispose()
     allowed = [c for i, c in enumerate(columns) if i != denied]
     source = Manifest.model_validate({
-        "source": "names", "kind": "sql", "url": f"sqlite:///{path}", "dialect": "sqlite",
+        "source": "names", "kind": "sql", "url": url, "dialect": dialect,
         "limits": {"max_rows": 100, "max_intermediate_rows": 100, "timeout_s": 10},
         "tables": [
-            {"name": table, "columns": [{"name": c, "type": "text", **({"access": "deny"} if i == denied else {})} for i, c in enumerate(columns)]},
+            {"name": table, "columns": [{"name": c, "type": "text", **({"access": "deny"} if i == denied else {})}
+                                        for i, c in enumerate(columns)]},
             {"name": other, "columns": [{"name": c, "type": "text"} for c in others]},
         ],
     })
     expected = [tuple(f"{c}-{row}" if c != key else str(row) for c in allowed) for row in (1, 2)]
-    t, u, k = _sqlite_name(table), _sqlite_name(other), _sqlite_name(key)
+    t, u, k = (_quoted(name, dialect) for name in (table, other, key))
 
     def run(sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
         plan = Plan.parse({"steps": [{"output_key": "r", "source": "names", "query": sql}]})
@@ -274,5 +291,5 @@ def test_queries_over_any_names_run_and_read_only_the_allowed_columns(tmp_path: 
     assert run(f"SELECT a.* FROM {t} a JOIN {u} b ON a.{k} = b.{k}") == (tuple(allowed), expected)
     joined_columns, joined = run(f"SELECT * FROM {t} JOIN {u} USING ({k})")
     assert len(joined) == 2 and len(joined_columns) == len(allowed) + len(others) - 1
-    last = _sqlite_name(allowed[-1])
+    last = _quoted(allowed[-1], dialect)
     assert run(f"SELECT {last} FROM {t} WHERE {last} IS NOT NULL ORDER BY {last}")[1] == [(r[-1],) for r in expected]
