@@ -239,8 +239,15 @@ def test_result_columns_keep_the_names_the_query_wrote(car_dealership: Manifest,
     ("SELECT * FROM stadion UNION SELECT * FROM stadion", ("name", "kapazität", "sbCustName", "a b")),
     ("SELECT * FROM stadion a JOIN stadion b USING (sbCustName)",
      ("name", "kapazität", "sbCustName", "a b", "name_2", "kapazität_2", "a b_2")),
-    # a derived table's columns go by their (matching) names there
-    ("SELECT * FROM (SELECT sbCustName AS Who FROM stadion) d", ("who",)),
+    # a derived table's or CTE's columns go by their names there, as written
+    ("SELECT * FROM (SELECT sbCustName AS Who, [a b] FROM stadion) d", ("Who", "a b")),
+    ("WITH Stats AS (SELECT COUNT(*) AS Total, Name FROM stadion GROUP BY name) SELECT s.*, 2 FROM stats s",
+     ("Total", "Name", "2")),
+    # … by their matching names where those are not known as written, or not for sure
+    ("WITH s AS (SELECT * FROM stadion) SELECT * FROM s", ("name", "kapazität", "sbcustname", "a b")),
+    ("SELECT * FROM (SELECT MAX(name) FROM stadion) d", ("_col_0",)),
+    ("SELECT * FROM (SELECT sbCustName AS Who FROM stadion) d "
+     "WHERE EXISTS (SELECT 1 FROM (SELECT name AS WHO FROM stadion) d)", ("who",)),
     ("SELECT (SELECT * FROM stadion LIMIT 1) FROM stadion", None),  # a star inside an item
 ])
 def test_output_names_are_read_from_the_query_as_written(sql: str, names: tuple[str, ...] | None) -> None:

@@ -99,6 +99,8 @@ class Check:
     #: With a star in the outermost select list: each item's name as written, None for a star
     #: (``names.py``), for ``check_columns`` to complete once the stars are expanded.
     written_names: list[str | None] | None = None
+    #: Then also: each derived table's and CTE's outputs as written (``names.py``).
+    sources_written: dict[str, dict[str, str]] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     #: Where each parameter's value comes from, for ``memo.py`` to bind the same query again
     #: with new values: ``("var", name)``, ``("slot", name)`` or a reference's form

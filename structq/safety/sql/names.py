@@ -19,8 +19,9 @@ recorded here (``SafeQuery.names``), the same on every engine:
   pass records the other items' names and ``check_columns`` completes the list
   (``name_expanded``) with each expanded column's name: the manifest's spelling for a table's
   column (``Shop_ID``, where the rewritten query aliases it ``shop_id`` for matching); a
-  derived table's or CTE's column by its name there, lower-cased for matching as every
-  identifier is (``x.*`` over ``(SELECT a AS Total …) x`` gives ``total``).
+  derived table's or CTE's column by its name there as written (``x.*`` over
+  ``(SELECT a AS Total …) x`` gives ``Total``), or lower-cased for matching as every
+  identifier is where that select list is more than columns and aliased items.
 
 The select list is read from the tokens the parser read (``Check.tokens``: no second
 tokenization), those of the outermost SELECT (the first at nesting depth 0: a set operation's
@@ -119,6 +120,7 @@ def record_output_names(check: Check) -> None:
             return
     if stars:
         check.written_names = names
+        check.sources_written = _sources_written(check)
     else:
         check.output_names = _told_apart(names)  # type: ignore[arg-type]  # no None without a star
 
@@ -171,6 +173,46 @@ def _names_of_tokens(check: Check, select: exp.Select, stars: list[bool] | None)
     return names
 
 
+def _sources_written(check: Check) -> dict[str, dict[str, str]]:
+    """Alias of each derived table and CTE (and of a table that reads a CTE under an alias of
+    its own) → its outputs' names as written, by their names lower-cased for matching: what a
+    star over it is named by. One whose list is not made of columns and aliased items only, a
+    CTE with a column list, and an alias the query gives more than one source (which one a
+    star reads is then a matter of scopes) are left out."""
+    named: list[tuple[str, dict[str, str] | None]] = []
+    for subquery in check.subqueries:
+        if subquery.alias:
+            named.append((subquery.alias.lower(), _outputs_written(check, subquery.this)))
+    ctes: dict[str, dict[str, str] | None] = {}
+    for with_ in check.with_clauses:
+        for cte in with_.expressions:
+            outputs = None if cte.args["alias"].columns else _outputs_written(check, cte.this)
+            named.append((cte.alias.lower(), outputs))
+            ctes[cte.alias.lower()] = None if cte.alias.lower() in ctes else outputs
+    if ctes:
+        for table in check.tables:
+            if table.alias and table.name.lower() in ctes:
+                named.append((table.alias.lower(), ctes[table.name.lower()]))
+    found: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
+    for alias, outputs in named:
+        if alias in seen:
+            found.pop(alias, None)
+        elif outputs is not None:
+            found[alias] = outputs
+        seen.add(alias)
+    return found
+
+
+def _outputs_written(check: Check, query: exp.Expr) -> dict[str, str] | None:
+    """A query's outputs as written, by their lower-case names (``_sources_written``)."""
+    select = _outer_select(query)
+    names = _names_of_identifiers(select, check.parsed_text, None) if select is not None else None
+    if names is None:
+        return None
+    return {p.alias_or_name.lower(): n for p, n in zip(select.expressions, names)}  # type: ignore[union-attr, misc]
+
+
 def _is_star_item(projection: exp.Expr) -> bool:
     """``*`` or ``t.*`` as a select item."""
     return isinstance(projection, exp.Star) or (isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star))
@@ -198,7 +240,7 @@ def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr
             names.append(written[item])  # type: ignore[arg-type]  # a non-star item
             at = item + 1
         elif at < len(written) and written[at] is None:
-            names.append(_expanded_name(projection, inner))
+            names.append(_expanded_name(check, projection, inner))
         else:
             return
     if any(name is not None for name in written[at:]):
@@ -206,13 +248,18 @@ def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr
     check.output_names = _told_apart(names)
 
 
-def _expanded_name(projection: exp.Expr, inner: exp.Expr) -> str:
-    """A star's column: named as its column node is written (the manifest's spelling, once
-    ``check_columns`` respelled it). A USING column is written ``COALESCE(a.id, b.id) AS id``:
-    named as its first column is."""
+def _expanded_name(check: Check, projection: exp.Expr, inner: exp.Expr) -> str:
+    """A star's column: a table's column as its node is written (the manifest's spelling, once
+    ``check_columns`` respelled it), a derived table's or CTE's as its source wrote it
+    (``_sources_written``). A USING column is written ``COALESCE(a.id, b.id) AS id``: named
+    as its first column is."""
     if isinstance(inner, exp.Coalesce):
         inner = inner.this
     if isinstance(inner, exp.Column) and (inner is projection or projection.alias.lower() == inner.name.lower()):
+        if id(inner) not in check.column_tables:
+            written = check.sources_written.get(inner.table.lower(), {}).get(inner.name.lower())
+            if written is not None:
+                return written
         return inner.name
     return projection.alias_or_name
 
