@@ -89,6 +89,17 @@ def _plain(check: Check) -> bool:
     return True
 
 
+def _reads_names_to_quote(check: Check) -> bool:
+    """Whether a name of the manifest that reaches the text may need quotes sqlglot would not
+    write (``quoting.py``): those of the tables the query reads (a star's columns, the
+    derived tables of confined reads), and the schema, which qualifies every table."""
+    names = check.names
+    if names.schema_to_quote:
+        return True
+    to_quote = names.tables_to_quote
+    return bool(to_quote) and any(table.name.lower() in to_quote for _, table in check.reads)
+
+
 def generate(check: Check) -> None:
     """Write ``check.sql`` from the tree in the source's dialect."""
     tree = check.tree
@@ -102,7 +113,7 @@ def generate(check: Check) -> None:
     make_portable(check, tree)
     # Without a copy: the tree is ours and discarded afterwards; sqlglot's defensive deep copy
     # would otherwise cost as much as the generation itself.
-    quote = check.quote_names or check.names.names_to_quote
+    quote = check.quote_names or _reads_names_to_quote(check)
     sql = generate_text(check.sql_dialect, tree, lean=_plain(check), quote_names=quote)
     if marker is not None:
         sql = sql.replace(marker, "\\:")

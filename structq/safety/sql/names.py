@@ -109,7 +109,12 @@ def record_output_names(check: Check) -> None:
         return
     stars = None
     if check.stars and _has_star_of_columns(check, select):
-        stars = [_is_star_item(projection) for projection in select.expressions]
+        expressions = select.expressions
+        if len(expressions) == 1 and _is_star_item(expressions[0]):  # ``SELECT *``: nothing to read
+            check.written_names = [None]
+            check.sources_written = _sources_written(check)
+            return
+        stars = [_is_star_item(projection) for projection in expressions]
         if not any(stars):
             return  # a star inside an item, ``(SELECT * …)``
     text = check.parsed_text
@@ -228,6 +233,10 @@ def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr
     a star expanded to, named by ``_expanded_name``. Anything that does not line up (an item
     qualification replaced, as a USING column's ``COALESCE``) leaves the engine's names.
     """
+    if len(written) == 1:  # a lone star: every projection is one of its columns
+        unaliased = [projection.this if type(projection) is exp.Alias else projection for projection in projections]
+        check.output_names = _told_apart([_expanded_name(check, p, inner) for p, inner in zip(projections, unaliased)])
+        return
     position = {id(node): i for i, node in enumerate(before) if written[i] is not None}
     names: list[str] = []
     at = 0  # the next item not yet matched
@@ -253,15 +262,19 @@ def _expanded_name(check: Check, projection: exp.Expr, inner: exp.Expr) -> str:
     ``check_columns`` respelled it), a derived table's or CTE's as its source wrote it
     (``_sources_written``). A USING column is written ``COALESCE(a.id, b.id) AS id``: named
     as its first column is."""
-    if isinstance(inner, exp.Coalesce):
+    if type(inner) is exp.Coalesce:
         inner = inner.this
-    if isinstance(inner, exp.Column) and (inner is projection or projection.alias.lower() == inner.name.lower()):
+    if type(inner) is exp.Column and (inner is projection or _same_name(projection.args["alias"].this, inner.this.this)):
         if id(inner) not in check.column_tables:
             written = check.sources_written.get(inner.table.lower(), {}).get(inner.name.lower())
             if written is not None:
                 return written
         return inner.name
     return projection.alias_or_name
+
+
+def _same_name(alias: str, name: str) -> bool:
+    return alias == name or alias.lower() == name.lower()
 
 
 def _told_apart(names: list[str]) -> tuple[str, ...]:

@@ -24,15 +24,16 @@ PostgreSQL in lower case only. That changes nothing a name means: SQLite and MyS
 in names, quoted or not; a quoted lower-case name is what PostgreSQL folds the bare one to (a
 bare ``Index`` there means ``index``; a name the manifest spells so is written quoted
 already); and a name that is not a plain identifier means nothing bare. The generator's
-handler costs ~0.15 µs an identifier, so it is used only when the query (``parse.scan``) or
-its manifest (``schema.Derived.names_to_quote``) has such a name.
+handler costs ~0.1 µs an identifier (0.15× the parse of a 20-identifier query), so it is used
+only when the query has such a name (``parse.scan``), or a table it reads does, in its name
+or a column's (``schema.Derived.tables_to_quote``), or the manifest's schema does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["must_quote", "needs_quotes_bare", "reserved_words"]
+__all__ = ["must_quote", "needs_quotes_bare", "reserved_in_any_case", "reserved_words"]
 
 _SQLITE = frozenset("""
 abort action add after all alter always analyze and as asc attach autoincrement before begin
@@ -76,9 +77,15 @@ def needs_quotes_bare(name: str, words: frozenset[str]) -> bool:
     return name in words or not name.isidentifier()
 
 
+def reserved_in_any_case(sql_dialect: str) -> bool:
+    """Whether a name is one of ``reserved_words`` in any case (``Index``), not in lower case
+    only (``must_quote``)."""
+    return sql_dialect in _ANY_CASE
+
+
 def must_quote(sql_dialect: str) -> Callable[[str], bool]:
     """Whether an unquoted identifier's text must be written quoted in ``sql_dialect``."""
     words = reserved_words(sql_dialect)
-    if sql_dialect in _ANY_CASE:
+    if reserved_in_any_case(sql_dialect):
         return lambda text: not text.isidentifier() or text.lower() in words
     return lambda text: not text.isidentifier() or text in words

@@ -78,10 +78,12 @@ class Derived:
     #: Lower-case names of the tables with a column whose ``values`` are enforced (not
     #: ``draft``): the only ones ``enums.py`` has anything to check on.
     enum_tables: frozenset[str]
-    #: The words the source's engine reserves (``quoting.py``), and whether a name of the
-    #: manifest (its schema, a table, a column) needs quotes sqlglot would not write.
+    #: The words the source's engine reserves (``quoting.py``); the lower-case names of the
+    #: tables whose name or a column's needs quotes sqlglot would not write; whether the
+    #: manifest's schema does.
     reserved: frozenset[str]
-    names_to_quote: bool
+    tables_to_quote: frozenset[str]
+    schema_to_quote: bool
 
     def identifier(self, name: str) -> exp.Identifier:
         """``identifier(name, <the source's dialect>)``, for a name the manifest declares."""
@@ -180,8 +182,11 @@ def derived(manifest: Manifest) -> Derived:
         quoted=quoted,
         enum_tables=frozenset(t.name.lower() for t in manifest.tables if any(c.values and not c.draft for c in t.columns)),
         reserved=reserved,
-        names_to_quote=any(needs_quotes_bare(name.lower(), reserved)
-                           for name in names | ({manifest.schema_} if manifest.schema_ else set())),
+        tables_to_quote=frozenset(
+            t.name.lower() for t in manifest.tables
+            if any(needs_quotes_bare(name.lower(), reserved) for name in (t.name, *(c.name for c in t.columns)))
+        ),
+        schema_to_quote=bool(manifest.schema_) and needs_quotes_bare(manifest.schema_.lower(), reserved),  # type: ignore[union-attr]
     )
     if len(_cache) >= _CACHE_SIZE:
         _cache.pop(next(iter(_cache)))
