@@ -41,7 +41,7 @@ from structq.errors import PlanError, SandboxViolation
 from structq.safety.sql import dialects, memo, names, strings, walk
 from structq.safety.sql.dialects import dialect
 from structq.safety.sql.growth import check_growth
-from structq.safety.sql.quoting import must_quote
+from structq.safety.sql.quoting import needs_quotes_bare, reserved_in_any_case, reserved_words
 
 
 #: The module (the package exports its pass function under the same name).
@@ -92,7 +92,8 @@ def _text_as_generated(name: str, tree: exp.Expr, *, lean: bool = False, quote_n
     stock_tree = tree.copy()
     if quote_names:  # what the quoting handler does, done to the tree (``quoting.py``)
         for identifier in stock_tree.find_all(exp.Identifier):
-            if not identifier.quoted and must_quote(name)(identifier.this):
+            text = identifier.this.lower() if reserved_in_any_case(name) else identifier.this
+            if not identifier.quoted and needs_quotes_bare(text, reserved_words(name)):
                 identifier.set("quoted", True)
     stock = dialect(name).generate(stock_tree, comments=False)
     text = dialects.generate_text(name, tree, lean=lean, quote_names=quote_names)

@@ -139,9 +139,9 @@ def _writes_casts_alike(name: str) -> bool:
 
 
 def _quoting(words: frozenset[str], any_case: bool) -> Callable[[Generator, exp.Identifier], str]:
-    """An identifier handler that writes quoted an unquoted identifier ``quoting.must_quote``
-    picks, and every other as the generator does. (That test written out here: the handler
-    runs for every identifier of the query.)"""
+    """An identifier handler that writes quoted an unquoted identifier whose text needs quotes
+    (``quoting.needs_quotes_bare``, lower-cased where ``any_case``), and every other as the
+    generator does. (That test written out here: the handler runs for every identifier.)"""
     write = Generator.identifier_sql
 
     def identifier_sql(generator: Generator, identifier: exp.Identifier) -> str:

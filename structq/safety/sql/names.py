@@ -233,7 +233,7 @@ def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr
     a star expanded to, named by ``_expanded_name``. Anything that does not line up (an item
     qualification replaced, as a USING column's ``COALESCE``) leaves the engine's names.
     """
-    if len(written) == 1:  # a lone star: every projection is one of its columns
+    if written == [None]:  # a lone star: every projection is one of its columns
         unaliased = [projection.this if type(projection) is exp.Alias else projection for projection in projections]
         check.output_names = _told_apart([_expanded_name(check, p, inner) for p, inner in zip(projections, unaliased)])
         return

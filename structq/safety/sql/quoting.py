@@ -31,9 +31,7 @@ or a column's (``schema.Derived.tables_to_quote``), or the manifest's schema doe
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-__all__ = ["must_quote", "needs_quotes_bare", "reserved_in_any_case", "reserved_words"]
+__all__ = ["needs_quotes_bare", "reserved_in_any_case", "reserved_words"]
 
 _SQLITE = frozenset("""
 abort action add after all alter always analyze and as asc attach autoincrement before begin
@@ -73,19 +71,14 @@ def reserved_words(sql_dialect: str) -> frozenset[str]:
 
 
 def needs_quotes_bare(name: str, words: frozenset[str]) -> bool:
-    """Whether a lower-case ``name`` needs quotes in a dialect reserving ``words``."""
+    """Whether ``name`` needs quotes in a dialect reserving ``words`` (lower-case words: a
+    name in another case is one of them only where the engine ignores case, and the caller
+    lowers it then, ``reserved_in_any_case``)."""
     return name in words or not name.isidentifier()
 
 
 def reserved_in_any_case(sql_dialect: str) -> bool:
     """Whether a name is one of ``reserved_words`` in any case (``Index``), not in lower case
-    only (``must_quote``)."""
+    only: an unquoted identifier's text needs quotes when ``needs_quotes_bare`` says so of it,
+    lower-cased where this is true."""
     return sql_dialect in _ANY_CASE
-
-
-def must_quote(sql_dialect: str) -> Callable[[str], bool]:
-    """Whether an unquoted identifier's text must be written quoted in ``sql_dialect``."""
-    words = reserved_words(sql_dialect)
-    if reserved_in_any_case(sql_dialect):
-        return lambda text: not text.isidentifier() or text.lower() in words
-    return lambda text: not text.isidentifier() or text in words
