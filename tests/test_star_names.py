@@ -16,7 +16,7 @@ queries over any name SQLite allows run (a property test).
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +67,12 @@ def _load(url: str, dialect: str) -> None:
     engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgres", "mysql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """(URL, dialect) of a database holding ``TABLES``."""
-    dialect = request.param
-    if dialect == "sqlite":
-        url = f"sqlite:///{tmp_path / 'names.db'}"
-    else:
-        server = request.getfixturevalue("pg_server" if dialect == "postgres" else "mariadb_server")
-        url = server.create_database(f"star_names_{tmp_path.name[-6:]}".replace("-", "_").lower())
+@pytest.fixture
+def database(empty_database: tuple[str, str, Callable[[], None]]) -> tuple[str, str]:
+    """(URL, dialect) of a database holding ``TABLES``, on each engine."""
+    url, dialect, _ = empty_database
     _load(url, dialect)
-    yield url, dialect
+    return url, dialect
 
 
 def _direct(url: str, sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
@@ -233,7 +228,8 @@ def _schemas(draw: st.DrawFn) -> tuple[str, list[str], str, list[str], str, int 
 
 @pytest.fixture(params=["sqlite", "postgres", "mysql"])
 def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, Callable[[], None]]:
-    """(URL, dialect, a function that empties the database) for the examples of one test."""
+    """(URL, dialect, a function that empties it) of a fresh database on each engine; the
+    function starts each example of a property test afresh."""
     dialect = request.param
     if dialect == "sqlite":
         path = tmp_path / "any.db"

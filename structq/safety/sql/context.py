@@ -86,6 +86,10 @@ class Check:
     #: Whether ``shared_seen`` is still every such node of the tree: false once a pass copies
     #: expressions into it or takes some out (``Resolution.rewrote``), or rebuilds it (``qualify_columns``).
     shared_seen_current: bool = True
+    #: Whether some identifier of the query needs quotes sqlglot would not write (``quoting.py``:
+    #: a reserved word, a name that is not a plain identifier; ``parse.scan``): a copy of it may
+    #: be written unquoted later. Generation then quotes every such name.
+    quote_names: bool = False
 
     #: The real tables read (``resolve_tables``): each node with its manifest entry.
     reads: list[tuple[exp.Table, Table]] = field(default_factory=list)
@@ -110,10 +114,6 @@ class Check:
     #: PostgreSQL: each long list's switch parameter → the list's parameter (``references.py``).
     switches: dict[str, str] = field(default_factory=dict)
     read_columns: set[str] = field(default_factory=set)
-    #: Whether some identifier of the query needs quotes sqlglot would not write (``quoting.py``:
-    #: a reserved word, a name that is not a plain identifier; ``parse.scan``): a copy of it may
-    #: be written unquoted later. Generation then quotes every such name.
-    quote_names: bool = False
     sql: str = ""
 
     _names: Derived | None = None
