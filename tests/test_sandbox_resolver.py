@@ -463,3 +463,73 @@ def test_what_qualify_columns_cannot_handle_is_refused(dialect: str) -> None:
     ``qualify_columns`` fails an assertion there; the sandbox refuses instead of crashing."""
     sql = "SELECT * FROM (SELECT e.name, e.name FROM employees e) AS s ORDER BY 1"
     assert _outcome(sql, MANIFESTS[dialect], VARS) == ("refused", "unsupported")
+
+
+#: Queries with a select over one declared table (``one_table.py``): planned in one pass.
+ONE_TABLE = [
+    "SELECT COUNT(*) FROM departments",
+    "SELECT title, budget FROM departments WHERE budget > 10 ORDER BY budget DESC LIMIT 3",
+    "SELECT d.title FROM departments AS d WHERE d.budget BETWEEN 1 AND 9 ORDER BY d.title",
+    "SELECT departments.title FROM departments ORDER BY title",
+    "SELECT DISTINCT title AS t FROM departments ORDER BY t, budget",
+    "SELECT MAX(budget) AS budget FROM departments ORDER BY budget",
+    "SELECT title || 'x' AS dept_id, dept_id FROM departments ORDER BY dept_id",
+    "SELECT title FROM departments WHERE title LIKE '%a%' ORDER BY LENGTH(budget)",
+    "SELECT budget FROM departments ORDER BY budget LIMIT 2 OFFSET 1",
+    "SELECT name FROM employees WHERE dept_id = 1",  # a row filter: confined after resolution
+    "SELECT * FROM departments",
+    "SELECT d.*, d.budget * 2 AS twice FROM departments d ORDER BY twice",
+    "SELECT *, title FROM departments ORDER BY budget",
+    "SELECT COUNT(*) FROM employees",
+    "SELECT title, COUNT(*) FROM departments GROUP BY title ORDER BY COUNT(*) DESC LIMIT 1",
+    "SELECT d.budget AS title, MAX(d.title) FROM departments d GROUP BY d.budget, title ORDER BY title",
+    "SELECT UPPER(title) AS t, COUNT(*) AS n FROM departments GROUP BY UPPER(title) ORDER BY n",
+    # Selects of a larger query: branches, subqueries, derived tables' and CTEs' queries.
+    "SELECT title FROM departments UNION SELECT name FROM employees",
+    "SELECT title FROM departments WHERE dept_id IN (SELECT dept_id FROM employees)",
+    "SELECT s.t FROM (SELECT title AS t FROM departments ORDER BY t) AS s",
+    "WITH c AS (SELECT d.title FROM departments d) SELECT c.title FROM c",
+    # The outer select (whose table a correlated column names) in one pass, the inner one not.
+    "SELECT d.title FROM departments d WHERE EXISTS (SELECT 1 FROM employees e WHERE e.dept_id = d.dept_id)",
+    "SELECT d.title FROM departments d WHERE d.budget > (SELECT MIN(d2.budget) FROM departments d2 WHERE d2.title = d.title)",
+    "SELECT title, (SELECT MAX(budget) FROM departments) AS top FROM departments ORDER BY top",
+    # The inner select; the outer one, with a scalar subquery as an item, is the general planner's.
+    "SELECT (SELECT MAX(budget) FROM departments), title FROM departments d ORDER BY 2",
+]
+#: Selects of one table, but shapes for the general planner (which resolves them too, or
+#: gives up).
+NOT_ONE_TABLE = [
+    "SELECT departments.* FROM departments d",
+    "SELECT title FROM departments ORDER BY 1",
+    "SELECT title AS t FROM departments ORDER BY LOWER(t)",
+    "SELECT title, COUNT(*) FROM departments GROUP BY 1",
+    "SELECT UPPER(title) AS t, COUNT(*) FROM departments GROUP BY t",
+    "SELECT title FROM departments GROUP BY title HAVING COUNT(*) > 1",
+    "SELECT departments.title FROM departments AS d",
+    "SELECT d.title FROM departments d JOIN employees e ON e.dept_id = d.dept_id",
+    "SELECT nosuch FROM departments",
+    "SELECT title FROM departments ORDER BY nosuch",
+    "SELECT d.title FROM departments d, employees e",
+    # A CTE column list renames outputs.
+    "WITH RECURSIVE r(x) AS (SELECT d.budget FROM departments d UNION ALL SELECT x + 1 FROM r WHERE x < 3) SELECT x FROM r",
+]
+
+
+@pytest.mark.parametrize("sql", ONE_TABLE + NOT_ONE_TABLE)
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_selects_over_one_table_are_planned_in_one_pass(sql: str, dialect: str) -> None:
+    from structq.safety.sql import resolve
+
+    planned = []
+    real = resolve.plan_one_table
+
+    def spy(*args: Any) -> bool:
+        planned.append(real(*args))
+        return planned[-1]
+
+    with mock.patch.object(resolve, "plan_one_table", spy):
+        fast = assert_paths_agree(sql, MANIFESTS[dialect], VARS)
+    assert any(planned) is (sql in ONE_TABLE), planned
+    # Planned in one pass, and still resolved by the fast path as a whole (each declared table
+    # counted once: ``resolve._FlatQuery.check_tables_read``).
+    assert fast or sql not in ONE_TABLE

@@ -17,6 +17,10 @@ reading the tokens; compared with the names read from the tokens.
 ``strings.py`` reads the names the query gives columns from the aliases ``parse.scan`` listed;
 compared with a walk of the tree.
 
+``parse.scan`` reads a name it has seen on the same source from ``Derived.plain_names``
+instead of testing it again; what it records (the normalised identifiers, whether a name needs
+quotes, the refusal of an invisible character) is compared with a scan that remembers nothing.
+
 ``generate`` asks for a lean generator (``dialects.generate_text``: no select rewrite steps)
 when the tree holds nothing those steps rewrite; its text is compared with the dialect's own
 generator's.
@@ -40,12 +44,14 @@ from structq.capabilities import Manifest
 from structq.errors import PlanError, SandboxViolation
 from structq.safety.sql import dialects, memo, names, strings, walk
 from structq.safety.sql.dialects import dialect
+from structq.safety.sql.schema import PLAIN_NAME_LENGTH, derived
 from structq.safety.sql.growth import check_growth
 from structq.safety.sql.quoting import needs_quotes_bare, reserved_in_any_case, reserved_words
 
 
 #: The module (the package exports its pass function under the same name).
 generate_pass = importlib.import_module("structq.safety.sql.generate")
+parse_pass = importlib.import_module("structq.safety.sql.parse")
 
 
 def _shared_nodes_as_walked(check: sandbox.Check) -> None:
@@ -64,7 +70,7 @@ def _stars_as_searched(check: sandbox.Check) -> None:
         for projection in select.expressions
     )
     assert names._has_star_of_columns(check, select) == searched, check.text
-    stars = [names._is_star_item(p) for p in select.expressions] if searched else None
+    stars = [names.is_star_item(p) for p in select.expressions] if searched else None
     from_identifiers = names._names_of_identifiers(select, check.parsed_text, stars)
     if from_identifiers is not None:
         assert from_identifiers == names._names_of_tokens(check, select, stars), check.text
@@ -185,3 +191,64 @@ def test_a_faster_cast_that_writes_otherwise_is_not_used() -> None:
         generator = dialects._new_generator("sqlite", lean=False, quote_names=False)
         assert generator._dispatch[exp.Cast] is not wrong
     assert dialects._writes_casts_alike("sqlite")
+
+
+def _scanned(sql: str, source: Manifest) -> tuple[object, ...]:
+    """What ``parse`` (with its scan) records of ``sql``: the outcome, whether a name needs
+    quotes, and every identifier's text."""
+    name = source.sql_dialect
+    check = sandbox.Check(text=sql, manifest=source, dialect=dialect(name), sql_dialect=name, references={},
+                          variables={}, max_rows=10, slots={})
+    try:
+        parse_pass.parse(check)
+    except SandboxViolation as violation:
+        return ("refused", violation.code)
+    except Exception as exc:  # noqa: BLE001 - whatever it is, it must be the same both times
+        return ("error", type(exc).__name__)
+    assert check.tree is not None
+    return ("parsed", check.quote_names, [node.this for node in check.tree.find_all(exp.Identifier)])
+
+
+def _scanned_twice(sql: str, source: Manifest) -> None:
+    """``sql`` scanned with nothing remembered, then with its names remembered: the same."""
+    derived(source).plain_names.clear()
+    first = _scanned(sql, source)
+    assert _scanned(sql, source) == first, sql
+
+
+@pytest.mark.parametrize("corpus", sorted(LEGIT_LOADERS))
+def test_names_seen_before_are_scanned_as_the_first_time_on_legit_corpus(corpus: str, shared_corpora: Path) -> None:
+    quiet_sqlglot()
+    loaded = LEGIT_LOADERS[corpus](shared_corpora)
+    for query in loaded.queries:
+        _scanned_twice(query.sql, loaded.manifest_for(query))
+
+
+def test_names_seen_before_are_scanned_as_the_first_time_on_hostile_corpus(shared_corpora: Path) -> None:
+    quiet_sqlglot()
+    manifests = {dialect: hostile_manifest(dialect) for dialect in ("sqlite", "postgres", "mysql")}
+    for statement in load_hostile(shared_corpora):
+        if statement.dialect in manifests:
+            _scanned_twice(statement.sql, manifests[statement.dialect])
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres", "mysql"])
+def test_only_visible_names_that_need_no_quotes_are_remembered(dialect: str) -> None:
+    source = hostile_manifest(dialect)
+    remembered = derived(source).plain_names
+    remembered.clear()
+    quote = {"sqlite": '"', "postgres": '"', "mysql": "`"}[dialect]
+    spaced = f"{quote}two words{quote}"  # needs quotes in every dialect
+    assert _scanned(f"SELECT Name, {spaced} FROM users", source)[:2] == ("parsed", True)
+    assert remembered == {"Name": "name", "users": "users"}  # ``two words``: tested every time
+    assert _scanned(f"SELECT name, {spaced} FROM users", source)[:2] == ("parsed", True)
+    invisible = f"{quote}na\u200bme{quote}"
+    for _ in range(2):  # refused each time: an invisible name is never remembered
+        assert _scanned(f"SELECT {invisible} FROM users", source) == ("refused", "parse_error")
+    assert "na\u200bme" not in remembered
+    long_name = "x" * (PLAIN_NAME_LENGTH + 1)
+    _scanned(f"SELECT {long_name} FROM users", source)
+    assert long_name not in remembered
+    with mock.patch.object(parse_pass, "PLAIN_NAMES", len(remembered)):
+        _scanned("SELECT unseen FROM users", source)
+    assert "unseen" not in remembered  # full: no more names kept

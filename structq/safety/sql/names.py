@@ -38,7 +38,7 @@ from sqlglot.tokens import Token, TokenType
 
 from .context import Check
 
-__all__ = ["name_expanded", "record_output_names"]
+__all__ = ["is_star_item", "name_expanded", "record_output_names"]
 
 _OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
 _CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
@@ -110,11 +110,11 @@ def record_output_names(check: Check) -> None:
     stars = None
     if check.stars and _has_star_of_columns(check, select):
         expressions = select.expressions
-        if len(expressions) == 1 and _is_star_item(expressions[0]):  # ``SELECT *``: nothing to read
+        if len(expressions) == 1 and is_star_item(expressions[0]):  # ``SELECT *``: nothing to read
             check.written_names = [None]
             check.sources_written = _sources_written(check)
             return
-        stars = [_is_star_item(projection) for projection in expressions]
+        stars = [is_star_item(projection) for projection in expressions]
         if not any(stars):
             return  # a star inside an item, ``(SELECT * …)``
     text = check.parsed_text
@@ -218,7 +218,7 @@ def _outputs_written(check: Check, query: exp.Expr) -> dict[str, str] | None:
     return {p.alias_or_name.lower(): n for p, n in zip(select.expressions, names)}  # type: ignore[union-attr, misc]
 
 
-def _is_star_item(projection: exp.Expr) -> bool:
+def is_star_item(projection: exp.Expr) -> bool:
     """``*`` or ``t.*`` as a select item."""
     return isinstance(projection, exp.Star) or (isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star))
 

@@ -24,6 +24,7 @@ from structq.capabilities.references import Reference, replace_references
 
 from .context import Check
 from .dialects import parse_text
+from .schema import PLAIN_NAME_LENGTH, PLAIN_NAMES
 from .walk import shared_filters, wanted_by_shared
 
 __all__ = ["parse", "FORBIDDEN"]
@@ -195,16 +196,19 @@ def scan(check: Check) -> None:
     of its own, and lists the nodes a shared filter wants (``Check.shared_seen``), so that
     the checks reading those make no second walk. It notes an identifier that needs quotes
     sqlglot would not write (``Check.quote_names``): a copy of it may be written bare later.
+    What it finds for a name that is visible and needs no quotes is the same every time, so
+    the source remembers it (``Derived.plain_names``) and a name seen before costs one look-up.
     """
     global _kinds_for
     assert check.tree is not None
-    lower = check.names.lower
+    names = check.names
+    lower = names.lower
     if _kinds_for != shared_filters():  # a shared filter made since: decide every class again
         _kinds.clear()
         _kinds_for = shared_filters()
     kinds = _kinds
     invisible = _INVISIBLE.search
-    reserved = check.names.reserved
+    reserved, plain = names.reserved, names.plain_names
     columns, tables, subqueries = check.columns, check.tables, check.subqueries
     functions, comparisons, forbidden = check.functions, check.comparisons, check.forbidden
     for node in check.tree.bfs():  # ``walk()``'s order, without its extra generator per node
@@ -227,21 +231,25 @@ def scan(check: Check) -> None:
                 kind -= _COMPARISON
         if kind == _IDENTIFIER:
             name = node.this
-            if name.isascii():
-                # Invisible-free exactly when printable (the pattern's ASCII part is the control
-                # characters), and lower-cased alike by either lowering: string methods, at a
-                # fraction of the cost of the search and of a call.
-                if not name.isprintable():
-                    _invisible_identifier(check, name)
-                lowered = name.lower()
-            else:
-                if invisible(name):
-                    _invisible_identifier(check, name)
-                lowered = lower(name)
+            lowered = plain.get(name)  # a name seen before: visible, needing no quotes
+            if lowered is None:
+                if name.isascii():
+                    # Invisible-free exactly when printable (the pattern's ASCII part is the
+                    # control characters), and lower-cased alike by either lowering: string
+                    # methods, at a fraction of the cost of the search and of a call.
+                    if not name.isprintable():
+                        _invisible_identifier(check, name)
+                    lowered = name.lower()
+                else:
+                    if invisible(name):
+                        _invisible_identifier(check, name)
+                    lowered = lower(name)
+                if lowered in reserved or not lowered.isidentifier():  # ``quoting.needs_quotes_bare``
+                    check.quote_names = True
+                elif len(name) <= PLAIN_NAME_LENGTH and len(plain) < PLAIN_NAMES:
+                    plain[name] = lowered
             if lowered != name:
                 node.set("this", lowered)
-            if lowered in reserved or not lowered.isidentifier():  # ``quoting.needs_quotes_bare``
-                check.quote_names = True
         elif kind == _COLUMN:
             columns.append(node)
         elif kind == _TABLE:

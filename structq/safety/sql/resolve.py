@@ -5,7 +5,8 @@ sandbox's time. Most queries use a small part of SQL, so this module resolves th
 from one ``traverse_scope`` — or, when the query is flat (one select, as most are, or set
 operations, subqueries, derived tables and CTEs of plain selects, recursive ones too;
 ``flat.py``, ``recursive.py``), straight from each select's FROM / JOIN sources and the
-columns ``parse.scan`` collected, without building scopes — and gives up (``Unsupported``) on anything it does not
+columns ``parse.scan`` collected, without building scopes (a select over one declared table
+in a single pass: ``one_table.py``) — and gives up (``Unsupported``) on anything it does not
 model: the caller then runs ``qualify_columns`` on the untouched tree. It never accepts what it does
 not understand, and it never reports an error itself — an unknown or ambiguous column also
 raises ``Unsupported``, so refusals (and their messages) always come from the full path.
@@ -53,6 +54,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from .flat import FlatParts, flat_parts
+from .one_table import plan_one_table
 from .recursive import check_alias_copies, rename, renamed_outputs
 from .resolution import Resolution, apply, output_name
 from .select_columns import expanded, plan_columns
@@ -112,7 +114,7 @@ class _FlatQuery(_Query):
     a derived table's or a CTE's query when a select reading it needs its output names, any
     other in the order listed — and each select's sources built once."""
 
-    __slots__ = ("_parts", "_planning", "_selects", "tables_read")
+    __slots__ = ("_parts", "_planning", "_selects", "tables_read", "_one_table")
 
     def __init__(self, tables: dict[int, dict[str, str]], source_names: Callable[[], frozenset[str]],
                  parts: FlatParts, plan: Resolution) -> None:
@@ -122,6 +124,8 @@ class _FlatQuery(_Query):
         self._selects: dict[int, Sources] = {}
         #: How many declared tables the planned selects read.
         self.tables_read = 0
+        #: ``id()`` of the selects planned by ``one_table.py``, whose table is counted.
+        self._one_table: set[int] = set()
 
     def outputs(self, node: exp.Expr) -> list[str]:
         """The output names of a part, planned first if it was not."""
@@ -135,7 +139,13 @@ class _FlatQuery(_Query):
         self._planning.add(key)
         columns = part[1]
         if isinstance(node, exp.Select):
-            _plan_plain_select(node, columns, self.plan, self)
+            # A select a CTE column list renames is the general planner's (``_plan_body``).
+            if key not in self.renamed and plan_one_table(node, columns, self.tables, self.plan):
+                self._one_table.add(key)
+                if key not in self._selects:  # not counted yet by ``select_sources``
+                    self.tables_read += 1
+            else:
+                _plan_plain_select(node, columns, self.plan, self)
         else:
             if columns:
                 raise Unsupported("columns in a set operation")
@@ -155,7 +165,8 @@ class _FlatQuery(_Query):
         found = self._selects.get(id(select))
         if found is None:
             found = self._selects[id(select)] = Sources.of_select(select, self.tables, self.outputs)
-            self.tables_read += found.tables_read
+            if id(select) not in self._one_table:  # its table counted when it was planned
+                self.tables_read += found.tables_read
         return found
 
     def outer_source(self, where: Scope | exp.Select, alias: str) -> Sources | None:
@@ -290,7 +301,9 @@ def _plan_plain_select(select: exp.Select, columns: list[exp.Column], plan: Reso
         check_dual(select, sources)
     if select.args.get("order") is not None:
         named: set[str] | None = set(select.named_selects)
-        own = [c for c in columns if c.name not in named or not _is_order_alias(c, select, named)]
+        # A column whose parent is the select is one of its items, never an ORDER BY term:
+        # told apart without a search for its clause (most columns of a short select).
+        own = [c for c in columns if c.parent is select or c.name not in named or not _is_order_alias(c, select, named)]
     else:
         # No ORDER BY of its own: no column refers to a select alias (``_is_order_alias``);
         # ``select_columns.plan_columns`` skips the ``t.*`` stars.
@@ -332,11 +345,13 @@ def resolve_columns(
     if columns is not None and queries is not None:
         plan = Resolution()
         if len(queries) == 1 and queries[0] is tree and isinstance(tree, exp.Select):
-            # One select, as most queries are: planned straight from its sources (it reads no
-            # other query's outputs: no parts to look up), or given up for the full path.
-            query = _FlatQuery(tables, source_names, {}, plan)
-            _plan_plain_select(tree, columns, plan, query)
-            query.check_tables_read()
+            # One select, as most queries are: planned in one pass if it reads one table
+            # (``one_table.py``), else straight from its sources (it reads no other query's
+            # outputs: no parts to look up), or given up for the full path.
+            if not (len(tables) == 1 and plan_one_table(tree, columns, tables, plan)):
+                query = _FlatQuery(tables, source_names, {}, plan)
+                _plan_plain_select(tree, columns, plan, query)
+                query.check_tables_read()
             apply(plan, dialect)
             return plan
         try:

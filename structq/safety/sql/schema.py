@@ -14,7 +14,7 @@ used. Matching can only pick a declared name, never reach an undeclared one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -40,6 +40,10 @@ _TYPES = {
     "binary": "VARBINARY",
 }
 _CACHE_SIZE = 64
+#: Most identifier texts remembered per source, and the longest (``Derived.plain_names``):
+#: bounded, so that queries inventing names cannot grow it without end.
+PLAIN_NAMES = 4096
+PLAIN_NAME_LENGTH = 64
 #: Matching names without regard to case (see the module docstring).
 _NAME_SETTINGS = "{}, normalization_strategy = case_insensitive"
 
@@ -84,6 +88,11 @@ class Derived:
     reserved: frozenset[str]
     tables_to_quote: frozenset[str]
     schema_to_quote: bool
+    #: Identifier texts ``parse.scan`` has seen that are visible and need no quotes, each
+    #: with its lower-cased form: most queries on one source repeat the same few names, and
+    #: one look-up answers what five string tests would. At most ``PLAIN_NAMES`` names of at
+    #: most ``PLAIN_NAME_LENGTH`` characters are kept.
+    plain_names: dict[str, str] = field(default_factory=dict)
 
     def identifier(self, name: str) -> exp.Identifier:
         """``identifier(name, <the source's dialect>)``, for a name the manifest declares."""

@@ -21,7 +21,7 @@ from .select_refs import SelectRefs, Unsupported
 from .sources import Sources
 from .using import using_reference
 
-__all__ = ["Enclosing", "expanded", "plan_columns"]
+__all__ = ["Enclosing", "expanded", "plan_columns", "star_columns"]
 
 
 class Enclosing(Protocol):
@@ -135,16 +135,23 @@ def expanded(select: exp.Select, sources: Sources, plan: Resolution) -> list[exp
         if not aliases:
             raise Unsupported("star without sources")
         for alias in aliases:
-            # Lower case, as every name after normalisation; ``check_columns`` then writes
-            # each column in the manifest's spelling, and the output keeps this name.
-            source, names = sources.by_alias[alias]
-            qualifier = exp.to_identifier(alias)
-            for name in names:
-                # ``exp.alias_(exp.column(name, table=alias), name)``, built directly: the
-                # same nodes (without ``db`` and ``catalog`` set to None, which reads alike and
-                # compares equal), at about half the cost, for each column of each source.
-                identifier = exp.to_identifier(name)
-                column = exp.Column(this=identifier, table=exp.Identifier(**qualifier.args))
-                plan.columns[id(column)] = (column, None, source)
-                out.append(exp.Alias(this=column, alias=exp.Identifier(**identifier.args)))
+            out += star_columns(alias, *sources.by_alias[alias], plan)
+    return out
+
+
+def star_columns(alias: str, source: object, names: dict[str, str], plan: Resolution) -> list[exp.Alias]:
+    """The columns ``alias.*`` stands for, ``alias.name AS name`` for each of the source's
+    ``names``, each planned as read from ``source``."""
+    # Lower case, as every name after normalisation; ``check_columns`` then writes each column
+    # in the manifest's spelling, and the output keeps this name.
+    qualifier = exp.to_identifier(alias)
+    out = []
+    for name in names:
+        # ``exp.alias_(exp.column(name, table=alias), name)``, built directly: the same nodes
+        # (without ``db`` and ``catalog`` set to None, which reads alike and compares equal),
+        # at about half the cost, for each column of each source.
+        identifier = exp.to_identifier(name)
+        column = exp.Column(this=identifier, table=exp.Identifier(**qualifier.args))
+        plan.columns[id(column)] = (column, None, source)
+        out.append(exp.Alias(this=column, alias=exp.Identifier(**identifier.args)))
     return out
