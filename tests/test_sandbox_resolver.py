@@ -434,19 +434,26 @@ OVER_SCOPES = [
 ]
 
 
+@contextmanager
+def _calls(name: str) -> Iterator[list[Any]]:
+    """``resolve.<name>`` spied on: what each call returned, in order."""
+    from structq.safety.sql import resolve
+
+    returned: list[Any] = []
+    real = getattr(resolve, name)
+
+    def spy(*args: Any) -> Any:
+        returned.append(real(*args))
+        return returned[-1]
+
+    with mock.patch.object(resolve, name, spy):
+        yield returned
+
+
 @pytest.mark.parametrize("sql", FLAT + OVER_SCOPES)
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_flat_queries_are_planned_without_scopes(sql: str, dialect: str) -> None:
-    from structq.safety.sql import resolve
-
-    scoped = []
-    real = resolve.traverse_scope
-
-    def spy(tree: Any) -> Any:
-        scoped.append(tree)
-        return real(tree)
-
-    with mock.patch.object(resolve, "traverse_scope", spy):
+    with _calls("traverse_scope") as scoped:
         assert assert_paths_agree(sql, MANIFESTS[dialect], VARS)
     assert bool(scoped) is (sql in OVER_SCOPES)
 
@@ -518,16 +525,7 @@ NOT_ONE_TABLE = [
 @pytest.mark.parametrize("sql", ONE_TABLE + NOT_ONE_TABLE)
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_selects_over_one_table_are_planned_in_one_pass(sql: str, dialect: str) -> None:
-    from structq.safety.sql import resolve
-
-    planned = []
-    real = resolve.plan_one_table
-
-    def spy(*args: Any) -> bool:
-        planned.append(real(*args))
-        return planned[-1]
-
-    with mock.patch.object(resolve, "plan_one_table", spy):
+    with _calls("plan_one_table") as planned:
         fast = assert_paths_agree(sql, MANIFESTS[dialect], VARS)
     assert any(planned) is (sql in ONE_TABLE), planned
     # Planned in one pass, and still resolved by the fast path as a whole (each declared table
