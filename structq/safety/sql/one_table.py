@@ -53,8 +53,11 @@ _ARGS = frozenset({"expressions", "distinct", "from_", "where", "group", "order"
 def _table(select: exp.Select, tables: dict[int, dict[str, str]]) -> exp.Table | None:
     """The select's one source, if it is a declared table."""
     from_ = select.args.get("from_")
-    if from_ is None or any(value for key, value in from_.args.items() if key != "this"):
+    if from_ is None:
         return None
+    for key, value in from_.args.items():
+        if value and key != "this":
+            return None
     node = from_.this
     if type(node) is not exp.Table or id(node) not in tables or isinstance(node.this, exp.Func) or not node.alias_or_name:
         return None
@@ -122,8 +125,9 @@ def plan_one_table(select: exp.Select, columns: list[exp.Column], tables: dict[i
     distinct = args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
         return False
-    if any(type(projection) is exp.Subquery for projection in select.expressions):
-        return False
+    for projection in select.expressions:
+        if type(projection) is exp.Subquery:
+            return False
     group = args.get("group")
     if group is not None and (any(value for key, value in group.args.items() if key != "expressions")
                               or any(isinstance(term, exp.Literal) for term in group.expressions)):
@@ -140,6 +144,7 @@ def plan_one_table(select: exp.Select, columns: list[exp.Column], tables: dict[i
     if aliases is None:
         return False
     planned: list[tuple[exp.Column, bool]] = []  # each column, and whether it needs the qualifier
+    unqualified = False
     for column in columns:
         this = column.this
         if isinstance(this, exp.Star):
@@ -155,13 +160,16 @@ def plan_one_table(select: exp.Select, columns: list[exp.Column], tables: dict[i
         if table_name and table_name != alias:
             return False
         planned.append((column, not table_name))
+        unqualified = unqualified or not table_name
     # The qualifier as the query spells the table's alias (``sources.Sources.qualifier``): one
-    # node, of which ``apply`` writes a copy into each column.
-    written = table.args.get("alias")
-    qualifier = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
+    # node, of which ``apply`` writes a copy into each column that has none.
+    qualifier = None
+    if unqualified:
+        written = table.args.get("alias")
+        qualifier = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
     resolved = plan.columns
-    for column, unqualified in planned:
-        resolved[id(column)] = (column, qualifier if unqualified else None, table)
+    for column, needs_qualifier in planned:
+        resolved[id(column)] = (column, qualifier if needs_qualifier else None, table)
     projections = _expanded(select, alias, table, allowed, plan) if stars else list(select.expressions)
     plan.outputs[id(select)] = [output_name(projection, index) for index, projection in enumerate(projections)]
     plan.projections.append((select, projections))
