@@ -500,6 +500,8 @@ ONE_TABLE = [
     "SELECT d.title FROM departments d WHERE EXISTS (SELECT 1 FROM employees e WHERE e.dept_id = d.dept_id)",
     "SELECT d.title FROM departments d WHERE d.budget > (SELECT MIN(d2.budget) FROM departments d2 WHERE d2.title = d.title)",
     "SELECT title, (SELECT MAX(budget) FROM departments) AS top FROM departments ORDER BY top",
+    "SELECT title, RANK() OVER (ORDER BY title) FROM departments ORDER BY title",  # a window's ORDER BY
+    "SELECT title FROM departments ORDER BY (SELECT MAX(budget) FROM departments)",
     # The inner select; the outer one, with a scalar subquery as an item, is the general planner's.
     "SELECT (SELECT MAX(budget) FROM departments), title FROM departments d ORDER BY 2",
 ]
@@ -517,6 +519,9 @@ NOT_ONE_TABLE = [
     "SELECT nosuch FROM departments",
     "SELECT title FROM departments ORDER BY nosuch",
     "SELECT d.title FROM departments d, employees e",
+    "SELECT title FROM (departments d JOIN employees e ON e.dept_id = d.dept_id)",
+    # An output's name inside a subquery of ORDER BY (the general planner gives up there).
+    "SELECT title AS t FROM departments ORDER BY (SELECT MAX(d.budget) FROM departments d WHERE d.title = t)",
     # A CTE column list renames outputs.
     "WITH RECURSIVE r(x) AS (SELECT d.budget FROM departments d UNION ALL SELECT x + 1 FROM r WHERE x < 3) SELECT x FROM r",
 ]
