@@ -144,7 +144,6 @@ def plan_one_table(select: exp.Select, columns: list[exp.Column], tables: dict[i
     if aliases is None:
         return False
     planned: list[tuple[exp.Column, bool]] = []  # each column, and whether it needs the qualifier
-    unqualified = False
     for column in columns:
         this = column.this
         if isinstance(this, exp.Star):
@@ -160,11 +159,10 @@ def plan_one_table(select: exp.Select, columns: list[exp.Column], tables: dict[i
         if table_name and table_name != alias:
             return False
         planned.append((column, not table_name))
-        unqualified = unqualified or not table_name
     # The qualifier as the query spells the table's alias (``sources.Sources.qualifier``): one
     # node, of which ``apply`` writes a copy into each column that has none.
     qualifier = None
-    if unqualified:
+    if any(needs_qualifier for _, needs_qualifier in planned):
         written = table.args.get("alias")
         qualifier = written.this if isinstance(written, exp.TableAlias) else exp.to_identifier(alias)
     resolved = plan.columns
