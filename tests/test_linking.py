@@ -62,6 +62,11 @@ def test_cjk_single_characters_weigh_less_than_bigrams() -> None:
     assert weights["绩效"] == 1.0 and weights["绩"] < 1.0
 
 
+@pytest.mark.parametrize("text", ["HES", "ises", "thes"])
+def test_a_word_that_stems_to_a_stop_word_is_no_term(text: str) -> None:
+    assert all(term.startswith("#") for term, _ in terms(text))
+
+
 @given(st.text(max_size=60))
 @settings(max_examples=200, deadline=None)
 def test_terms_are_never_blank_or_stop_words(text: str) -> None:

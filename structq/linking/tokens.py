@@ -120,7 +120,10 @@ def terms(text: str) -> list[tuple[str, float]]:
             word = part.lower()
             if word in STOP_WORDS or (word.isdigit() and len(word) < 2):
                 continue
-            out.append((stem(word), 1.0))
+            stemmed = stem(word)
+            if stemmed in STOP_WORDS:
+                continue  # a word that stems to one (``hes`` → ``he``) says no more than it does
+            out.append((stemmed, 1.0))
             if len(word) >= GRAM_MIN_WORD and word.isalpha():
                 out += [("#" + word[i : i + 4], GRAM_WEIGHT) for i in range(len(word) - 3)]
     return out
