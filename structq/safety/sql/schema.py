@@ -1,7 +1,11 @@
 """What the passes derive from a manifest once and reuse: sqlglot schemas and parsed filters.
 
-A manifest is immutable once loaded, so these are cached per manifest object. The cache keeps
-the manifest itself alive next to its entry, so an ``id()`` is never reused while cached.
+A manifest is immutable once loaded, so these are derived once per manifest object and kept
+as long as it lives (a weak reference to it beside the entry; the entry goes with it). There
+is no bound to fall off: a process serving more sources than a fixed-size cache holds would
+derive each one again on nearly every check, and on a 1,000-table manifest deriving costs
+what a thousand checks do. What only ``qualify_columns``' full path reads (``Derived.schema``,
+sqlglot's ``MappingSchema`` of every allowed column) is built the first time it is asked for.
 
 Names are matched without regard to case on every dialect (``names_dialect``), and each
 table and column that resolves is then written in the manifest's spelling, quoted where the
@@ -13,6 +17,8 @@ used. Matching can only pick a declared name, never reach an undeclared one.
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -39,7 +45,6 @@ _TYPES = {
     "json": "JSON",
     "binary": "VARBINARY",
 }
-_CACHE_SIZE = 64
 #: Most identifier texts remembered per source, and the longest (``Derived.plain_names``):
 #: bounded, so that queries inventing names cannot grow it without end.
 PLAIN_NAMES = 4096
@@ -55,8 +60,6 @@ class Derived:
     #: What ``names_dialect.normalize_identifier`` does to an identifier's text, as a plain
     #: function of the text (``parse.scan`` applies it to every identifier).
     lower: Callable[[str], str]
-    #: Allowed columns only: a denied column does not exist as far as qualification knows.
-    schema: MappingSchema
     #: Row filter predicate per table (lower-case name), parsed in the source dialect.
     filters: dict[str, exp.Expr]
     #: Lower-case denied column name → names of the tables that deny it.
@@ -93,13 +96,35 @@ class Derived:
     #: one look-up answers what five string tests would. At most ``PLAIN_NAMES`` names of at
     #: most ``PLAIN_NAME_LENGTH`` characters are kept.
     plain_names: dict[str, str] = field(default_factory=dict)
+    #: The manifest's tables and its dialect's name, for ``schema``.
+    all_tables: tuple[Table, ...] = ()
+    sql_dialect: str = ""
+
+    @functools.cached_property
+    def schema(self) -> MappingSchema:
+        """Allowed columns only: a denied column does not exist as far as qualification knows.
+
+        Every name quoted, so that sqlglot reads it as spelled; one generator writes them all
+        (``Expr.sql`` would build a dialect and a generator per name).
+        """
+        generator = Dialect.get_or_raise(self.sql_dialect).generator()
+
+        def quoted(name: str) -> str:
+            return generator.generate(exp.to_identifier(name, quoted=True), copy=False)
+
+        mapping = {
+            quoted(table.name): {quoted(c.name): _TYPES[c.type] for c in table.allowed_columns}
+            for table in self.all_tables
+        }
+        return MappingSchema(mapping, dialect=self.names_dialect)
 
     def identifier(self, name: str) -> exp.Identifier:
         """``identifier(name, <the source's dialect>)``, for a name the manifest declares."""
         return exp.Identifier(this=name, quoted=self.quoted[name])
 
 
-_cache: dict[tuple[int, str], tuple[Manifest, Derived]] = {}
+#: ``id(manifest)`` → a weak reference to it and what was derived from it (module docstring).
+_cache: dict[int, tuple[weakref.ref[Manifest], Derived]] = {}
 
 
 def _filter(manifest: Manifest, table: str, dialect: str) -> exp.Expr | None:
@@ -137,19 +162,27 @@ def identifier(name: str, dialect: Dialect) -> exp.Identifier:
 
 
 def derived(manifest: Manifest) -> Derived:
-    """The schema, filters and denied names of ``manifest`` (cached)."""
-    dialect = manifest.sql_dialect
-    key = (id(manifest), dialect)
+    """The schema, filters and denied names of ``manifest``, derived once per manifest object."""
+    key = id(manifest)
     hit = _cache.get(key)
-    if hit is not None and hit[0] is manifest:
+    if hit is not None and hit[0]() is manifest:
         return hit[1]
+    result = _derive(manifest)
+    _cache[key] = (weakref.ref(manifest, functools.partial(_forget, key)), result)
+    return result
+
+
+def _forget(key: int, reference: weakref.ref[Manifest]) -> None:
+    """A manifest is gone: its entry too (unless the id already holds a newer one)."""
+    entry = _cache.get(key)
+    if entry is not None and entry[0] is reference:
+        del _cache[key]
+
+
+def _derive(manifest: Manifest) -> Derived:
+    dialect = manifest.sql_dialect
     names_dialect = Dialect.get_or_raise(_NAME_SETTINGS.format(dialect))
     assert names_dialect.normalization_strategy is NormalizationStrategy.CASE_INSENSITIVE
-    quoted = lambda name: exp.to_identifier(name, quoted=True).sql(dialect)  # noqa: E731
-    mapping = {
-        quoted(table.name): {quoted(c.name): _TYPES[c.type] for c in table.allowed_columns}
-        for table in manifest.tables
-    }
     denied: dict[str, set[str]] = {}
     for table in manifest.tables:
         for column in table.columns:
@@ -172,10 +205,9 @@ def derived(manifest: Manifest) -> Derived:
     names = {t.name for t in manifest.tables} | {c.name for t in manifest.tables for c in t.columns}
     quoted = {name: needs_quotes(name, source_dialect) for name in names}
     reserved = reserved_words(dialect)
-    result = Derived(
+    return Derived(
         names_dialect=names_dialect,
         lower=_ascii_lower if names_dialect.ASCII_ONLY_NORMALIZATION else str.lower,
-        schema=MappingSchema(mapping, dialect=names_dialect),
         filters=filters,
         denied={name: frozenset(tables) for name, tables in denied.items()},
         partial=frozenset(table for tables in denied.values() for table in tables),
@@ -196,8 +228,6 @@ def derived(manifest: Manifest) -> Derived:
             if any(needs_quotes_bare(name.lower(), reserved) for name in (t.name, *(c.name for c in t.columns)))
         ),
         schema_to_quote=bool(manifest.schema_) and needs_quotes_bare(manifest.schema_.lower(), reserved),  # type: ignore[union-attr]
+        all_tables=tuple(manifest.tables),
+        sql_dialect=dialect,
     )
-    if len(_cache) >= _CACHE_SIZE:
-        _cache.pop(next(iter(_cache)))
-    _cache[key] = (manifest, result)
-    return result
