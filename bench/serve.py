@@ -131,14 +131,17 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def cli_each(env: dict[str, str], *root: str) -> list[tuple[str, float, int]]:
-    """Each question through ``structq [ROOT…] ask``, one process each: (question, seconds, exit)."""
+def cli_each(env: dict[str, str], *root: str) -> list[tuple[str, float, str]]:
+    """Each question through ``structq [ROOT…] ask``, one process each: (question, seconds,
+    and on a failure its exit status and the last line it wrote to stderr)."""
     out = []
     for question in QUESTIONS:
         started = time.perf_counter()
         result = subprocess.run([sys.executable, "-m", "structq.cli", *root, "ask", question, "--json",
                                  "--today", "2026-11-30", "--no-cache"], env=env, capture_output=True)
-        out.append((question, time.perf_counter() - started, result.returncode))
+        said = result.stderr.decode(errors="replace").strip().splitlines()
+        failed = f" exit {result.returncode}: {said[-1] if said else '(nothing on stderr)'}" if result.returncode else ""
+        out.append((question, time.perf_counter() - started, failed))
     return out
 
 
@@ -183,8 +186,11 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> None:
         return
     print("\nthe same questions through the command line, one process each:")
     print("  --no-daemon   shared engine   (seconds; the first: start-up and index load every time)")
-    for (question, cold, code), (_, warm, warm_code) in zip(cli_each(env, "--no-daemon"), cli_each(env)):
-        print(f"  {cold:6.1f} s{'' if code == 0 else f' exit {code}'}   {warm:6.1f} s{'' if warm_code == 0 else f' exit {warm_code}'}   {question}")
+    for (question, cold, cold_failed), (_, warm, warm_failed) in zip(cli_each(env, "--no-daemon"), cli_each(env)):
+        print(f"  {cold:6.1f} s   {warm:6.1f} s   {question}")
+        for label, failed in (("--no-daemon", cold_failed), ("shared engine", warm_failed)):
+            if failed:
+                print(f"      {label}:{failed}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from structq.capabilities.loader import closest
+from structq.capabilities.hints import closest, listing
 from structq.capabilities.model import ExampleStep
 from structq.errors import PlanError
 from structq.capabilities.references import LOCAL_DIALECT, LOCAL_SOURCE, Reference, find_references, local_inputs
@@ -250,7 +250,7 @@ class Plan(BaseModel):
         except KeyError:
             names = [*capabilities.names, *builtin_sources()]
             suggestion = closest(step.source, names)
-            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(names)}"
+            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {listing(names, near=step.source)}"
             raise PlanError(f"unknown source {step.source!r}", step=step.output_key, hint=hint) from None
         kind.validate_step(step, capabilities.get(step.source), earlier)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from structq.errors import ManifestError
 
-from .loader import Positions, closest, load_manifest, manifest_files
+from .hints import closest, listing
+from .loader import Positions, load_manifest, manifest_files
 from .model import Manifest
 from .validate import example_problems, manifest_problems
 
@@ -92,7 +93,7 @@ class CapabilitySet:
             return self._sources[name]
         except KeyError:
             suggestion = closest(name, self._sources)
-            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(self._sources)}"
+            hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {listing(self._sources, near=name)}"
             raise KeyError(f"unknown source {name!r} ({hint})") from None
 
     def examples(self) -> Iterator[tuple[Manifest, "object"]]:

@@ -23,7 +23,6 @@ typo into an error instead of a silently dropped policy.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import gc
 import os
 import re
@@ -39,6 +38,7 @@ from structq.errors import ManifestError
 
 from . import manifest_cache, yamlnodes
 from .forms import type_error_message
+from .hints import closest
 from .model import Manifest
 from .yamlnodes import Positions
 
@@ -151,12 +151,6 @@ def _literal_choices(loc: tuple[str | int, ...]) -> list[str]:
         if typing.get_origin(t) is typing.Literal:
             choices.extend(str(a) for a in typing.get_args(t))
     return choices
-
-
-def closest(word: str, options: Iterable[str]) -> str | None:
-    """The option most like ``word`` (for "did you mean …?"), or None when nothing is close."""
-    matches = difflib.get_close_matches(str(word), list(options), n=1, cutoff=0.5)
-    return matches[0] if matches else None
 
 
 def _clean_loc(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:

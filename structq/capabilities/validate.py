@@ -17,7 +17,8 @@ from sqlglot import exp
 from structq.errors import ManifestError
 
 from .functions import unsafe_reason
-from .loader import Positions, closest
+from .hints import closest, listing
+from .loader import Positions
 from .model import Index, Manifest, Table
 from .objects import OBJECT_TYPES
 from .references import LOCAL_DIALECT, LOCAL_SOURCE, find_references, replace_references
@@ -31,7 +32,7 @@ def _did_you_mean(name: str, options: list[str]) -> dict[str, str | None]:
     suggestion = closest(name, options)
     if suggestion:
         return {"suggestion": suggestion}
-    return {"hint": f"declared: {', '.join(options) or '(none)'}"}
+    return {"hint": f"declared: {listing(options, near=name) or '(none)'}"}
 
 
 def _first(problems: Problems) -> None:

@@ -42,7 +42,7 @@ def read_plan_file(path: Path) -> "Plan":
 def _check_keys(data: Any, positions: Any) -> None:
     """Unknown keys at the top or in a step, with the closest valid key and where they are."""
     from structq.agent.plan import Plan, Step
-    from structq.capabilities.loader import closest
+    from structq.capabilities.hints import closest
     from structq.errors import PlanError
 
     if not isinstance(data, dict):

@@ -43,7 +43,7 @@ def _read_query(query: str | None) -> str:
 def _pick_source(caps: "CapabilitySet", name: str) -> "Manifest":
     manifest = caps.get(name)
     if manifest is None:
-        from structq.capabilities.loader import closest
+        from structq.capabilities.hints import closest
 
         suggestion = closest(name, caps.names)
         hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(caps.names)}"

@@ -32,6 +32,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from structq.capabilities.hints import listing
 from structq.capabilities.model import Index, Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
 from structq.executors import embedded
@@ -215,7 +216,7 @@ class SearchExecutor:
             raise ExecutionError(
                 f"index {query.index!r} is not declared for source {self.manifest.source!r}",
                 source=self.manifest.source, query=str(query),
-                hint="declared indices: " + ", ".join(i.name for i in self.manifest.indices),
+                hint="declared indices: " + listing((i.name for i in self.manifest.indices), near=query.index),
             )
         return index
 

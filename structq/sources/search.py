@@ -37,17 +37,17 @@ class SearchKind(SourceKind):
                             hint="quote the body in single quotes so the shell keeps its double quotes") from None
 
     def validate_step(self, step: StepLike, manifest: "Manifest | None", earlier: Sequence[str]) -> None:
-        from structq.capabilities.loader import closest
+        from structq.capabilities.hints import closest, listing
 
         assert manifest is not None
         names = [i.name for i in manifest.indices]
         if not step.index:
             raise PlanError(f"a step on search source {step.source!r} must name its index", step=step.output_key,
-                            hint=f"index: one of {', '.join(names)}")
+                            hint=f"index: one of {listing(names)}")
         if manifest.index(step.index) is None:
             suggestion = closest(step.index, names)
             raise PlanError(f"unknown index {step.index!r} in source {step.source!r}", step=step.output_key,
-                            hint=f"did you mean {suggestion!r}?" if suggestion else f"indices: {', '.join(names)}")
+                            hint=f"did you mean {suggestion!r}?" if suggestion else f"indices: {listing(names, near=step.index)}")
         if not isinstance(step.query, dict):
             raise PlanError("a search step's query is a JSON object (the DSL body)", step=step.output_key)
 

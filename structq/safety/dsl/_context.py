@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from structq.capabilities.loader import closest
+from structq.capabilities.hints import closest, listing
 from structq.capabilities.model import Index, Manifest, SearchField
 from structq.capabilities.references import REFERENCE, value_reference
 from structq.errors import PlanError, SandboxViolation
@@ -67,11 +67,12 @@ def format_path(path: JsonPath) -> str:
 
 
 def closest_hint(word: str, options: Iterable[str], *, what: str) -> str:
-    """"did you mean …?" when something is close, and always the full list of what is allowed."""
+    """"did you mean …?" when something is close, and always the list of what is allowed
+    (``hints.listing``: the closest ones of a long list)."""
     options = sorted(options)
     match = closest(word, options)
-    listing = f"{what}: {', '.join(options) or '(none)'}"
-    return f"did you mean {match!r}? {listing}" if match else listing
+    allowed = f"{what}: {listing(options, near=word) or '(none)'}"
+    return f"did you mean {match!r}? {allowed}" if match else allowed
 
 
 def _is_denied(path: str, fields: Mapping[str, SearchField]) -> bool:

@@ -43,7 +43,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.qualify_columns import qualify_columns, validate_qualify_columns
 
-from structq.capabilities.loader import closest
+from structq.capabilities.hints import closest, listing
 
 from structq.capabilities import Table
 
@@ -87,7 +87,7 @@ def _check_denied(check: Check) -> None:
         raise check.fail(
             "denied_column",
             f"column {column.name!r} of table {table!r} may not be read, in any clause",
-            f"remove it{extra}; readable columns of {table}: {', '.join(allowed)}",
+            f"remove it{extra}; readable columns of {table}: {listing(allowed, near=column.name)}",
         )
 
 
@@ -114,7 +114,7 @@ def _unknown(check: Check, exc: OptimizeError) -> Exception:
     suggestion = closest(name, list(options))
     tables = sorted({table.name for _, table in check.reads})
     columns = "; ".join(
-        f"{t}: {', '.join(c.name for c in check.manifest.table(t).allowed_columns)}"  # type: ignore[union-attr]
+        f"{t}: {listing((c.name for c in check.manifest.table(t).allowed_columns), near=name)}"  # type: ignore[union-attr]
         for t in tables
     )
     hint = f"did you mean {options[suggestion]}.{suggestion}? " if suggestion else ""

@@ -45,7 +45,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
-from structq.capabilities.loader import closest
+from structq.capabilities.hints import closest, listing
 
 from ..functions import TABLE_FUNCTIONS, is_table_function, written_name
 from .context import Check
@@ -164,7 +164,7 @@ def _check_qualifier(check: Check, table: exp.Table) -> None:
             allowed = f"write the table name alone ({table.name!r}); this source declares no schema to qualify it with"
         if qualifier.lower() in SYSTEM_SCHEMAS:
             allowed = f"{qualifier} is a system schema and is never readable; " + allowed
-        declared = ", ".join(t.name for t in check.manifest.tables)
+        declared = listing((t.name for t in check.manifest.tables), near=table.name)
         raise check.fail(
             "unknown_table",
             f"the qualified table name {table.sql(check.dialect)!r} is not allowed",
@@ -215,7 +215,7 @@ def resolve_tables(check: Check) -> None:
             raise check.fail(
                 "unknown_table",
                 f"table {table.name!r} is not declared in source {check.manifest.source!r}",
-                hint + f"declared tables: {', '.join(declared)}",
+                hint + f"declared tables: {listing(declared, near=table.name)}",
             )
         if isinstance(table.args.get("alias"), exp.TableAlias) and table.args["alias"].columns:
             raise check.fail(
