@@ -111,3 +111,26 @@ def test_a_plan_step_on_an_unknown_index_lists_the_closest_indices() -> None:
     with pytest.raises(PlanError) as caught:
         plan.validate_against(CapabilitySet([source]))
     assert (caught.value.hint or "").count("index_") == LISTED
+
+
+def test_a_value_not_among_many_enum_values_lists_the_closest_values() -> None:
+    values = "\n".join(f"          R{k}: region {k}" for k in range(200))
+    source = load_manifest_text(
+        "source: shop\nkind: sql\nurl: sqlite://\ntables:\n  - name: sales\n    columns:\n"
+        f"      - name: region\n        type: text\n        values:\n{values}\n", env={})[0]
+    with pytest.raises(SandboxViolation) as caught:
+        check_sql("SELECT region FROM sales WHERE region = 'R1999'", source)
+    assert caught.value.code == "enum_value"
+    assert (caught.value.hint or "").count("(region ") == LISTED
+    assert "'R199' (region 199)" in (caught.value.hint or "")
+
+
+def test_a_value_not_among_many_enum_values_of_a_field_lists_the_closest_values() -> None:
+    values = "\n".join(f"          R{k}: region {k}" for k in range(200))
+    source = load_manifest_text(
+        "source: docs\nkind: opensearch\nurl: http://127.0.0.1:9200\nindices:\n  - name: reports\n"
+        f"    fields:\n      - name: region\n        type: keyword\n        values:\n{values}\n", env={})[0]
+    with pytest.raises(SandboxViolation) as caught:
+        check_dsl({"query": {"term": {"region": "R1999"}}}, source, "reports")
+    assert caught.value.code == "enum_value"
+    assert (caught.value.hint or "").count("(region ") == LISTED

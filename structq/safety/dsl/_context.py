@@ -293,7 +293,7 @@ class Context:
             return
         text = str(literal).lower() if isinstance(literal, bool) else str(literal)
         if text not in legal:
-            meanings = ", ".join(f"{k} ({v})" if v else k for k, v in legal.items())
+            meanings = listing((f"{k} ({v})" if v else k for k, v in legal.items()), near=text)
             self.refuse("enum_value", f"{literal!r} is not a value of {name!r}", path, f"legal values: {meanings}")
 
 

@@ -20,6 +20,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 
 from structq.capabilities import Column
+from structq.capabilities.hints import listing
 
 from .context import Check
 
@@ -43,8 +44,9 @@ def _literals(node: exp.Expr) -> list[exp.Literal]:
     return [e for e in (node.this, node.expression) if isinstance(e, exp.Literal)]
 
 
-def _legal(column: Column) -> str:
-    return ", ".join(f"'{key}' ({meaning})" for key, meaning in (column.values or {}).items())
+def _legal(column: Column, text: str) -> str:
+    """The column's values with their meanings; of many, those most like ``text`` (``listing``)."""
+    return listing((f"'{key}' ({meaning})" for key, meaning in (column.values or {}).items()), near=text)
 
 
 def _stored_spelling(column: Column, text: str) -> str | None:
@@ -77,5 +79,5 @@ def check_enum_literals(check: Check) -> None:
                 raise check.fail(
                     "enum_value",
                     f"{literal.sql(check.dialect)} is not a value of column {column.name!r}",
-                    f"{hint}{column.name} holds only: {_legal(column)}",
+                    f"{hint}{column.name} holds only: {_legal(column, text)}",
                 )
