@@ -37,7 +37,7 @@ def _manifest(name: str, dialect: str = "sqlite", columns: list[str] | None = No
 
 @pytest.fixture
 def derivations() -> mock.MagicMock:
-    """``schema._derive``, counted."""
+    """``schema._derive``, counted (``derived`` looks it up on each call)."""
     with mock.patch.object(schema, "_derive", side_effect=schema._derive) as spy:
         yield spy
 
@@ -58,14 +58,14 @@ def test_each_of_many_live_manifests_is_derived_once(derivations: mock.MagicMock
 def test_a_manifest_gone_takes_what_was_derived_from_it() -> None:
     memo.clear()  # a remembered check keeps its manifest alive
     gc.collect()  # earlier tests' manifests, if any are garbage still
-    before = len(schema._cache)
+    before = len(schema._derived)
     sources = [_manifest(f"gone{i}") for i in range(20)]
     for source in sources:
         derived(source)
-    assert len(schema._cache) == before + 20
+    assert len(schema._derived) == before + 20
     del sources, source
     gc.collect()
-    assert len(schema._cache) == before
+    assert len(schema._derived) == before
 
 
 def test_an_equal_manifest_is_another_object_and_derived_for_itself(derivations: mock.MagicMock) -> None:

@@ -4,6 +4,11 @@ values, and how a refusal is worded.
 A ``Context`` lives for one ``check_dsl`` call. Besides the read-only facts (fields, limit,
 reference values, variables) it accumulates what the request reads (``columns``) and which
 reference values it used (``used``), so the ``SafeQuery`` can report both for audit.
+
+What it reads from the index (its fields by path, which are denied, the ``_source`` paths of
+the readable ones: ``IndexFacts``) is derived once per index object and kept while it lives
+(``safety/per_object.py``): derived on every check, it made a check of a 1,000-field index
+cost 2 ms instead of 0.1.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from structq.capabilities.hints import closest, listing
 from structq.capabilities.model import Index, Manifest, SearchField
 from structq.capabilities.references import REFERENCE, value_reference
 from structq.errors import PlanError, SandboxViolation
+
+from ..per_object import PerObject
 
 __all__ = ["Context", "JsonPath", "Scalar", "SCALAR_TYPES", "PLAIN_TYPES", "REASONS", "format_path", "closest_hint"]
 
@@ -102,6 +109,37 @@ def _has_denied_below(f: SearchField) -> bool:
     return any(sub.denied or _has_denied_below(sub) for sub in f.fields)
 
 
+@dataclass(frozen=True)
+class IndexFacts:
+    """What every check of one index reads from its declaration."""
+
+    #: Every field by its full dotted path, sub-fields included.
+    fields: Mapping[str, SearchField]
+    #: Paths of the fields that are denied or sit in a denied object.
+    denied: frozenset[str]
+    #: Paths of the objects with a denied field somewhere below.
+    hiding: frozenset[str]
+    #: The fewest ``_source`` paths that return every readable field (``_allowed_source``).
+    source_paths: tuple[str, ...]
+    #: The paths of the readable fields, in declaration order.
+    allowed_fields: tuple[str, ...]
+
+    @classmethod
+    def of(cls, index: Index) -> "IndexFacts":
+        fields = index.flat_fields()
+        denied = frozenset(p for p in fields if _is_denied(p, fields))
+        return cls(
+            fields=fields,
+            denied=denied,
+            hiding=frozenset(p for p, f in fields.items() if _has_denied_below(f)),
+            source_paths=tuple(_allowed_source(index.fields)),
+            allowed_fields=tuple(p for p in fields if p not in denied),
+        )
+
+
+_facts: PerObject[Index, IndexFacts] = PerObject()
+
+
 @dataclass
 class Context:
     """One check: the manifest's facts about the index, the caps, and what the request reads."""
@@ -118,6 +156,7 @@ class Context:
     denied: frozenset[str] = field(init=False)
     hiding: frozenset[str] = field(init=False)
     source_paths: tuple[str, ...] = field(init=False)
+    allowed_fields: tuple[str, ...] = field(init=False)
     #: Fields the request reads, in order of first use (a dict keeps the order, without repeats).
     columns: dict[str, None] = field(default_factory=dict)
     #: Values bound into the request, for audit: references by their text (``key`` or
@@ -132,10 +171,9 @@ class Context:
     row_filtered: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.fields = self.index.flat_fields()
-        self.denied = frozenset(p for p in self.fields if _is_denied(p, self.fields))
-        self.hiding = frozenset(p for p, f in self.fields.items() if _has_denied_below(f))
-        self.source_paths = tuple(_allowed_source(self.index.fields))
+        facts = _facts.get(self.index, IndexFacts.of)
+        self.fields, self.denied, self.hiding = facts.fields, facts.denied, facts.hiding
+        self.source_paths, self.allowed_fields = facts.source_paths, facts.allowed_fields
         self.row_filtered = bool(self.source.row_filters_for(self.index.name))
 
     @contextmanager
@@ -161,10 +199,6 @@ class Context:
         self.refuse("invalid_body", f"expected {what}, got {_describe(value)}", path, f"write {what} here")
 
     # --- fields ------------------------------------------------------------------------
-
-    @property
-    def allowed_fields(self) -> list[str]:
-        return [p for p in self.fields if p not in self.denied]
 
     def field(self, name: Any, path: JsonPath, *, nested: bool = False) -> str:
         """Check one field name where the request uses it; record it as read.

@@ -72,9 +72,11 @@ def readable_source(ctx: Context, excluded: Iterable[str] = ()) -> list[str]:
     """The ``_source`` paths of every readable field, but those in or under an ``excluded``
     path (recorded as read)."""
     excluded = tuple(excluded)
-    paths = [p for p in ctx.source_paths if not any(p == x or p.startswith(x + ".") for x in excluded)]
-    for path in paths:
-        ctx.columns.setdefault(path, None)
+    if excluded:
+        paths = [p for p in ctx.source_paths if not any(p == x or p.startswith(x + ".") for x in excluded)]
+    else:
+        paths = list(ctx.source_paths)
+    ctx.columns.update(dict.fromkeys(paths))  # ``setdefault`` of each: the order of first use kept
     return paths
 
 

@@ -62,19 +62,25 @@ def resolve_index(source: Manifest, name: Any) -> Index:
 
 
 def forbid_scripts(ctx: Context, value: Any, path: JsonPath = ()) -> None:
-    """Refuse a script key anywhere in the body (and bodies too deep to walk safely)."""
+    """Refuse a script key anywhere in the body (and bodies too deep to walk safely).
+
+    A value that is neither an object nor a list holds no key: it is visited only where its
+    depth alone is refused (a ``_source`` of 1,000 field names costs no 1,000 calls)."""
     if len(path) > MAX_DEPTH:
         ctx.refuse("invalid_body", f"the body is nested deeper than {MAX_DEPTH} levels", path[:5] + ("…",))
+    deepest = len(path) >= MAX_DEPTH  # a value one level down is too deep, whatever it is
     if isinstance(value, dict):
         for key, item in value.items():
             if key in SCRIPT_KEYS:
                 ctx.refuse("script", f"{key!r} runs code on the cluster", (*path, key),
                            "scripts are never allowed; use declared fields with term/range/match "
                            "queries and the field-based aggregations")
-            forbid_scripts(ctx, item, (*path, key))
+            if deepest or isinstance(item, (dict, list)):
+                forbid_scripts(ctx, item, (*path, key))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            forbid_scripts(ctx, item, (*path, i))
+            if deepest or isinstance(item, (dict, list)):
+                forbid_scripts(ctx, item, (*path, i))
 
 
 REQUEST = Shape(

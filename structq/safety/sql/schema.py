@@ -1,10 +1,8 @@
 """What the passes derive from a manifest once and reuse: sqlglot schemas and parsed filters.
 
 A manifest is immutable once loaded, so these are derived once per manifest object and kept
-as long as it lives (a weak reference to it beside the entry; the entry goes with it). There
-is no bound to fall off: a process serving more sources than a fixed-size cache holds would
-derive each one again on nearly every check, and on a 1,000-table manifest deriving costs
-what a thousand checks do. What only ``qualify_columns``' full path reads (``Derived.schema``,
+as long as it lives (``safety/per_object.py``): on a 1,000-table manifest deriving costs what
+a hundred checks do. What only ``qualify_columns``' full path reads (``Derived.schema``,
 sqlglot's ``MappingSchema`` of every allowed column) is built the first time it is asked for.
 
 Names are matched without regard to case on every dialect (``names_dialect``), and each
@@ -18,7 +16,6 @@ used. Matching can only pick a declared name, never reach an undeclared one.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,6 +27,7 @@ from sqlglot.schema import MappingSchema
 from structq.capabilities import Column, Manifest, Table
 from structq.errors import SandboxViolation
 
+from ..per_object import PerObject
 from .quoting import needs_quotes_bare, reserved_words
 
 __all__ = ["Derived", "derived", "identifier", "needs_quotes"]
@@ -123,8 +121,8 @@ class Derived:
         return exp.Identifier(this=name, quoted=self.quoted[name])
 
 
-#: ``id(manifest)`` → a weak reference to it and what was derived from it (module docstring).
-_cache: dict[int, tuple[weakref.ref[Manifest], Derived]] = {}
+#: What was derived from each manifest object alive.
+_derived: PerObject[Manifest, Derived] = PerObject()
 
 
 def _filter(manifest: Manifest, table: str, dialect: str) -> exp.Expr | None:
@@ -163,20 +161,7 @@ def identifier(name: str, dialect: Dialect) -> exp.Identifier:
 
 def derived(manifest: Manifest) -> Derived:
     """The schema, filters and denied names of ``manifest``, derived once per manifest object."""
-    key = id(manifest)
-    hit = _cache.get(key)
-    if hit is not None and hit[0]() is manifest:
-        return hit[1]
-    result = _derive(manifest)
-    _cache[key] = (weakref.ref(manifest, functools.partial(_forget, key)), result)
-    return result
-
-
-def _forget(key: int, reference: weakref.ref[Manifest]) -> None:
-    """A manifest is gone: its entry too (unless the id already holds a newer one)."""
-    entry = _cache.get(key)
-    if entry is not None and entry[0] is reference:
-        del _cache[key]
+    return _derived.get(manifest, _derive)
 
 
 def _derive(manifest: Manifest) -> Derived:
