@@ -6,6 +6,7 @@ helper and where a refusal lists declared names: tables, columns, sources, indic
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -113,24 +114,30 @@ def test_a_plan_step_on_an_unknown_index_lists_the_closest_indices() -> None:
     assert (caught.value.hint or "").count("index_") == LISTED
 
 
-def test_a_value_not_among_many_enum_values_lists_the_closest_values() -> None:
-    values = "\n".join(f"          R{k}: region {k}" for k in range(200))
-    source = load_manifest_text(
-        "source: shop\nkind: sql\nurl: sqlite://\ntables:\n  - name: sales\n    columns:\n"
-        f"      - name: region\n        type: text\n        values:\n{values}\n", env={})[0]
+#: 200 enum values (``R0: region 0`` …), as the ``values:`` of a column or field.
+_REGIONS = "\n".join(f"          R{k}: region {k}" for k in range(200))
+
+
+def _enum_refusal(check: Callable[[Manifest], object], manifest: str) -> str:
+    """The hint of the ``enum_value`` refusal ``check`` gets on the manifest ``manifest``."""
     with pytest.raises(SandboxViolation) as caught:
-        check_sql("SELECT region FROM sales WHERE region = 'R1999'", source)
+        check(load_manifest_text(manifest, env={})[0])
     assert caught.value.code == "enum_value"
-    assert (caught.value.hint or "").count("(region ") == LISTED
-    assert "'R199' (region 199)" in (caught.value.hint or "")
+    return caught.value.hint or ""
+
+
+def test_a_value_not_among_many_enum_values_lists_the_closest_values() -> None:
+    hint = _enum_refusal(
+        lambda source: check_sql("SELECT region FROM sales WHERE region = 'R1999'", source),
+        "source: shop\nkind: sql\nurl: sqlite://\ntables:\n  - name: sales\n    columns:\n"
+        f"      - name: region\n        type: text\n        values:\n{_REGIONS}\n")
+    assert hint.count("(region ") == LISTED
+    assert "'R199' (region 199)" in hint
 
 
 def test_a_value_not_among_many_enum_values_of_a_field_lists_the_closest_values() -> None:
-    values = "\n".join(f"          R{k}: region {k}" for k in range(200))
-    source = load_manifest_text(
+    hint = _enum_refusal(
+        lambda source: check_dsl({"query": {"term": {"region": "R1999"}}}, source, "reports"),
         "source: docs\nkind: opensearch\nurl: http://127.0.0.1:9200\nindices:\n  - name: reports\n"
-        f"    fields:\n      - name: region\n        type: keyword\n        values:\n{values}\n", env={})[0]
-    with pytest.raises(SandboxViolation) as caught:
-        check_dsl({"query": {"term": {"region": "R1999"}}}, source, "reports")
-    assert caught.value.code == "enum_value"
-    assert (caught.value.hint or "").count("(region ") == LISTED
+        f"    fields:\n      - name: region\n        type: keyword\n        values:\n{_REGIONS}\n")
+    assert hint.count("(region ") == LISTED

@@ -43,10 +43,10 @@ def _read_query(query: str | None) -> str:
 def _pick_source(caps: "CapabilitySet", name: str) -> "Manifest":
     manifest = caps.get(name)
     if manifest is None:
-        from structq.capabilities.hints import closest
+        from structq.capabilities.hints import closest, listing
 
         suggestion = closest(name, caps.names)
-        hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {', '.join(caps.names)}"
+        hint = f"did you mean {suggestion!r}?" if suggestion else f"sources: {listing(caps.names, near=name)}"
         fail(f"unknown source {name!r}", hint=hint, code=EXIT_USAGE)
     return manifest
 
