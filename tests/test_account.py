@@ -12,6 +12,7 @@ applied as the administrator (twice: they are idempotent), a login is made from 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from typing import Any
@@ -312,7 +313,10 @@ def test_executor_row_settings_are_bound_not_spliced() -> None:
     from structq.executors.sql.postgresql import PostgresBackend
 
     hostile = "7'); DROP TABLE orders; --"
-    (setting,) = PostgresBackend().row_settings({"tenant_id": hostile})
-    assert setting.sql == "SELECT set_config(:name, :value, true)"
-    assert setting.params == {"name": "structq.tenant_id", "value": hostile}
+    (setting,) = PostgresBackend().row_settings({"tenant_id": hostile, "since": dt.date(2024, 5, 1),
+                                                 "regions": ["a", "b"], "active": True})
+    assert setting.sql == ("SELECT set_config(:name_0, :value_0, true), set_config(:name_1, :value_1, true), "
+                           "set_config(:name_2, :value_2, true)")
+    assert setting.params == {"name_0": "structq.active", "value_0": "true", "name_1": "structq.since",
+                              "value_1": "2024-05-01", "name_2": "structq.tenant_id", "value_2": hostile}
     assert PostgresBackend().row_settings({"regions": ["a", "b"]}) == []

@@ -77,6 +77,14 @@ class _Declared:
         return findings
 
 
+def _columns_by_table(rows: Iterable[Any]) -> dict[str, list[str]]:
+    """(table, column) rows → table → its columns."""
+    tables: dict[str, list[str]] = {}
+    for table, column in rows:
+        tables.setdefault(table, []).append(column)
+    return tables
+
+
 def _rows(connection: "Connection", sql: str, **params: Any) -> list[Any]:
     from sqlalchemy import text
 
@@ -106,7 +114,7 @@ SELECT n.nspname FROM pg_catalog.pg_namespace n
 WHERE {_PG_USER_SCHEMAS} AND has_schema_privilege(n.oid, 'CREATE') ORDER BY 1"""
 
 _PG_TABLES = f"""
-SELECT n.nspname, c.relname, c.oid,
+SELECT n.nspname, c.relname,
        has_any_column_privilege(c.oid, 'SELECT') AS can_read,
        has_any_column_privilege(c.oid, 'INSERT') AS can_insert,
        has_any_column_privilege(c.oid, 'UPDATE') AS can_update,
@@ -118,10 +126,13 @@ FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamesp
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND {_PG_USER_SCHEMAS}
 ORDER BY 1, 2"""
 
+#: The readable columns of every table of the declared schema, in one round trip.
 _PG_COLUMNS = """
-SELECT a.attname FROM pg_catalog.pg_attribute a
-WHERE a.attrelid = :oid AND a.attnum > 0 AND NOT a.attisdropped
-  AND has_column_privilege(a.attrelid, a.attnum, 'SELECT')"""
+SELECT c.relname, a.attname
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid
+WHERE n.nspname = :schema AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 AND NOT a.attisdropped
+  AND has_column_privilege(c.oid, a.attnum, 'SELECT')"""
 
 _PG_WRITES = (("can_insert", "INSERT"), ("can_update", "UPDATE"), ("can_delete", "DELETE"),
               ("can_truncate", "TRUNCATE"), ("can_trigger", "TRIGGER"))
@@ -146,6 +157,7 @@ def _postgres(manifest: "Manifest", connection: "Connection") -> list[Finding]:
     for (schema,) in _rows(connection, _PG_SCHEMAS):
         findings.append(Finding("write", f"schema {schema}", f"can CREATE objects in the schema {schema}"))
     filtered = {_key(t.name) for t in manifest.tables if any(f.where for f in manifest.row_filters_for(t.name))}
+    readable = _columns_by_table(_rows(connection, _PG_COLUMNS, schema=declared.schema))
     for row in _rows(connection, _PG_TABLES):
         name = f"{row.nspname}.{row.relname}"
         writes = [word for flag, word in _PG_WRITES if getattr(row, flag)]
@@ -155,8 +167,7 @@ def _postgres(manifest: "Manifest", connection: "Connection") -> list[Finding]:
             if row.can_read:
                 findings.append(Finding("table", name, f"can read {name}, which the manifest does not declare"))
             continue
-        readable = [column for (column,) in _rows(connection, _PG_COLUMNS, oid=row.oid)]
-        findings += declared.extra_columns(row.relname, readable)
+        findings += declared.extra_columns(row.relname, readable.get(row.relname, ()))
         if _key(row.relname) in filtered and row.can_read:
             if not row.relrowsecurity:
                 findings.append(Finding("row_filter", name, f"{name} has row filters but no row-level security "
@@ -181,8 +192,46 @@ _MYSQL_TABLE = ("SELECT TABLE_SCHEMA, TABLE_NAME, PRIVILEGE_TYPE FROM informatio
 _MYSQL_COLUMN = ("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, PRIVILEGE_TYPE "
                  "FROM information_schema.COLUMN_PRIVILEGES WHERE GRANTEE = :me")
 _MYSQL_TABLES = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = :schema"
-_MYSQL_COLUMNS = ("SELECT COLUMN_NAME FROM information_schema.COLUMNS "
-                  "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table")
+_MYSQL_COLUMNS = "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = :schema"
+
+
+@dataclass
+class _MySQLGrants:
+    """The current account's privileges, by level: ``*.*``, ``db.*``, ``db.table``, and the
+    SELECT-able columns (a column's other privileges are kept with the table's)."""
+
+    everywhere: set[str]
+    schemas: dict[str, set[str]]
+    tables: dict[tuple[str, str], set[str]]
+    columns: dict[tuple[str, str], set[str]]
+
+    @classmethod
+    def read(cls, connection: "Connection") -> "_MySQLGrants":
+        me = _rows(connection, _MYSQL_ME)[0][0]
+        grants = cls({p for (p,) in _rows(connection, _MYSQL_GLOBAL, me=me)}, {}, {}, {})
+        for schema, privilege in _rows(connection, _MYSQL_SCHEMA, me=me):
+            grants.schemas.setdefault(schema, set()).add(privilege)
+        for schema, table, privilege in _rows(connection, _MYSQL_TABLE, me=me):
+            grants.tables.setdefault((schema, table), set()).add(privilege)
+        for schema, table, column, privilege in _rows(connection, _MYSQL_COLUMN, me=me):
+            if privilege == "SELECT":
+                grants.columns.setdefault((schema, table), set()).add(column)
+            else:
+                grants.tables.setdefault((schema, table), set()).add(f"{privilege} ({column})")
+        return grants
+
+    def writes(self) -> list[Finding]:
+        levels = [("*.*", self.everywhere), *((f"{s}.*", p) for s, p in sorted(self.schemas.items())),
+                  *((f"{s}.{t}", p) for (s, t), p in sorted(self.tables.items()))]
+        findings = []
+        for on, privileges in levels:
+            beyond = sorted(p for p in privileges if p not in _MYSQL_READS)
+            if beyond:
+                findings.append(Finding("write", on, f"can {', '.join(beyond)} on {on}"))
+        return findings
+
+    def reads_schema(self, schema: str) -> bool:
+        return "SELECT" in self.everywhere or "SELECT" in self.schemas.get(schema, set())
 
 
 def _mysql(manifest: "Manifest", connection: "Connection") -> list[Finding]:
@@ -190,55 +239,26 @@ def _mysql(manifest: "Manifest", connection: "Connection") -> list[Finding]:
 
     database = manifest.schema_ or parse_url(manifest).database or ""
     declared = _Declared(manifest, database)
-    me = _rows(connection, _MYSQL_ME)[0][0]
-    findings: list[Finding] = []
-
-    def writes(privileges: Iterable[str], on: str) -> None:
-        beyond = sorted(set(privileges) - _MYSQL_READS)
-        if beyond:
-            findings.append(Finding("write", on, f"can {', '.join(beyond)} on {on}"))
-
-    everywhere = {p for (p,) in _rows(connection, _MYSQL_GLOBAL, me=me)}
-    writes(everywhere, "*.*")
-    schemas: dict[str, set[str]] = {}
-    for schema, privilege in _rows(connection, _MYSQL_SCHEMA, me=me):
-        schemas.setdefault(schema, set()).add(privilege)
-    tables: dict[tuple[str, str], set[str]] = {}
-    for schema, table, privilege in _rows(connection, _MYSQL_TABLE, me=me):
-        tables.setdefault((schema, table), set()).add(privilege)
-    columns: dict[tuple[str, str], set[str]] = {}
-    for schema, table, column, privilege in _rows(connection, _MYSQL_COLUMN, me=me):
-        if privilege == "SELECT":
-            columns.setdefault((schema, table), set()).add(column)
-        else:
-            writes([privilege], f"{schema}.{table}.{column}")
-    for schema, privileges in sorted(schemas.items()):
-        writes(privileges, f"{schema}.*")
-    for (schema, table), privileges in sorted(tables.items()):
-        writes(privileges, f"{schema}.{table}")
-
-    reads_all = "SELECT" in everywhere
-    if reads_all:
+    grants = _MySQLGrants.read(connection)
+    findings = grants.writes()
+    if "SELECT" in grants.everywhere:
         findings.append(Finding("table", "*.*", "can read every table of every database (SELECT on *.*)"))
-    for schema, privileges in sorted(schemas.items()):
-        if "SELECT" not in privileges:
-            continue
-        if schema.lower() != database.lower():
-            findings.append(Finding("table", f"{schema}.*", f"can read every table of the database {schema}"))
-    whole_schema = reads_all or any("SELECT" in p and s.lower() == database.lower() for s, p in schemas.items())
-    readable_tables = {(s, t) for (s, t), p in tables.items() if "SELECT" in p} | set(columns)
+    findings += [Finding("table", f"{schema}.*", f"can read every table of the database {schema}")
+                 for schema, privileges in sorted(grants.schemas.items())
+                 if "SELECT" in privileges and schema != database]
+    whole_schema = grants.reads_schema(database)
+    readable_tables = {key for key, p in grants.tables.items() if "SELECT" in p} | set(grants.columns)
     if whole_schema:
         readable_tables |= {(database, t) for (t,) in _rows(connection, _MYSQL_TABLES, schema=database)}
+    every_column = _columns_by_table(_rows(connection, _MYSQL_COLUMNS, schema=database)) if readable_tables else {}
     for schema, table in sorted(readable_tables):
         if not declared.has(schema, table):
             findings.append(Finding("table", f"{schema}.{table}",
                                     f"can read {schema}.{table}, which the manifest does not declare"))
-            continue
-        if whole_schema or "SELECT" in tables.get((schema, table), set()):
-            readable = [c for (c,) in _rows(connection, _MYSQL_COLUMNS, schema=schema, table=table)]
+        elif whole_schema or "SELECT" in grants.tables.get((schema, table), set()):
+            findings += declared.extra_columns(table, every_column.get(table, []))
         else:
-            readable = sorted(columns.get((schema, table), set()))
-        findings += declared.extra_columns(table, readable)
+            findings += declared.extra_columns(table, grants.columns.get((schema, table), set()))
     return findings
 
 

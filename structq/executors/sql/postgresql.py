@@ -190,13 +190,15 @@ class PostgresBackend(Backend):
         bound, never written into the text. The row-level security policies ``structq grants``
         prints read them with ``current_setting('structq.<name>', true)``. A list or a null has
         no one text form: it is left unset, and a policy that needs it matches no row."""
-        settings = []
+        calls, params = [], {}
         for name, value in sorted(variables.items()):
             written = setting_text(value)
             if written is not None:
-                settings.append(Setup("SELECT set_config(:name, :value, true)",
-                                      {"name": ROW_SETTING_PREFIX + name, "value": written}))
-        return settings
+                n = len(calls)
+                calls.append(f"set_config(:name_{n}, :value_{n}, true)")
+                params |= {f"name_{n}": ROW_SETTING_PREFIX + name, f"value_{n}": written}
+        # One statement for all of them: one round trip, whatever the number of variables.
+        return [Setup("SELECT " + ", ".join(calls), params)] if calls else []
 
     def pin_schema(self, schema: str) -> list[Setup]:
         """``search_path`` for this transaction only: the catalog's built-in functions first
