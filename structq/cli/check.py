@@ -1,4 +1,5 @@
-"""``structq check``: validate manifests (and, with ``--connect``, compare them with the sources)."""
+"""``structq check``: validate manifests (and, with ``--connect``, compare them with the sources
+and audit the account each one connects as: ``structq.sync.audit``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,16 @@ def _summary(manifest) -> dict:
     }
 
 
+#: PostgreSQL's insufficient_privilege; MySQL/MariaDB's table, column and database access denied.
+_DENIED_SQLSTATES, _DENIED_MYSQL_CODES = frozenset({"42501"}), frozenset({1044, 1142, 1143})
+
+
+def _permission_denied(error: BaseException | None) -> bool:
+    args = getattr(error, "args", ())
+    return (getattr(error, "sqlstate", None) in _DENIED_SQLSTATES
+            or bool(args) and args[0] in _DENIED_MYSQL_CODES)
+
+
 def _declared_objects_missing(missing_objects, manifest, findings: list[dict]) -> list[dict]:
     """``missing_objects(manifest)``; when the account may not read the tables' definitions,
     an ``unverified`` finding instead. A least-privilege MariaDB/MySQL account (column-level
@@ -35,6 +46,8 @@ def _declared_objects_missing(missing_objects, manifest, findings: list[dict]) -
     try:
         return missing_objects(manifest)
     except DBAPIError as exc:
+        if not _permission_denied(exc.orig):
+            raise
         cause = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         findings.append({"source": manifest.source, "kind": "unverified", "object": "tables",
                          "message": f"the declared tables could not be compared with the source as this "
