@@ -153,6 +153,28 @@ def test_cli_prints_the_script_and_refuses_an_unknown_source(tmp_path) -> None:
     assert "nothing is executed" in runner.invoke(app, ["grants", "--help"]).output.lower()
 
 
+def _psql(pg_server: Any, script: str) -> None:
+    """Apply ``script`` with ``psql -v ON_ERROR_STOP=1 -f``, as docs/database-account.md says."""
+    import glob
+    import subprocess
+
+    psql = sorted(glob.glob("/usr/lib/postgresql/*/bin/psql"))[-1:] or ["psql"]
+    subprocess.run([psql[0], "-v", "ON_ERROR_STOP=1", "-q", "-h", pg_server.host, "-p", str(pg_server.port),
+                    "-U", pg_server.admin_user, "-d", "account_shop", "-f", "-"],
+                   input=script, text=True, check=True, capture_output=True, timeout=60)
+
+
+def _mariadb_client(mariadb_server: Any, script: str) -> None:
+    """Apply ``script`` with ``mariadb < FILE``, as docs/database-account.md says."""
+    import shutil
+    import subprocess
+
+    client = shutil.which("mariadb") or "mysql"
+    subprocess.run([client, "--no-defaults", "-h", mariadb_server.host, "-P", str(mariadb_server.port),
+                    "-u", mariadb_server.admin_user, "--protocol=TCP"],
+                   input=script, text=True, check=True, capture_output=True, timeout=60)
+
+
 def _shop_database(server: Any) -> tuple[str, str, str]:
     """The shop database on ``server``: (admin URL, the generated account's URL, its grants)."""
     admin = server.create_database("account_shop")
@@ -173,7 +195,9 @@ def pg_shop(pg_server) -> dict[str, str]:
     with psycopg.connect(host=pg_server.host, port=pg_server.port, user=pg_server.admin_user,
                          dbname="account_shop", autocommit=True) as connection:
         connection.execute(script)  # no parameters: psycopg sends the whole script at once
-        connection.execute(script)  # idempotent
+    _psql(pg_server, script)  # again, the way the docs apply it: idempotent
+    with psycopg.connect(host=pg_server.host, port=pg_server.port, user=pg_server.admin_user,
+                         dbname="account_shop", autocommit=True) as connection:
         connection.execute(f"ALTER ROLE structq_reader PASSWORD '{PASSWORD}'")
     wide = pg_server.create_readonly_user("account_shop", "wide_reader", PASSWORD)
     pg_server.execute([("GRANT INSERT ON products TO wide_reader", None)], database="account_shop")
@@ -265,7 +289,8 @@ def test_postgres_audit_reports_an_over_privileged_account(pg_shop) -> None:
 def mariadb_shop(mariadb_server) -> dict[str, str]:
     """The shop database, the generated grants applied twice, and a login made from them."""
     admin, reader_url, script = _shop_database(mariadb_server)
-    mariadb_server.execute([(s, None) for s in _statements(script) * 2])  # idempotent
+    mariadb_server.execute([(s, None) for s in _statements(script)])
+    _mariadb_client(mariadb_server, script)  # again, the way the docs apply it: idempotent
     mariadb_server.execute([("ALTER USER 'structq_reader'@'%%' IDENTIFIED BY %s", (PASSWORD,))])
     wide = mariadb_server.create_readonly_user("account_shop", "wide_reader", PASSWORD)
     mariadb_server.execute([("GRANT INSERT ON account_shop.products TO 'wide_reader'@'127.0.0.1'", None)])
