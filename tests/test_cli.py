@@ -236,8 +236,8 @@ def test_check_validates_the_demo_manifests(structq) -> None:
 
 def test_check_json(structq) -> None:
     report = json_of(structq("check", "--json"))
-    assert set(report) == {"ok", "fingerprint", "sources", "problems"}
-    assert report["ok"] is True and report["problems"] == [] and report["fingerprint"]
+    assert set(report) == {"ok", "fingerprint", "sources", "problems", "account"}
+    assert report["ok"] is True and report["problems"] == [] and report["account"] == [] and report["fingerprint"]
     assert {s["source"]: s["kind"] for s in report["sources"]} == {"hr": "sql", "reports": "opensearch", "sales": "sql"}
 
 

@@ -15,6 +15,7 @@ from .sync import sync
 from .demo import demo
 from .engine import configure_daemon, engine_app
 from .eval import eval_
+from .grants import grants
 from .init import init
 from .describe import describe
 from .run import run
@@ -63,6 +64,7 @@ app.command()(chat)
 app.command()(init)
 app.command()(describe)
 app.command()(check)
+app.command()(grants)
 app.command()(sandbox)
 app.command()(sync)
 app.command("eval")(eval_)

@@ -1,4 +1,5 @@
-"""``structq check``: validate manifests (and, with ``--connect``, compare them with the sources)."""
+"""``structq check``: validate manifests (and, with ``--connect``, compare them with the sources
+and audit the account each one connects as: ``structq.sync.audit``)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,44 @@ def _summary(manifest) -> dict:
     }
 
 
+#: PostgreSQL's insufficient_privilege; MySQL/MariaDB's table, column and database access denied.
+_DENIED_SQLSTATES, _DENIED_MYSQL_CODES = frozenset({"42501"}), frozenset({1044, 1142, 1143})
+
+
+def _permission_denied(error: BaseException | None) -> bool:
+    args = getattr(error, "args", ())
+    return (getattr(error, "sqlstate", None) in _DENIED_SQLSTATES
+            or bool(args) and args[0] in _DENIED_MYSQL_CODES)
+
+
+def _declared_objects_missing(missing_objects, manifest, findings: list[dict]) -> list[dict]:
+    """``missing_objects(manifest)``; when the account may not read the tables' definitions,
+    an ``unverified`` finding instead. A least-privilege MariaDB/MySQL account (column-level
+    grants, ``structq grants``) cannot run the ``SHOW CREATE TABLE`` that reflection uses: that
+    is the account working, not the source missing."""
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        return missing_objects(manifest)
+    except DBAPIError as exc:
+        if not _permission_denied(exc.orig):
+            raise
+        cause = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        findings.append({"source": manifest.source, "kind": "unverified", "object": "tables",
+                         "message": f"the declared tables could not be compared with the source as this "
+                                    f"account ({cause}); run structq sync --check as an account that may "
+                                    f"read table definitions"})
+        return []
+
+
 @shared_options
 def check(
     *, manifests,
-    connect: Annotated[bool, typer.Option("--connect", help="Also connect to each source and report declared objects it lacks.")] = False,
+    connect: Annotated[bool, typer.Option(
+        "--connect", help="Also connect to each source, report declared objects it lacks, and audit the "
+                          "account: what it can do beyond the manifest.")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="With --connect: exit 1 when the account can do anything beyond the manifest.")] = False,
     json_out, verbose,
 ) -> None:
     """Validate capability manifests and print one line per source.
@@ -38,21 +73,34 @@ def check(
     manifest problem (--json prints the problems document then too), 1 when --connect finds
     a declared object missing.
 
+    With --connect, each SQL source's account is audited with catalog reads only: write
+    privileges, sessions that are not read-only, readable undeclared or denied columns,
+    readable tables outside the declared ones, row filters without row-level security
+    (PostgreSQL). Each finding is one "account" line; --strict makes any finding exit 1.
+    `structq grants` prints the SQL for an account that audits clean.
+
     Example:  structq check -m capabilities --connect
+
+    Example:  structq check -m capabilities --connect --strict
     """
     from .checkup import collect, location
 
     with errors_to_exit(verbose):
         caps, problems = collect(resolve_manifests(manifests))
         summaries = [_summary(m) for m in caps] if caps else []
+        findings: list[dict] = []
         if connect and caps and not problems:
+            from structq.sync.audit import audit_account
             from structq.sync.verify import missing_objects
 
             for manifest in caps:
-                problems += missing_objects(manifest)
+                problems += _declared_objects_missing(missing_objects, manifest, findings)
+                findings += [{"source": manifest.source, **vars(f)} for f in audit_account(manifest)]
+        beyond = [f for f in findings if f["kind"] != "unverified"]
         if json_out:
-            print_json({"ok": not problems, "fingerprint": caps.fingerprint() if caps else None,
-                        "sources": summaries, "problems": problems})
+            print_json({"ok": not problems and not (strict and beyond),
+                        "fingerprint": caps.fingerprint() if caps else None,
+                        "sources": summaries, "problems": problems, "account": findings})
         else:
             out = console()
             for s in summaries:
@@ -66,7 +114,13 @@ def check(
                     sys.stderr.write(f"structq: error: {text}\n")
                 else:
                     out.print(f"[red]missing[/] {p['source']}: {p['message']}")
+            if findings:
+                from rich.markup import escape
+
+                for f in findings:
+                    label = "unverified" if f["kind"] == "unverified" else "account"
+                    out.print(f"[yellow]{label}[/] {f['source']}: {escape(f['message'])}")
         if any(p.get("kind") in ("manifest", "sandbox") for p in problems):
             raise typer.Exit(EXIT_CONFIG)
-        if problems:
+        if problems or (strict and beyond):
             raise typer.Exit(EXIT_FAILED)

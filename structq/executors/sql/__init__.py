@@ -21,7 +21,10 @@ server in the driver's error. Everything else is shared:
   ``pg_arrays.py`` packs them, ``pg_describe.py`` asks the server their types; MySQL's two
   drivers: ``mysql_drivers.py``);
 - ``session.py``   URL → backend, the read-only engine and transaction (``sync`` uses them too);
-- ``executor.py``  ``SqlExecutor``: fetch, translate errors.
+- ``executor.py``  ``SqlExecutor``: fetch, translate errors;
+- ``grants.py``    the least-privilege SQL for a source's database account (``structq grants``):
+  column-level SELECT grants and, on PostgreSQL, row-level security policies that read the
+  caller's row-filter variables, which each transaction sets (``Backend.row_settings``).
 
 Per backend (each guard verified against the real server in ``tests/test_executor_sql.py``):
 

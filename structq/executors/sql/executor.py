@@ -15,7 +15,7 @@ from structq.errors import ExecutionError, QueryTimeout, SourceUnavailable
 
 from ..base import ResultSet, register
 from .fetch import NotAQuery, fetch, fetched_result
-from .guards import driver_message
+from .guards import Setup, driver_message
 from .session import begin_read_only, read_only_engine, resolve
 
 if TYPE_CHECKING:
@@ -44,11 +44,17 @@ class SqlExecutor:
         self._backend, self._url = resolve(manifest)
         self._engine: Engine | None = None
         self._lock = threading.Lock()
+        from structq.safety.sql.confine import VARIABLE_PREFIX
         from structq.safety.sql.tables import qualifying_schema
 
         schema = qualifying_schema(manifest.schema_, manifest.sql_dialect)
         #: Run after the backend's set-up on every connection (``Backend.pin_schema``).
         self._pin = self._backend.pin_schema(schema) if schema else []
+        #: The caller variables the manifest's row filters use, by the parameter the sandbox
+        #: binds each to: each transaction hands them to the database's row-level security
+        #: too (``Backend.row_settings``, ``structq grants``).
+        self._row_variables = {name: VARIABLE_PREFIX + name for row_filter in manifest.policies.row_filters
+                               for name in row_filter.variables}
 
     def __repr__(self) -> str:
         return f"SqlExecutor({self.source!r}, {self._url.render_as_string(hide_password=True)!r})"
@@ -90,7 +96,7 @@ class SqlExecutor:
         try:
             with engine.connect() as connection:
                 phase = "setup"
-                begin_read_only(connection, self._backend, self.timeout_s, self._pin)
+                begin_read_only(connection, self._backend, self.timeout_s, [*self._pin, *self._row_settings(query)])
                 phase = "query"
                 dbapi_connection = connection.connection.dbapi_connection
                 with self._backend.guard(dbapi_connection, self.timeout_s):
@@ -111,6 +117,15 @@ class SqlExecutor:
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
         sent = statement[1]
         return fetched_result(query, fetched, started, chosen={name: sent[name] for name in query.switches})
+
+    def _row_settings(self, query: "SafeQuery") -> list[Setup]:
+        """The backend's statements that set this query's row-filter variables (the sandbox
+        bound each as ``var_<name>``) for the database's own row-level security."""
+        if not self._row_variables:
+            return []
+        params = query.params
+        present = {name: params[bound] for name, bound in self._row_variables.items() if bound in params}
+        return self._backend.row_settings(present) if present else []
 
     def ping(self) -> float:
         """Connect, run ``SELECT 1`` read-only and return the round trip in milliseconds.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -146,6 +146,13 @@ class Backend:
         The sandbox already qualifies every table with the manifest's schema; this is the
         second guard, so that no unqualified name can reach a same-named object elsewhere.
         """
+        return []
+
+    def row_settings(self, variables: Mapping[str, Any]) -> list[Setup]:
+        """Statements that hand the caller's row-filter ``variables`` (name → value) to the
+        database's own row-level security for this transaction only, so that policies made by
+        ``structq grants`` filter rows even if a query reached the database unconfined. None
+        by default: only PostgreSQL has row-level security."""
         return []
 
     def on_connect(self, dbapi_connection: Any) -> None:

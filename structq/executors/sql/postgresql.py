@@ -70,11 +70,13 @@ from .pg_arrays import HASHABLE_ARRAYS, TEXT_KINDS, int_array, pg_int_array, reg
 from .pg_describe import describe
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from sqlalchemy.engine import URL, Connection
 
     from structq.safety.query import SafeQuery
 
-__all__ = ["PostgresBackend", "pg_int_array"]
+__all__ = ["ROW_SETTING_PREFIX", "PostgresBackend", "pg_int_array", "setting_text"]
 
 
 #: PostgreSQL hashes an ``= ANY`` array of at least this many elements (MIN_ARRAY_SIZE_FOR_HASHED_SAOP);
@@ -84,6 +86,21 @@ HASHED_MIN = 9
 #: reads holds more than this many rows per value (then a scan costs about what ``= ANY``'s
 #: planning would, and an index could not win by much).
 ROWS_PER_VALUE = 25
+
+#: Row-filter variables reach row-level security policies as settings of this prefix.
+ROW_SETTING_PREFIX = "structq."
+
+
+def setting_text(value: Any) -> str | None:
+    """A variable's value as the text ``set_config`` takes and a policy casts back (``true``,
+    ``42``, ``2024-05-01``, ``acme``); None for a list or a null, which have no one form."""
+    if value is None or isinstance(value, (list, tuple, set, dict)):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    isoformat = getattr(value, "isoformat", None)
+    return isoformat() if callable(isoformat) else str(value)
+
 
 #: Result column types psycopg's default loaders give as ``int``, ``str`` or ``bool``, which
 #: are JSON-safe as they are: bool, name, int8, int2, int4, text, oid, bpchar, varchar.
@@ -166,6 +183,22 @@ class PostgresBackend(Backend):
             Setup("SET TRANSACTION READ ONLY"),
             Setup("SELECT set_config('statement_timeout', :ms, true)", {"ms": str(milliseconds(timeout_s))}),
         ]
+
+    def row_settings(self, variables: "Mapping[str, Any]") -> list[Setup]:
+        """``structq.<name>`` set to each variable for this transaction only (``set_config``'s
+        ``is_local``: a rollback or the end of the transaction forgets it), name and value
+        bound, never written into the text. The row-level security policies ``structq grants``
+        prints read them with ``current_setting('structq.<name>', true)``. A list or a null has
+        no one text form: it is left unset, and a policy that needs it matches no row."""
+        calls, params = [], {}
+        for name, value in sorted(variables.items()):
+            written = setting_text(value)
+            if written is not None:
+                n = len(calls)
+                calls.append(f"set_config(:name_{n}, :value_{n}, true)")
+                params |= {f"name_{n}": ROW_SETTING_PREFIX + name, f"value_{n}": written}
+        # One statement for all of them: one round trip, whatever the number of variables.
+        return [Setup("SELECT " + ", ".join(calls), params)] if calls else []
 
     def pin_schema(self, schema: str) -> list[Setup]:
         """``search_path`` for this transaction only: the catalog's built-in functions first
