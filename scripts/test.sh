@@ -6,7 +6,8 @@
 # driver and a CJK font for the web page's browser test; libmariadb-dev and a C compiler to
 # build mysqlclient, the C MySQL driver), creates .venv, installs the package with its dev
 # extras (and mysqlclient when it can be built) at the versions constraints.txt pins, lints
-# with ruff, and runs pytest with any arguments given.
+# with ruff, builds the documentation (mkdocs build --strict), and runs pytest with any
+# arguments given.
 # Without root, missing servers are not installed and their tests are skipped; without the
 # build tools the MariaDB tests run on PyMySQL only.
 set -euo pipefail
@@ -82,6 +83,12 @@ install_python_packages() {
 check_code_and_docs() {
     say "ruff check"
     "$VENV/bin/ruff" check .
+    say "mkdocs build --strict"
+    # Into a temporary folder: the test command checks that the pages build, it publishes nothing.
+    local site
+    site="$(mktemp -d)"
+    NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$site"
+    rm -rf "$site"
 }
 
 run_tests() {

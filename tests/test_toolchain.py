@@ -97,8 +97,10 @@ def test_the_readme_installs_with_the_constraints() -> None:
     assert "-c constraints.txt" in readme
 
 
-def test_the_test_command_lints_before_pytest() -> None:
-    assert TEST_SH.index("ruff check") < TEST_SH.index('-m pytest "$@"')
+def test_the_test_command_lints_and_builds_the_docs_before_pytest() -> None:
+    pytest_run = TEST_SH.index('-m pytest "$@"')
+    assert TEST_SH.index("ruff check") < pytest_run
+    assert TEST_SH.index("mkdocs\" build --strict") < pytest_run
 
 
 def test_no_wheel_is_committed() -> None:
