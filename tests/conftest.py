@@ -234,7 +234,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # --- the demo company ---------------------------------------------------------------------
-# Built once per session at the default scale (a few seconds); the bundled manifests read it
+# Built once per session at the default scale (about 10 s); the bundled manifests read it
 # through STRUCTQ_DEMO_DIR, given to the loader explicitly so no test depends on the environment.
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -19,6 +19,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from structq.cli import app
+from structq.cli.demo import DEMO_TODAY, MODEL_QUESTION, OFFLINE_QUESTION, next_steps_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CAPABILITIES = REPO_ROOT / "capabilities"
@@ -284,9 +285,40 @@ def test_demo_answers_every_verified_example_and_builds_once(structq, demo_capab
     for _, example in demo_capabilities.examples():
         assert example.question in first.stdout
     assert "Next" in first.stdout and "--llm" in first.stdout
+    assert OFFLINE_QUESTION in first.stdout and MODEL_QUESTION not in first.stdout
     again = structq("demo", "--dir", str(target), "--scale", "0.05", manifests=None)
     assert again.exit_code == 0, again.output
     assert "(already built)" in again.stdout and "Building" not in again.stdout
+
+
+def test_the_question_the_demo_suggests_without_a_model_is_answered_without_one(structq) -> None:
+    result = structq("ask", OFFLINE_QUESTION, "--today", DEMO_TODAY.isoformat(), "--json", manifests=None)
+    document = json_of(result)
+    assert document["plan_source"] == "template" and document["steps"][0]["row_count"] == 1
+
+
+def test_the_demo_suggests_copying_the_installed_manifests_not_editing_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./capabilities here: the default reads the bundled manifests
+    installed = tmp_path / "site-packages" / "structq" / "_bundled" / "capabilities"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr("structq.cli.common.bundled_manifests", lambda: installed)
+    text = next_steps_text(installed, None, with_model=False)
+    ask_line = next(line for line in text.splitlines() if "structq ask" in line)
+    assert " -m " not in ask_line and "STRUCTQ_DEMO_DIR" not in ask_line
+    assert f"cp -r {installed} ./capabilities" in text
+    elsewhere = next_steps_text(installed, tmp_path / "demo", with_model=True)
+    assert f"STRUCTQ_DEMO_DIR={tmp_path / 'demo'} structq ask \"{MODEL_QUESTION}\"" in elsewhere
+    assert OFFLINE_QUESTION not in elsewhere and "--llm" not in elsewhere
+
+
+def test_the_demo_names_the_manifests_folder_of_a_checkout_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default reads the checkout's manifests: no -m needed
+    text = next_steps_text(CAPABILITIES, None, with_model=False)
+    assert " -m " not in text and f"The demo's manifests are in {CAPABILITIES}." in text
+    assert "cp -r" not in text
+    (tmp_path / "capabilities").mkdir()  # a folder of the user's own: the command must name the demo's
+    assert f" -m {CAPABILITIES} " in next_steps_text(CAPABILITIES, None, with_model=False)
 
 
 # --- chat ----------------------------------------------------------------------------------
