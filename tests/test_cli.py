@@ -262,6 +262,34 @@ def test_check_connect_on_the_demo(structq) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_check_says_what_is_left_to_review_in_a_drafted_manifest(structq, cli_env: dict[str, str | None],
+                                                                 tmp_path: Path) -> None:
+    """A manifest fresh from `structq init` is valid but all drafts and undescribed: `ok` alone
+    would read as "done"."""
+    import sqlite3
+
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as c:
+        c.executescript("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, password_hash TEXT);"
+                        "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id));")
+    folder = tmp_path / "caps"
+    cli_env["SHOP_URL"] = f"sqlite:///{db}"  # init keeps the URL out of the file: ${SHOP_URL}
+    drafted = structq("init", "--source", "shop", "--url", f"sqlite:///{db}", manifests=folder)
+    assert drafted.exit_code == 0, drafted.output
+    result = structq("check", "--connect", manifests=folder)
+    assert result.exit_code == 0, result.output
+    # 2 tables + 5 columns are drafts; password_hash is denied, so it needs no description
+    assert "to review: 7 drafts (grep -n 'draft: true' " in result.stdout
+    assert f"6 without a description (structq describe -m {folder} --source shop --dry-run)" in result.stdout
+    [source] = json_of(structq("check", "--connect", "--json", manifests=folder))["sources"]
+    assert source["drafts"] == 7 and source["undescribed"] == 6
+
+
+def test_check_of_reviewed_manifests_has_nothing_to_review(structq) -> None:
+    result = structq("check", "--connect")
+    assert result.exit_code == 0 and "to review" not in result.stdout
+
+
 def test_check_connect_lists_a_missing_column(structq, tmp_path: Path) -> None:
     folder = edited_manifests(tmp_path, "hr.yaml", "      - {name: city,",
                               "      - {name: nickname, type: text, description: 昵称}\n      - {name: city,")
