@@ -17,23 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The public surface of ``import structq``. A change here is a change for every user: add a
 #: name deliberately, and remove one only with a changelog line (this is 0.x, but say so).
-PUBLIC = [
-    "Agent",
-    "Answer",
-    "CapabilitySet",
-    "ConfigError",
-    "ExecutionError",
-    "ManifestError",
-    "ModelError",
-    "Plan",
-    "PlanError",
-    "QueryTimeout",
-    "SandboxViolation",
-    "SourceUnavailable",
-    "StructqError",
-    "SynthesisError",
-    "__version__",
-]
+PUBLIC = sorted("""
+    Agent Answer CapabilitySet Plan
+    StructqError ConfigError ManifestError PlanError SandboxViolation ExecutionError SourceUnavailable
+    QueryTimeout ModelError SynthesisError
+    __version__
+""".split())
 
 
 def test_the_public_names_of_structq_are_pinned() -> None:
