@@ -268,6 +268,17 @@ def test_nothing_to_search_for_says_why_the_fallback_did_not_run(kb_dir: Path) -
     assert "no word or known value to search kb.kb_notes, kb.kb_wiki for" in first_line
 
 
+def test_draft_indices_only_says_they_are_drafts(kb_dir: Path, tmp_path: Path, search_server: SearchServer) -> None:
+    """Draft indices are not searched by the fallback (nobody has said what they hold yet)."""
+    drafted = MANIFEST.format(url=search_server.url).replace("  - name: kb_notes\n", "  - name: kb_notes\n    draft: true\n")
+    drafted = drafted.replace("  - name: kb_wiki\n", "  - name: kb_wiki\n    draft: true\n")
+    (tmp_path / "kb.yaml").write_text(drafted, encoding="utf-8")
+    with agent(tmp_path, fallback="keywords") as a, pytest.raises(ConfigError) as raised:
+        a.ask("上个月有哪些记录提到了灰度发布？", vars={"tenant_id": "t1"}, today=TODAY)
+    assert "the keyword fallback did not run: every search index is still a draft (kb.kb_notes, kb.kb_wiki)" \
+        in raised.value.message
+
+
 def test_without_a_search_source_the_cli_says_so(tmp_path: Path) -> None:
     """A SQL-only source set: `--fallback keywords` cannot help, and the error says why (exit 3)."""
     import sqlite3
