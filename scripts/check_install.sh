@@ -70,7 +70,8 @@ EOF
 
 install_wheel() {
     "$PYTHON" -m venv "$WORK/venv"
-    quietly install "$WORK/venv/bin/python" -m pip install "$(wheel)[embedded]"
+    # The versions the test suite ran with (constraints.txt), as the documented install uses.
+    quietly install "$WORK/venv/bin/python" -m pip install -c "$PWD/constraints.txt" "$(wheel)[embedded]"
 }
 
 # structq ARGS...: the installed command, run in an empty folder with a clean environment

@@ -5,7 +5,9 @@
 # server binaries; the tests start their own servers on free loopback ports; chromium, its
 # driver and a CJK font for the web page's browser test; libmariadb-dev and a C compiler to
 # build mysqlclient, the C MySQL driver), creates .venv, installs the package with its dev
-# extras (and mysqlclient when it can be built), and runs pytest with any arguments given.
+# extras (and mysqlclient when it can be built) at the versions constraints.txt pins, lints
+# with ruff, builds the documentation (mkdocs build --strict), and runs pytest with any
+# arguments given.
 # Without root, missing servers are not installed and their tests are skipped; without the
 # build tools the MariaDB tests run on PyMySQL only.
 set -euo pipefail
@@ -63,7 +65,8 @@ install_python_packages() {
         warn "mysqlclient cannot be built here (needs libmariadb-dev, pkg-config, a C compiler and"
         warn "Python's headers): MySQL/MariaDB sources and their tests run on PyMySQL only"
     fi
-    wanted="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
+    # Reinstall when the dependencies, their pinned versions or the extras change.
+    wanted="$(sha256sum pyproject.toml constraints.txt | cut -d' ' -f1 | tr '\n' ' ')$extras"
     if [[ -f $STAMP && "$(cat "$STAMP")" == "$wanted" ]]; then
         say "python packages up to date"
         return 0
@@ -71,12 +74,29 @@ install_python_packages() {
     say "installing structq and its extras ($extras) into $VENV"
     # This machine's pip configuration names local index folders that may not exist; pip says
     # so once per package ("… is ignored"), which is noise, not a problem.
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extras]" \
+    # constraints.txt pins every package to the version the suite runs with (scripts/lock.sh).
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$extras]" \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     printf '%s\n' "$wanted" >"$STAMP"
 }
 
+check_code_and_docs() {
+    say "ruff check"
+    "$VENV/bin/ruff" check .
+    say "mkdocs build --strict"
+    # Into a temporary folder: the test command checks that the pages build, it publishes nothing.
+    local site
+    site="$(mktemp -d)"
+    NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$site"
+    rm -rf "$site"
+}
+
 run_tests() {
+    if [[ -d ../shared/corpora ]]; then
+        # The corpora are copied beside the repository: a corpus test that cannot read them
+        # is a failure, not a skip.
+        export STRUCTQ_REQUIRE_CORPORA="${STRUCTQ_REQUIRE_CORPORA:-1}"
+    fi
     if have_browser; then
         export STRUCTQ_REQUIRE_BROWSER="${STRUCTQ_REQUIRE_BROWSER:-1}"
     fi
@@ -100,4 +120,5 @@ run_tests() {
 
 install_system_packages
 install_python_packages
+check_code_and_docs
 run_tests "$@"

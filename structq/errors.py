@@ -281,7 +281,7 @@ def describe(exc: StructqError) -> tuple[str, str | None]:
     return text.removesuffix(f" (hint: {exc.hint})"), exc.hint
 
 
-#: The command line's exit codes (README): 0 ok, 1 the answer or check failed, 2 usage,
+#: The command line's exit codes (docs/cli.md): 0 ok, 1 the answer or check failed, 2 usage,
 #: 3 configuration (manifests, model, URLs), 4 a source unavailable.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 

@@ -180,12 +180,21 @@ def mariadb_hr(mariadb_server: MariaDBServer) -> tuple[str, str]:
 # ============================================================================================
 
 
+def corpora_or_skip(path: Path) -> Path:
+    """The corpora's folder. Absent, its tests skip, unless the run demands the corpora
+    (``STRUCTQ_REQUIRE_CORPORA=1``, which the test command sets where they are copied): then
+    a missing or moved folder fails every corpus test instead of silently skipping them."""
+    if path.is_dir():
+        return path
+    reason = f"third-party corpora not found at {path} (expected beside the repository)"
+    if os.environ.get("STRUCTQ_REQUIRE_CORPORA") == "1":
+        pytest.fail(f"{reason}\n(STRUCTQ_REQUIRE_CORPORA=1: the corpora are required)", pytrace=False)
+    pytest.skip(f"{reason} (set STRUCTQ_REQUIRE_CORPORA=1 to make this a failure)")
+
+
 @pytest.fixture(scope="session")
 def shared_corpora() -> Path:
-    path = REPO_ROOT.parent / "shared" / "corpora"
-    if not path.is_dir():
-        pytest.skip(f"third-party corpora not found at {path} (expected beside the repository)")
-    return path
+    return corpora_or_skip(REPO_ROOT.parent / "shared" / "corpora")
 
 
 @pytest.fixture(scope="session")
@@ -225,7 +234,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # --- the demo company ---------------------------------------------------------------------
-# Built once per session at the default scale (a few seconds); the bundled manifests read it
+# Built once per session at the default scale (about 10 s); the bundled manifests read it
 # through STRUCTQ_DEMO_DIR, given to the loader explicitly so no test depends on the environment.
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -19,6 +19,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from structq.cli import app
+from structq.cli.demo import DEMO_TODAY, MODEL_QUESTION, OFFLINE_QUESTION, next_steps_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CAPABILITIES = REPO_ROOT / "capabilities"
@@ -261,6 +262,34 @@ def test_check_connect_on_the_demo(structq) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_check_says_what_is_left_to_review_in_a_drafted_manifest(structq, cli_env: dict[str, str | None],
+                                                                 tmp_path: Path) -> None:
+    """A manifest fresh from `structq init` is valid but all drafts and undescribed: `ok` alone
+    would read as "done"."""
+    import sqlite3
+
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as c:
+        c.executescript("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, password_hash TEXT);"
+                        "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id));")
+    folder = tmp_path / "caps"
+    cli_env["SHOP_URL"] = f"sqlite:///{db}"  # init keeps the URL out of the file: ${SHOP_URL}
+    drafted = structq("init", "--source", "shop", "--url", f"sqlite:///{db}", manifests=folder)
+    assert drafted.exit_code == 0, drafted.output
+    result = structq("check", "--connect", manifests=folder)
+    assert result.exit_code == 0, result.output
+    # 2 tables + 5 columns are drafts; password_hash is denied, so it needs no description
+    assert "to review: 7 drafts (grep -n 'draft: true' " in result.stdout
+    assert f"6 without a description (structq describe -m {folder} --source shop --dry-run)" in result.stdout
+    [source] = json_of(structq("check", "--connect", "--json", manifests=folder))["sources"]
+    assert source["drafts"] == 7 and source["undescribed"] == 6
+
+
+def test_check_of_reviewed_manifests_has_nothing_to_review(structq) -> None:
+    result = structq("check", "--connect")
+    assert result.exit_code == 0 and "to review" not in result.stdout
+
+
 def test_check_connect_lists_a_missing_column(structq, tmp_path: Path) -> None:
     folder = edited_manifests(tmp_path, "hr.yaml", "      - {name: city,",
                               "      - {name: nickname, type: text, description: 昵称}\n      - {name: city,")
@@ -284,9 +313,40 @@ def test_demo_answers_every_verified_example_and_builds_once(structq, demo_capab
     for _, example in demo_capabilities.examples():
         assert example.question in first.stdout
     assert "Next" in first.stdout and "--llm" in first.stdout
+    assert OFFLINE_QUESTION in first.stdout and MODEL_QUESTION not in first.stdout
     again = structq("demo", "--dir", str(target), "--scale", "0.05", manifests=None)
     assert again.exit_code == 0, again.output
     assert "(already built)" in again.stdout and "Building" not in again.stdout
+
+
+def test_the_question_the_demo_suggests_without_a_model_is_answered_without_one(structq) -> None:
+    result = structq("ask", OFFLINE_QUESTION, "--today", DEMO_TODAY.isoformat(), "--json", manifests=None)
+    document = json_of(result)
+    assert document["plan_source"] == "template" and document["steps"][0]["row_count"] == 1
+
+
+def test_the_demo_suggests_copying_the_installed_manifests_not_editing_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./capabilities here: the default reads the bundled manifests
+    installed = tmp_path / "site-packages" / "structq" / "_bundled" / "capabilities"
+    installed.mkdir(parents=True)
+    monkeypatch.setattr("structq.cli.common.bundled_manifests", lambda: installed)
+    text = next_steps_text(installed, None, with_model=False)
+    ask_line = next(line for line in text.splitlines() if "structq ask" in line)
+    assert " -m " not in ask_line and "STRUCTQ_DEMO_DIR" not in ask_line
+    assert f"cp -r {installed} ./capabilities" in text
+    elsewhere = next_steps_text(installed, tmp_path / "demo", with_model=True)
+    assert f"STRUCTQ_DEMO_DIR={tmp_path / 'demo'} structq ask \"{MODEL_QUESTION}\"" in elsewhere
+    assert OFFLINE_QUESTION not in elsewhere and "--llm" not in elsewhere
+
+
+def test_the_demo_names_the_manifests_folder_of_a_checkout_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default reads the checkout's manifests: no -m needed
+    text = next_steps_text(CAPABILITIES, None, with_model=False)
+    assert " -m " not in text and f"The demo's manifests are in {CAPABILITIES}." in text
+    assert "cp -r" not in text
+    (tmp_path / "capabilities").mkdir()  # a folder of the user's own: the command must name the demo's
+    assert f" -m {CAPABILITIES} " in next_steps_text(CAPABILITIES, None, with_model=False)
 
 
 # --- chat ----------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ Rows = list[dict[str, Any]]
 @pytest.fixture(scope="module")
 def demo(demo_data: DemoPaths) -> DemoPaths:
     """The demo at its default scale: the session's build (``conftest.demo_data``), so the
-    suite builds it once (a few seconds)."""
+    suite builds it once (about 10 s)."""
     return demo_data
 
 

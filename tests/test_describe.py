@@ -84,3 +84,36 @@ def test_no_denied_or_row_filtered_value_reaches_the_model(manifest: Path, monke
     assert "password_hash" not in prompt  # a denied column's very name stays out
     assert manifest.read_text(encoding="utf-8").count("description:") == 2  # --dry-run wrote nothing
     assert "+    description: \"Shop customers\"" in result.output
+
+
+@pytest.fixture
+def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("STRUCTQ_LLM", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_dry_run_without_a_model_shows_what_the_model_would_be_sent(manifest: Path, no_model: None) -> None:
+    before = manifest.read_text(encoding="utf-8")
+    result = CliRunner().invoke(app, ["describe", "-m", str(manifest.parent), "--samples", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "1 model call would draft its descriptions" in result.stdout
+    assert "customers" in result.stdout and "gold" in result.stdout  # the prompt, samples included
+    assert "password_hash" not in result.stdout and SECRET_VALUES[1] not in result.stdout
+    assert "no language model is configured" in result.stderr and "nothing was sent" in result.stderr
+    assert manifest.read_text(encoding="utf-8") == before
+
+
+def test_a_dry_run_without_a_model_as_json_carries_the_prompts(manifest: Path, no_model: None) -> None:
+    result = CliRunner().invoke(app, ["describe", "-m", str(manifest.parent), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["model"] is None and "no language model" in document["why"]
+    [entry] = document["sources"]
+    assert entry["model_calls"] == 0 and not entry["written"] and len(entry["prompts"]) == 1
+    assert "Source shop" in entry["prompts"][0]
+
+
+def test_describe_without_dry_run_still_needs_a_model(manifest: Path, no_model: None) -> None:
+    result = CliRunner().invoke(app, ["describe", "-m", str(manifest.parent)])
+    assert result.exit_code == 3
+    assert "no language model is configured" in result.stderr

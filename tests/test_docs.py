@@ -1,10 +1,13 @@
-"""README is the user guide: every CLI command, manifest key, refusal code and `STRUCTQ_*`
-variable must be documented there."""
+"""The documentation (README.md and the pages under docs/) is the user guide: every CLI command,
+manifest key, refusal code and `STRUCTQ_*` variable must be documented on some page, and every
+page's examples must be valid: manifests, plans, question sets and server configs in YAML
+blocks validate, Python blocks compile, and `structq …` command lines parse against the CLI."""
 
 from __future__ import annotations
 
 import ast
 import re
+import textwrap
 import typing
 from pathlib import Path
 
@@ -14,7 +17,13 @@ from pydantic import BaseModel
 from structq.capabilities.model import Manifest
 from structq.cli import app
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: Every page a user reads, README first.
+PAGES = {"README.md": README} | {
+    f"docs/{page.name}": page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md"))
+}
+DOCS = "\n".join(PAGES.values())
 
 
 def _commands() -> list[str]:
@@ -42,20 +51,36 @@ def _types(annotation: object) -> list[object]:
     return [t for a in args for t in _types(a)] if args else [annotation]
 
 
+def _page(name: str) -> str:
+    return PAGES[f"docs/{name}"]
+
+
 @pytest.mark.parametrize("command", _commands())
-def test_every_cli_command_is_in_readme(command: str) -> None:
-    assert f"structq {command}" in README, f"README does not document `structq {command}`"
+def test_every_cli_command_is_in_the_cli_reference(command: str) -> None:
+    assert f"`structq {command}" in _page("cli.md"), f"docs/cli.md does not document `structq {command}`"
 
 
 @pytest.mark.parametrize("key", sorted(_keys(Manifest)))
-def test_every_manifest_key_is_in_readme(key: str) -> None:
-    assert re.search(rf"`{re.escape(key)}`", README), f"README's manifest reference lacks the key `{key}`"
+def test_every_manifest_key_is_in_the_manifest_reference(key: str) -> None:
+    assert re.search(rf"`{re.escape(key)}`", _page("manifests.md")), f"docs/manifests.md lacks the key `{key}`"
 
 
-def test_readme_gives_the_two_commands() -> None:
+def test_readme_gives_the_two_commands_and_stays_short() -> None:
     assert "structq demo" in README and "bash scripts/test.sh" in README
-    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
     assert "bash scripts/test.sh" in ci
+    assert len(README.splitlines()) <= 200, "README is the front door: the rest belongs on a page under docs/"
+
+
+def test_every_page_is_in_the_site_navigation() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    missing = [name for name in PAGES if name.startswith("docs/") and f" {name.removeprefix('docs/')}" not in nav]
+    assert not missing, f"pages missing from mkdocs.yml's nav: {missing}"
+
+
+def test_every_page_starts_with_its_title() -> None:
+    untitled = [name for name, text in PAGES.items() if not text.startswith("# ")]
+    assert not untitled, f"pages that do not start with '# Title': {untitled}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,10 +145,149 @@ def test_the_code_scans_find_what_they_look_for() -> None:
 
 
 @pytest.mark.parametrize("code", sorted(_refusal_codes()))
-def test_every_refusal_code_is_in_readme(code: str) -> None:
-    assert f"| `{code}` |" in README, f"README's refusal codes lack `{code}`"
+def test_every_refusal_code_is_in_the_refusal_codes_page(code: str) -> None:
+    assert f"| `{code}` |" in _page("refusal-codes.md"), f"docs/refusal-codes.md lacks `{code}`"
 
 
 @pytest.mark.parametrize("name", sorted(_settings() - set(NOT_SETTINGS)))
-def test_every_structq_variable_is_in_readme(name: str) -> None:
-    assert re.search(rf"`{name}[`=]", README), f"README does not document the variable {name}"
+def test_every_structq_variable_is_documented(name: str) -> None:
+    assert re.search(rf"`{name}[`=]", DOCS), f"no page documents the variable {name}"
+
+
+# --------------------------------------------------------------------------------------------
+# The examples of every page
+# --------------------------------------------------------------------------------------------
+
+
+class Block(typing.NamedTuple):
+    page: str
+    line: int
+    language: str
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def _blocks() -> list[Block]:
+    """Every fenced code block of every page, with its language and where it starts."""
+    blocks = []
+    for page, text in PAGES.items():
+        for match in re.finditer(r"^([ \t]*)```(\w*)[^\n]*\n(.*?)^\1```", text, re.M | re.S):
+            body = textwrap.dedent(match.group(3))  # a block inside a list item is indented
+            blocks.append(Block(page, text.count("\n", 0, match.start()) + 1, match.group(2), body))
+    return blocks
+
+
+BLOCKS = _blocks()
+
+
+def _of(*languages: str) -> list[Block]:
+    return [b for b in BLOCKS if b.language in languages]
+
+
+def test_the_block_scan_finds_the_examples() -> None:
+    """Guards the tests below: a scan that silently found nothing would pass them."""
+    assert len(_of("yaml")) >= 6 and len(_of("python")) >= 2 and len(COMMAND_LINES) >= 20
+
+
+#: The environment a documented manifest's ``${VAR}`` reads.
+_EXAMPLE_ENV = {"HR_DB_URL": "sqlite:///hr.db", "SHOP_URL": "sqlite:///shop.db"}
+
+
+def _validate_yaml(block: Block) -> str:
+    """Validates a YAML example by what it is; returns what it was taken for."""
+    import yaml
+
+    from structq.agent import Plan
+    from structq.agent.evaluate import EvalSet
+    from structq.capabilities.loader import load_manifest_text
+    from structq.server.config import ServerConfig
+
+    data = yaml.safe_load(block.text)
+    if isinstance(data, dict) and {"source", "kind"} <= set(data):
+        load_manifest_text(block.text, block.where, env=_EXAMPLE_ENV)
+        return "manifest"
+    if isinstance(data, dict) and "steps" in data and "question" not in data:
+        Plan.parse(data)
+        return "plan"
+    if isinstance(data, dict) and "questions" in data:
+        EvalSet.model_validate(data)
+        return "question set"
+    if isinstance(data, dict) and "tokens" in data:
+        ServerConfig.from_data(data, where=block.where)
+        return "server config"
+    return "fragment"  # part of a manifest, shown in context; it must still be valid YAML
+
+
+@pytest.mark.parametrize("block", _of("yaml"), ids=lambda b: b.where)
+def test_every_yaml_example_is_valid(block: Block) -> None:
+    _validate_yaml(block)
+
+
+def test_the_yaml_examples_include_each_kind_of_document() -> None:
+    kinds = {_validate_yaml(block) for block in _of("yaml")}
+    assert {"manifest", "plan", "question set", "server config"} <= kinds
+
+
+@pytest.mark.parametrize("block", _of("python"), ids=lambda b: b.where)
+def test_every_python_example_compiles(block: Block) -> None:
+    import ast as python_ast
+
+    compile(block.text, block.where, "exec", flags=python_ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def _command_lines() -> list[tuple[str, list[str]]]:
+    """Every ``structq …`` invocation in a shell, console or cron block: (where, arguments).
+
+    A line is cut at pipes, ``&&``, ``||`` and redirections; ``VAR=value`` prefixes and a path
+    before ``structq`` are dropped; console blocks count only the lines typed after ``$ ``."""
+    import shlex
+
+    found = []
+    for block in _of("bash", "console", "cron", "sh"):
+        for number, line in enumerate(block.text.splitlines(), start=block.line + 1):
+            if block.language == "console":
+                if not line.startswith("$ "):
+                    continue
+                line = line[2:]
+            line = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+            for part in re.split(r"&&|\|\||\||;", line):
+                try:
+                    words = shlex.split(part)
+                except ValueError:
+                    continue
+                words = [w for w in words if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]
+                if not words or not (words[0] == "structq" or words[0].endswith("/structq")):
+                    continue
+                arguments = []
+                for word in words[1:]:
+                    if re.match(r"\d?>", word):
+                        break
+                    arguments.append(word)
+                found.append((f"{block.page}:{number}", arguments))
+    return found
+
+
+def _parse(arguments: list[str]) -> int:
+    """Run the real CLI on a command line with ``--help`` appended: every option and command is
+    parsed (an unknown one is a usage error, exit 2) and then help exits before anything runs."""
+    from typer.testing import CliRunner
+
+    return CliRunner().invoke(app, [*arguments, "--help"]).exit_code
+
+
+COMMAND_LINES = _command_lines()
+
+
+@pytest.mark.parametrize(("where", "arguments"), COMMAND_LINES, ids=[where for where, _ in COMMAND_LINES])
+def test_every_documented_command_line_parses(where: str, arguments: list[str]) -> None:
+    """An option renamed or removed, or a command gone, fails here."""
+    assert _parse(arguments) == 0, f"{where}: `structq {' '.join(arguments)}` does not parse"
+
+
+@pytest.mark.parametrize("arguments", [["ask", "q", "--no-such-option"], ["no-such-command"], ["cache", "wipe"]])
+def test_a_wrong_command_line_does_not_parse(arguments: list[str]) -> None:
+    """Guards the test above: the parse really checks options and commands."""
+    assert _parse(arguments) == 2

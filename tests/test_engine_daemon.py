@@ -22,8 +22,6 @@ from manifest_support import manifest_text
 
 from structq.executors.engine_state import DAEMON_MODULE, pid_alive
 
-pytest.importorskip("osmem_server", reason="the embedded engine needs the `embedded` extra")
-
 MANIFEST = manifest_text("notes_embedded")
 
 PLAN = """\

@@ -30,6 +30,7 @@ from structq.executors import create_executor
 from structq.executors.base import ResultSet
 from structq.executors.sql import SqlExecutor
 from structq.executors.values import json_safe, json_safe_row
+from structq.safety import check_sql
 from structq.safety.query import SafeQuery
 
 from conftest import mysqlclient_or_skip
@@ -485,13 +486,9 @@ class TestConcurrency:
 
 
 class TestThroughTheSandbox:
-    """Once the sandbox exists, the same reference test goes through ``check_sql``."""
+    """The same reference test, with the queries checked by ``check_sql`` first."""
 
     def test_checked_reference_query(self, target: Target) -> None:
-        try:
-            from structq.safety import check_sql  # type: ignore[attr-defined]
-        except ImportError:
-            pytest.skip("structq.safety.check_sql is not available yet")
         manifest = target.manifest()
         executor = SqlExecutor(manifest)
         try:

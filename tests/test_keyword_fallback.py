@@ -258,3 +258,42 @@ def _phrases(value: Any) -> list[str]:
     if isinstance(value, list):
         return [p for v in value for p in _phrases(v)]
     return []
+
+
+def test_nothing_to_search_for_says_why_the_fallback_did_not_run(kb_dir: Path) -> None:
+    with agent(kb_dir, fallback="keywords") as a, pytest.raises(ConfigError) as raised:
+        a.ask("有哪些？", vars={"tenant_id": "t1"}, today=TODAY)
+    first_line = raised.value.message.splitlines()[0]
+    assert first_line.startswith("no language model is configured; the keyword fallback did not run:")
+    assert "no word or known value to search kb.kb_notes, kb.kb_wiki for" in first_line
+
+
+def test_draft_indices_only_says_they_are_drafts(kb_dir: Path, tmp_path: Path, search_server: SearchServer) -> None:
+    """Draft indices are not searched by the fallback (nobody has said what they hold yet)."""
+    drafted = MANIFEST.format(url=search_server.url).replace("  - name: kb_notes\n", "  - name: kb_notes\n    draft: true\n")
+    drafted = drafted.replace("  - name: kb_wiki\n", "  - name: kb_wiki\n    draft: true\n")
+    (tmp_path / "kb.yaml").write_text(drafted, encoding="utf-8")
+    with agent(tmp_path, fallback="keywords") as a, pytest.raises(ConfigError) as raised:
+        a.ask("上个月有哪些记录提到了灰度发布？", vars={"tenant_id": "t1"}, today=TODAY)
+    assert "the keyword fallback did not run: every search index is still a draft (kb.kb_notes, kb.kb_wiki)" \
+        in raised.value.message
+
+
+def test_without_a_search_source_the_cli_says_so(tmp_path: Path) -> None:
+    """A SQL-only source set: `--fallback keywords` cannot help, and the error says why (exit 3)."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "shop.db") as db:
+        db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)")
+    (tmp_path / "caps").mkdir()
+    (tmp_path / "caps" / "shop.yaml").write_text(
+        "source: shop\nkind: sql\nurl: sqlite:///../shop.db\n"
+        "tables:\n  - name: orders\n    columns:\n      - {name: id, type: integer}\n      - {name: note, type: text}\n",
+        encoding="utf-8")
+    env = {"STRUCTQ_LLM": None, "OPENAI_API_KEY": None, "STRUCTQ_AUDIT_LOG": str(tmp_path / "audit.jsonl"),
+           "STRUCTQ_CACHE_DIR": str(tmp_path / "cache")}
+    argv = ["ask", "哪些订单提到了灰度发布？", "-m", str(tmp_path / "caps"), "--fallback", "keywords"]
+    result = CliRunner().invoke(app, argv, env=env)
+    assert result.exit_code == 3, result.output
+    assert ("no language model is configured; the keyword fallback did not run: no search source is declared "
+            "(the sources are shop (sql)), so there is nothing to search") in result.stderr

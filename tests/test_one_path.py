@@ -16,7 +16,7 @@ import pytest
 from scripted import plan_reply, scripted
 
 from structq.agent import Agent, Answer, Plan
-from structq.errors import SandboxViolation
+from structq.errors import ConfigError, SandboxViolation
 
 TODAY = dt.date(2026, 11, 30)
 #: A verified example of the demo manifests: planned without a model.
@@ -81,7 +81,7 @@ def test_a_conversation_gains_one_turn_per_question(make_agent, entry: str) -> N
 def test_a_failed_question_adds_no_turn(make_agent) -> None:
     agent = make_agent(None)
     chat = agent.conversation()
-    with pytest.raises(Exception):  # no model configured: the question cannot be planned
+    with pytest.raises(ConfigError):  # no model configured: the question cannot be planned
         chat.ask("一个没有验证过的问题", today=TODAY)
     assert chat.turns == []
 

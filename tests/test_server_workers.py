@@ -23,8 +23,6 @@ from test_engine_daemon import DOCS, MANIFEST  # the same one-index notes source
 
 from structq.executors.engine_state import DAEMON_MODULE, live_leases
 
-pytest.importorskip("osmem_server", reason="the embedded engine needs the `embedded` extra")
-
 PLAN = {"steps": [{"output_key": "hits", "source": "notes", "index": "notes",
                    "query": {"query": {"term": {"author": "a"}}}}]}
 _HANG_GUARD_S = 120.0

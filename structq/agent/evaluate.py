@@ -211,7 +211,7 @@ def _needs_a_missing_model(agent: "Agent", item: EvalItem, today: dt.date | None
     if agent.templates.plan(item.question, today or dt.date.today()) is not None:
         return False
     try:
-        agent.model
+        _ = agent.model  # built on first use: raises ConfigError when no model is configured
     except ConfigError:
         return True
     return False

@@ -10,7 +10,9 @@ keywords`` or ``STRUCTQ_FALLBACK=keywords``) and only where planning failed:
 
 Anything else — a sandbox refusal of a verified plan, an unavailable source, a missing caller
 variable — is not a planning failure and is raised as before. So is the planning failure itself
-when the question gives nothing to search for or no search source is declared.
+when the question gives nothing to search for or no search source is declared, with the reason
+the fallback could not stand in added to its message (the caller asked for the fallback: "no
+language model is configured" alone would not tell them why they did not get it).
 
 The result is labelled in the text, the notes and ``plan_source: "keywords"`` as what it is: the
 documents that contain the question's words, not an answer to the question. No model writes an
@@ -65,6 +67,27 @@ def label(search: KeywordSearch, failure: BaseException) -> str:
             f"Searched {'; '.join(parts)}.")
 
 
+def _why_not(failure: BaseException, agent: Agent) -> BaseException:
+    """``failure`` with the reason the keyword fallback did not run added to its first line; the
+    same error otherwise (its type, code and exit status stay the caller's contract)."""
+    declared = [(f"{m.source}.{i.name}", i.draft) for m in agent.capabilities for i in m.indices]
+    searchable = [name for name, draft in declared if not draft]
+    if not declared:
+        sources = ", ".join(f"{m.source} ({m.kind})" for m in agent.capabilities)
+        why = f"no search source is declared (the sources are {sources}), so there is nothing to search"
+    elif not searchable:
+        why = (f"every search index is still a draft ({', '.join(name for name, _ in declared)}); "
+               "describe them and remove draft: true to search them")
+    else:
+        why = (f"the question leaves no word or known value to search {', '.join(searchable)} for "
+               "(question words and the indices' own names are left out)")
+    if isinstance(failure, StructqError):
+        first, _, rest = failure.message.partition("\n")
+        failure.message = f"{first}; the keyword fallback did not run: {why}" + (f"\n{rest}" if rest else "")
+        failure.args = (failure.message, *failure.args[1:])
+    return failure
+
+
 async def keyword_fallback(agent: Agent, question: str, *, vars: dict[str, Any], today: dt.date,
                            failure: BaseException) -> tuple[Plan, RunResult, str, list[str]]:
     """Run the keyword search for ``question`` in place of a failed plan: (plan, results, text,
@@ -75,7 +98,7 @@ async def keyword_fallback(agent: Agent, question: str, *, vars: dict[str, Any],
 
     search = keyword_search(question, agent.capabilities, today, values=load_values(agent.capabilities))
     if not search.searches:
-        raise failure  # no search index, or nothing in the question to search for
+        raise _why_not(failure, agent)
     plan = search.plan
     results = await agent.engine.arun(plan, vars=vars)
     note = label(search, failure)

@@ -292,5 +292,5 @@ def manifest_files(path: str | Path) -> list[Path]:
     )
     if not files:
         raise ManifestError("no manifest files (*.yaml) in this folder", file=str(path),
-                            hint="write one per source; see README 'Writing manifests'")
+                            hint="write one per source; see docs/manifests.md")
     return files

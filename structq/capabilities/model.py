@@ -29,7 +29,7 @@ from .objects import (  # noqa: F401 (re-exported: the model is where callers ha
 )
 from .slots import Slot, check_slots, step_parameters
 
-__all__ = [
+__all__ = [  # noqa: PLE0604 (ruff cannot read the unpacked list; it holds names only)
     *objects.__all__,
     "RowFilter",
     "Policies",

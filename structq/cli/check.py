@@ -4,11 +4,37 @@ and audit the account each one connects as: ``structq.sync.audit``)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from .common import EXIT_CONFIG, EXIT_FAILED, console, errors_to_exit, print_json, resolve_manifests, shared_options
+
+
+def _review(manifest) -> dict:
+    """What is left for a person: objects and members still ``draft: true`` (written by init or
+    sync, not yet reviewed), and readable ones without a description (the model sees a bare
+    name). A manifest can be valid and still mostly unreviewed: ``check`` says so."""
+    drafts = undescribed = 0
+    for obj in manifest.objects:
+        drafts += bool(obj.draft)
+        undescribed += not obj.description
+        for member in obj.flat_members().values():
+            drafts += bool(member.draft)
+            undescribed += not member.denied and not member.description
+    return {"drafts": drafts, "undescribed": undescribed}
+
+
+def _to_review(s: dict) -> str | None:
+    """The line that follows a source's ``ok`` when a person still has work to do on it."""
+    parts = []
+    if s["drafts"]:
+        parts.append(f"{s['drafts']} drafts (grep -n 'draft: true' {s['file'] or s['source']})")
+    if s["undescribed"]:
+        folder = f" -m {Path(s['file']).parent}" if s["file"] else ""
+        parts.append(f"{s['undescribed']} without a description (structq describe{folder} --source {s['source']} --dry-run)")
+    return "  to review: " + "; ".join(parts) if parts else None
 
 
 def _summary(manifest) -> dict:
@@ -23,6 +49,7 @@ def _summary(manifest) -> dict:
         "fields": fields,
         "examples": len(manifest.examples),
         "row_filters": len(manifest.policies.row_filters),
+        **_review(manifest),
     }
 
 
@@ -108,6 +135,8 @@ def check(
                 dialect = f", {s['dialect']}" if s["dialect"] else ""
                 out.print(f"[green]ok[/] {s['source']} ({s['kind']}{dialect}): {s['objects']} {what}, "
                           f"{s['fields']} fields, {s['examples']} examples, {s['row_filters']} row filters")
+                if review := _to_review(s):
+                    out.print(review, markup=False, highlight=False)
             for p in problems:
                 if p.get("kind") in ("manifest", "sandbox"):
                     text = p.get("text") or f"{location(p)}: {p['message']}" + (f" (hint: {p['hint']})" if p["hint"] else "")

@@ -1,6 +1,6 @@
 """What every command shares: option types, loading manifests, error → exit code, output.
 
-Exit codes (documented in README): 0 ok, 1 the answer/check failed, 2 usage,
+Exit codes (documented in docs/cli.md): 0 ok, 1 the answer/check failed, 2 usage,
 3 configuration (manifests, model, URLs), 4 a source unavailable.
 """
 
@@ -33,7 +33,7 @@ ManifestsOpt = Annotated[
     Path,
     typer.Option("-m", "--manifests", help="Manifest file or folder of manifests.", envvar="STRUCTQ_MANIFESTS"),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable schema, see README).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (stable schema, see docs/cli.md).")]
 VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Show tracebacks and debug detail.")]
 VarOpt = Annotated[
     list[str] | None,

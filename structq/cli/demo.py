@@ -21,6 +21,11 @@ from .common import bundled_manifests, console, errors_to_exit, shared_options
 DEMO_TODAY = dt.date(2026, 11, 30)
 #: Asked only when a model is configured: not a verified example, so the model plans it.
 OPEN_QUESTION = "2025年华北区销售额最高的三个产品分别卖了多少？"
+#: Suggested at the end without a model: no example asks it word for word, but it has the shape
+#: of a slotted one (北斗项目的负责人是谁？), so it is answered offline.
+OFFLINE_QUESTION = "天宫项目的负责人是谁？"
+#: Suggested at the end with a model: no example has its shape, so the model plans it.
+MODEL_QUESTION = "华东区去年哪个季度销售额最高？"
 #: Not verified examples, but of a slotted example's shape with other values: answered offline.
 VARIANTS = (
     "上个月各部门绩效为良好的人数是多少？",
@@ -45,7 +50,8 @@ def demo(
     from structq.config import default_demo_dir
 
     out = console()
-    target = _writable_folder((directory or default_demo_dir()).expanduser().resolve())
+    default_target = default_demo_dir().expanduser().resolve()
+    target = _writable_folder((directory or default_target).expanduser().resolve())
     os.environ["STRUCTQ_DEMO_DIR"] = str(target)  # the bundled manifests point at ${STRUCTQ_DEMO_DIR}
     with errors_to_exit(verbose):
         _ensure_data(target, scale, rebuild, out)
@@ -60,7 +66,7 @@ def demo(
             _answer_variants(agent, out)
             if agent.has_model:
                 _answer_open_question(agent, out)
-        _next_steps(out, manifests, target, with_model=agent.has_model)
+        _next_steps(out, manifests, target if target != default_target else None, with_model=agent.has_model)
 
 
 def _writable_folder(target: Path) -> Path:
@@ -150,16 +156,38 @@ def _answer_open_question(agent, out) -> None:
     print_answer(out, answer)
 
 
-def _next_steps(out, manifests: Path, data: Path, *, with_model: bool) -> None:
+def next_steps_text(manifests: Path, data: Path | None, *, with_model: bool) -> str:
+    """What to do after the demo, as commands that work as printed from any folder.
+
+    ``data`` is the demo folder when it is not the default one (the command then needs
+    ``STRUCTQ_DEMO_DIR``). ``-m`` is written only when the default (``./capabilities``, else the
+    bundled manifests) would read other manifests than the demo's. The bundled manifests are
+    package data: they are offered as a copy to edit, never as files to edit in place."""
+    from .common import DEFAULT_MANIFESTS, resolve_manifests
+
+    prefix = f"STRUCTQ_DEMO_DIR={data} " if data is not None else ""
+    same = resolve_manifests(DEFAULT_MANIFESTS).resolve() == manifests.resolve()
+    where = "" if same else f" -m {manifests}"
+    today = f" --today {DEMO_TODAY.isoformat()}"  # the demo's data ends there: relative dates stay inside it
+    if with_model:
+        ask = (f"Ask a question no example covers (your model plans it):\n"
+               f"  {prefix}structq ask \"{MODEL_QUESTION}\"{where}{today} --show-plan\n")
+    else:
+        ask = (f"Ask another question; this one is answered offline, from a verified example with slots:\n"
+               f"  {prefix}structq ask \"{OFFLINE_QUESTION}\"{where}{today} --show-plan\n"
+               f"Questions no example covers need a model: --llm openai:gpt-4o-mini, or STRUCTQ_LLM, or\n"
+               f"OPENAI_API_KEY (OPENAI_BASE_URL for any OpenAI-compatible server).\n")
+    if manifests.parent.name == "_bundled":
+        read = (f"The demo's manifests are installed with structq; to read or change them, copy them:\n"
+                f"  cp -r {manifests} ./capabilities    (structq reads ./capabilities by default)\n")
+    else:
+        read = f"The demo's manifests are in {manifests}.\n"
+    return (ask + read + "Your own databases: `structq init` drafts a manifest, `structq check --connect` checks it\n"
+            "(docs/getting-started.md, \"Your own data in ten minutes\").")
+
+
+def _next_steps(out, manifests: Path, data: Path | None, *, with_model: bool) -> None:
     from .render import panel
 
-    model_line = ("" if with_model else
-                  "Configure a model first: --llm openai:gpt-4o-mini, or STRUCTQ_LLM, or OPENAI_API_KEY\n"
-                  "(OPENAI_BASE_URL for any OpenAI-compatible server).\n")
-    out.print(panel(
-        out, f"{model_line}"
-        f"Ask your own question:\n"
-        f"  STRUCTQ_DEMO_DIR={data} structq ask \"华东区去年哪个季度销售额最高？\" -m {manifests} --show-plan\n"
-        f"The manifests describing the demo sources are in {manifests}.\n"
-        f"Point structq at your own databases: write manifests (see README), then `structq check -m DIR --connect`.",
-        title="Next", title_align="left", border_style="cyan"))
+    out.print(panel(out, next_steps_text(manifests, data, with_model=with_model),
+                    title="Next", title_align="left", border_style="cyan"))

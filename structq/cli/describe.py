@@ -16,6 +16,8 @@ Examples:
 
   structq describe -m capabilities --source shop --dry-run      # show the diff, write nothing
 
+With --dry-run and no model configured, it shows what the model would be sent (each batch's prompt) and calls nothing.
+
   structq describe -m capabilities --samples --lang Chinese
 """
 
@@ -47,7 +49,7 @@ def describe(
     source: Annotated[str | None, typer.Option("--source", "-s", help="Only this source.")] = None,
     samples: Annotated[bool, typer.Option("--samples", help="Show the model up to 5 sample values per allowed column.")] = False,
     lang: Annotated[str | None, typer.Option("--lang", help="Language of the descriptions (default: the manifest's).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diff; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diff; write nothing. Without a model: print what it would be sent.")] = False,
     llm, json_out, verbose,
 ) -> None:
     with errors_to_exit(verbose):
@@ -57,6 +59,7 @@ def describe(
 def _run(manifests: Any, source: str | None, samples: bool, lang: str | None, dry_run: bool, llm: str | None,
          json_out: bool) -> None:
     from structq.capabilities import load_manifest, manifest_files
+    from structq.errors import ConfigError
     from structq.sync.describe import describe_manifest
     from structq.sync.history import replace_manifest
 
@@ -65,7 +68,13 @@ def _run(manifests: Any, source: str | None, samples: bool, lang: str | None, dr
         loaded = [(p, m) for p, m in loaded if m.source == source]
         if not loaded:
             fail(f"no manifest for source {source!r} in {manifests}", code=EXIT_USAGE)
-    ask = _ask(llm)
+    try:
+        ask = _ask(llm)
+    except ConfigError as err:
+        if not dry_run:
+            raise
+        _preview(loaded, samples, lang, json_out, why=err.message)  # a dry run needs no model
+        return
     out, entries = console(), []
     for path, manifest in loaded:
         result = describe_manifest(path, manifest, ask, with_samples=samples, lang=lang)
@@ -85,6 +94,34 @@ def _run(manifests: Any, source: str | None, samples: bool, lang: str | None, dr
             out.print(result.unified_diff(), markup=False, highlight=False, end="")
     if json_out:
         print_json({"sources": entries})
+
+
+def _preview(loaded: list[tuple[Any, Any]], samples: bool, lang: str | None, json_out: bool, *, why: str) -> None:
+    """``--dry-run`` without a usable model: what each batch would send, and no model call."""
+    from structq.sync.describe import prompts
+
+    out, entries = console(), []
+    for path, manifest in loaded:
+        notes: list[str] = []
+        sent = list(prompts(manifest, with_samples=samples, lang=lang, notes=notes))
+        entries.append({"source": manifest.source, "file": str(path), "described": [], "model_calls": 0,
+                        "written": False, "warnings": notes, "prompts": sent})
+        if json_out:
+            continue
+        out.print(f"{manifest.source} ({path}): " + (
+            f"{len(sent)} model call{'s' if len(sent) != 1 else ''} would draft its descriptions; "
+            "what each would be sent:" if sent
+            else "nothing to describe (no draft without a description)"), highlight=False)
+        for number, prompt in enumerate(sent, 1):
+            out.print(f"--- call {number} of {len(sent)} ---\n{prompt}", markup=False, highlight=False)
+        for note in notes:
+            out.print(f"  note: {note}", markup=False, highlight=False)
+    if json_out:
+        print_json({"sources": entries, "model": None, "why": why})
+    else:
+        console(stderr=True).print(f"dry run without a model ({why}): nothing was sent, nothing written; "
+                                   "configure one (--llm, STRUCTQ_LLM or OPENAI_API_KEY) to draft the descriptions",
+                                   markup=False, highlight=False)
 
 
 describe.__doc__ = HELP

@@ -48,7 +48,7 @@ Examples:
 
   structq sync --values                 # (re)build the value index for schema linking
 
-For cron, use scripts/sync_cron.sh (README, "Cron"): absolute paths, an env file for the URLs, --quiet, and a mail that tells drift (1) from errors (3, 4).
+For cron, use scripts/sync_cron.sh (docs/sync.md, "Cron"): absolute paths, an env file for the URLs, --quiet, and a mail that tells drift (1) from errors (3, 4).
 """
 
 

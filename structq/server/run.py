@@ -56,7 +56,7 @@ class ServeOptions:
             raise ConfigError(
                 f"refusing to listen on {self.host} without --config: anyone who can reach the port could read the data",
                 hint="bind 127.0.0.1 (the default), or write a server.yaml with API tokens and pass --config "
-                     "(README: 'Run it for your team')")
+                     "(docs/serving.md)")
 
 
 def make_service(options: ServeOptions) -> "Service":

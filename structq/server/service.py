@@ -208,7 +208,7 @@ class Service:
         from structq.agent import Plan
 
         out = []
-        for manifest, example in self.agent.capabilities.examples():
+        for _manifest, example in self.agent.capabilities.examples():
             plan = Plan.from_example(example)  # type: ignore[arg-type]
             sources = sorted({s.source for s in plan.steps} - {"local"})
             if all(principal.may_use(s) for s in sources):

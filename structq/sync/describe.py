@@ -32,7 +32,7 @@ from .yamledit import TextDocument, scalar
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
-__all__ = ["Ask", "Described", "describe_manifest", "BATCH", "SAMPLE_SIZE"]
+__all__ = ["Ask", "Described", "describe_manifest", "prompts", "BATCH", "SAMPLE_SIZE"]
 
 #: Draft objects per model call: keeps each request small.
 BATCH = 5
@@ -183,25 +183,33 @@ class _Writer:
         return node
 
 
-def describe_manifest(path: Path, manifest: "Manifest", ask: Ask, *, with_samples: bool = False,
-                      lang: str | None = None, batch: int = BATCH) -> Described:
-    """Ask for descriptions of ``manifest``'s drafts, batch by batch; returns the new text (writes nothing)."""
-    text = path.read_text(encoding="utf-8")
+def prompts(manifest: "Manifest", *, with_samples: bool = False, lang: str | None = None, batch: int = BATCH,
+            notes: list[str] | None = None) -> Iterator[str]:
+    """The prompt of each batch of ``manifest``'s undescribed drafts: what the model is sent.
+
+    Reads sample values (``with_samples``) but calls no model, so ``structq describe --dry-run``
+    can show it before any model is configured; ``notes`` collects what sampling skipped."""
     objects = [o for o in source_objects(manifest) if _needs(manifest, o)]
-    outcome = Described(path, text, text)
-    if not objects:
-        return outcome
-    writer = _Writer(manifest, text, str(path))
     for group in _batches(objects, batch):
-        shown = _shown_samples(manifest, group, outcome.notes) if with_samples else {}
-        prompt = PROMPT.format(
+        shown = _shown_samples(manifest, group, notes if notes is not None else []) if with_samples else {}
+        yield PROMPT.format(
             kind=kind_of(manifest).name, lang=lang or _language(manifest),
             samples_note=" and sample values" if with_samples else "", source=manifest.source,
             source_description=f": {manifest.description}" if manifest.description else "",
             objects="\n".join(_object_text(manifest, o, shown) for o in group))
+
+
+def describe_manifest(path: Path, manifest: "Manifest", ask: Ask, *, with_samples: bool = False,
+                      lang: str | None = None, batch: int = BATCH) -> Described:
+    """Ask for descriptions of ``manifest``'s drafts, batch by batch; returns the new text (writes nothing)."""
+    text = path.read_text(encoding="utf-8")
+    outcome = Described(path, text, text)
+    writer: _Writer | None = None  # parsed only when there is something to describe
+    for prompt in prompts(manifest, with_samples=with_samples, lang=lang, batch=batch, notes=outcome.notes):
+        writer = writer or _Writer(manifest, text, str(path))
         writer.apply(ask(prompt))
         outcome.calls += 1
-    outcome.after = writer.doc.result()
-    outcome.added = writer.added
+    if writer is not None:
+        outcome.after = writer.doc.result()
+        outcome.added = writer.added
     return outcome
-

@@ -41,7 +41,7 @@ def scalar(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     text = str(value)
-    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED and not text[-1] in ".-":
+    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED and text[-1] not in ".-":
         return text
     return json.dumps(text, ensure_ascii=False)
 
