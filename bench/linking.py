@@ -164,7 +164,7 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
         t_rec.append(len(kept_t) / len(tables))
         c_rec.append(len(kept_c) / len(columns) if columns else 1.0)
         whole.append(len(kept_t) == len(tables))
-        flagged.append(not getattr(sel, "confident", True))
+        flagged.append(not sel.confident)
         if misses is not None and len(kept_t) < len(tables):
             misses.append(f"{item.source}: {item.question[:150]} | missing {sorted(set(tables) - set(kept_t))} | kept "
                           f"{[k.entity.label for k in list(sel.kept.values())[:6]]}")

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .confidence import Confidence, judge
 from .entities import Entity, estimate_tokens
 from .index import LinkingIndex, linking_index
 from .tokens import STOP_WORDS, latin_words, stem, terms
@@ -85,6 +86,12 @@ class Selection:
     budget: Budget
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: Whether linking trusts this choice (``confidence.py``); a whole catalogue is always trusted.
+    confidence: Confidence = field(default_factory=lambda: Confidence(True))
+
+    @property
+    def confident(self) -> bool:
+        return self.confidence.confident
 
     @property
     def tokens(self) -> int:
@@ -173,6 +180,8 @@ class Selection:
             "full_tokens": self.full_tokens,
             "budget_tokens": self.budget.prompt_tokens,
             "milliseconds": round(self.seconds * 1000, 2),
+            "confident": self.confident,
+            "confidence": self.confidence.to_dict(),
             "values": [m.to_dict() for m in self.matches],
             "tables": [
                 {"source": k.entity.source, "table": k.entity.name, "score": round(k.score, 3), "reasons": k.reasons,
@@ -235,9 +244,10 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
     builder = _Builder(index, budget, scores, column_scores, matches)
     builder.force(list(extra))
     builder.seed()
+    confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches))
     kept = builder.finish()
     return Selection(question, capabilities, kept, matches, True, index.total_tokens, budget,
-                     time.perf_counter() - started, notes)
+                     time.perf_counter() - started, notes, confidence)
 
 
 #: Ranked tables considered at most; tables refused for size before giving up; tokens left
