@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 from .confidence import Confidence, judge
 from .entities import Entity, estimate_tokens
 from .index import LinkingIndex, linking_index
+from .languages import question_language
 from .tokens import STOP_WORDS, latin_words, stem, terms
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example, Manifest
 
+    from .route import Route
     from .values import ValueIndex, ValueMatch
 
 __all__ = ["Budget", "Kept", "Selection", "select"]
@@ -44,6 +46,8 @@ class Budget:
     prompt_tokens: int = 8000
     #: The size a pruned catalogue is filled up to, best-ranked tables first.
     linked_tokens: int = 3000
+    #: The catalogue map of a routing call (``route.py``); 0: never route.
+    route_tokens: int = 2000
     #: Columns shown of a wide table besides its keys, enum and matched columns.
     columns: int = 12
     #: Longest FK path (in joins) the closure follows between two kept tables.
@@ -88,6 +92,8 @@ class Selection:
     notes: list[str] = field(default_factory=list)
     #: Whether linking trusts this choice (``confidence.py``); a whole catalogue is always trusted.
     confidence: Confidence = field(default_factory=lambda: Confidence(True))
+    #: Where the routing call said to look (``route.py``), when this selection was routed.
+    route: "Route | None" = None
 
     @property
     def confident(self) -> bool:
@@ -182,6 +188,7 @@ class Selection:
             "milliseconds": round(self.seconds * 1000, 2),
             "confident": self.confident,
             "confidence": self.confidence.to_dict(),
+            "route": self.route.to_dict() if self.route is not None else None,
             "values": [m.to_dict() for m in self.matches],
             "tables": [
                 {"source": k.entity.source, "table": k.entity.name, "score": round(k.score, 3), "reasons": k.reasons,
@@ -227,8 +234,12 @@ def _seed_scores(index: LinkingIndex, question: str, matches: list["ValueMatch"]
 
 def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | None = None,
            values: "ValueIndex | None" = None,
-           extra: Iterable[tuple[str, str, str | None]] = ()) -> Selection:
-    """The sub-catalogue for ``question``; ``extra`` (source, table, column) are always kept."""
+           extra: Iterable[tuple[str, str, str | None]] = (), route: "Route | None" = None) -> Selection:
+    """The sub-catalogue for ``question``; ``extra`` (source, table, column) are always kept.
+
+    With a ``route`` (``route.py``: the routing call's answer) its terms join the question's,
+    its tables are kept, and only its sources compete; the result counts as confident — the
+    doubt was what the call was for, and there is no second one."""
     started = time.perf_counter()
     budget = budget or Budget()
     index = linking_index(capabilities)
@@ -240,14 +251,24 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
         kept = {e.key: Kept(e, 0.0, ["the whole catalogue fits the prompt budget"]) for e in index.entities}
         return Selection(question, capabilities, kept, matches, False, index.total_tokens, budget,
                          time.perf_counter() - started, notes)
-    scores, column_scores = _seed_scores(index, question, matches)
+    routed_terms = " ".join(route.terms) if route else ""
+    scores, column_scores = _seed_scores(index, f"{question} {routed_terms}".strip(), matches)
+    if route and route.sources:
+        allowed = set(route.sources)
+        scores = {i: s for i, s in scores.items() if index.entities[i].source in allowed}
     builder = _Builder(index, budget, scores, column_scores, matches)
-    builder.force(list(extra))
+    builder.force_values()
+    builder.force(list(extra), "named by a failed query (repair)")
+    if route:
+        builder.force([(source, table, None) for source, table in route.tables], "named by the routing call")
     builder.seed()
-    confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches))
+    if route:
+        confidence = Confidence(True, language=question_language(question), signals={"routed": True})
+    else:
+        confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches))
     kept = builder.finish()
     return Selection(question, capabilities, kept, matches, True, index.total_tokens, budget,
-                     time.perf_counter() - started, notes, confidence)
+                     time.perf_counter() - started, notes, confidence, route)
 
 
 #: Ranked tables considered at most; tables refused for size before giving up; tokens left
@@ -296,14 +317,17 @@ class _Builder:
         self.used += cost
         return True
 
-    def force(self, extra: list[tuple[str, str, str | None]]) -> None:
+    def force(self, extra: list[tuple[str, str, str | None]], reason: str) -> None:
         for source, table, column in extra:
             i = self.index.position.get((source, table.lower()))
             if i is None:
                 continue
-            self._keep(i, "named by a failed query (repair)", force=True)
+            self._keep(i, reason, force=True)
             if column:
-                self.forced_columns.setdefault(i, {})[column] = "named by a failed query (repair)"
+                self.forced_columns.setdefault(i, {})[column] = reason
+
+    def force_values(self) -> None:
+        """Keep the tables whose stored values the question names, with the matched column."""
         for m in self.matches:
             i = self.index.position.get((m.source, m.table.lower()))
             if i is not None:
