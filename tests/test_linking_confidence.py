@@ -174,3 +174,34 @@ def test_cross_language_questions_keep_their_tables_or_are_flagged(loader: str, 
     outcomes = _outcomes(loader, corpus, every)
     share = statistics.mean(k or f for k, f in outcomes)
     assert len(outcomes) >= 40 and share >= 0.90, share
+
+
+# --- the offline bridge for Chinese: lexicon and pinyin --------------------------------------------
+
+
+def test_the_lexicon_finds_the_longest_words_and_skips_function_words() -> None:
+    from structq.linking.lexicon import bridge
+
+    found = bridge("所有订单号的总金额是多少？")
+    assert [w for w, _ in found.words] == ["订单号", "总金额"]
+    assert found.covered == 1.0 and {"order", "amount", "total"} <= set(found.terms)
+    assert bridge("明天的天气预报怎么样").covered == 0.0
+    assert not bridge("How many orders?").terms
+
+
+def test_a_chinese_question_reaches_english_names_through_the_lexicon(tmp_path: Path) -> None:
+    caps = _write(tmp_path / "c", _english())
+    selection = select("每个城市的客户订单总金额是多少？", caps, budget=SMALL)
+    assert selection.confident, selection.confidence
+    assert selection.keeps("sales", "orders") and selection.keeps("sales", "customers")
+    assert selection.to_dict()["confidence"]["signals"]["lexicon"]["客户"] == ["customer", "client"]
+
+
+def test_a_chinese_question_reaches_names_in_pinyin(tmp_path: Path) -> None:
+    pytest.importorskip("pypinyin", reason="pinyin needs the chinese extra (pypinyin)")
+    pinyin = {"source": "erp", "kind": "sql", "url": "sqlite://", "tables": [
+        _table("kehu_xinxi", ["kehu_id", "kehu_mingcheng", "suozai_chengshi"]),
+        *[_table(f"rizhi_{i}", [f"ziduan_{j}" for j in range(8)]) for i in range(10)]]}
+    caps = _write(tmp_path / "c", [pinyin])
+    selection = select("所在城市是上海的客户名称", caps, budget=SMALL)
+    assert selection.keeps("erp", "kehu_xinxi")

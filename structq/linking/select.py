@@ -23,6 +23,7 @@ from .confidence import Confidence, judge
 from .entities import Entity, estimate_tokens
 from .index import LinkingIndex, linking_index
 from .languages import question_language
+from .lexicon import Bridge, bridge
 from .tokens import STOP_WORDS, latin_words, stem, terms
 
 if TYPE_CHECKING:
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     from .values import ValueIndex, ValueMatch
 
 __all__ = ["Budget", "Kept", "Selection", "select"]
+
+#: A Chinese question whose content words the lexicon translated at least this share of (by
+#: characters) counts as bridged to names in Latin letters (``confidence.judge``).
+BRIDGE_SHARE = 0.6
 
 #: A table the question names outright (its name or a synonym, every word of it) gains this
 #: share of the best lexical score: naming is stronger evidence than sharing words.
@@ -199,10 +204,11 @@ class Selection:
         }
 
 
-def _query(question: str) -> dict[str, float]:
+def _query(question: str, bridged: dict[str, float] | None = None) -> dict[str, float]:
     """The question's terms, plus adjacent English words joined (``high schoolers`` also
-    asks for ``highschooler``: names are often compounds written as one word)."""
-    out: dict[str, float] = {}
+    asks for ``highschooler``: names are often compounds written as one word), plus the
+    ``bridged`` terms of its Chinese words (``lexicon.bridge``)."""
+    out: dict[str, float] = dict(bridged or {})
     for term, weight in terms(question):
         out[term] = max(out.get(term, 0.0), weight)
     words = latin_words(question)
@@ -212,9 +218,10 @@ def _query(question: str) -> dict[str, float]:
     return out
 
 
-def _seed_scores(index: LinkingIndex, question: str, matches: list["ValueMatch"]) -> tuple[dict[int, float], dict[int, dict[int, float]]]:
+def _seed_scores(index: LinkingIndex, question: str, matches: list["ValueMatch"], bridged: dict[str, float] | None = None,
+                 ) -> tuple[dict[int, float], dict[int, dict[int, float]]]:
     """Table scores (tables' own BM25 plus their best column's) and per-table column scores."""
-    query = _query(question)
+    query = _query(question, bridged)
     scores = dict(index.tables.score(query))
     columns: dict[int, dict[int, float]] = {}
     for doc, s in index.columns.score(query).items():
@@ -252,7 +259,9 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
         return Selection(question, capabilities, kept, matches, False, index.total_tokens, budget,
                          time.perf_counter() - started, notes)
     routed_terms = " ".join(route.terms) if route else ""
-    scores, column_scores = _seed_scores(index, f"{question} {routed_terms}".strip(), matches)
+    language = question_language(question)
+    crossing = bridge(question) if language == "zh" else Bridge()
+    scores, column_scores = _seed_scores(index, f"{question} {routed_terms}".strip(), matches, crossing.terms)
     if route and route.sources:
         allowed = set(route.sources)
         scores = {i: s for i, s in scores.items() if index.entities[i].source in allowed}
@@ -263,9 +272,14 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
         builder.force([(source, table, None) for source, table in route.tables], "named by the routing call")
     builder.seed()
     if route:
-        confidence = Confidence(True, language=question_language(question), signals={"routed": True})
+        confidence = Confidence(True, language=language, signals={"routed": True})
     else:
-        confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches))
+        bridged = frozenset({"latin"}) if crossing.covered >= BRIDGE_SHARE else frozenset()
+        confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches),
+                           bridged=bridged)
+        if crossing.words:
+            confidence.signals["lexicon"] = {zh: list(en) for zh, en in crossing.words}
+            confidence.signals["lexicon_covered"] = round(crossing.covered, 2)
     kept = builder.finish()
     return Selection(question, capabilities, kept, matches, True, index.total_tokens, budget,
                      time.perf_counter() - started, notes, confidence, route)
