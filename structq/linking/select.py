@@ -24,10 +24,12 @@ from .entities import Entity, estimate_tokens
 from .index import LinkingIndex, linking_index
 from .languages import question_language
 from .lexicon import Bridge, bridge
+from .shapes import column_note
 from .tokens import STOP_WORDS, latin_words, stem, terms
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example, Manifest
+    from structq.capabilities.objects import Table
 
     from .route import Route
     from .values import ValueIndex, ValueMatch
@@ -37,6 +39,9 @@ __all__ = ["Budget", "Kept", "Selection", "select"]
 #: A Chinese question whose content words the lexicon translated at least this share of (by
 #: characters) counts as bridged to names in Latin letters (``confidence.judge``).
 BRIDGE_SHARE = 0.6
+
+#: A stored value matched in more tables than this does not force them into the prompt.
+MAX_VALUE_TABLES = 3
 
 #: A table the question names outright (its name or a synonym, every word of it) gains this
 #: share of the best lexical score: naming is stronger evidence than sharing words.
@@ -99,6 +104,8 @@ class Selection:
     confidence: Confidence = field(default_factory=lambda: Confidence(True))
     #: Where the routing call said to look (``route.py``), when this selection was routed.
     route: "Route | None" = None
+    #: (source, table, column) → what its stored values look like (``shapes.column_note``).
+    column_notes: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     @property
     def confident(self) -> bool:
@@ -115,10 +122,22 @@ class Selection:
             return kept is not None
         return kept.members is None or any(c.lower() == column.lower() for c in kept.members)
 
+    def _noted(self, source: str, t: "Table") -> "Table":
+        """``t`` with the notes on its stored values added to its columns' descriptions."""
+        notes = {c: n for (s, tb, c), n in self.column_notes.items() if s == source and tb == t.name}
+        if not notes:
+            return t
+        columns = [c.model_copy(update={"description": f"{c.description} ({notes[c.name]})" if c.description
+                                        else notes[c.name]}) if c.name in notes else c for c in t.columns]
+        return t.model_copy(update={"columns": columns})
+
     def manifests(self) -> list["Manifest"]:
         """The manifests cut down to the kept tables and columns (examples left out)."""
         if not self.pruned:
-            return list(self.capabilities)
+            if not self.column_notes:
+                return list(self.capabilities)
+            return [m.model_copy(update={"tables": [self._noted(m.source, t) for t in m.tables]})
+                    for m in self.capabilities]
         out = []
         for m in self.capabilities:
             tables = []
@@ -128,7 +147,7 @@ class Selection:
                     continue
                 if kept.members is not None:
                     t = t.model_copy(update={"columns": [c for c in t.columns if c.name in kept.members]})
-                tables.append(t)
+                tables.append(self._noted(m.source, t))
             indices = [i for i in m.indices if (m.source, i.name.lower()) in self.kept]
             if tables or indices:
                 out.append(m.model_copy(update={"tables": tables, "indices": indices, "examples": []}))
@@ -139,7 +158,7 @@ class Selection:
         from structq.capabilities.render import render_manifest
 
         if not self.pruned:
-            return "\n\n".join(render_manifest(m) for m in self.capabilities)
+            return "\n\n".join(render_manifest(m) for m in self.manifests())
         blocks = []
         for m in self.manifests():
             text = render_manifest(m)
@@ -257,7 +276,7 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
     if index.total_tokens <= budget.prompt_tokens:
         kept = {e.key: Kept(e, 0.0, ["the whole catalogue fits the prompt budget"]) for e in index.entities}
         return Selection(question, capabilities, kept, matches, False, index.total_tokens, budget,
-                         time.perf_counter() - started, notes)
+                         time.perf_counter() - started, notes, column_notes=_column_notes(values, kept))
     routed_terms = " ".join(route.terms) if route else ""
     language = question_language(question)
     crossing = bridge(question) if language == "zh" else Bridge()
@@ -281,8 +300,24 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
             confidence.signals["lexicon"] = {zh: list(en) for zh, en in crossing.words}
             confidence.signals["lexicon_covered"] = round(crossing.covered, 2)
     kept = builder.finish()
-    return Selection(question, capabilities, kept, matches, True, index.total_tokens, budget,
-                     time.perf_counter() - started, notes, confidence, route)
+    shown = [m for m in matches if (m.source, m.table.lower()) in kept]  # hints only for tables shown
+    return Selection(question, capabilities, kept, shown, True, index.total_tokens, budget,
+                     time.perf_counter() - started, notes, confidence, route, _column_notes(values, kept))
+
+
+def _column_notes(values: "ValueIndex | None", kept: dict[tuple[str, str], Kept]) -> dict[tuple[str, str, str], str]:
+    """Notes on the stored values of the kept tables' columns the value index holds."""
+    if values is None:
+        return {}
+    out = {}
+    for (source, table, column), stored in values.columns.items():
+        shown = kept.get((source, table.lower()))
+        if shown is None or (shown.members is not None and column not in shown.members):
+            continue
+        note = column_note(stored)
+        if note:
+            out[(source, table, column)] = note
+    return out
 
 
 #: Ranked tables considered at most; tables refused for size before giving up; tokens left
@@ -341,8 +376,16 @@ class _Builder:
                 self.forced_columns.setdefault(i, {})[column] = reason
 
     def force_values(self) -> None:
-        """Keep the tables whose stored values the question names, with the matched column."""
+        """Keep the tables whose stored values the question names, with the matched column —
+        when the value is one few tables hold: a value found in many tables (a country name in
+        every database of a catalogue) says nothing about which one the question is about, and
+        only adds to their scores."""
+        holders: dict[str, set[tuple[str, str]]] = {}
         for m in self.matches:
+            holders.setdefault(m.value.lower(), set()).add((m.source, m.table.lower()))
+        for m in self.matches:
+            if len(holders[m.value.lower()]) > MAX_VALUE_TABLES:
+                continue
             i = self.index.position.get((m.source, m.table.lower()))
             if i is not None:
                 self._keep(i, f"value {m.value!r} matched in {m.column}", force=True)
