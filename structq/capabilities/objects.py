@@ -103,6 +103,9 @@ class Column(_Access, _Strict):
     description: str = ""
     values: dict[str, str] | None = None
     references: str | None = Field(default=None, pattern=r"^[^.\x00-\x1f]+\.[^.\x00-\x1f]+$")
+    #: ``references`` was inferred by ``structq init`` from names, types and data, not declared
+    #: by the database; it joins like any other (review it, then remove the flag).
+    inferred: bool = False
     access: Literal["allow", "deny", "restricted"] = "allow"
     synonyms: list[str] = Field(default_factory=list)
     primary_key: bool = False

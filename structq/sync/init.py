@@ -130,7 +130,8 @@ def init_manifest(directory: Path, source: str, url: str, *, kind: str | None = 
     variable = url_variable(source)
     url = _absolute_sqlite(url) if kind == "sql" else url
     seed = seed_text(source, kind, variable, schema=schema, include=include, exclude=exclude)
-    plan = plan_sync(path, text=seed, env={**os.environ, variable: url}, examples=[], profile_values=profile_values)
+    plan = plan_sync(path, text=seed, env={**os.environ, variable: url}, examples=[], profile_values=profile_values,
+                     infer_keys=True)
     if not plan.snapshot.objects:
         where = f" in schema {schema!r}" if schema else ""
         what = "tables or views" if kind == "sql" else "indices"

@@ -107,6 +107,8 @@ class _Merger:
             pairs.append(("description", m.comment))
         if (ref := self._reference(m)) is not None:
             pairs.append(("references", ref))
+            if m.inferred:
+                pairs.append(("inferred", True))
         if m.primary_key:
             pairs.append(("primary_key", True))
         elif m.nullable is False:
