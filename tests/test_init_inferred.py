@@ -27,7 +27,8 @@ def music(tmp_path: Path) -> Path:
             CREATE TABLE MediaType (MediaTypeId INTEGER PRIMARY KEY, Name TEXT);
             CREATE TABLE Track (TrackId INTEGER PRIMARY KEY, Name TEXT, GenreId INTEGER, MediaTypeId INTEGER,
                                 Composer TEXT, Milliseconds INTEGER);
-            CREATE TABLE customers (id INTEGER PRIMARY KEY, full_name TEXT, city TEXT);
+            CREATE TABLE customers (id INTEGER PRIMARY KEY, full_name TEXT, city TEXT, email TEXT,
+                                    password_hash TEXT);
             CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER, note_id INTEGER, amount REAL);
             CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
         """)
@@ -37,7 +38,8 @@ def music(tmp_path: Path) -> Path:
              "AAC audio file"], 1)))
         c.executemany("INSERT INTO Track VALUES (?, ?, ?, ?, ?, ?)",
                       [(i, f"Song {i}", i % 25 + 1, i % 5 + 1, f"Composer {i % 7}", 1000 * i) for i in range(1, 81)])
-        c.executemany("INSERT INTO customers VALUES (?, ?, ?)", [(i, f"Person {i}", "Paris") for i in range(1, 6)])
+        c.executemany("INSERT INTO customers VALUES (?, ?, ?, ?, ?)",
+                      [(i, f"Person {i}", "Paris", f"p{i}@example.com", "x" * 60) for i in range(1, 6)])
         # orders.note_id points at ids that notes does not have: named like a key, but not one
         c.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)", [(i, i % 5 + 1, 100 + i, 9.5) for i in range(1, 11)])
         c.executemany("INSERT INTO notes VALUES (?, ?)", [(1, "x"), (2, "y")])
@@ -74,3 +76,16 @@ def test_init_proposes_values_for_small_lookup_tables(music: Path, tmp_path: Pat
     assert set(manifest.table("MediaType").column("Name").values or {}) >= {"MPEG audio file", "AAC audio file"}
     assert manifest.table("Track").column("Name").values is None  # 80 songs: no lookup
     assert manifest.table("customers").column("full_name").values is None  # people, not a lookup
+
+
+def test_init_writes_personal_columns_restricted_and_secrets_denied(music: Path, tmp_path: Path, monkeypatch) -> None:
+    """The planner is told a personal column exists (so it can decline precisely), never a secret's name."""
+    from structq.capabilities.render import render_manifest
+
+    manifest, _ = _init(music, tmp_path / "caps", monkeypatch)
+    customers = manifest.table("customers")
+    assert customers.column("email").access == "restricted" and customers.column("email").denied
+    assert customers.column("password_hash").access == "deny"
+    text = render_manifest(manifest)
+    assert "[restricted, exists but may not be read: email]" in text
+    assert "password_hash" not in text and "example.com" not in text

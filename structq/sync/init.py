@@ -36,7 +36,8 @@ _SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "duckdb"
 
 HEADER = """\
 # Drafted by `structq init` from the live source. Everything is `draft: true` until a person
-# describes it; `access: deny` marks what looked secret or personal (flip it to allow if not).
+# describes it; `access: deny` marks what looked secret, `access: restricted` what looked personal
+# (the planner is told it exists, never its values); flip it to allow if not.
 """
 
 
