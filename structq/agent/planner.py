@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from structq.capabilities import CapabilitySet, Example
     from structq.linking import Budget, Selection, ValueIndex
+    from structq.linking.route import Route
 
 __all__ = ["Planner", "Attempt", "template", "extract_json"]
 
@@ -114,7 +115,7 @@ class Planner:
         self._tool_model = self._bind_plan_tool(model)
         self._system_cache: dict[tuple[dt.date, str], str] = {}
         #: The routing call's answer per question text (``agent.routing``): one call per question.
-        self._routes: dict[str, Any] = {}
+        self._routes: dict[str, Route] = {}
 
     @staticmethod
     def _bind_plan_tool(model: Any) -> Any | None:

@@ -58,9 +58,11 @@ class Confidence:
 
 
 def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, scores: dict[int, float],
-          kept: set[int], *, matched_values: bool = False, bridged: frozenset[str] = frozenset()) -> Confidence:
+          kept: set[int], *, matched_values: bool = False, bridged: frozenset[str] = frozenset(),
+          notes: dict[str, Any] | None = None) -> Confidence:
     """The confidence of a selection: ``scores`` are the tables' linking scores, ``kept`` the
-    tables kept; ``bridged`` the name languages a lexicon reached for this question."""
+    tables kept; ``bridged`` the name languages a lexicon reached for this question; ``notes``
+    more measurements to show with the verdict (the lexicon's words)."""
     reasons: list[str] = []
     language = question_language(question)
     reaches = reach(capabilities)
@@ -86,5 +88,5 @@ def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, s
         reasons.append(f"too close to call: a table of a source not shown scored {rival / best:.0%} of the best "
                        "table kept")
     signals = {"strength": round(strength, 3), "rival": round(rival / best, 3) if best else 0.0,
-               "unreachable_sources": len(unreachable)}
+               "unreachable_sources": len(unreachable), **(notes or {})}
     return Confidence(not reasons, tuple(reasons), language, tuple(r.source for r in unreachable), signals)

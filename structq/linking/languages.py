@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .memo import Memo
-from .tokens import STOP_WORDS, is_cjk, latin_words
+from .tokens import is_cjk, latin_words
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet
+    from structq.capabilities import CapabilitySet, Manifest
 
 __all__ = ["Reach", "question_language", "text_language", "reach", "LANGUAGE_NAMES"]
 
@@ -35,14 +35,14 @@ LANGUAGE_NAMES = {"zh": "Chinese", "en": "English", "de": "German", "latin": "La
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _UMLAUT = re.compile(r"[äöüß]")
 
-#: English function words (prose); the German ones are the rest of ``STOP_WORDS``.
+#: Function words of English and of German prose: which of the two a question or a description is in.
 _ENGLISH_PROSE = frozenset(
     "the of in on at to for from by with and or is are was were what which who how many much "
     "each every this that these those their than all list show give find".split())
 _GERMAN_PROSE = frozenset(
-    "der die das den dem des ein eine einer und oder ist sind wie viele welche welcher wer wo "
+    "der die das den dem des ein eine einer und oder nicht ist sind wie viele welche welcher wer wo "
     "gibt es zu von mit für auf im bei aus nach über alle jede jeder sie ihre haben hat werden "
-    "zeige nenne liste".split()) & STOP_WORDS | frozenset("und der die das nicht mit für".split())
+    "zeige nenne liste".split())
 
 #: Common German words of table and column names (umlauts transliterated too), for names
 #: without function words. A source counts as German-named when enough of its name words are
@@ -121,7 +121,7 @@ class Reach:
         return self.names == "latin" and language != "zh"
 
 
-def _source_reach(m) -> Reach:  # noqa: ANN001 - a Manifest
+def _source_reach(m: "Manifest") -> Reach:
     names: list[str] = []
     prose: list[str] = [m.description or ""]
     synonyms: list[str] = []

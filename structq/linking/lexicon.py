@@ -23,6 +23,7 @@ question or only a word of it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -61,7 +62,8 @@ def lexicon() -> dict[str, tuple[str, ...]]:
 
 
 @cache
-def _pinyin():  # noqa: ANN202 - pypinyin's function, or None
+def _pinyin() -> "Callable[[str], list[str]] | None":
+    """pypinyin's ``lazy_pinyin`` (the ``chinese`` extra), or None when it is not installed."""
     try:
         from pypinyin import lazy_pinyin
     except ImportError:

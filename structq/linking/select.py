@@ -294,11 +294,10 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
         confidence = Confidence(True, language=language, signals={"routed": True})
     else:
         bridged = frozenset({"latin"}) if crossing.covered >= BRIDGE_SHARE else frozenset()
+        lexicon = ({"lexicon": {zh: list(en) for zh, en in crossing.words},
+                    "lexicon_covered": round(crossing.covered, 2)} if crossing.words else None)
         confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches),
-                           bridged=bridged)
-        if crossing.words:
-            confidence.signals["lexicon"] = {zh: list(en) for zh, en in crossing.words}
-            confidence.signals["lexicon_covered"] = round(crossing.covered, 2)
+                           bridged=bridged, notes=lexicon)
     kept = builder.finish()
     shown = [m for m in matches if (m.source, m.table.lower()) in kept]  # hints only for tables shown
     return Selection(question, capabilities, kept, shown, True, index.total_tokens, budget,
