@@ -12,7 +12,12 @@ Corpora (from ../shared/corpora/legit; a missing one is skipped with a note):
   enough not to be pruned), and over all 166 databases of ``tables.json`` (851 tables);
 - bird: mini-dev sqlite (500), question + evidence, the 11 schemas with their column comments;
 - defog: questions_gen_sqlite + instruct_* over the 11 databases, with column descriptions;
-- demo: the bundled manifests' verified examples and ``capabilities/eval.yaml`` (Chinese).
+- demo: the bundled manifests' verified examples and ``capabilities/eval.yaml`` (Chinese);
+- en_de (cross-language): English Spider dev questions over the German-named dev databases of
+  spider_de, with Spider's English test databases as neighbours (the dev ones left out);
+- zh (cross-language): the Chinese questions of ``bench/linking_zh.json`` (written for this
+  benchmark, gold SQL from Spider dev) over all 206 test databases, and the same questions in
+  Spider's English as the control.
 
 Figures per corpus: mean gold-table recall, mean gold-column recall, share of questions with all
 gold tables kept, prompt tokens (estimated: ASCII at 4 characters a token, other characters 1
@@ -20,6 +25,13 @@ each — ``structq.linking.entities.estimate_tokens``) of the pruned catalogue a
 one, and linking time p50/p95, wall clock and the thread's CPU time (the CPU time does not
 count waiting for a core, so it stays meaningful on a busy machine; value index not built:
 the corpora have no data here).
+
+Confidence and routing: ``flagged`` is the share linking marks not confident, ``kept|flg`` the
+share that kept every gold table or was flagged (the cross-language target), ``routed`` the
+share keeping every gold table once each flagged question has had its one routing call,
+answered by a scripted router that knows the gold (``gold_router``: the gold sources, and the
+gold tables' and columns' names as the translated terms), ``calls/q`` the extra model calls per
+question, ``route tk`` the routing prompt's estimated tokens.
 
 The ``langchain`` column is LangChain's ``SQLDatabase.get_table_info()`` (CREATE TABLE plus 3
 sample rows per table) over every database of the corpus, in the same token estimate, when
@@ -29,7 +41,7 @@ an undercount of what it costs on real data).
 
 Corpora are loaded by ``bench/linking_corpora.py``.
 
-Run: ``python bench/linking.py [spider_en|spider_de|bird|defog|demo ...] [--misses]``
+Run: ``python bench/linking.py [spider_en|spider_de|bird|defog|demo|en_de|zh ...] [--misses]``
 """
 
 from __future__ import annotations
@@ -45,10 +57,9 @@ from sqlglot import exp
 from structq.capabilities import CapabilitySet
 from structq.linking import Budget, linking_index, select
 from structq.linking.entities import estimate_tokens
+from structq.linking.route import Route, routing_prompt
 
 from linking_corpora import CORPUS_LOADERS, Item
-
-BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
 
 
 def gold(item: Item, capabilities: CapabilitySet) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]] | None:
@@ -135,6 +146,19 @@ class Figures:
     cpu_p50_ms: float
     cpu_p95_ms: float
     langchain: int | None = None
+    flagged: float = 0.0  # share of questions linking flagged as not confident
+    kept_or_flagged: float = 0.0  # share that kept every gold table, or was flagged
+    routed_kept: float = 0.0  # share keeping every gold table after the (scripted) routing call
+    calls: float = 0.0  # extra model calls per question (routing)
+    route_tokens: float = 0.0  # mean estimated tokens of a routing prompt, over routed questions
+
+
+def gold_router(tables: set[tuple[str, str]], columns: set[tuple[str, str, str]]) -> Route:
+    """What a router that knows the answer says: the gold sources, and as terms the gold tables'
+    and columns' names (the question's words in the catalogue's language) — not the tables
+    themselves, so linking still has to rank them."""
+    terms = sorted({t for _, t in tables} | {c for _, _, c in columns})
+    return Route(tuple(sorted({s for s, _ in tables})), (), tuple(terms[:12]))
 
 
 def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget: Budget | None = None,
@@ -143,7 +167,8 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
     index = linking_index(capabilities)
     build_s = time.perf_counter() - started
     full_tokens = estimate_tokens(capabilities.render())
-    t_rec, c_rec, whole, toks, times, cpu_times = [], [], [], [], [], []
+    t_rec, c_rec, whole, toks, times, cpu_times, flagged = [], [], [], [], [], [], []
+    routed_whole, route_toks = [], []
     for item in items:
         found = gold(item, capabilities)
         if found is None or not found[0]:
@@ -159,6 +184,13 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
         t_rec.append(len(kept_t) / len(tables))
         c_rec.append(len(kept_c) / len(columns) if columns else 1.0)
         whole.append(len(kept_t) == len(tables))
+        flagged.append(not sel.confident)
+        if sel.confident:
+            routed_whole.append(whole[-1])
+        else:  # one routing call, answered by the gold router
+            route_toks.append(estimate_tokens(routing_prompt(item.question, capabilities, sel, sel.budget.route_tokens)))
+            routed = select(item.question, capabilities, budget=budget, route=gold_router(tables, columns))
+            routed_whole.append(all(routed.keeps(*t) for t in tables))
         if misses is not None and len(kept_t) < len(tables):
             misses.append(f"{item.source}: {item.question[:150]} | missing {sorted(set(tables) - set(kept_t))} | kept "
                           f"{[k.entity.label for k in list(sel.kept.values())[:6]]}")
@@ -169,7 +201,10 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
                    statistics.mean(whole), statistics.mean(toks), full_tokens,
                    times[len(times) // 2], times[int(len(times) * 0.95)],
                    cpu_times[len(cpu_times) // 2], cpu_times[int(len(cpu_times) * 0.95)],
-                   langchain_tokens(databases) if databases else None)
+                   langchain_tokens(databases) if databases else None,
+                   statistics.mean(flagged), statistics.mean(w or f for w, f in zip(whole, flagged)),
+                   statistics.mean(routed_whole), statistics.mean(flagged),
+                   statistics.mean(route_toks) if route_toks else 0.0)
 
 
 BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
@@ -177,12 +212,12 @@ BUDGETS = {"demo @1200": Budget(prompt_tokens=1200, linked_tokens=1200)}
 
 def print_table(rows: list[Figures]) -> None:
     header = (f"{'corpus':<16} {'questions':>9} {'tables':>6} {'table rec':>9} {'col rec':>8} {'all tbls':>8} "
-              f"{'tokens':>7} {'full':>7} {'share':>6} {'langchain':>9} {'p50 ms':>7} {'p95 ms':>7} {'cpu p50':>7} {'cpu p95':>7}")
+              f"{'flagged':>7} {'kept|flg':>8} {'routed':>7} {'calls/q':>7} {'route tk':>8} {'tokens':>7} {'full':>7} {'share':>6} {'langchain':>9} {'p50 ms':>7} {'p95 ms':>7} {'cpu p50':>7} {'cpu p95':>7}")
     print(header)
     print("-" * len(header))
     for r in rows:
         print(f"{r.corpus:<16} {r.questions:>9} {r.tables:>6} {r.table_recall:>9.3f} {r.column_recall:>8.3f} "
-              f"{r.all_tables:>8.1%} {r.tokens:>7.0f} {r.full_tokens:>7} {r.tokens / r.full_tokens:>6.1%} "
+              f"{r.all_tables:>8.1%} {r.flagged:>7.1%} {r.kept_or_flagged:>8.1%} {r.routed_kept:>7.1%} {r.calls:>7.2f} {r.route_tokens:>8.0f} {r.tokens:>7.0f} {r.full_tokens:>7} {r.tokens / r.full_tokens:>6.1%} "
               f"{r.langchain if r.langchain is not None else 'n/a':>9} "
               f"{r.p50_ms:>7.2f} {r.p95_ms:>7.2f} {r.cpu_p50_ms:>7.2f} {r.cpu_p95_ms:>7.2f}")
 

@@ -240,5 +240,51 @@ def corpus_demo() -> Corpus:
     yield "demo @1200", capabilities, items, None
 
 
+# --- cross-language corpora: the question in one language, the names in another ---------------------
+
+
+def _neighbours(exclude: set[str]) -> list[Manifest]:
+    """Spider's test databases (English names) but those in ``exclude``: a large catalogue to get lost in."""
+    folder = CORPORA / "spider_en"
+    tables = folder / "test_tables.json"
+    if not tables.is_file():
+        tables = folder / "tables.json"
+    return [m for m in spider_catalogue(tables) if m.source not in {_safe_name(x) for x in exclude}]
+
+
+def corpus_en_de() -> Corpus:
+    """English Spider dev questions over the German-named dev databases of spider_de, among
+    Spider's English test databases (the dev databases themselves left out, so the English
+    copy of a German database is not there to be found instead)."""
+    folder = CORPORA / "spider_de"
+    dev = json.loads((folder / "dev.json").read_text(encoding="utf-8"))
+    dev_ids = {d["db_id"] for d in dev}
+    german = list(spider_catalogue(folder / "tables.json", only=dev_ids))
+    capabilities = CapabilitySet(german + _neighbours(dev_ids))
+    items = [Item(d["match"], _safe_name(d["db_id"]), d["query"]) for d in dev if d.get("match")]
+    yield "en→de names", capabilities, items, None
+
+
+ZH_QUESTIONS = ROOT / "bench" / "linking_zh.json"
+
+
+def zh_items() -> list[Item]:
+    """The Chinese questions of ``bench/linking_zh.json`` with Spider dev's gold SQL."""
+    data = json.loads(ZH_QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    return [Item(d["question"], _safe_name(d["db_id"]), d["query"]) for d in data]
+
+
+def corpus_zh() -> Corpus:
+    """Chinese questions over Spider dev's English-named databases, all 206 test databases loaded;
+    and the same questions in Spider's English (the control: what the language alone costs)."""
+    capabilities = CapabilitySet(_neighbours(set()))
+    data = json.loads(ZH_QUESTIONS.read_text(encoding="utf-8"))["questions"]
+    yield "zh→en names", capabilities, zh_items(), None
+    yield "zh control (en)", capabilities, [Item(d["question_en"], _safe_name(d["db_id"]), d["query"]) for d in data], None
+
+
 CORPUS_LOADERS = {"spider_en": corpus_spider_en, "spider_de": corpus_spider_de, "bird": corpus_bird,
-                  "defog": corpus_defog, "demo": corpus_demo}
+                  "defog": corpus_defog, "demo": corpus_demo, "en_de": corpus_en_de, "zh": corpus_zh}
+
+#: Corpora whose questions are not in the language of the names (the confidence target differs).
+CROSS_LANGUAGE = {"en→de names", "zh→en names"}

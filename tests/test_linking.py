@@ -279,9 +279,9 @@ def test_repair_restores_a_pruned_table(built) -> None:
              "steps": [{"output_key": "n", "source": "crm", "query": "SELECT COUNT(*) AS n FROM staff"}]}
     right = {**wrong, "steps": [{**wrong["steps"][0], "source": "hr"}]}
     model = scripted(plan_reply(wrong), plan_reply(right), text_reply("3 [n]"))
-    agent = Agent(built, llm=model, settings=Settings(llm=None, prompt_tokens=300, link_tokens=300,
+    agent = Agent(built, llm=model, settings=Settings(llm=None, prompt_tokens=300, link_tokens=300, route_tokens=0,
                                                       cache_enabled=False, audit_enabled=False))
-    with agent:
+    with agent:  # no routing call (route_tokens=0): this is the repair path alone
         answer = agent.ask("How many colleagues work here?", today=TODAY, answer=False)
     assert [tuple(row) for row in answer.results.steps["n"].rows] == [(3,)]
     first, repair = model.prompt_text(0), model.prompt_text(1)

@@ -49,7 +49,7 @@ def test_coverage_is_measured_refreshed_and_shown(database: Any, tmp_path: Path,
     assert (coverage.min, coverage.max) == ("2023-01-01", "2024-06-30")
     assert coverage.format == ("ISO date text (YYYY-MM-DD)" if kind == "sqlite" else "date")
     assert manifest.table("sales").column("amount").coverage is None
-    assert "sale_date date (undescribed) (data covers 2023-01-01 … 2024-06-30" in render_manifest(manifest)
+    assert "sale_date date (data covers 2023-01-01 … 2024-06-30" in render_manifest(manifest)
 
     with engine.begin() as c:
         c.execute(text("INSERT INTO sales VALUES (3, '2025-02-01', 1, NULL)"))

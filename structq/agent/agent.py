@@ -188,10 +188,12 @@ class Agent:
                        budget=self.link_budget(), bounds=CallBounds.of(self.settings))
 
     def link_budget(self) -> "Budget":
-        """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``)."""
+        """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``,
+        ``STRUCTQ_ROUTE_TOKENS``)."""
         from structq.linking import Budget
 
-        return Budget(prompt_tokens=self.settings.prompt_tokens, linked_tokens=self.settings.link_tokens)
+        return Budget(prompt_tokens=self.settings.prompt_tokens, linked_tokens=self.settings.link_tokens,
+                      route_tokens=self.settings.route_tokens)
 
     def link(self, question: str) -> "Selection":
         """The part of the catalogue the planner would be shown for ``question`` (no model call)."""

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from structq.capabilities import CapabilitySet, Example
     from structq.linking import Budget, Selection, ValueIndex
+    from structq.linking.route import Route
 
 __all__ = ["Planner", "Attempt", "template", "extract_json"]
 
@@ -113,6 +114,8 @@ class Planner:
         self._values = values
         self._tool_model = self._bind_plan_tool(model)
         self._system_cache: dict[tuple[dt.date, str], str] = {}
+        #: The routing call's answer per question text (``agent.routing``): one call per question.
+        self._routes: dict[str, Route] = {}
 
     @staticmethod
     def _bind_plan_tool(model: Any) -> Any | None:
@@ -136,13 +139,26 @@ class Planner:
             self._values = load_values(self.capabilities)
         return self._values
 
-    def link(self, question: str, *, context: str = "", attempts: list[Attempt] = ()) -> "Selection":
-        """The sub-catalogue for the question (and the conversation), plus what failed plans named."""
-        from structq.linking import names_to_restore, select
+    def link(self, question: str, *, context: str = "", attempts: list[Attempt] = (),
+             log: CallLog | None = None) -> "Selection":
+        """The sub-catalogue for the question (and the conversation), plus what failed plans named;
+        with a ``log``, a selection linking is not confident of is routed (one call per question)."""
+        from structq.linking import Budget, names_to_restore, select
 
         extra = [name for a in attempts for name in names_to_restore(a.error, a.plan, self.capabilities)]
         text = f"{context}\n{question}" if context else question
-        return select(text, self.capabilities, budget=self.budget, values=self.values, extra=extra)
+        selection = select(text, self.capabilities, budget=self.budget, values=self.values, extra=extra,
+                           route=self._routes.get(text))
+        route_tokens = (self.budget or Budget()).route_tokens
+        if not selection.confident and log is not None and route_tokens and text not in self._routes:
+            from .routing import route_question
+
+            self._routes[text] = route_question(self.model, question, self.capabilities, selection,
+                                                budget_tokens=route_tokens, log=log, bounds=self.bounds)
+            if self._routes[text]:
+                selection = select(text, self.capabilities, budget=self.budget, values=self.values, extra=extra,
+                                   route=self._routes[text])
+        return selection
 
     def system_prompt(self, today: dt.date, selection: "Selection | None" = None) -> str:
         """Rules, the catalogue (``selection``'s part of it, or all) and its verified examples."""
@@ -161,11 +177,12 @@ class Planner:
         return self._system_cache[key]
 
     def messages(self, question: str, *, today: dt.date, context: str = "",
-                 attempts: list[Attempt] = ()) -> "list[BaseMessage]":
-        """System prompt, the question (with the conversation so far), then each failed attempt."""
+                 attempts: list[Attempt] = (), log: CallLog | None = None) -> "list[BaseMessage]":
+        """System prompt, the question (with the conversation so far), then each failed attempt
+        (``log``: where a routing call is counted, when linking needs one)."""
         from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-        selection = self.link(question, context=context, attempts=attempts)
+        selection = self.link(question, context=context, attempts=attempts, log=log)
         conversation = f"Conversation so far:\n{context}\n" if context else ""
         out: list[BaseMessage] = [
             SystemMessage(self.system_prompt(today, selection)),
@@ -183,7 +200,7 @@ class Planner:
     def plan(self, question: str, *, today: dt.date, log: CallLog, context: str = "",
              attempts: list[Attempt] = ()) -> Plan:
         """Ask the model for a plan; raise ``PlanError`` (with ``.raw``) when the reply is unusable."""
-        messages = self.messages(question, today=today, context=context, attempts=list(attempts))
+        messages = self.messages(question, today=today, context=context, attempts=list(attempts), log=log)
         return self.complete(messages, purpose="repair" if attempts else "plan", log=log)
 
     def complete(self, messages: "list[BaseMessage]", *, purpose: str, log: CallLog) -> Plan:

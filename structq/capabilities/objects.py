@@ -76,14 +76,23 @@ class Coverage(_Strict):
 
 class _Access:
     """``access: deny`` as a question (columns and fields). Holds no field of its own, so each
-    model keeps its fields in the order it declares them."""
+    model keeps its fields in the order it declares them.
+
+    ``access: restricted`` is denied exactly as ``deny`` is (no query may name it, no value of
+    it is read), but the planner is told that it exists, so a question about it is declined
+    precisely instead of answered from some other column. ``deny`` keeps even the name out."""
 
     if typing.TYPE_CHECKING:
         access: str
 
     @property
     def denied(self) -> bool:
-        return self.access == "deny"
+        return self.access in ("deny", "restricted")
+
+    @property
+    def restricted(self) -> bool:
+        """Denied, but named in the prompt as restricted."""
+        return self.access == "restricted"
 
 
 class Column(_Access, _Strict):
@@ -94,7 +103,10 @@ class Column(_Access, _Strict):
     description: str = ""
     values: dict[str, str] | None = None
     references: str | None = Field(default=None, pattern=r"^[^.\x00-\x1f]+\.[^.\x00-\x1f]+$")
-    access: Literal["allow", "deny"] = "allow"
+    #: ``references`` was inferred by ``structq init`` from names, types and data, not declared
+    #: by the database; it joins like any other (review it, then remove the flag).
+    inferred: bool = False
+    access: Literal["allow", "deny", "restricted"] = "allow"
     synonyms: list[str] = Field(default_factory=list)
     primary_key: bool = False
     nullable: bool | None = None
@@ -162,7 +174,7 @@ class SearchField(_Access, _Strict):
     type: SearchFieldType
     description: str = ""
     values: dict[str, str] | None = None
-    access: Literal["allow", "deny"] = "allow"
+    access: Literal["allow", "deny", "restricted"] = "allow"
     synonyms: list[str] = Field(default_factory=list)
     #: Sub-fields of a ``nested`` or ``object`` field.
     fields: list[SearchField] = Field(default_factory=list)

@@ -3,9 +3,12 @@
 One line per column or field, denied ones left out (the model should not even learn their
 names), enum values with their meanings, references as arrows, row filters as notes.
 Objects that ``structq sync`` added but nobody has described yet are rendered too (they are
-real and queryable), marked ``(undescribed)`` so the model treats their meaning with care; the
-``values`` of such a draft were profiled from the data, so they are shown as values seen, not as
-the only legal ones (the sandbox does not enforce them either).
+real and queryable), with no filler where the description would be (a marker on every line
+cost a fifth of a large prompt and told the model nothing its name does not); the ``values``
+of such a draft were profiled from the data, so they are shown as values seen, not as the only
+legal ones (the sandbox does not enforce them either). Columns declared ``access: restricted``
+are named on one line as restricted — never their type, description or values — so the model
+can say why it cannot answer instead of reaching for another column.
 """
 
 from __future__ import annotations
@@ -29,10 +32,8 @@ def _values(values: dict[str, str] | None, draft: bool = False) -> str:
     return label + ", ".join(f"{k}={v}" if v and v != k else k for k, v in values.items())
 
 
-def _described(text: str, draft: bool) -> str:
-    if text:
-        return f" — {text}"
-    return " (undescribed)" if draft else ""
+def _described(text: str) -> str:
+    return f" — {text}" if text else ""
 
 
 def _synonyms(synonyms: list[str]) -> str:
@@ -50,15 +51,18 @@ def _coverage(c: Column) -> str:
 def _column(c: Column) -> str:
     flags = " PK" if c.primary_key else ""
     ref = f" → {c.references}" if c.references else ""
-    return (f"    {c.name} {c.type}{flags}{ref}{_described(c.description, c.draft)}{_synonyms(c.synonyms)}"
+    return (f"    {c.name} {c.type}{flags}{ref}{_described(c.description)}{_synonyms(c.synonyms)}"
             f"{_coverage(c)}{_values(c.values, c.draft)}")
 
 
 def render_table(t: Table, m: Manifest) -> list[str]:
     """A table's lines: its header, one line per allowed column, then its row filters."""
-    lines = [f"  table {t.name}{_described(t.description, t.draft)}{_synonyms(t.synonyms)}"]
+    lines = [f"  table {t.name}{_described(t.description)}{_synonyms(t.synonyms)}"]
     lines += [_column(c) for c in t.allowed_columns]
     lines += [f"    [row filter, added automatically: {f.where}]" for f in m.row_filters_for(t.name)]
+    restricted = [c.name for c in t.columns if c.restricted]
+    if restricted:
+        lines.append(f"    [restricted, exists but may not be read: {', '.join(restricted)}]")
     return lines
 
 
@@ -66,7 +70,7 @@ def _field(f: SearchField, prefix: str = "") -> list[str]:
     if f.denied:
         return []
     name = prefix + f.name
-    lines = [f"    {name} {f.type}{_described(f.description, f.draft)}{_synonyms(f.synonyms)}{_values(f.values, f.draft)}"]
+    lines = [f"    {name} {f.type}{_described(f.description)}{_synonyms(f.synonyms)}{_values(f.values, f.draft)}"]
     for sub in f.fields:
         lines += _field(sub, name + ".")
     return lines
@@ -74,9 +78,12 @@ def _field(f: SearchField, prefix: str = "") -> list[str]:
 
 def render_index(i: Index, m: Manifest) -> list[str]:
     """An index's lines: its header, one line per allowed field, then its row filters."""
-    lines = [f"  index {i.name}{_described(i.description, i.draft)}{_synonyms(i.synonyms)}"]
+    lines = [f"  index {i.name}{_described(i.description)}{_synonyms(i.synonyms)}"]
     for f in i.fields:
         lines += _field(f)
+    restricted = [f.name for f in i.fields if f.restricted]
+    if restricted:
+        lines.append(f"    [restricted, exists but may not be read: {', '.join(restricted)}]")
     filters = m.row_filters_for(i.name)
     for rf in filters:
         lines.append(f"    [row filter, added automatically: {json.dumps(rf.term, ensure_ascii=False)}]")

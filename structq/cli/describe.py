@@ -19,6 +19,14 @@ Examples:
 With --dry-run and no model configured, it shows what the model would be sent (each batch's prompt) and calls nothing.
 
   structq describe -m capabilities --samples --lang Chinese
+
+  structq describe -m capabilities --languages zh,en            # descriptions in Chinese, synonyms in both
+
+  structq describe -m capabilities --from target/manifest.json  # import from dbt (no model)
+
+  structq describe -m capabilities --from dictionary.csv        # table,column,description[,synonyms]
+
+--from imports descriptions and synonyms companies already have — a dbt manifest.json or schema.yml, or a CSV/JSON data dictionary — into draft tables and columns that have none, with a comment naming the origin; no model is called.
 """
 
 
@@ -49,18 +57,27 @@ def describe(
     source: Annotated[str | None, typer.Option("--source", "-s", help="Only this source.")] = None,
     samples: Annotated[bool, typer.Option("--samples", help="Show the model up to 5 sample values per allowed column.")] = False,
     lang: Annotated[str | None, typer.Option("--lang", help="Language of the descriptions (default: the manifest's).")] = None,
+    languages: Annotated[str | None, typer.Option(
+        "--languages", help="Comma-separated language codes (zh,en): descriptions in the first, synonyms in each, "
+                            "so questions in any of them link lexically.")] = None,
+    from_file: Annotated[str | None, typer.Option(
+        "--from", help="Import descriptions from a dbt manifest.json / schema.yml or a CSV/JSON data dictionary "
+                       "(no model).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diff; write nothing. Without a model: print what it would be sent.")] = False,
     llm, json_out, verbose,
 ) -> None:
     with errors_to_exit(verbose):
-        _run(manifests, source, samples, lang, dry_run, llm, json_out)
+        _run(manifests, source, samples, lang, dry_run, llm, json_out, languages, from_file)
 
 
 def _run(manifests: Any, source: str | None, samples: bool, lang: str | None, dry_run: bool, llm: str | None,
-         json_out: bool) -> None:
+         json_out: bool, languages: str | None = None, from_file: str | None = None) -> None:
+    from pathlib import Path
+
     from structq.capabilities import load_manifest, manifest_files
     from structq.errors import ConfigError
-    from structq.sync.describe import describe_manifest
+    from structq.sync.describe import describe_manifest, import_descriptions, language_names
+    from structq.sync.dictionary import read_dictionary
     from structq.sync.history import replace_manifest
 
     loaded = [(path, load_manifest(path)[0]) for path in manifest_files(manifests)]
@@ -68,25 +85,35 @@ def _run(manifests: Any, source: str | None, samples: bool, lang: str | None, dr
         loaded = [(p, m) for p, m in loaded if m.source == source]
         if not loaded:
             fail(f"no manifest for source {source!r} in {manifests}", code=EXIT_USAGE)
-    try:
-        ask = _ask(llm)
-    except ConfigError as err:
-        if not dry_run:
-            raise
-        _preview(loaded, samples, lang, json_out, why=err.message)  # a dry run needs no model
-        return
+    dictionary = read_dictionary(Path(from_file)) if from_file else None
+    wanted = language_names(languages or "")
+    ask = None
+    if dictionary is None:
+        try:
+            ask = _ask(llm)
+        except ConfigError as err:
+            if not dry_run:
+                raise
+            _preview(loaded, samples, lang, wanted, json_out, why=err.message)  # a dry run needs no model
+            return
     out, entries = console(), []
     for path, manifest in loaded:
-        result = describe_manifest(path, manifest, ask, with_samples=samples, lang=lang)
+        if dictionary is not None:
+            result = import_descriptions(path, manifest, dictionary)
+        else:
+            result = describe_manifest(path, manifest, ask, with_samples=samples, lang=lang,
+                                       languages=wanted)
         written = False
         if not dry_run and result.after != result.before:
             written = replace_manifest(path, manifest.source, result.after.encode("utf-8"),
                                        expected=result.before.encode("utf-8")) is not None
         entries.append({"source": manifest.source, "file": str(path), "described": result.added,
-                        "model_calls": result.calls, "written": written, "warnings": result.notes})
+                        "model_calls": result.calls, "written": written, "warnings": result.notes,
+                        "origin": dictionary.origin if dictionary is not None else "model"})
         if json_out:
             continue
-        out.print(f"{manifest.source} ({path}): {len(result.added)} descriptions drafted in {result.calls} model calls"
+        how = f"imported from {dictionary.origin}" if dictionary is not None else f"drafted in {result.calls} model calls"
+        out.print(f"{manifest.source} ({path}): {len(result.added)} descriptions {how}"
                   + ("; written, still draft: true — review them" if written else ""))
         for name in result.added:
             out.print(f"  + {name}", highlight=False)
@@ -96,14 +123,15 @@ def _run(manifests: Any, source: str | None, samples: bool, lang: str | None, dr
         print_json({"sources": entries})
 
 
-def _preview(loaded: list[tuple[Any, Any]], samples: bool, lang: str | None, json_out: bool, *, why: str) -> None:
+def _preview(loaded: list[tuple[Any, Any]], samples: bool, lang: str | None, languages: list[str], json_out: bool,
+             *, why: str) -> None:
     """``--dry-run`` without a usable model: what each batch would send, and no model call."""
     from structq.sync.describe import prompts
 
     out, entries = console(), []
     for path, manifest in loaded:
         notes: list[str] = []
-        sent = list(prompts(manifest, with_samples=samples, lang=lang, notes=notes))
+        sent = list(prompts(manifest, with_samples=samples, lang=lang, notes=notes, languages=languages))
         entries.append({"source": manifest.source, "file": str(path), "described": [], "model_calls": 0,
                         "written": False, "warnings": notes, "prompts": sent})
         if json_out:

@@ -18,6 +18,8 @@ def print_linking(out: "Console", selection: "Selection") -> None:
     else:
         out.print(f"kept {len(selection.kept)} tables, ~{selection.tokens} of {selection.full_tokens} tokens "
                   f"({selection.seconds * 1000:.1f} ms)", markup=False)
+    if not selection.confident:
+        out.print("not confident: " + "; ".join(selection.confidence.reasons), markup=False)
     for m in selection.matches:
         out.print(f"value  {m.describe()}", markup=False)
     if selection.pruned:

@@ -7,6 +7,7 @@ FK join paths, and returns a ``Selection`` the planner renders instead of the wh
 No embeddings, no executor: linking reads the manifests and the ``.values/`` files only.
 """
 
+from .confidence import Confidence
 from .index import LinkingIndex, linking_index
 from .select import Budget, Kept, Selection, select
 from .tokens import terms
@@ -15,6 +16,7 @@ from .values import ValueIndex, ValueMatch, eligible_columns, load_values, value
 
 __all__ = [
     "Budget",
+    "Confidence",
     "Kept",
     "LinkingIndex",
     "Selection",

@@ -19,16 +19,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .confidence import Confidence, judge
 from .entities import Entity, estimate_tokens
 from .index import LinkingIndex, linking_index
+from .languages import question_language
+from .lexicon import Bridge, bridge
+from .shapes import column_note
 from .tokens import STOP_WORDS, latin_words, stem, terms
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example, Manifest
+    from structq.capabilities.objects import Table
 
+    from .route import Route
     from .values import ValueIndex, ValueMatch
 
 __all__ = ["Budget", "Kept", "Selection", "select"]
+
+#: A Chinese question whose content words the lexicon translated at least this share of (by
+#: characters) counts as bridged to names in Latin letters (``confidence.judge``).
+BRIDGE_SHARE = 0.6
+
+#: A stored value matched in more tables than this does not force them into the prompt.
+MAX_VALUE_TABLES = 3
 
 #: A table the question names outright (its name or a synonym, every word of it) gains this
 #: share of the best lexical score: naming is stronger evidence than sharing words.
@@ -43,6 +56,8 @@ class Budget:
     prompt_tokens: int = 8000
     #: The size a pruned catalogue is filled up to, best-ranked tables first.
     linked_tokens: int = 3000
+    #: The catalogue map of a routing call (``route.py``); 0: never route.
+    route_tokens: int = 2000
     #: Columns shown of a wide table besides its keys, enum and matched columns.
     columns: int = 12
     #: Longest FK path (in joins) the closure follows between two kept tables.
@@ -85,6 +100,16 @@ class Selection:
     budget: Budget
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: Whether linking trusts this choice (``confidence.py``); a whole catalogue is always trusted.
+    confidence: Confidence = field(default_factory=lambda: Confidence(True))
+    #: Where the routing call said to look (``route.py``), when this selection was routed.
+    route: "Route | None" = None
+    #: (source, table, column) → what its stored values look like (``shapes.column_note``).
+    column_notes: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    @property
+    def confident(self) -> bool:
+        return self.confidence.confident
 
     @property
     def tokens(self) -> int:
@@ -97,10 +122,22 @@ class Selection:
             return kept is not None
         return kept.members is None or any(c.lower() == column.lower() for c in kept.members)
 
+    def _noted(self, source: str, t: "Table") -> "Table":
+        """``t`` with the notes on its stored values added to its columns' descriptions."""
+        notes = {c: n for (s, tb, c), n in self.column_notes.items() if s == source and tb == t.name}
+        if not notes:
+            return t
+        columns = [c.model_copy(update={"description": f"{c.description} ({notes[c.name]})" if c.description
+                                        else notes[c.name]}) if c.name in notes else c for c in t.columns]
+        return t.model_copy(update={"columns": columns})
+
     def manifests(self) -> list["Manifest"]:
         """The manifests cut down to the kept tables and columns (examples left out)."""
         if not self.pruned:
-            return list(self.capabilities)
+            if not self.column_notes:
+                return list(self.capabilities)
+            return [m.model_copy(update={"tables": [self._noted(m.source, t) for t in m.tables]})
+                    for m in self.capabilities]
         out = []
         for m in self.capabilities:
             tables = []
@@ -110,7 +147,7 @@ class Selection:
                     continue
                 if kept.members is not None:
                     t = t.model_copy(update={"columns": [c for c in t.columns if c.name in kept.members]})
-                tables.append(t)
+                tables.append(self._noted(m.source, t))
             indices = [i for i in m.indices if (m.source, i.name.lower()) in self.kept]
             if tables or indices:
                 out.append(m.model_copy(update={"tables": tables, "indices": indices, "examples": []}))
@@ -121,7 +158,7 @@ class Selection:
         from structq.capabilities.render import render_manifest
 
         if not self.pruned:
-            return "\n\n".join(render_manifest(m) for m in self.capabilities)
+            return "\n\n".join(render_manifest(m) for m in self.manifests())
         blocks = []
         for m in self.manifests():
             text = render_manifest(m)
@@ -173,6 +210,9 @@ class Selection:
             "full_tokens": self.full_tokens,
             "budget_tokens": self.budget.prompt_tokens,
             "milliseconds": round(self.seconds * 1000, 2),
+            "confident": self.confident,
+            "confidence": self.confidence.to_dict(),
+            "route": self.route.to_dict() if self.route is not None else None,
             "values": [m.to_dict() for m in self.matches],
             "tables": [
                 {"source": k.entity.source, "table": k.entity.name, "score": round(k.score, 3), "reasons": k.reasons,
@@ -183,10 +223,11 @@ class Selection:
         }
 
 
-def _query(question: str) -> dict[str, float]:
+def _query(question: str, bridged: dict[str, float] | None = None) -> dict[str, float]:
     """The question's terms, plus adjacent English words joined (``high schoolers`` also
-    asks for ``highschooler``: names are often compounds written as one word)."""
-    out: dict[str, float] = {}
+    asks for ``highschooler``: names are often compounds written as one word), plus the
+    ``bridged`` terms of its Chinese words (``lexicon.bridge``)."""
+    out: dict[str, float] = dict(bridged or {})
     for term, weight in terms(question):
         out[term] = max(out.get(term, 0.0), weight)
     words = latin_words(question)
@@ -196,9 +237,10 @@ def _query(question: str) -> dict[str, float]:
     return out
 
 
-def _seed_scores(index: LinkingIndex, question: str, matches: list["ValueMatch"]) -> tuple[dict[int, float], dict[int, dict[int, float]]]:
+def _seed_scores(index: LinkingIndex, question: str, matches: list["ValueMatch"], bridged: dict[str, float] | None = None,
+                 ) -> tuple[dict[int, float], dict[int, dict[int, float]]]:
     """Table scores (tables' own BM25 plus their best column's) and per-table column scores."""
-    query = _query(question)
+    query = _query(question, bridged)
     scores = dict(index.tables.score(query))
     columns: dict[int, dict[int, float]] = {}
     for doc, s in index.columns.score(query).items():
@@ -218,8 +260,12 @@ def _seed_scores(index: LinkingIndex, question: str, matches: list["ValueMatch"]
 
 def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | None = None,
            values: "ValueIndex | None" = None,
-           extra: Iterable[tuple[str, str, str | None]] = ()) -> Selection:
-    """The sub-catalogue for ``question``; ``extra`` (source, table, column) are always kept."""
+           extra: Iterable[tuple[str, str, str | None]] = (), route: "Route | None" = None) -> Selection:
+    """The sub-catalogue for ``question``; ``extra`` (source, table, column) are always kept.
+
+    With a ``route`` (``route.py``: the routing call's answer) its terms join the question's,
+    its tables are kept, and only its sources compete; the result counts as confident — the
+    doubt was what the call was for, and there is no second one."""
     started = time.perf_counter()
     budget = budget or Budget()
     index = linking_index(capabilities)
@@ -230,14 +276,47 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
     if index.total_tokens <= budget.prompt_tokens:
         kept = {e.key: Kept(e, 0.0, ["the whole catalogue fits the prompt budget"]) for e in index.entities}
         return Selection(question, capabilities, kept, matches, False, index.total_tokens, budget,
-                         time.perf_counter() - started, notes)
-    scores, column_scores = _seed_scores(index, question, matches)
+                         time.perf_counter() - started, notes, column_notes=_column_notes(values, kept))
+    routed_terms = " ".join(route.terms) if route else ""
+    language = question_language(question)
+    crossing = bridge(question) if language == "zh" else Bridge()
+    scores, column_scores = _seed_scores(index, f"{question} {routed_terms}".strip(), matches, crossing.terms)
+    if route and route.sources:
+        allowed = set(route.sources)
+        scores = {i: s for i, s in scores.items() if index.entities[i].source in allowed}
     builder = _Builder(index, budget, scores, column_scores, matches)
-    builder.force(list(extra))
+    builder.force_values()
+    builder.force(list(extra), "named by a failed query (repair)")
+    if route:
+        builder.force([(source, table, None) for source, table in route.tables], "named by the routing call")
     builder.seed()
+    if route:
+        confidence = Confidence(True, language=language, signals={"routed": True})
+    else:
+        bridged = frozenset({"latin"}) if crossing.covered >= BRIDGE_SHARE else frozenset()
+        lexicon = ({"lexicon": {zh: list(en) for zh, en in crossing.words},
+                    "lexicon_covered": round(crossing.covered, 2)} if crossing.words else None)
+        confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches),
+                           bridged=bridged, notes=lexicon)
     kept = builder.finish()
-    return Selection(question, capabilities, kept, matches, True, index.total_tokens, budget,
-                     time.perf_counter() - started, notes)
+    shown = [m for m in matches if (m.source, m.table.lower()) in kept]  # hints only for tables shown
+    return Selection(question, capabilities, kept, shown, True, index.total_tokens, budget,
+                     time.perf_counter() - started, notes, confidence, route, _column_notes(values, kept))
+
+
+def _column_notes(values: "ValueIndex | None", kept: dict[tuple[str, str], Kept]) -> dict[tuple[str, str, str], str]:
+    """Notes on the stored values of the kept tables' columns the value index holds."""
+    if values is None:
+        return {}
+    out = {}
+    for (source, table, column), stored in values.columns.items():
+        shown = kept.get((source, table.lower()))
+        if shown is None or (shown.members is not None and column not in shown.members):
+            continue
+        note = column_note(stored)
+        if note:
+            out[(source, table, column)] = note
+    return out
 
 
 #: Ranked tables considered at most; tables refused for size before giving up; tokens left
@@ -286,15 +365,26 @@ class _Builder:
         self.used += cost
         return True
 
-    def force(self, extra: list[tuple[str, str, str | None]]) -> None:
+    def force(self, extra: list[tuple[str, str, str | None]], reason: str) -> None:
         for source, table, column in extra:
             i = self.index.position.get((source, table.lower()))
             if i is None:
                 continue
-            self._keep(i, "named by a failed query (repair)", force=True)
+            self._keep(i, reason, force=True)
             if column:
-                self.forced_columns.setdefault(i, {})[column] = "named by a failed query (repair)"
+                self.forced_columns.setdefault(i, {})[column] = reason
+
+    def force_values(self) -> None:
+        """Keep the tables whose stored values the question names, with the matched column —
+        when the value is one few tables hold: a value found in many tables (a country name in
+        every database of a catalogue) says nothing about which one the question is about, and
+        only adds to their scores."""
+        holders: dict[str, set[tuple[str, str]]] = {}
         for m in self.matches:
+            holders.setdefault(m.value.lower(), set()).add((m.source, m.table.lower()))
+        for m in self.matches:
+            if len(holders[m.value.lower()]) > MAX_VALUE_TABLES:
+                continue
             i = self.index.position.get((m.source, m.table.lower()))
             if i is not None:
                 self._keep(i, f"value {m.value!r} matched in {m.column}", force=True)

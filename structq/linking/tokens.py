@@ -26,7 +26,7 @@ from functools import lru_cache
 __all__ = ["terms", "latin_words", "is_cjk", "stem"]
 
 #: CJK ideographs (unified, extension A, compatibility) — the scripts written without spaces.
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_RANGES = _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
 _HUMP = re.compile(r"[A-Z]+s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
 _CJK_CHAR = re.compile(rf"[{_CJK}]")

@@ -107,6 +107,8 @@ class ValueMatch:
     def describe(self) -> str:
         quoted = self.value.replace("'", "''")
         note = "" if self.exact else f" (the question wrote {self.matched!r})"
+        if self.value != self.value.strip():
+            note += " (stored with leading/trailing spaces: write it exactly so, or compare TRIM())"
         return f"{self.source}.{self.table}.{self.column} = '{quoted}'{note}"
 
     def to_dict(self) -> dict[str, Any]:

@@ -32,7 +32,9 @@ from .yamledit import TextDocument, scalar
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
-__all__ = ["Ask", "Described", "describe_manifest", "prompts", "BATCH", "SAMPLE_SIZE"]
+    from .dictionary import Dictionary
+
+__all__ = ["Ask", "Described", "describe_manifest", "import_descriptions", "language_names", "prompts", "BATCH", "SAMPLE_SIZE"]
 
 #: Draft objects per model call: keeps each request small.
 BATCH = 5
@@ -43,9 +45,9 @@ SAMPLE_SIZE = 5
 Ask = Callable[[str], Any]
 
 PROMPT = """\
-You document a {kind} data source so that people can ask questions about it in {lang}.
+You document a {kind} data source so that people can ask questions about it in {asked}.
 Write, in {lang}, a short description (one sentence, what a row/document is or what the value
-means, units and codes included when evident) and up to 3 synonyms people might use, for each
+means, units and codes included when evident) and {synonyms} people might use, for each
 object and member listed below. Use only what the names, types, keys, neighbours{samples_note}
 show; when unsure, say less. Reply with one JSON object only:
 {{"objects": {{"<object>": {{"description": "…", "synonyms": ["…"],
@@ -70,6 +72,16 @@ class Described:
     def unified_diff(self) -> str:
         return "".join(difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
                                             fromfile=f"{self.path} (current)", tofile=f"{self.path} (described)"))
+
+
+#: ``--languages`` codes and the names the prompt uses.
+LANGUAGES = {"zh": "Chinese", "en": "English", "de": "German", "fr": "French", "es": "Spanish", "ja": "Japanese",
+             "ko": "Korean", "pt": "Portuguese", "it": "Italian", "ru": "Russian"}
+
+
+def language_names(codes: str) -> list[str]:
+    """``"zh,en"`` → ``["Chinese", "English"]`` (an unknown code is used as written)."""
+    return [LANGUAGES.get(c.strip().lower(), c.strip()) for c in codes.split(",") if c.strip()]
 
 
 def _language(manifest: "Manifest") -> str:
@@ -137,14 +149,15 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
 class _Writer:
     """Adds description/synonyms keys where they are missing, and only on drafts."""
 
-    def __init__(self, manifest: "Manifest", text: str, file: str) -> None:
+    def __init__(self, manifest: "Manifest", text: str, file: str, max_synonyms: int = 3) -> None:
         self.manifest = manifest
+        self.max_synonyms = max_synonyms
         self.doc = TextDocument(text, file)
         self.objects_key, self.members_key = manifest.object_type.plural, manifest.object_type.member_plural
         self.added: list[str] = []
 
     def _fill(self, node: Any, proposal: Any, label: str) -> None:
-        if not isinstance(proposal, dict) or node.get("draft") is not True or node.get("access") == "deny":
+        if not isinstance(proposal, dict) or node.get("draft") is not True or node.get("access") in ("deny", "restricted"):
             return
         pairs = []
         description = proposal.get("description")
@@ -152,7 +165,8 @@ class _Writer:
                 and "description" not in node:
             pairs.append(("description", scalar(description.strip())))
             self.added.append(label)
-        synonyms = [s.strip() for s in proposal.get("synonyms") or [] if isinstance(s, str) and s.strip()][:3]
+        synonyms = list(dict.fromkeys(s.strip() for s in proposal.get("synonyms") or []
+                                      if isinstance(s, str) and s.strip()))[: self.max_synonyms]
         if synonyms and "synonyms" not in node:
             pairs.append(("synonyms", "[" + ", ".join(scalar(s) for s in synonyms) + "]"))
         self.doc.add_keys(node, pairs, after="name")
@@ -184,32 +198,52 @@ class _Writer:
 
 
 def prompts(manifest: "Manifest", *, with_samples: bool = False, lang: str | None = None, batch: int = BATCH,
-            notes: list[str] | None = None) -> Iterator[str]:
+            notes: list[str] | None = None, languages: Sequence[str] = ()) -> Iterator[str]:
     """The prompt of each batch of ``manifest``'s undescribed drafts: what the model is sent.
 
     Reads sample values (``with_samples``) but calls no model, so ``structq describe --dry-run``
-    can show it before any model is configured; ``notes`` collects what sampling skipped."""
+    can show it before any model is configured; ``notes`` collects what sampling skipped.
+    ``languages`` (``--languages zh,en``): descriptions in the first, synonyms in each — so a
+    question in any of them shares words with the names (schema linking is lexical), after one
+    batch of calls per catalogue instead of a routing call per question."""
     objects = [o for o in source_objects(manifest) if _needs(manifest, o)]
+    written_in = languages[0] if languages else lang or _language(manifest)
+    synonyms = (f"up to 2 synonyms in each of {', '.join(languages)}" if len(languages) > 1
+                else "up to 3 synonyms")
     for group in _batches(objects, batch):
         shown = _shown_samples(manifest, group, notes if notes is not None else []) if with_samples else {}
         yield PROMPT.format(
-            kind=kind_of(manifest).name, lang=lang or _language(manifest),
+            kind=kind_of(manifest).name, lang=written_in, asked=" or ".join(languages) or written_in,
+            synonyms=synonyms,
             samples_note=" and sample values" if with_samples else "", source=manifest.source,
             source_description=f": {manifest.description}" if manifest.description else "",
             objects="\n".join(_object_text(manifest, o, shown) for o in group))
 
 
 def describe_manifest(path: Path, manifest: "Manifest", ask: Ask, *, with_samples: bool = False,
-                      lang: str | None = None, batch: int = BATCH) -> Described:
+                      lang: str | None = None, batch: int = BATCH, languages: Sequence[str] = ()) -> Described:
     """Ask for descriptions of ``manifest``'s drafts, batch by batch; returns the new text (writes nothing)."""
     text = path.read_text(encoding="utf-8")
     outcome = Described(path, text, text)
     writer: _Writer | None = None  # parsed only when there is something to describe
-    for prompt in prompts(manifest, with_samples=with_samples, lang=lang, batch=batch, notes=outcome.notes):
-        writer = writer or _Writer(manifest, text, str(path))
+    for prompt in prompts(manifest, with_samples=with_samples, lang=lang, batch=batch, notes=outcome.notes,
+                          languages=languages):
+        writer = writer or _Writer(manifest, text, str(path), max_synonyms=3 * max(1, len(languages)))
         writer.apply(ask(prompt))
         outcome.calls += 1
     if writer is not None:
         outcome.after = writer.doc.result()
         outcome.added = writer.added
+    return outcome
+
+
+def import_descriptions(path: Path, manifest: "Manifest", dictionary: "Dictionary") -> Described:
+    """Write what ``dictionary`` (``sync.dictionary``: dbt, CSV/JSON) says about ``manifest``'s
+    drafts, as a describing model's reply would be written, with one comment naming the origin."""
+    text = path.read_text(encoding="utf-8")
+    writer = _Writer(manifest, text, str(path), max_synonyms=6)
+    writer.apply(dictionary.as_reply())
+    outcome = Described(path, text, writer.doc.result(), writer.added)
+    if outcome.added:
+        outcome.after = f"# descriptions imported from {dictionary.origin}: draft, review them\n" + outcome.after
     return outcome

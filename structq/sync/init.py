@@ -36,7 +36,8 @@ _SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "duckdb"
 
 HEADER = """\
 # Drafted by `structq init` from the live source. Everything is `draft: true` until a person
-# describes it; `access: deny` marks what looked secret or personal (flip it to allow if not).
+# describes it; `access: deny` marks what looked secret, `access: restricted` what looked personal
+# (the planner is told it exists, never its values); flip it to allow if not.
 """
 
 
@@ -130,7 +131,8 @@ def init_manifest(directory: Path, source: str, url: str, *, kind: str | None = 
     variable = url_variable(source)
     url = _absolute_sqlite(url) if kind == "sql" else url
     seed = seed_text(source, kind, variable, schema=schema, include=include, exclude=exclude)
-    plan = plan_sync(path, text=seed, env={**os.environ, variable: url}, examples=[], profile_values=profile_values)
+    plan = plan_sync(path, text=seed, env={**os.environ, variable: url}, examples=[], profile_values=profile_values,
+                     infer_keys=True)
     if not plan.snapshot.objects:
         where = f" in schema {schema!r}" if schema else ""
         what = "tables or views" if kind == "sql" else "indices"

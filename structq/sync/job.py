@@ -20,6 +20,7 @@ from .coverage import measure_coverage
 from .deny import find_denials
 from .diff import SourceDiff, diff_manifest
 from .history import Version, replace_manifest
+from .infer import infer_references
 from .introspect import introspect
 from .merge import merge_text
 from .profile import propose_values
@@ -83,13 +84,15 @@ def _check_merged(text: str, plan_diff: SourceDiff, manifest: "Manifest", snapsh
 
 def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profile_values: int | None = None,
               text: str | None = None, env: Mapping[str, str] | None = None,
-              manifest: "Manifest | None" = None) -> SyncPlan:
+              manifest: "Manifest | None" = None, infer_keys: bool = False) -> SyncPlan:
     """Read ``path`` (or take its would-be ``text``) and its source and work out the synced
     text; writes nothing. ``env`` replaces the process environment for ``${VAR}``s.
     ``manifest`` is ``text`` already loaded (the CLI loads every file once per command: a
     1,000-table manifest takes a second to load); without it the text is loaded here.
 
     New members that look secret or personal are written ``access: deny`` (``deny.py``).
+    ``infer_keys`` (``structq init``): foreign keys the database does not declare are inferred
+    and verified on the data (``infer.py``) and written with ``inferred: true``.
     Raises ``SourceUnavailable`` when the source cannot be reached, ``ManifestError`` when the
     manifest does not load, ``SyncError``/``YamlEditError`` when the merge cannot be done safely.
     """
@@ -101,6 +104,9 @@ def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profil
         manifest, _ = load_manifest_text(text, str(path), env=env)
     manifest._path = path.resolve()
     snapshot = introspect(manifest)
+    inference_notes: list[str] = []
+    if infer_keys:
+        snapshot = infer_references(manifest, snapshot, inference_notes)
     found = diff_manifest(manifest, snapshot, examples=examples)
     if found.added:
         found = found.with_denials(*find_denials(manifest, found))
@@ -108,6 +114,8 @@ def plan_sync(path: Path, *, examples: Sequence["Example"] | None = None, profil
     if profile_values:
         profile = propose_values(manifest, snapshot, found, profile_values)
         found = found.with_proposals(profile.proposals, profile.notes)
+    if inference_notes:
+        found = replace(found, warnings=(*found.warnings, *inference_notes))
     after = merge_text(text, manifest, found, str(path))
     if after != text:
         _check_merged(after, found, manifest, snapshot, examples, env)

@@ -107,6 +107,8 @@ class _Merger:
             pairs.append(("description", m.comment))
         if (ref := self._reference(m)) is not None:
             pairs.append(("references", ref))
+            if m.inferred:
+                pairs.append(("inferred", True))
         if m.primary_key:
             pairs.append(("primary_key", True))
         elif m.nullable is False:
@@ -116,8 +118,8 @@ class _Merger:
         if (coverage := self.coverage.get(path)) is not None:
             pairs.append(("coverage", coverage))
         denial = self.denied.get(path)
-        if denial is not None:
-            pairs.append(("access", "deny"))
+        if denial is not None:  # personal data is named to the planner as restricted; secrets stay unnamed
+            pairs.append(("access", "restricted" if denial.category == "personal" else "deny"))
         pairs.append(("draft", True))
         why = f"   # denied: {denial.reason}" if denial is not None else ""
         if not m.members:

@@ -10,7 +10,9 @@ columns that already have ``values`` or a description (written by a person), den
 and new columns about to be denied (their contents are none of the planner's business, not
 even their distinct values), columns whose name or values look secret or personal
 (``sensitive.py``), columns whose values are mostly unique (each value occurs less than
-``MIN_REPEATS`` times on average: names and free text, not codes), tables and indices with
+``MIN_REPEATS`` times on average: names and free text, not codes — except the name column of a
+*lookup table*: referenced by a foreign key, its key, one name column and at most a description,
+at most ``LOOKUP_ROWS`` names, such as ``Genre.Name`` or ``MediaType.Name``), tables and indices with
 row filters (their distinct values would be every tenant's, written into the manifest and from
 there into every prompt), and values longer than ``MAX_VALUE_LENGTH``. Skipped tables and
 columns whose read timed out are named in the sync's warnings.
@@ -41,9 +43,12 @@ from .snapshot import Snapshot
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
-__all__ = ["Profile", "propose_values", "is_key_name", "MAX_VALUE_LENGTH", "MIN_REPEATS"]
+__all__ = ["Profile", "propose_values", "is_key_name", "MAX_VALUE_LENGTH", "MIN_REPEATS", "LOOKUP_ROWS"]
 
 MAX_VALUE_LENGTH = 64
+#: A lookup table (referenced by a foreign key; a key, a name column, at most a description)
+#: gets its names proposed as values when it has at most this many: ``Genre.Name``.
+LOOKUP_ROWS = 50
 #: Each proposed value must occur this many times on average, or the column is mostly unique.
 MIN_REPEATS = 2
 _ENUM_TYPES = {"sql": "text", "opensearch": "keyword", "elasticsearch": "keyword"}
@@ -102,22 +107,45 @@ def _targets(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, notes: 
     return out
 
 
+def _lookup_columns(snapshot: Snapshot) -> set[Target]:
+    """The name column of each lookup table: a table some foreign key (declared or inferred)
+    references, holding its key, one name column and at most a description (``Genre.Name``;
+    a ``customers`` table with a city is an entity, not a lookup)."""
+    referenced = {m.references.split(".")[0].lower() for o in snapshot.objects for m in o.members if m.references}
+    out: set[Target] = set()
+    for obj in snapshot.objects:
+        rest = [m for m in obj.members if not m.primary_key]
+        if obj.name.lower() not in referenced or len(rest) == len(obj.members) or not rest \
+                or any(m.type != "text" for m in rest):
+            continue
+        described = [m for m in rest if (words(m.name) or [""])[-1] in ("description", "desc", "comment", "note")]
+        names = [m for m in rest if m not in described]
+        if len(names) == 1 and len(described) <= 1 and not is_key_name(names[0].name):
+            out.add((obj.name, names[0].name))
+    return out
+
+
 def propose_values(manifest: "Manifest", snapshot: Snapshot, diff: SourceDiff, limit: int) -> Profile:
-    """Proposals for every eligible member with between 1 and ``limit`` distinct values."""
+    """Proposals for every eligible member with between 1 and ``limit`` distinct values, and
+    for the name column of each lookup table with at most ``LOOKUP_ROWS`` (each name once)."""
     profile = Profile()
     targets = _targets(manifest, snapshot, diff, profile.notes)
     if not targets or limit < 1:
         return profile
     kind = manifest.member_word
     current = _suggested(manifest)
-    for path, counted in distinct_counts(manifest, targets, limit, profile.notes).items():
+    lookups = [t for t in targets if t in _lookup_columns(snapshot)]
+    counts = distinct_counts(manifest, [t for t in targets if t not in lookups], limit, profile.notes)
+    counts.update(distinct_counts(manifest, lookups, max(limit, LOOKUP_ROWS), profile.notes) if lookups else {})
+    for path, counted in counts.items():
+        lookup = path in lookups
         texts = [str(v) for v, _ in counted if v is not None]
-        if not counted or len(counted) > limit or len(texts) != len(counted):
+        if not counted or len(counted) > (max(limit, LOOKUP_ROWS) if lookup else limit) or len(texts) != len(counted):
             continue
         if any(len(t) > MAX_VALUE_LENGTH or not t.strip() for t in texts):
             continue
-        if sum(n for _, n in counted) < MIN_REPEATS * len(counted) or by_content(texts) is not None:
-            continue  # mostly unique (names, free text), or secret-looking: not codes
+        if by_content(texts) is not None or (not lookup and sum(n for _, n in counted) < MIN_REPEATS * len(counted)):
+            continue  # secret-looking, or mostly unique (names, free text) outside a lookup table: not codes
         values = tuple(sorted(set(texts)))
         if path not in current:
             profile.proposals.append(Proposal(kind, path, values))

@@ -29,6 +29,8 @@ class Member:
     #: ``table.column`` of a single-column foreign key.
     references: str | None = None
     members: tuple[Member, ...] = ()
+    #: ``references`` was inferred from names, types and data (``infer.py``), not declared.
+    inferred: bool = False
 
 
 @dataclass(frozen=True)
