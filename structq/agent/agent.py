@@ -189,7 +189,8 @@ class Agent:
 
     def planner(self) -> Planner:
         return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local",
-                       budget=self.link_budget(), bounds=CallBounds.of(self.settings))
+                       budget=self.link_budget(), bounds=CallBounds.of(self.settings),
+                       examples=self.settings.plan_examples)
 
     def link_budget(self) -> "Budget":
         """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``)."""

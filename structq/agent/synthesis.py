@@ -90,14 +90,30 @@ def unsupported_numbers(text: str, run: "PlanResult", *, question: str = "") -> 
 # --- the prompt --------------------------------------------------------------------------
 
 
-def _result_block(result: "StepResult") -> str:
+#: The search engine's own columns: a document's engine id and its relevance score.
+ENGINE_COLUMNS = ("_id", "_score")
+_ASKS_FOR_ENGINE_COLUMNS = re.compile(r"\b(?:ids?|score|scores|relevance|ranking)\b|相关度|相关性|得分|文档编号|文档ID|_id|_score",
+                                      re.IGNORECASE)
+
+
+def shown_columns(result: "StepResult", question: str) -> list[int]:
+    """The columns of ``result`` a reader is shown: all but the search engine's ``_id`` and
+    ``_score`` (an id the engine made up, a relevance number; neither is about the data),
+    unless the question asks for ids or scores."""
+    if _ASKS_FOR_ENGINE_COLUMNS.search(question):
+        return list(range(len(result.columns)))
+    return [i for i, c in enumerate(result.columns) if c not in ENGINE_COLUMNS]
+
+
+def _result_block(result: "StepResult", question: str = "") -> str:
     head = f"[{result.output_key}] source {result.source}" + (f", purpose: {result.purpose}" if result.purpose else "")
     if result.skipped:
         return f"{head}\n  (not run: {result.skipped})"
+    keep = shown_columns(result, question)
     shown = result.rows[:PROMPT_ROWS]
-    lines = [f"{head}\n  columns: {json.dumps(list(result.columns), ensure_ascii=False)}",
+    lines = [f"{head}\n  columns: {json.dumps([result.columns[i] for i in keep], ensure_ascii=False)}",
              f"  {result.row_count} rows{' (truncated: more exist)' if result.truncated else ''}"]
-    lines += ["  " + json.dumps(list(row), ensure_ascii=False, default=str) for row in shown]
+    lines += ["  " + json.dumps([row[i] for i in keep], ensure_ascii=False, default=str) for row in shown]
     if result.row_count > len(shown):
         lines.append(f"  … {result.row_count - len(shown)} more rows not shown here")
     return "\n".join(lines)
@@ -197,7 +213,7 @@ def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
         HumanMessage(template("answer_user").substitute(
             question=question,
             answer_with=run.plan.answer_with or "a short, direct answer",
-            results="\n\n".join(_result_block(r) for r in run.steps.values()),
+            results="\n\n".join(_result_block(r, question) for r in run.steps.values()),
             notes=notes_text,
         )),
     ]
@@ -248,9 +264,10 @@ def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
 # --- without a model ---------------------------------------------------------------------
 
 
-def _table(result: "StepResult", labels: "Labels") -> list[str]:
-    columns = [labels.column(result, c) for c in result.columns]
-    rows = [[_cell(v) for v in row] for row in result.rows[:TEXT_ROWS]]
+def _table(result: "StepResult", labels: "Labels", question: str) -> list[str]:
+    keep = shown_columns(result, question)
+    columns = [labels.column(result, result.columns[i]) for i in keep]
+    rows = [[_cell(row[i]) for i in keep] for row in result.rows[:TEXT_ROWS]]
     widths = [max([_width(c)] + [_width(r[i]) for r in rows]) for i, c in enumerate(columns)]
     line = lambda cells: "| " + " | ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     out = [line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
@@ -304,11 +321,9 @@ class Labels:
         manifest = self.capabilities.get(result.source) if self.capabilities is not None else None
         if manifest is None:
             return name
-        containers = [manifest.index(result.index)] if result.index else list(manifest.tables)
+        containers = [manifest.object(result.index)] if result.index else list(manifest.objects)
         for container in containers:
-            member = container.member(name) if container is not None and hasattr(container, "member") else None
-            if member is None and container is not None and hasattr(container, "flat_fields"):
-                member = container.flat_fields().get(name)
+            member = container.flat_members().get(name) if container is not None else None
             if member is None:
                 continue
             words = [member.description.split("，")[0].split(",")[0].split("（")[0].split("(")[0].strip(),
@@ -336,7 +351,7 @@ def _label_column(final: "StepResult") -> int:
     return (named or texts or [0])[0]
 
 
-def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool) -> str:
+def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool, question: str) -> str:
     """One sentence: the single value (named by the step's purpose), a few short rows in full,
     or the count and the first rows by name (``共 58 行结果：张三、李四、…（前 10 行）[engineers]。``)."""
     key = final.output_key
@@ -347,11 +362,11 @@ def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool
             labels.column(final, final.columns[0])
         value = cell(final.rows[0][0])
         return f"{label}为 {value}{more} [{key}]。" if zh else f"{label}: {value}{more} [{key}]."
-    if final.row_count <= INLINE_ROWS and len(final.columns) <= INLINE_COLUMNS:
+    keep = shown_columns(final, question)
+    if final.row_count <= INLINE_ROWS and len(keep) <= INLINE_COLUMNS:
+        pairs = [[(labels.column(final, final.columns[i]), cell(row[i])) for i in keep] for row in final.rows]
         rows = ("；" if zh else "; ").join(
-            ("，" if zh else ", ").join((f"{labels.column(final, c)}为 {cell(v)}" if zh else f"{labels.column(final, c)} = {cell(v)}")
-                                       for c, v in zip(final.columns, row)) for row in final.rows
-        )
+            ("，" if zh else ", ").join(f"{c}为 {v}" if zh else f"{c} = {v}" for c, v in row) for row in pairs)
         return f"结果：{rows}{more} [{key}]。" if zh else f"Result: {rows}{more} [{key}]."
     label = _label_column(final)
     names = [cell(row[label]) for row in final.rows[:NAMED_ROWS]]
@@ -395,7 +410,7 @@ def render_deterministic(question: str, run: "PlanResult", *, capabilities: "Cap
     elif final.row_count == 0:
         summary = f"没有符合条件的数据 [{final.output_key}]。" if zh else f"Nothing matched [{final.output_key}]."
     else:
-        summary = _summary_line(final, zh, labels, big_units)
+        summary = _summary_line(final, zh, labels, big_units, question)
     lines = [summary]
     if derived:
         lines += [("据此计算：" if zh else "Computed from these results: ") + "；".join(derived)
@@ -409,9 +424,10 @@ def render_deterministic(question: str, run: "PlanResult", *, capabilities: "Cap
         count = f"{result.row_count} 行" if zh else f"{result.row_count} rows"
         truncated = ("（已截断）" if zh else " (truncated)") if result.truncated else ""
         lines.append(f"{title} — {count}{truncated}")
-        spelt_out = result is final and final.row_count <= INLINE_ROWS and len(final.columns) <= INLINE_COLUMNS
+        spelt_out = result is final and final.row_count <= INLINE_ROWS and \
+            len(shown_columns(final, question)) <= INLINE_COLUMNS
         if result.columns and result.row_count and not spelt_out:
-            lines += _table(result, labels)
+            lines += _table(result, labels, question)
             if result.row_count > TEXT_ROWS:
                 lines.append(f"… 另有 {result.row_count - TEXT_ROWS} 行" if zh else f"… {result.row_count - TEXT_ROWS} more")
         lines.append("")
