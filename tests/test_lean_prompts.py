@@ -6,6 +6,7 @@ asked. Scripted models; the demo company."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from scripted import plan_reply, scripted, text_reply
 
@@ -91,7 +92,7 @@ def test_id_and_score_stay_out_of_the_answer_prompt_unless_asked(demo_capabiliti
     assert "xK3f9aQ" not in render_deterministic("有哪些周报？", hits_run())
 
 
-def test_an_answer_through_the_agent_carries_its_checks(make_agent) -> None:
+def test_an_answer_through_the_agent_carries_its_checks(make_agent, tmp_path) -> None:
     plan = {"steps": [{"output_key": "n", "source": "hr", "purpose": "在职人数",
                        "query": "SELECT COUNT(*) AS n FROM employees WHERE status = '在职'"}]}
     agent = make_agent(None)
@@ -100,3 +101,7 @@ def test_an_answer_through_the_agent_carries_its_checks(make_agent) -> None:
     answer = make_agent(model).ask("在职员工有多少人？", today=TODAY, use_cache=False)
     assert answer.to_dict()["checks"] == [{"text": str(count), "value": count, "basis": "cell", "steps": ["n"],
                                            "cited": ["n"], "ok": True, "problem": None}]
+    lines = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    # the audit line has the verdict, not what the figure says (the answer is not kept)
+    assert json.loads(lines[-1])["checks"] == [{"basis": "cell", "steps": ["n"], "cited": ["n"], "ok": True,
+                                                "problem": None}]
