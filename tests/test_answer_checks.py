@@ -215,7 +215,8 @@ def test_the_fallback_keeps_a_derived_figure_that_checked() -> None:
 
 
 def test_format_number() -> None:
-    assert format_number(3008785678.0) == "3,008,785,678" and format_number(2024) == "2024"
+    assert format_number(3008785678.0) == "3,008,785,678" and format_number(7747) == "7,747"
+    assert format_number(2024, year=True) == "2024"
     assert format_number(85.3333) == "85.33" and format_number(0.210712) == "0.2107"
     assert format_number(3008785678.0, big_units=True) == "30.09亿" and format_number(52000, big_units=True) == "5.2万"
 
@@ -231,3 +232,13 @@ def test_figures_are_found_in_order_with_their_units() -> None:
     found = [(f.text, f.unit, f.value) for f in figures_in("增长 21.07%，共 30.09亿元，three reports")]
     assert found == [("21.07%", "%", Decimal("0.2107")), ("30.09亿", "亿", Decimal("3009000000.00")),
                      ("three", "", Decimal(3))]
+
+
+def test_a_word_of_total_admits_sums_only() -> None:
+    departments = run_of(("by_department", ("department", "doc_count"),
+                          [("研发部", 489), ("销售部", 130), ("运维部", 100), ("产品部", 94), ("客户成功部", 60), ("市场部", 41)]))
+    assert verdicts("六个部门共 914 份 [by_department]。", departments) == [("六", "count", None), ("914", "derived", None)]
+    # 489 - 130 = 359 is a difference: "共" does not say so
+    assert verdicts("共 359 份 [by_department]。", departments) == [("359", None, "unsupported")]
+    assert verdicts("研发部比销售部多 359 份 [by_department]。", departments)[-1][1:] == ("derived", None)
+    assert verdicts("共有 3 名成员 [members]。", COUNTS) == [("3", None, "unsupported")]

@@ -24,11 +24,13 @@ Why: a search needs nothing from the model (any model, any prompt, answers alrea
 in the usual way are checked the same), the answer reads naturally (no formulas shown to
 the user), and an expression would still need every operand traced to a cell, i.e. this same
 check plus a parser. The search is bounded so that a wrong figure rarely matches by chance:
-it runs only for a figure written as a ratio (%, 倍, times) or with a word of derivation in its
-clause (增长, 占, 平均, 合计, growth, share, average, total, difference, …); its operands are
-the numbers of the steps the clause cites (of every step when it cites none), at most
-``DERIVED_OPERANDS`` of them; the candidates are a+b, a−b, a/b, (a−b)/b for every ordered pair,
-and each numeric column's sum, mean and each cell's share of the sum.
+it runs only for a figure written as a ratio (%, 倍, times) or with decimals, or with a word of
+derivation in its clause (增长, 占, 平均, 相差, growth, share, average, difference, …), and then
+its candidates are a+b, a−b, a/b, (a−b)/b for every ordered pair of operands and each numeric
+column's sum, mean and each cell's share of the sum; with only a word of total (共, 合计,
+total, …) the candidates are the sums alone (a+b, a column's sum). The operands are the
+numbers of the steps the clause cites (of every step when it cites none) and their row
+counts, at most ``DERIVED_OPERANDS`` of them.
 
 Citations: ``[key]`` must name a step of the plan (else "dangling"), and a figure in a clause
 that cites steps must be held by one of them — by its rows for ``cell``/``count``, by their
@@ -104,13 +106,16 @@ _MONTHS = {name: i for i, name in enumerate(
 _EN_DATE = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{1,2})(?:st|nd|rd|th)?)?(?:,?\s+(\d{4}))?",
                       re.IGNORECASE)
 
-#: Words that say a figure in their clause is computed (a derived figure may match there).
+#: Words that say a figure in their clause is computed: any derived figure may match there.
 _DERIVATION = re.compile(
-    "增长|增加|增幅|上涨|涨幅|同比|环比|下降|下跌|减少|降幅|降低|提高|上升|占|比例|比率|比重|份额|平均|均值|人均|合计|总计|总和|之和|"
-    "共计|相差|差额|差距|差值|多出|高出|低于|高于|超出|少了|多了|比.{0,12}[多少高低]|"
+    "增长|增加|增幅|上涨|涨幅|同比|环比|下降|下跌|减少|降幅|降低|提高|上升|占|比例|比率|比重|份额|平均|均值|人均|"
+    "相差|差额|差距|差值|多出|高出|低于|高于|超出|少了|多了|比.{0,12}[多少高低]|"
     r"\b(?:growth|grew|grow|grows|increase[sd]?|decrease[sd]?|rose|risen|fell|fallen|drop(?:ped)?|share|ratio|"
-    r"proportion|percent(?:age)?|average|mean|per|sum|total|combined|difference|more|fewer|less|higher|lower|"
-    r"than|up|down)\b", re.IGNORECASE)
+    r"proportion|percent(?:age)?|average|mean|per|difference|more|fewer|less|higher|lower|than|up|down)\b",
+    re.IGNORECASE)
+#: Words that say a figure is a total: a sum (of a column, or of two values) may match there.
+_TOTAL = re.compile(r"共|合计|总计|总和|之和|总数|总额|加起来|\b(?:total|sum|combined|altogether|overall)\b",
+                    re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[，,；;。！？!?\n]|\.(?=\s|$)")
 _SENTENCE_END = re.compile(r"[；;。！？!?\n]|\.(?=\s|$)")
 #: Columns whose values identify rows (ids, codes, the search engine's ``_id`` and ``_score``):
@@ -387,13 +392,14 @@ class Evidence:
                 if date[0] in ("ymd", "ym", "y"):
                     for atom in _date_atoms(date):
                         self.dates.setdefault(atom, ("query", (step.output_key,)))
-        self._derived: dict[tuple[str, ...], _Values] = {}
+        self._derived: dict[tuple[tuple[str, ...], bool], _Values] = {}
 
     # --- the verdicts ----------------------------------------------------------------------
 
-    def derived(self, steps: tuple[str, ...]) -> _Values:
-        """The figures computable from ``steps``' values (see the module docstring), cached."""
-        if steps not in self._derived:
+    def derived(self, steps: tuple[str, ...], totals_only: bool = False) -> _Values:
+        """The figures computable from ``steps``' values (see the module docstring), cached;
+        ``totals_only``: sums alone (a column's, two values')."""
+        if (steps, totals_only) not in self._derived:
             operands: list[tuple[float, str]] = []
             for key in steps:
                 operands += [(v, key) for v in self.operands.get(key, [])]
@@ -404,21 +410,25 @@ class Evidence:
                     if i == j:
                         continue
                     used = tuple(dict.fromkeys((ka, kb)))
-                    found += [(a + b, used), (a - b, used)]
-                    if b:
-                        found += [(a / b, used), ((a - b) / b, used)]
+                    found.append((a + b, used))
+                    if not totals_only:
+                        found.append((a - b, used))
+                        if b:
+                            found += [(a / b, used), ((a - b) / b, used)]
             for key in steps:
                 for column in self.columns.get(key, []):
                     total = sum(column)
-                    found += [(total, (key,)), (total / len(column), (key,))]
-                    if total:
-                        found += [(v / total, (key,)) for v in column]
-            self._derived[steps] = _Values.of(found)
-        return self._derived[steps]
+                    found.append((total, (key,)))
+                    if not totals_only:
+                        found.append((total / len(column), (key,)))
+                        if total:
+                            found += [(v / total, (key,)) for v in column]
+            self._derived[(steps, totals_only)] = _Values.of(found)
+        return self._derived[(steps, totals_only)]
 
-    def judge(self, figure: Figure, cited: tuple[str, ...], derivation: bool) -> "Check":
-        """The verdict on one figure, written in a clause citing ``cited`` (derivation: whether
-        the clause says the figure is computed)."""
+    def judge(self, figure: Figure, cited: tuple[str, ...], derivation: str | None) -> "Check":
+        """The verdict on one figure, written in a clause citing ``cited``; ``derivation``:
+        what the clause says is computed ("any", "total" or None)."""
         known_cited = tuple(k for k in cited if k in self.step_keys)
         if figure.kind == "date":
             found = self.dates.get(figure.date) if figure.date else None
@@ -442,9 +452,11 @@ class Evidence:
                 1900 <= figure.number <= 2200 and ("y", (int(figure.number),)) in self.dates:
             basis, steps = self.dates[("y", (int(figure.number),))]
             return Check(figure, basis, steps, cited)
-        if derivation or figure.unit in ("%", "pp", "times") or figure.decimals:
+        if figure.unit in ("%", "pp", "times") or figure.decimals:
+            derivation = "any"
+        if derivation:
             for scope in ([known_cited] if known_cited else []) + [tuple(self.operands)]:
-                holders = self._holders(figure, self.derived(scope))
+                holders = self._holders(figure, self.derived(scope, totals_only=derivation == "total"))
                 if holders:
                     return self._cited_check(figure, "derived", holders, known_cited)
         return Check(figure, None, (), cited, "unsupported")
@@ -569,6 +581,7 @@ def check_answer(text: str, evidence: Evidence) -> AnswerCheck:
         if not cited:
             sentence = _span_at(sentences, figure.start)
             cited = tuple(dict.fromkeys(CITATION.findall(text[sentence[0]:sentence[1]])))
-        derivation = bool(_DERIVATION.search(text[clause[0]:clause[1]]))
+        words = text[clause[0]:clause[1]]
+        derivation = "any" if _DERIVATION.search(words) else "total" if _TOTAL.search(words) else None
         checks.append(evidence.judge(figure, cited, derivation))
     return AnswerCheck(tuple(checks), dangling)

@@ -267,7 +267,7 @@ def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
 def _table(result: "StepResult", labels: "Labels", question: str) -> list[str]:
     keep = shown_columns(result, question)
     columns = [labels.column(result, result.columns[i]) for i in keep]
-    rows = [[_cell(row[i]) for i in keep] for row in result.rows[:TEXT_ROWS]]
+    rows = [[_cell(row[i], column=result.columns[i]) for i in keep] for row in result.rows[:TEXT_ROWS]]
     widths = [max([_width(c)] + [_width(r[i]) for r in rows]) for i, c in enumerate(columns)]
     line = lambda cells: "| " + " | ".join(c + " " * (w - _width(c)) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     out = [line(columns), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
@@ -275,7 +275,7 @@ def _table(result: "StepResult", labels: "Labels", question: str) -> list[str]:
     return out
 
 
-def _cell(value: Any, *, big_units: bool = False) -> str:
+def _cell(value: Any, *, big_units: bool = False, column: str = "") -> str:
     """A value as a person reads it: numbers with separators and sensible decimals (in 万/亿
     when ``big_units``: the question wrote amounts that way), long text cut."""
     if value is None:
@@ -283,22 +283,27 @@ def _cell(value: Any, *, big_units: bool = False) -> str:
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return format_number(value, big_units=big_units)
+        return format_number(value, big_units=big_units, year=bool(_YEAR_COLUMN.search(column)))
     text = str(value).replace("\n", " ")
     return text if len(text) <= 60 else text[:57] + "…"
 
 
-def format_number(value: float | int, *, big_units: bool = False) -> str:
-    """``3008785678.0`` → ``3,008,785,678`` (or ``30.09亿``), ``0.210712`` → ``0.2107``,
-    ``85.333`` → ``85.33``; a year-sized integer keeps no separator (2024). Every form is one
-    the answer check (``figures.ROUNDING_RULE``) accepts for the value."""
+#: A column of years: its values are written without separators (2024, not 2,024).
+_YEAR_COLUMN = re.compile(r"year|年", re.IGNORECASE)
+
+
+def format_number(value: float | int, *, big_units: bool = False, year: bool = False) -> str:
+    """``3008785678.0`` → ``3,008,785,678`` (or ``30.09亿``), ``7747`` → ``7,747``, ``0.210712``
+    → ``0.2107``, ``85.333`` → ``85.33``; a year (``year``: a year column) stays ``2024``. Every
+    form is one the answer check (``figures.ROUNDING_RULE``) accepts for the value."""
     number = float(value)
+    if year and number == int(number):
+        return str(int(number))
     if big_units and abs(number) >= 10_000:
         scaled, unit = (number / 1e8, "亿") if abs(number) >= 1e8 else (number / 1e4, "万")
         return f"{scaled:,.2f}".rstrip("0").rstrip(".") + unit
     if number == int(number) and abs(number) < 1e15:
-        whole = int(number)
-        return str(whole) if abs(whole) < 10_000 else f"{whole:,}"
+        return f"{int(number):,}"
     if abs(number) >= 1:
         return f"{number:,.2f}".rstrip("0").rstrip(".")
     return f"{number:.4g}"
@@ -321,7 +326,10 @@ class Labels:
         manifest = self.capabilities.get(result.source) if self.capabilities is not None else None
         if manifest is None:
             return name
-        containers = [manifest.object(result.index)] if result.index else list(manifest.objects)
+        # the tables the step's query names first: a column name may recur in other tables
+        query = result.query if isinstance(result.query, str) else ""
+        containers = [manifest.object(result.index)] if result.index else \
+            sorted(manifest.objects, key=lambda o: not re.search(rf"\b{re.escape(o.name)}\b", query, re.IGNORECASE))
         for container in containers:
             member = container.flat_members().get(name) if container is not None else None
             if member is None:
@@ -356,20 +364,20 @@ def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool
     or the count and the first rows by name (``共 58 行结果：张三、李四、…（前 10 行）[engineers]。``)."""
     key = final.output_key
     more = ("（结果被截断，列表不完整）" if zh else " (truncated: the list is incomplete)") if final.truncated else ""
-    cell = lambda v: _cell(v, big_units=big_units)  # noqa: E731
+    cell = lambda v, i: _cell(v, big_units=big_units, column=final.columns[i])  # noqa: E731
     if final.row_count == 1 and len(final.columns) == 1:
         label = final.purpose if final.purpose and is_chinese(final.purpose) == zh else \
             labels.column(final, final.columns[0])
-        value = cell(final.rows[0][0])
+        value = cell(final.rows[0][0], 0)
         return f"{label}为 {value}{more} [{key}]。" if zh else f"{label}: {value}{more} [{key}]."
     keep = shown_columns(final, question)
     if final.row_count <= INLINE_ROWS and len(keep) <= INLINE_COLUMNS:
-        pairs = [[(labels.column(final, final.columns[i]), cell(row[i])) for i in keep] for row in final.rows]
+        pairs = [[(labels.column(final, final.columns[i]), cell(row[i], i)) for i in keep] for row in final.rows]
         rows = ("；" if zh else "; ").join(
             ("，" if zh else ", ").join(f"{c}为 {v}" if zh else f"{c} = {v}" for c, v in row) for row in pairs)
         return f"结果：{rows}{more} [{key}]。" if zh else f"Result: {rows}{more} [{key}]."
     label = _label_column(final)
-    names = [cell(row[label]) for row in final.rows[:NAMED_ROWS]]
+    names = [cell(row[label], label) for row in final.rows[:NAMED_ROWS]]
     shown = len(names)
     if zh:
         listed = "、".join(names) + (f"、…（前 {shown} 行）" if final.row_count > shown else "")
