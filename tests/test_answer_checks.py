@@ -242,3 +242,14 @@ def test_a_word_of_total_admits_sums_only() -> None:
     assert verdicts("共 359 份 [by_department]。", departments) == [("359", None, "unsupported")]
     assert verdicts("研发部比销售部多 359 份 [by_department]。", departments)[-1][1:] == ("derived", None)
     assert verdicts("共有 3 名成员 [members]。", COUNTS) == [("3", None, "unsupported")]
+
+
+def test_the_fallback_names_columns_and_aggregates_as_the_manifest_describes_them(demo_capabilities) -> None:
+    plan = Plan.parse({"steps": [{"output_key": "by_region", "source": "sales", "query":
+                                  "SELECT region, SUM(amount) AS total_amount FROM sales GROUP BY region"}]})
+    step = StepResult("by_region", "sales", query=plan.steps[0].query, columns=("region", "total_amount"),
+                      rows=[("华东", 1078023349.0), ("华北", 661385759.5)])
+    text = render_deterministic("各大区的销售额？", PlanResult(plan, {"by_region": step}, [], 0.0),
+                                capabilities=demo_capabilities)
+    assert text.splitlines()[0] == ("结果：成交所属大区为 华东，成交金额合计为 1,078,023,349；"
+                                    "成交所属大区为 华北，成交金额合计为 661,385,759.5 [by_region]。")

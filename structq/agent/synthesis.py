@@ -314,18 +314,40 @@ def _width(text: str) -> int:
     return sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in text)
 
 
+#: How an aggregate's label reads: the described column, then this (SQL function → zh, en).
+_AGGREGATES = {"sum": ("合计", "total"), "avg": ("平均", "average"), "max": ("最大", "max"),
+               "min": ("最小", "min"), "count": ("数", "count")}
+
+
 class Labels:
     """Column names as a person reads them: the manifest's description (its first clause) or
-    first synonym of the column the step read, else the name itself."""
+    first synonym of the column the step read; for an alias of an aggregate (``SUM(amount) AS
+    total_amount``) the described column and the aggregate (成交金额合计); else the name."""
 
     def __init__(self, capabilities: "CapabilitySet | None", zh: bool) -> None:
         self.capabilities = capabilities
         self.zh = zh
+        self._aliases: dict[str, dict[str, tuple[str, str | None]]] = {}
 
     def column(self, result: "StepResult", name: str) -> str:
+        return self.described(result, name) or name
+
+    def described(self, result: "StepResult", name: str) -> str | None:
+        """The label of a column, or None when the manifests do not describe it."""
         manifest = self.capabilities.get(result.source) if self.capabilities is not None else None
         if manifest is None:
-            return name
+            return None
+        found = self._member_label(manifest, result, name)
+        if found is not None:
+            return found
+        column, aggregate = self._alias_of(manifest, result).get(name.lower(), (None, None))
+        label = self._member_label(manifest, result, column) if column else None
+        if label is None or aggregate is None:
+            return label
+        zh, en = _AGGREGATES[aggregate]
+        return f"{label}{zh}" if self.zh else f"{label} ({en})"
+
+    def _member_label(self, manifest: Any, result: "StepResult", name: str) -> str | None:
         # the tables the step's query names first: a column name may recur in other tables
         query = result.query if isinstance(result.query, str) else ""
         containers = [manifest.object(result.index)] if result.index else \
@@ -337,8 +359,35 @@ class Labels:
             words = [member.description.split("，")[0].split(",")[0].split("（")[0].split("(")[0].strip(),
                      *member.synonyms]
             fitting = [w for w in words if w and len(w) <= 20 and is_chinese(w) == self.zh]
-            return fitting[0] if fitting else name
-        return name
+            return fitting[0] if fitting else None
+        return None
+
+    def _alias_of(self, manifest: Any, result: "StepResult") -> dict[str, tuple[str, str | None]]:
+        """Each alias of the step's SELECT → the one column it reads and its aggregate (if any)."""
+        if result.output_key not in self._aliases:
+            self._aliases[result.output_key] = _select_aliases(result.query, manifest.sql_dialect) \
+                if isinstance(result.query, str) and manifest.query_dialect else {}
+        return self._aliases[result.output_key]
+
+
+def _select_aliases(sql: str, dialect: str) -> dict[str, tuple[str, str | None]]:
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return {}
+    out: dict[str, tuple[str, str | None]] = {}
+    for projection in getattr(tree, "expressions", []) if isinstance(tree, exp.Select) else []:
+        if not isinstance(projection, exp.Alias):
+            continue
+        columns = {c.name for c in projection.find_all(exp.Column)}
+        aggregates = [a for a in projection.find_all(exp.AggFunc)]
+        kind = aggregates[0].key if len(aggregates) == 1 and aggregates[0].key in _AGGREGATES else None
+        if len(columns) == 1 and (kind is not None or not aggregates):
+            out[projection.alias.lower()] = (columns.pop(), kind)
+    return out
 
 
 #: A final result this small is spelt out in the summary line itself.
@@ -359,15 +408,17 @@ def _label_column(final: "StepResult") -> int:
     return (named or texts or [0])[0]
 
 
-def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool, question: str) -> str:
+def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool, question: str,
+                  generic: bool = False) -> str:
     """One sentence: the single value (named by the step's purpose), a few short rows in full,
     or the count and the first rows by name (``共 58 行结果：张三、李四、…（前 10 行）[engineers]。``)."""
     key = final.output_key
     more = ("（结果被截断，列表不完整）" if zh else " (truncated: the list is incomplete)") if final.truncated else ""
     cell = lambda v, i: _cell(v, big_units=big_units, column=final.columns[i])  # noqa: E731
     if final.row_count == 1 and len(final.columns) == 1:
-        label = final.purpose if final.purpose and is_chinese(final.purpose) == zh else \
-            labels.column(final, final.columns[0])
+        # a template's purposes are written for any of its values (某月…): not a name for this one
+        label = final.purpose if final.purpose and is_chinese(final.purpose) == zh and not generic else \
+            labels.described(final, final.columns[0]) or ("结果" if zh else "Result")
         value = cell(final.rows[0][0], 0)
         return f"{label}为 {value}{more} [{key}]。" if zh else f"{label}: {value}{more} [{key}]."
     keep = shown_columns(final, question)
@@ -418,7 +469,7 @@ def render_deterministic(question: str, run: "PlanResult", *, capabilities: "Cap
     elif final.row_count == 0:
         summary = f"没有符合条件的数据 [{final.output_key}]。" if zh else f"Nothing matched [{final.output_key}]."
     else:
-        summary = _summary_line(final, zh, labels, big_units, question)
+        summary = _summary_line(final, zh, labels, big_units, question, generic=run.plan.template is not None)
     lines = [summary]
     if derived:
         lines += [("据此计算：" if zh else "Computed from these results: ") + "；".join(derived)
