@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .engine import PlanResult
 
 __all__ = ["Check", "AnswerCheck", "Evidence", "check_answer", "figures_in", "Figure", "ROUNDING_RULE",
-           "DERIVED_OPERANDS", "CITATION", "IDENTIFIER", "clause_of"]
+           "DERIVED_OPERANDS", "SHOWN_ROWS", "CITATION", "IDENTIFIER", "clause_of"]
 
 #: What the answer prompt tells the model about rounding and units; the check accepts exactly this.
 ROUNDING_RULE = ("You may round a figure half up to fewer decimals, keeping at least two significant digits; "
@@ -66,6 +66,9 @@ ROUNDING_RULE = ("You may round a figure half up to fewer decimals, keeping at l
 
 #: Numbers of the cited steps a derived figure may be computed from (the first ones, in order).
 DERIVED_OPERANDS = 60
+#: Rows of each step the answering model is shown: only in these are numbers inside text read
+#: (a report's "下降75%"); numeric cells count in every row.
+SHOWN_ROWS = 50
 
 CITATION = re.compile(r"\[([A-Za-z_]\w*)\]")
 
@@ -355,10 +358,12 @@ class Evidence:
             numbers: list[float] = []
             by_column: list[list[float]] = [[] for _ in result.columns]
             names = [str(c) for c in result.columns]
-            for row in result.rows:
+            for at, row in enumerate(result.rows):
                 for i, value in enumerate(row):
                     if i < len(names) and IDENTIFIER.search(names[i]):
                         continue  # an id is a name for a row, not a figure about it
+                    if at >= SHOWN_ROWS and isinstance(value, (str, list, dict)):
+                        continue  # text the model was not shown
                     for number in _cell_numbers(value):
                         cells.append((float(number), (key,)))
                         numbers.append(float(number))

@@ -36,6 +36,7 @@ ZH_IDIOMS = ("一共", "一起", "一些", "一下", "一直", "一样", "一般
              "一番", "一概", "逐一", "一口气")
 
 _ZH_RUN = re.compile(f"[{CHINESE_NUMERALS}]+")
+_ZH_IDIOM = re.compile("|".join(sorted(map(re.escape, ZH_IDIOMS), key=len, reverse=True)))
 
 
 def chinese_value(text: str) -> Decimal | None:
@@ -115,7 +116,10 @@ class WordNumber:
 def word_numbers(text: str) -> Iterator[WordNumber]:
     """The numbers written in words in ``text``, in order."""
     found: list[WordNumber] = []
+    idioms = [(m.start(), m.end()) for m in _ZH_IDIOM.finditer(text)] if _ZH_RUN.search(text) else []
     for match in _ZH_RUN.finditer(text):
+        if any(start < match.end() and match.start() < end for start, end in idioms):
+            continue  # a numeral inside an idiom: not a number
         number = _chinese_number_at(text, match)
         if number is not None:
             found.append(number)
@@ -131,11 +135,6 @@ def word_numbers(text: str) -> Iterator[WordNumber]:
 
 def _chinese_number_at(text: str, match: re.Match[str]) -> WordNumber | None:
     start, end = match.start(), match.end()
-    for idiom in ZH_IDIOMS:  # an idiom overlapping the run: not a number
-        for hit in re.finditer(re.escape(idiom), text[max(0, start - len(idiom)): end + len(idiom)]):
-            at = max(0, start - len(idiom)) + hit.start()
-            if at < end and at + len(idiom) > start:
-                return None
     run = match.group()
     counted = end < len(text) and text[end] in MEASURE_WORDS
     ordinal = start > 0 and text[start - 1] == "第"

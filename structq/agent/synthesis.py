@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ModelError
 
-from .figures import ROUNDING_RULE, AnswerCheck, Check, Evidence, check_answer
+from .figures import ROUNDING_RULE, SHOWN_ROWS, Check, Evidence, check_answer
 from .llm import CallBounds, CallLog, invoke, reply_text
 from .planner import template
 
@@ -39,7 +39,7 @@ __all__ = ["synthesize", "Written", "render_deterministic", "unsupported_numbers
            "streaming_answer", "NumberGate"]
 
 #: Rows of each step shown to the answering model, and in the deterministic rendering.
-PROMPT_ROWS = 50
+PROMPT_ROWS = SHOWN_ROWS
 TEXT_ROWS = 20
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
