@@ -253,3 +253,8 @@ def test_the_fallback_names_columns_and_aggregates_as_the_manifest_describes_the
                                 capabilities=demo_capabilities)
     assert text.splitlines()[0] == ("结果：成交所属大区为 华东，成交金额合计为 1,078,023,349；"
                                     "成交所属大区为 华北，成交金额合计为 661,385,759.5 [by_region]。")
+
+
+def test_a_percentage_written_in_words() -> None:
+    assert verdicts("同比增长百分之二十一点零七 [yearly]", YEARLY) == [("百分之二十一点零七", "derived", None)]
+    assert verdicts("同比增长百分之二十五 [yearly]", YEARLY) == [("百分之二十五", None, "unsupported")]

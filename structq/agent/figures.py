@@ -156,9 +156,11 @@ class Figure:
 
     @property
     def significant(self) -> int:
-        """Significant digits as written ("0.05" 1, "21.07" 4, "30" 2)."""
-        digits = re.sub(r"\D", "", self.text.split("e")[0]) if self.number is not None else ""
-        return len(digits.lstrip("0")) or 1
+        """Significant digits as written ("0.05" 1, "21.07" 4, "30" 2, "二十一点零七" 4)."""
+        if self.number is None:
+            return 1
+        digits = format(abs(self.number), "f").replace(".", "").lstrip("0")
+        return len(digits) or 1
 
 
 def _decimal(text: str) -> Decimal | None:
@@ -209,6 +211,19 @@ def _plausible(parts: str, values: tuple[int, ...]) -> bool:
             and 1 <= named.get("q", 1) <= 4)
 
 
+_PER_HUNDRED = re.compile(rf"百分之(\d+(?:\.\d+)?|[{CHINESE_NUMERALS}]+(?:点[{CHINESE_NUMERALS}]+)?)")
+
+
+def _chinese_decimal(text: str) -> Decimal | None:
+    """二十一点零七 → 21.07."""
+    whole, _, fraction = text.partition("点")
+    value = chinese_value(whole)
+    digits = [chinese_value(c) for c in fraction]
+    if value is None or any(d is None or d > 9 for d in digits):
+        return None
+    return Decimal(f"{value}.{''.join(str(d) for d in digits)}") if digits else value
+
+
 def figures_in(text: str) -> list[Figure]:
     """Every figure in ``text`` (citations and list markers are not figures), in order."""
     masked = CITATION.sub(lambda m: " " * len(m.group()), text)
@@ -218,6 +233,13 @@ def figures_in(text: str) -> list[Figure]:
     for start, end, date in _dates_in(masked):
         figures.append(Figure(text[start:end], start, end, kind="date", date=date))
         taken.append((start, end))
+    for match in _PER_HUNDRED.finditer(masked):  # 百分之二十一点零七, 百分之21.07
+        number = _decimal(match.group(1)) if match.group(1)[0].isdigit() else _chinese_decimal(match.group(1))
+        if number is not None:
+            decimals = len(match.group(1).replace("点", ".").split(".")[1]) if re.search(r"[.点]", match.group(1)) else 0
+            figures.append(Figure(text[match.start():match.end()], match.start(), match.end(), number, decimals, "%",
+                                  _UNITS[1][2]))
+            taken.append((match.start(), match.end()))
     for match in _NUMBER.finditer(masked):
         start, end = match.start(), match.end()
         if any(s < end and start < e for s, e in taken):
