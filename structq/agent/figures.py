@@ -101,7 +101,7 @@ _DATES = [
     (re.compile(r"(?<!\d)(\d{4})\s?年"), "y"),
     (re.compile(rf"(?<![\d年{CHINESE_NUMERALS}])(\d{{1,2}}|[{CHINESE_NUMERALS}]{{1,3}})\s?月(?!份?[\d{CHINESE_NUMERALS}])"), "m"),
     (re.compile(r"(?<![\d月])(\d{1,2})\s?[日号](?!\w)"), "d"),
-    (re.compile(rf"第?([1-4]|[一二三四])\s?季度|(?<![\w])Q([1-4])\b"), "q"),
+    (re.compile(r"第?([1-4]|[一二三四])\s?季度|(?<![\w])Q([1-4])\b"), "q"),
 ]
 _MONTHS = {name: i for i, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
