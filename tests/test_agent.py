@@ -222,7 +222,9 @@ def test_without_a_model_the_answer_is_a_deterministic_rendering(make_agent, dem
     answer = make_agent(None).ask(question, today=TODAY)
     assert answer.model_calls.count() == 0
     summary = answer.text.splitlines()[0]
-    assert summary.startswith("结果：product_id = ") and summary.endswith("[top_product]。")
+    # columns named as the manifest describes them, numbers with separators
+    assert summary.startswith("结果：产品编号为 PD") and summary.endswith("[top_product]。")
+    assert "product_id" not in summary
 
 
 def test_empty_input_stops_dependents_with_a_note(make_agent) -> None:

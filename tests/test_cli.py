@@ -31,7 +31,8 @@ VERIFIED_SQL = "employees.department = :slot_department"
 #: Not an example: it needs a model, and none is configured.
 OPEN = "华东区有多少员工？"
 
-ASK_KEYS = {"question", "answer", "citations", "plan", "plan_source", "steps", "notes", "model_calls", "rounds"}
+ASK_KEYS = {"question", "answer", "citations", "plan", "plan_source", "steps", "notes", "model_calls", "rounds",
+            "checks"}
 STEP_KEYS = {"output_key", "source", "index", "purpose", "query", "params", "columns", "rows", "row_count",
              "truncated", "elapsed_ms", "startup_ms", "skipped"}
 COMMANDS = ["demo", "ask", "plan", "run", "chat", "check", "sandbox", "sync", "eval", "cache", "cache info", "cache clear"]

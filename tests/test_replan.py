@@ -156,3 +156,47 @@ def test_stored_values_respect_row_filters(demo_capabilities, demo_env, demo_dat
     assert set(values) == finance
     assert observation is not None and observation.unmatched[0].literal == "不存在的人"
     assert set(observation.unmatched[0].closest) <= finance
+
+
+# --- replans only when they can help ------------------------------------------------------------
+
+
+def test_an_empty_result_over_literals_that_all_exist_is_the_answer_and_not_replanned(make_agent) -> None:
+    plan = {"steps": [{"output_key": "late", "source": "hr", "query": "SELECT employee_id FROM project_members "
+                                                                      "WHERE project_name = '星火' AND joined_at > '2099-01-01'"}]}
+    model = scripted(plan_reply(plan))  # '星火' is a stored project: nobody joined after 2099
+    answer = make_agent(model).ask(QUESTION, today=TODAY, use_cache=False, answer=False)
+    assert answer.rounds == [] and model.calls == 1 and answer.results.final.row_count == 0
+
+
+def test_an_empty_aggregate_over_a_filter_is_the_answer_and_not_replanned(make_agent) -> None:
+    plan = {"steps": [{"output_key": "sold", "source": "sales", "query":
+                       "SELECT product_id, SUM(amount) AS total FROM sales WHERE sale_date > '2099-01-01' "
+                       "GROUP BY product_id"}]}
+    model = scripted(plan_reply(plan))  # nothing sold: the empty grouping is the answer
+    answer = make_agent(model).ask("2099年以后各产品卖了多少？", today=TODAY, use_cache=False, answer=False)
+    assert answer.rounds == [] and model.calls == 1 and answer.results.final.row_count == 0
+
+
+def test_a_revision_that_only_rewords_the_reasoning_is_not_run_again(make_agent) -> None:
+    plan = members_plan("不存在的项目")
+    reworded = {**plan, "reasoning": "换个说法：还是查这个项目的成员",
+                "steps": [{**plan["steps"][0], "purpose": "成员（再查一次）",
+                           "query": plan["steps"][0]["query"].replace(" WHERE", "\n  WHERE")}]}
+    model = scripted(plan_reply(plan), plan_reply(reworded))
+    agent = make_agent(model, max_replans=3)
+    answer = agent.ask(QUESTION, today=TODAY, use_cache=False, answer=False)
+    assert model.calls == 2 and len(answer.rounds) == 1
+    assert answer.rounds[0].outcome.startswith("the plan was kept") and "revised plan ran" not in answer.notes[0]
+
+
+def test_an_anagram_is_never_the_closest_stored_value() -> None:
+    assert nearest("火星", ["星火", "北斗", "天宫"]) == []
+    assert nearest("火星计划", ["星火", "火星"]) == ["火星"]
+    assert nearest("Alpha Projct", ["Alpha Project", "tcejorP ahplA"]) == ["Alpha Project"]
+
+
+def test_the_unknown_project_huoxing_gets_no_suggestion_of_xinghuo(make_agent) -> None:
+    model = scripted(plan_reply(members_plan("火星")), plan_reply(members_plan("火星")))
+    make_agent(model).ask("火星项目有哪些成员？", today=TODAY, use_cache=False)
+    assert "'火星' matched nothing" in model.prompt_text(1) and "'星火'" not in model.prompt_text(1).split("What the data said")[1]

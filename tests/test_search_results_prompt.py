@@ -34,7 +34,7 @@ def test_size_0_counts_matching_documents_as_one_row(demo_capabilities, tmp_path
     assert count.rows == [(titles.row_count,)]
 
     plan_prompt, answer_prompt = model.prompt_text(0), model.prompt_text(1)
-    assert "`_id` (the document id), `_score`" in plan_prompt and "`doc_count`" in plan_prompt
-    assert "single `count` column" in plan_prompt
+    assert "(`_id`, `_score`," in plan_prompt and "`doc_count`" in plan_prompt
+    assert "one\n  `count` row, the exact number of matches" in plan_prompt
     assert "more rows not shown here\" is different" in answer_prompt and "truncated: more exist" in answer_prompt
     assert "NULL means no data matched" in answer_prompt

@@ -36,7 +36,8 @@ from .llm import CallBounds, CallLog, model_name, resolve_model
 from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
-from .synthesis import citations, render_deterministic, synthesize
+from .figures import Check
+from .synthesis import Written, citations, render_deterministic, synthesize
 from .templated import TemplatePlans
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class Answer:
     model_calls: CallLog = field(default_factory=CallLog)
     #: Each evaluation of a run that came back empty, and what came of it.
     rounds: list[Round] = field(default_factory=list)
+    #: The answer check's verdict on each figure of the model-written reply (``figures``).
+    checks: list[Check] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable shape of ``structq ask --json``."""
@@ -79,6 +82,7 @@ class Answer:
             "notes": self.notes,
             "model_calls": self.model_calls.to_list(),
             "rounds": [r.to_dict() for r in self.rounds],
+            "checks": [c.to_dict() for c in self.checks],
         }
 
 
@@ -185,7 +189,8 @@ class Agent:
 
     def planner(self) -> Planner:
         return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local",
-                       budget=self.link_budget(), bounds=CallBounds.of(self.settings))
+                       budget=self.link_budget(), bounds=CallBounds.of(self.settings),
+                       examples=self.settings.plan_examples)
 
     def link_budget(self) -> "Budget":
         """The schema-linking budget from the settings (``STRUCTQ_PROMPT_TOKENS``, ``STRUCTQ_LINK_TOKENS``,
@@ -267,17 +272,19 @@ class Agent:
                     plan, results, text, notes = await keyword_fallback(
                         self, request.question, vars=request.vars, today=request.today, failure=failure)
                     outcome = Outcome(plan, "keywords", results)
+            checks: tuple[Check, ...] = ()
             if outcome.plan_source != "keywords":
-                text, notes = await self.engine.call(self._answer, request.question, outcome.results, log,
-                                                     request.answer)
+                written = await self.engine.call(self._answer, request.question, outcome.results, log, request.answer)
+                text, notes, checks = written.text, written.notes, written.checks
         except BaseException as exc:
             tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
             self._audit(request, outcome, log, None, exc, tried, given=given)
             raise
         results, rounds = outcome.results, outcome.rounds
         answered = Answer(request.question, text, outcome.plan, results, citations(results),
-                          [*(r.note() for r in rounds), *results.notes, *notes], outcome.plan_source, log, list(rounds))
-        self._audit(request, outcome, log, text, None, len(outcome.attempts) + 1)
+                          [*(r.note() for r in rounds), *results.notes, *notes], outcome.plan_source, log, list(rounds),
+                          list(checks))
+        self._audit(request, outcome, log, text, None, len(outcome.attempts) + 1, checks=checks)
         return answered
 
     # --- internals ----------------------------------------------------------------------
@@ -346,15 +353,17 @@ class Agent:
             self.cache.put(self._cache_key(question, today, context), question, plan)
         return plan, "model", results, attempts, rounds
 
-    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
+    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool) -> Written:
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
-            return decline_text(question, results.plan, self.capabilities), []
+            return Written(decline_text(question, results.plan, self.capabilities), [])
         if use_model and self.has_model:
-            return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings))
-        return render_deterministic(question, results), []
+            return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings),
+                              capabilities=self.capabilities)
+        return Written(render_deterministic(question, results, capabilities=self.capabilities), [])
 
     def _audit(self, request: "Request", outcome: "Outcome | None", log: CallLog, text: str | None,
-               error: BaseException | None, plans_tried: int, *, given: Plan | None = None) -> None:
+               error: BaseException | None, plans_tried: int, *, given: Plan | None = None,
+               checks: "Sequence[Check]" = ()) -> None:
         """One line: what was asked, the plan (a given plan even when it failed to run), the
         steps that ran, the model calls, the answer (when kept) or the error."""
         if self.audit is None:
@@ -366,4 +375,5 @@ class Agent:
                           plan_source=outcome.plan_source if outcome else ("given" if given else None),
                           run=outcome.results if outcome else None, model_calls=log.to_list(), answer=text,
                           error=error, attempts=plans_tried,
-                          rounds=[r.to_dict(with_values=self.audit.include_data) for r in rounds])
+                          rounds=[r.to_dict(with_values=self.audit.include_data) for r in rounds],
+                          checks=[c.to_dict(with_values=self.audit.include_answer) for c in checks])

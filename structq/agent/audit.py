@@ -57,6 +57,7 @@ class AuditLog:
         error: BaseException | None,
         attempts: int,
         rounds: list[dict[str, Any]] | None = None,
+        checks: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         planned = {step["output_key"]: step.get("query") for step in (plan or {}).get("steps", [])}
         entry = {
@@ -71,6 +72,8 @@ class AuditLog:
             "notes": run.notes if run else [],
             "model_calls": model_calls,
             "answer": answer if self.include_answer else None,
+            # The answer check's verdict per figure; what a figure says only with the answer.
+            "checks": checks or [],
             "error": {"type": type(error).__name__, "message": str(error)} if error else None,
         }
         if self.include_data:

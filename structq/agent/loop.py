@@ -5,8 +5,10 @@ model-written plan runs, ``observe`` looks for an empty step and the text litera
 the planner sees the observation (and the closest stored values, when row contents may reach
 the model) and may return a revised plan, which then runs. At most ``max_replans`` rounds
 (``STRUCTQ_MAX_REPLANS``, default 1; each costs one model call); every round is kept for the
-trace and the audit log. The earlier result stands when the model keeps its plan, declines,
-or the revision fails: an honest empty answer beats a failed one.
+trace and the audit log. The earlier result stands when the model keeps its plan (the same
+steps, whatever its reasoning now says: nothing is run again), declines, or the revision
+fails: an honest empty answer beats a failed one. No round at all when the emptiness is the
+answer (``observe.legitimately_empty``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,18 @@ if TYPE_CHECKING:
     from .plan import Plan
     from .planner import Planner
 
-__all__ = ["Round", "revise"]
+__all__ = ["Round", "revise", "same_steps"]
+
+
+def same_steps(a: "Plan", b: "Plan") -> bool:
+    """Whether two plans would run the same queries: same steps (key, source, index, query;
+    SQL compared with its whitespace collapsed), whatever their reasoning, purposes or
+    answer_with say. A revision that only rewords is not worth a run."""
+    def queries(plan: "Plan") -> list[tuple[Any, ...]]:
+        return [(s.output_key, s.source, s.index, " ".join(s.query.split()) if isinstance(s.query, str) else s.query)
+                for s in plan.steps]
+
+    return queries(a) == queries(b) and a.template == b.template
 
 
 @dataclass(frozen=True)
@@ -71,7 +84,7 @@ async def revise(planner: "Planner", engine: "Engine", question: str, plan: "Pla
         messages = revision_messages(planner, question, plan, observation, today=today, context=context)
         try:
             revised = await engine.call(planner.complete, messages, purpose="replan", log=log)
-            if revised.declined or revised == plan:
+            if revised.declined or same_steps(revised, plan):
                 rounds.append(Round(plan, observation, "the plan was kept; the empty result stands"))
                 break
             revised_results = await engine.arun(revised, vars=vars)

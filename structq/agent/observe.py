@@ -16,7 +16,6 @@ model only when row contents would anyway (``with_values``; never with ``--no-an
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,8 @@ if TYPE_CHECKING:
 
     from .engine import Engine, PlanResult
 
-__all__ = ["Observation", "Unmatched", "observe", "step_summaries", "DISTINCT_LIMIT", "CLOSEST"]
+__all__ = ["Observation", "Unmatched", "observe", "step_summaries", "legitimately_empty", "nearest", "edit_distance",
+           "DISTINCT_LIMIT", "CLOSEST"]
 
 #: Distinct stored values read per column, and how many of the closest are shown.
 DISTINCT_LIMIT = 500
@@ -97,16 +97,18 @@ def observe(run: "PlanResult", engine: "Engine", *, vars: Mapping[str, Any],
             with_values: bool) -> Observation | None:
     """The observation of ``run``, or None when nothing came back empty.
 
-    A step with no rows is always observed; a single row of NULL/0 aggregates only when one of
-    its text literals matches no stored value (otherwise the zero is the answer). Stored values
-    are read to decide that even when they may not be shown (``with_values=False``)."""
+    A single row of NULL/0 aggregates is observed only when one of its text literals matches no
+    stored value (otherwise the zero is the answer); a step with no rows likewise, unless the
+    emptiness is the answer (``legitimately_empty``). Stored values are read to decide that
+    even when they may not be shown (``with_values=False``)."""
     if not run.plan.steps:
         return None
     empty: list[str] = []
     unmatched: list[Unmatched] = []
     for key in empty_steps(run, engine.capabilities):
-        found = list(_unmatched(run.plan.step(key), engine, vars, with_values, run.steps[key].row_count > 0))
-        if found or run.steps[key].row_count == 0:
+        step = run.plan.step(key)
+        matched, found = _literals(step, engine, vars, with_values, run.steps[key].row_count > 0)
+        if found or (run.steps[key].row_count == 0 and not legitimately_empty(step, matched, engine.capabilities)):
             empty.append(key)
             unmatched += found
     if not empty:
@@ -120,19 +122,49 @@ def step_summaries(run: "PlanResult") -> tuple[dict[str, Any], ...]:
                   "truncated": r.truncated, "skipped": r.skipped} for k, r in run.steps.items())
 
 
-def _unmatched(step: Step, engine: "Engine", vars: Mapping[str, Any], with_values: bool,
-               had_rows: bool) -> Iterator[Unmatched]:
-    """The step's free-text literals that no stored value equals. When the column holds more
-    distinct values than were read, absence proves nothing: such a literal counts only for a
-    step that returned no rows at all."""
+def _literals(step: Step, engine: "Engine", vars: Mapping[str, Any], with_values: bool,
+              had_rows: bool) -> tuple[int, list[Unmatched]]:
+    """How many of the step's free-text literals a stored value equals, and the ones none does.
+    When the column holds more distinct values than were read, absence proves nothing: such a
+    literal counts as unmatched only for a step that returned no rows at all."""
     manifest = engine.capabilities.get(step.source)
     if manifest is None or manifest.query_dialect is None or not isinstance(step.query, str):
-        return  # a built-in source's tables are earlier results; a search body has no SQL literals
+        return 0, []  # a built-in source's tables are earlier results; a search body has no SQL literals
+    matched, unmatched = 0, []
     for table, column, literal in text_literals(step.query, manifest):
         stored = stored_values(engine, step, table, column, vars)
-        if literal in stored or (had_rows and len(stored) >= DISTINCT_LIMIT):
-            continue
-        yield Unmatched(step.output_key, table, column, literal, tuple(nearest(literal, stored)) if with_values else ())
+        if literal in stored:
+            matched += 1
+        elif not (had_rows and len(stored) >= DISTINCT_LIMIT):
+            unmatched.append(Unmatched(step.output_key, table, column, literal,
+                                       tuple(nearest(literal, stored)) if with_values else ()))
+    return matched, unmatched
+
+
+def legitimately_empty(step: Step, matched: int, capabilities: "CapabilitySet") -> bool:
+    """Whether a step with no rows (and no unmatched literal) found the true answer, so a
+    revised plan cannot help: its text literals matched stored values ("星火" is a project; no
+    member joined after 2099), or it is an aggregate over a filter (nothing was sold). Only SQL
+    steps of a declared source are judged; a search body is always observed."""
+    manifest = capabilities.get(step.source)
+    if manifest is None or manifest.query_dialect is None or not isinstance(step.query, str):
+        return False
+    return matched > 0 or _aggregates(step.query, manifest.sql_dialect)
+
+
+def _aggregates(sql: str, dialect: str) -> bool:
+    """Whether the outermost SELECT groups or aggregates (unparsable SQL: no)."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.ParseError:
+        return False
+    if not isinstance(tree, exp.Select):
+        return False
+    return tree.args.get("group") is not None or any(
+        projection.find(exp.AggFunc) is not None for projection in tree.expressions)
 
 
 def text_literals(sql: str, manifest: "Manifest") -> Iterator[tuple[str, str, str]]:
@@ -198,12 +230,36 @@ def stored_values(engine: "Engine", step: Step, table: str, column: str, vars: M
 
 
 def nearest(literal: str, stored: list[str], limit: int = CLOSEST) -> list[str]:
-    """The stored values closest to ``literal``: containment either way first, then similarity
-    (a floor keeps unrelated values out: better no suggestion than a misleading one)."""
+    """The stored values closest to ``literal``: containment either way first, then the fewest
+    edits in order (``edit_distance``), so the same characters in another order are far apart
+    ('火星' is not '星火'). A floor keeps unrelated values out: better no suggestion than a
+    misleading one."""
+    wanted = literal.lower()
+
     def score(value: str) -> float:
-        contained = 1.0 if literal and value and (literal in value or value in literal) else 0.0
-        return contained + difflib.SequenceMatcher(None, literal.lower(), value.lower()).ratio()
+        candidate = value.lower()
+        if sorted(candidate) == sorted(wanted):
+            return 0.0  # an anagram names something else
+        contained = 1.0 if wanted and candidate and (wanted in candidate or candidate in wanted) else 0.0
+        return contained + 1.0 - edit_distance(wanted, candidate) / max(len(wanted), len(candidate), 1)
 
     scored = sorted(((score(value), value) for value in set(stored) if value != literal),
                     key=lambda item: (-item[0], item[1]))
-    return [value for s, value in scored[:limit] if s >= 0.34]
+    return [value for s, value in scored[:limit] if s >= NEAREST_FLOOR]
+
+
+#: The least score (containment 1 + similarity 0–1) a suggested stored value needs.
+NEAREST_FLOOR = 0.4
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions, in order."""
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, 1):
+        current = [i]
+        for j, char_b in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from structq.linking import Budget, Selection, ValueIndex
     from structq.linking.route import Route
 
-__all__ = ["Planner", "Attempt", "template", "extract_json"]
+__all__ = ["Planner", "Attempt", "template", "extract_json", "relevant_examples", "render_examples", "PLAN_EXAMPLES"]
 
 PLAN_TOOL = "submit_plan"
 _WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -76,15 +78,97 @@ def extract_json(text: str) -> Any:
                         hint="return the plan as one valid JSON object") from None
 
 
-def render_examples(examples: "list[Example]") -> str:
-    """The verified examples as question → plan JSON pairs."""
+#: Verified examples shown in the planning prompt (``STRUCTQ_PLAN_EXAMPLES``; 0: all of them).
+PLAN_EXAMPLES = 3
+
+
+def relevant_examples(question: str, examples: "list[Example]", limit: int,
+                      capabilities: "CapabilitySet | None" = None) -> "list[Example]":
+    """The ``limit`` examples most like ``question``, in manifest order. An example scores by
+    the words its question shares with this one (BM25 over the examples' questions in linking's
+    terms: words, Chinese bigrams) plus how well the linking index ranks the tables it reads
+    for this question (both scaled to the best example's): "各大区的战略客户数量" is closer to
+    the example about strategic customers per region than to one about sales per region.
+    ``limit`` 0 keeps them all. A few close examples teach a plan's shape as well as all of
+    them, at a fraction of the prompt."""
+    if not limit or len(examples) <= limit:
+        return list(examples)
+    from structq.linking.tokens import terms
+
+    bags = [dict(terms(example.question)) for example in examples]
+    count = len(bags)
+    average = sum(sum(b.values()) for b in bags) / count or 1.0
+    asked = dict(terms(question))
+
+    def lexical(bag: dict[str, float]) -> float:
+        total, length = 0.0, sum(bag.values())
+        for term, weight in asked.items():
+            tf = bag.get(term, 0.0)
+            if tf:
+                df = sum(1 for b in bags if term in b)
+                idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
+                total += weight * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+        return total
+
+    words = [lexical(bag) for bag in bags]
+    tables = _table_relevance(question, examples, capabilities) if capabilities is not None else [0.0] * count
+    best_words, best_tables = max(words) or 1.0, max(tables) or 1.0
+    scores = [w / best_words + t / best_tables for w, t in zip(words, tables)]
+    ranked = sorted(range(count), key=lambda i: (-scores[i], i))[:limit]
+    return [examples[i] for i in sorted(ranked)]
+
+
+def _table_relevance(question: str, examples: "list[Example]", capabilities: "CapabilitySet") -> list[float]:
+    """Per example: the linking index's best score, for ``question``, of a table it reads."""
+    from structq.linking import linking_index
+    from structq.linking.tokens import terms
+
+    index = linking_index(capabilities)
+    scored = index.tables.score(dict(terms(question)))
+    read = dict(index.examples)
+    return [max((scored.get(i, 0.0) for i in read.get(example.question, ())), default=0.0) for example in examples]
+
+
+def render_examples(examples: "list[Example]", today: dt.date | None = None,
+                    filled: "Callable[[Example], dict[str, Any] | None] | None" = None) -> str:
+    """The verified examples as question → plan JSON pairs. A slotted example's ``:name``
+    parameters are written as the values its own question means on ``today`` (``filled``:
+    上个月 → '2026-10-01'), since a plan writes values, never a relative phrase."""
     blocks = []
     for example in examples:
-        plan = Plan.from_example(example).to_dict()
-        # A slotted example's steps hold :name parameters only templates bind; plans write values.
-        slots = "".join(f"\n:{name}… stands for {slot.example!r}; write the value itself" for name, slot in example.slots.items())
-        blocks.append(f"Question: {example.question}\nPlan: {json.dumps(plan, ensure_ascii=False)}{slots}")
+        plan = {k: v for k, v in Plan.from_example(example).to_dict().items() if v not in ("", None)}
+        params = filled(example) if (filled is not None and example.slots) else None
+        if params:
+            for step in plan["steps"]:
+                step["query"] = bind_for_display(step["query"], params)
+            slots = ""
+        else:  # values not known: say what each parameter is, never as a relative phrase
+            slots = "".join(f"\n:{name}… is a value such as {slot.example!r}; write the value itself"
+                            for name, slot in example.slots.items())
+        shown = json.dumps(plan, ensure_ascii=False, separators=(",", ":"))
+        blocks.append(f"Question: {example.question}\nPlan: {shown}{slots}")
     return "\n\n".join(blocks) or "(none)"
+
+
+def bind_for_display(query: Any, params: dict[str, Any]) -> Any:
+    """``query`` with each ``:name`` written as its value (SQL literal or JSON value): for the
+    prompt only; the engine always binds parameters."""
+    if isinstance(query, str):
+        def literal(match: re.Match[str]) -> str:
+            value = params.get(match.group(1))
+            if value is None:
+                return match.group()
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return str(value)
+            return "'" + str(value).replace("'", "''") + "'"
+
+        pieces = re.split(r"('(?:[^']|'')*')", query)  # string literals stay as written
+        return "".join(p if i % 2 else re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", literal, p) for i, p in enumerate(pieces))
+    if isinstance(query, dict):
+        return {k: bind_for_display(v, params) for k, v in query.items()}
+    if isinstance(query, list):
+        return [bind_for_display(v, params) for v in query]
+    return query
 
 
 def _plan_tool_schema() -> dict[str, Any]:
@@ -104,8 +188,11 @@ class Planner:
 
     def __init__(self, model: Any, capabilities: "CapabilitySet", *, timezone: str = "local",
                  budget: "Budget | None" = None, values: "ValueIndex | None" = None,
-                 bounds: CallBounds | None = None) -> None:
+                 bounds: CallBounds | None = None, examples: int = PLAN_EXAMPLES) -> None:
         self.model = model
+        #: Verified examples shown per question (0: all).
+        self.examples = examples
+        self._templates: Any = None
         #: Timeout and retries of each call (None: the environment's, read when calling).
         self.bounds = bounds
         self.capabilities = capabilities
@@ -161,20 +248,36 @@ class Planner:
         return selection
 
     def system_prompt(self, today: dt.date, selection: "Selection | None" = None) -> str:
-        """Rules, the catalogue (``selection``'s part of it, or all) and its verified examples."""
+        """Rules, the catalogue (``selection``'s part of it, or all) and the verified examples
+        of its tables most like the question (``relevant_examples``)."""
         catalogue = selection.render() if selection is not None else self.capabilities.render()
-        key = (today, catalogue)
+        candidates = selection.examples() if selection is not None else [e for _, e in self.capabilities.examples()]
+        examples = relevant_examples(selection.question if selection is not None else "", candidates, self.examples,
+                                     self.capabilities)
+        # the rules for JSON request bodies, when a source shown takes them
+        searched = any(m.query_dialect is None for m in (selection.manifests() if selection is not None
+                                                          else self.capabilities))
+        key = (today, catalogue, tuple(e.question for e in examples), searched)
         if key not in self._system_cache:
-            examples = selection.examples() if selection is not None else [e for _, e in self.capabilities.examples()]
             self._system_cache[key] = template("plan_system").substitute(
                 today=today.isoformat(),
                 weekday=_WEEKDAYS[today.weekday()],
                 timezone=self.timezone if self.timezone != "local" else (dt.datetime.now().astimezone().tzname() or "local"),
                 last_year=today.year - 1,
                 capabilities=catalogue,
-                examples=render_examples(examples),
+                search_rules=template("plan_search").template if searched else "",
+                examples=render_examples(examples, today, lambda e: self._filled(e, today)),
             )
         return self._system_cache[key]
+
+    def _filled(self, example: "Example", today: dt.date) -> dict[str, Any] | None:
+        """The parameters a slotted example's own question binds on ``today`` (None: it abstains)."""
+        if self._templates is None:
+            from structq.templates import TemplateSet
+
+            self._templates = TemplateSet(self.capabilities)
+        found = self._templates.match(example.question, today).match
+        return dict(found.params) if found is not None and found.example.question == example.question else None
 
     def messages(self, question: str, *, today: dt.date, context: str = "",
                  attempts: list[Attempt] = (), log: CallLog | None = None) -> "list[BaseMessage]":
@@ -187,6 +290,7 @@ class Planner:
         out: list[BaseMessage] = [
             SystemMessage(self.system_prompt(today, selection)),
             HumanMessage(template("plan_user").substitute(conversation=conversation, question=question,
+                                                          periods=render_periods(question, today),
                                                           values=render_values(selection))),
         ]
         for attempt in attempts:
@@ -223,6 +327,19 @@ class Planner:
         except PlanError as exc:
             reply_json = json.dumps(calls[0].get("args"), ensure_ascii=False) if calls else raw
             raise exc.replace(raw=reply_json) from exc
+
+
+def render_periods(question: str, today: dt.date) -> str:
+    """The periods the question names, resolved against ``today`` ("上个月" → 2026-10-01 to
+    2026-10-31): the dates a plan writes, so the model never has to work them out."""
+    from structq.periods import find_periods
+
+    found = find_periods(question, today)
+    if not found:
+        return ""
+    lines = "\n".join(f"- “{p.text}” = {p.first.isoformat()}" + (f" to {p.last.isoformat()}" if p.last != p.first else "")
+                      + f" ({p.kind})" for p in found)
+    return f"Periods in the question (first and last day, inclusive):\n{lines}\n"
 
 
 def render_values(selection: "Selection") -> str:

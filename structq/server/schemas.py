@@ -78,6 +78,8 @@ class AskResponse(BaseModel):
     notes: list[str]
     model_calls: list[dict[str, Any]]
     rounds: list[dict[str, Any]] = Field(default=[], description="re-planning rounds after empty results")
+    checks: list[dict[str, Any]] = Field(default=[], description="the answer check's verdict on each figure of "
+                                         "the model's reply: text, value, basis, steps, cited, ok, problem")
     conversation: str
 
 
