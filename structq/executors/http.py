@@ -85,6 +85,10 @@ class ApiClient:
         """The base URL joined with a path the sandbox built (never a host from a plan)."""
         return self.base + "/" + path.lstrip("/") if path else self.base
 
+    def reach(self) -> int:
+        """The HTTP status the base URL answers (any answer: the API is up)."""
+        return self._send("GET", self.url(""), None, None)[0]
+
     def _allowed(self, url: str) -> bool:
         parts = urlsplit(url)
         return (parts.scheme, parts.netloc) == self._origin and (parts.path.rstrip("/") + "/").startswith(self._base_path)

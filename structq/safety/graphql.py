@@ -52,6 +52,7 @@ from graphql import (
     get_nullable_type,
     is_list_type,
     parse,
+    ProvidedRequiredArgumentsRule,
     print_ast,
     specified_rules,
     validate,
@@ -75,6 +76,9 @@ MAX_TOKENS = 20_000
 #: a refusal long before the cost estimate would be reached by counting.
 _MAX_VISITS = 100_000
 _INTROSPECTION = frozenset({"__schema", "__type"})
+
+#: The validation rules for the plan's document (all but required arguments, see ``check_graphql``).
+_PLAN_RULES = tuple(rule for rule in specified_rules if rule is not ProvidedRequiredArgumentsRule)
 
 _SCHEMAS: PerObject[Manifest, GraphQLSchema] = PerObject()
 
@@ -183,15 +187,15 @@ class _Walk:
             self.selections(node.selection_set, inner, depth + 1, multiplier * size)
 
     def list_size(self, node: FieldNode, page: str | None) -> int:
-        """How many items a list field may return: its page argument (capped), else ``max_rows``."""
-        if page is None:
-            return self.rows
-        for argument in node.arguments:
-            if argument.name.value == page:
+        """How many items a list field is counted as for the cost: its page argument, at most
+        the source's ``max_rows`` (a step feeding others may fetch more rows, not costlier ones)."""
+        cap = self.limits.max_rows
+        for argument in node.arguments or ():
+            if page is not None and argument.name.value == page:
                 value = _literal(argument.value, self.variables)
                 if isinstance(value, int) and value >= 0:
-                    return min(value, self.rows + 1)
-        return self.rows + 1
+                    return min(value, cap)
+        return cap
 
 
 def _literal(value: gql.ValueNode, variables: Mapping[str, Any]) -> Any:
@@ -221,7 +225,7 @@ class _Rewrite(Visitor):
         fixed = self.fixed.get(operation.name, {})
         page = next((a.name for a in operation.arguments if a.page), None)
         arguments = []
-        for argument in node.arguments:
+        for argument in node.arguments or ():
             name = argument.name.value
             if name in fixed:
                 self.walk.refuse("row_filter_argument",
@@ -232,7 +236,7 @@ class _Rewrite(Visitor):
         for name, value in fixed.items():
             arguments.append(_argument(name, value, schema_field.args[name].type, self.walk))
         if page is not None and page in schema_field.args:
-            asked = next((a for a in node.arguments if a.name.value == page), None)
+            asked = next((a for a in node.arguments or () if a.name.value == page), None)
             given = _literal(asked.value, self.walk.variables) if asked is not None else None
             size = self.walk.rows + 1 if not isinstance(given, int) else max(0, min(given, self.walk.rows + 1))
             if asked is not None and isinstance(asked.value, gql.VariableNode):
@@ -305,11 +309,13 @@ def check_graphql(
                hint="ask for each field once; use a list field with arguments instead of many aliases")
     if errors := validate(schema, document, [NoFragmentCyclesRule]):
         refuse("fragment_cycle", errors[0].message)
-    if errors := validate(schema, document, specified_rules, max_errors=5):
+    # Arguments a row filter sets are not in the plan's text yet: required arguments are
+    # checked on the rewritten document below.
+    if errors := validate(schema, document, _PLAN_RULES, max_errors=5):
         refuse("invalid_query", f"the query is not valid against the saved schema: {errors[0].message}")
 
     given = resolve_values(variables, refuse, what="variable", params=params or {}, slots=slots or {})
-    definitions = {d.variable.name.value: d for d in operation.variable_definitions}
+    definitions = {d.variable.name.value: d for d in operation.variable_definitions or ()}
     values: dict[str, Any] = {}
     for name, resolved in given.items():
         definition = definitions.get(name)
@@ -324,11 +330,14 @@ def check_graphql(
                                 hint="declare the variable as a list ([String!]) or reduce the earlier step to one row")
             value = value[0]
         values[name] = value
-    coerced = get_variable_values(schema, operation.variable_definitions, values, max_errors=3)
+    coerced = get_variable_values(schema, operation.variable_definitions or (), values, max_errors=3)
     if isinstance(coerced, list):
         refuse("invalid_variable", f"the variables do not fit the query: {coerced[0].message}")
 
     fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    if (deepest := _depth(operation.selection_set, fragments, {})) > source.limits.max_depth:
+        refuse("too_deep", f"the query nests {deepest} levels deep; at most {source.limits.max_depth}",
+               hint="select fewer levels; fetch deeper data in a later step")
     walk = _Walk(source, schema, fragments, refuse, rows, coerced)
     walk.sent = values
     assert schema.query_type is not None
@@ -355,6 +364,24 @@ def check_graphql(
         tables=operations,
         columns=tuple(dict.fromkeys(walk.columns)),
     )
+
+
+def _depth(selection_set: gql.SelectionSetNode | None, fragments: dict[str, FragmentDefinitionNode],
+           known: dict[str, int]) -> int:
+    """How deeply fields nest (fragments add no level); each fragment measured once."""
+    deepest = 0
+    for selection in selection_set.selections if selection_set else ():
+        if isinstance(selection, FieldNode):
+            deepest = max(deepest, 1 + _depth(selection.selection_set, fragments, known))
+        elif isinstance(selection, InlineFragmentNode):
+            deepest = max(deepest, _depth(selection.selection_set, fragments, known))
+        elif isinstance(selection, FragmentSpreadNode):
+            name = selection.name.value
+            if name not in known:
+                known[name] = 0  # no cycles by now; a guard against measuring one twice
+                known[name] = _depth(fragments[name].selection_set, fragments, known)
+            deepest = max(deepest, known[name])
+    return deepest
 
 
 def _fields(document: DocumentNode) -> list[FieldNode]:
