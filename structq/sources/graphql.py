@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from structq.capabilities.api import Operation
-from structq.errors import PlanError
+from structq.errors import ConfigError, PlanError
 
 from .base import SourceKind, StepLike
 
@@ -34,14 +34,21 @@ class GraphqlKind(SourceKind):
 
     def check_step(self, step: StepLike, manifest: "Manifest", *, params: Mapping[str, Any], vars: Mapping[str, Any],
                    max_rows: int | None, slots: Mapping[str, Any] | None = None) -> "SafeQuery":
-        from structq.safety.graphql import check_graphql
-
+        check_graphql = _sandbox()
         return check_graphql(step.query, manifest, variables=getattr(step, "variables", None), params=params,
                              vars=vars, max_rows=max_rows, slots=slots)
 
     def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
               vars: Mapping[str, Any], max_rows: int | None,
               slots: Mapping[str, Any] | None = None) -> "SafeQuery":
-        from structq.safety.graphql import check_graphql
+        return _sandbox()(query, manifest, params=params, vars=vars, max_rows=max_rows, slots=slots)
 
-        return check_graphql(query, manifest, params=params, vars=vars, max_rows=max_rows, slots=slots)
+
+def _sandbox() -> Any:
+    """``check_graphql``, or a ``ConfigError`` saying which extra brings graphql-core."""
+    try:
+        from structq.safety.graphql import check_graphql
+    except ImportError as exc:
+        raise ConfigError(f"GraphQL sources need graphql-core ({exc.name} is not installed)",
+                          hint='pip install "structq[api]"') from None
+    return check_graphql
