@@ -192,6 +192,28 @@ def rest_app(hits: Counter[str], writes: Counter[str]) -> FastAPI:
     def delete_ticket(ticket_id: int) -> dict[str, Any]:
         return {"deleted": ticket_id}
 
+    flaky = Counter[str]()
+
+    @app.get("/api/flaky", operation_id="flakyStatus", summary="Busy (429) on every other request")
+    def flaky_status() -> Any:
+        from fastapi.responses import JSONResponse
+
+        flaky["calls"] += 1
+        if flaky["calls"] % 2:
+            return JSONResponse({"detail": "busy"}, status_code=429, headers={"Retry-After": "0"})
+        return [{"state": "ok", "calls": flaky["calls"]}]
+
+    @app.get("/api/slow", operation_id="slowStatus", summary="Answers after two seconds")
+    async def slow_status() -> Any:
+        import asyncio
+
+        await asyncio.sleep(2)
+        return [{"state": "late"}]
+
+    @app.get("/api/big", operation_id="bigList", summary="A large answer")
+    def big_list() -> Any:
+        return [{"n": i, "text": "x" * 100} for i in range(2000)]
+
     @app.get("/api/elsewhere", operation_id="goElsewhere", summary="Redirects to another host")
     def elsewhere() -> Any:
         from fastapi.responses import RedirectResponse

@@ -131,7 +131,7 @@ def test_init_declares_the_graphql_schema_and_denies_personal_fields(manifests: 
 def test_init_declares_get_operations_and_records_writes_as_not_callable(capabilities: CapabilitySet) -> None:
     tickets = capabilities["tickets"]
     readable = {o.name for o in tickets.operations if o.readable}
-    assert readable == {"listTickets", "getTicket", "listProjects", "goElsewhere"}
+    assert readable == {"listTickets", "getTicket", "listProjects", "goElsewhere", "flakyStatus", "slowStatus", "bigList"}
     assert {o.name: o.method for o in tickets.operations if not o.readable} == {"createTicket": "post",
                                                                                "deleteTicket": "delete"}
     status = tickets.operation("listTickets").parameter("status")  # type: ignore[union-attr]
@@ -277,7 +277,8 @@ def test_a_redirect_to_another_host_is_not_followed(engine: Engine) -> None:
 def test_the_page_argument_is_capped_and_truncation_reported(engine: Engine) -> None:
     manifest = engine.capabilities["tracker"]
     safe = check_graphql("{ projects(first: 100000) { name } }", manifest, vars=TENANT_1, max_rows=1)
-    assert "first: 2" in safe.body["query"] and "tenantId: 1" in safe.body["query"]
+    assert "first: 2" in safe.body["query"] and "tenantId: $structq_tenantId" in safe.body["query"]
+    assert safe.body["variables"] == {"structq_tenantId": 1} and "1" not in safe.body["query"].replace("first: 2", "")
     result = engine.run(Plan.parse({"steps": [{"output_key": "p", "source": "tracker", "query": "{ projects { name } }"},
                                               {"output_key": "n", "source": "local", "query": "SELECT COUNT(*) FROM p"}]}),
                         vars=TENANT_1)
@@ -332,7 +333,7 @@ GRAPHQL_ALLOW = [
 @pytest.mark.parametrize("query", GRAPHQL_ALLOW)
 def test_graphql_allow(capabilities: CapabilitySet, query: str) -> None:
     safe = check_graphql(query, capabilities["tracker"], vars=TENANT_1)
-    assert "tenantId: 1" in safe.body["query"]
+    assert "tenantId: $structq_tenantId" in safe.body["query"] and safe.body["variables"]["structq_tenantId"] == 1
 
 
 REST_DENY = [
@@ -395,3 +396,99 @@ def test_the_planner_sees_api_sources_compactly(capabilities: CapabilitySet) -> 
     tickets = render_manifest(capabilities["tickets"])
     assert "operation listTickets (GET /api/tickets)" in tickets and "(open|closed)" in tickets
     assert "createTicket" not in tickets and "reporter.email" not in tickets
+
+
+# --- HTTP limits, shown by their outcome --------------------------------------------------------
+
+def _with_limits(capabilities: CapabilitySet, source: str, **limits: object) -> CapabilitySet:
+    manifest = capabilities[source]
+    changed = manifest.model_copy(update={"limits": manifest.limits.model_copy(update=limits)})
+    return CapabilitySet([changed if m.source == source else m for m in capabilities])
+
+
+def test_a_429_is_retried_after_its_retry_after(engine: Engine, rest_server: Served) -> None:
+    result = _run(engine, [{"output_key": "s", "source": "tickets", "operation": "flakyStatus", "params": {}}])
+    assert result.final.rows[0][0] == "ok" and result.final.rows[0][1] % 2 == 0  # the second call answered
+
+
+def test_a_request_past_its_timeout_fails_as_a_timeout(capabilities: CapabilitySet) -> None:
+    from structq.errors import QueryTimeout
+
+    with Engine(_with_limits(capabilities, "tickets", timeout_s=0.2)) as short:
+        with pytest.raises(QueryTimeout):
+            _run(short, [{"output_key": "s", "source": "tickets", "operation": "slowStatus", "params": {}}])
+
+
+def test_a_response_past_its_size_limit_is_refused(capabilities: CapabilitySet) -> None:
+    with Engine(_with_limits(capabilities, "tickets", max_response_bytes=10_000)) as small:
+        with pytest.raises(ExecutionError, match="max_response_bytes"):
+            _run(small, [{"output_key": "b", "source": "tickets", "operation": "bigList", "params": {}}])
+
+
+def test_a_big_list_is_cut_at_max_rows_and_says_so(capabilities: CapabilitySet) -> None:
+    with Engine(_with_limits(capabilities, "tickets", max_rows=5)) as capped:
+        result = _run(capped, [{"output_key": "b", "source": "tickets", "operation": "bigList", "params": {}}])
+    assert result.final.row_count == 5 and result.final.truncated
+    assert any("truncated" in note for note in result.notes)
+
+
+# --- sync and check -----------------------------------------------------------------------------
+
+def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path, capabilities: CapabilitySet) -> None:
+    import shutil
+
+    from structq.cli import app
+    from typer.testing import CliRunner
+
+    copy = tmp_path / "m"
+    shutil.copytree(manifests, copy)
+    runner = CliRunner()
+    in_sync = runner.invoke(app, ["sync", "--check", "-m", str(copy), "--json"])
+    assert in_sync.exit_code == 0, (in_sync.output, in_sync.exception)
+    assert {s["source"]: s["drift"] for s in json.loads(in_sync.stdout)["sources"]} == {
+        "tracker": False, "tickets": False, "crm": False}
+    connected = runner.invoke(app, ["check", "-m", str(copy), "--connect"])
+    assert connected.exit_code == 0, connected.output
+    assert "tickets (openapi): 9 operations" in connected.output
+
+    tickets = copy / "tickets.yaml"
+    tickets.write_text(tickets.read_text().replace("  - name: bigList\n", "  - name: bigListOld\n"))
+    schema = copy / "tracker.graphql"
+    schema.write_text(schema.read_text().replace("  salary: Int!\n", ""))
+    drifted = runner.invoke(app, ["sync", "--check", "-m", str(copy), "--json"])
+    assert drifted.exit_code == 1, (drifted.output, drifted.exception)
+    report = {s["source"]: s for s in json.loads(drifted.stdout)["sources"]}
+    assert [(a["object"], a["kind"]) for a in report["tickets"]["added"]] == [("bigList", "operation")]
+    assert [d["object"] for d in report["tickets"]["dropped"]] == ["bigListOld"]
+    assert any("types Person" in w for w in report["tracker"]["warnings"])
+
+
+# --- a question answered with API steps ---------------------------------------------------------
+
+def test_an_answer_cites_api_steps_and_the_audit_keeps_no_values(capabilities: CapabilitySet, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from structq.agent import Agent
+    from structq.agent.audit import AuditLog
+    from structq.config import Settings
+    from tests.scripted import plan_reply, scripted, text_reply
+
+    plan = {"reasoning": "active projects, then their open tickets", "steps": [
+        {"output_key": "p", "source": "tracker", "purpose": "active projects",
+         "query": '{ projects(status: "active") { name } }'},
+        {"output_key": "t", "source": "tickets", "purpose": "their open tickets", "operation": "listTickets",
+         "params": {"project": "<p.name>", "status": "open"}},
+    ], "answer_with": "list the tickets"}
+    model = scripted(plan_reply(plan), text_reply("One open ticket in apollo: login fails [t]."))
+    agent = Agent(capabilities, llm=model, settings=Settings(llm=None), cache=None,
+                  audit=AuditLog(tmp_path / "audit.jsonl"))
+    try:
+        answer = agent.ask("Which open tickets do the active projects have?", vars=TENANT_1)
+    finally:
+        agent.engine.close()
+    prompt = model.prompt_text(0)
+    assert "query field projects(" in prompt and "operation listTickets (GET /api/tickets)" in prompt
+    assert "email" not in prompt and "salary" not in prompt
+    assert [(c["step"], c["source"]) for c in answer.citations] == [("p", "tracker"), ("t", "tickets")]
+    assert answer.citations[1]["query"] == {"operation": "listTickets", "path": "/api/tickets", "requests": 1}
+    line = (tmp_path / "audit.jsonl").read_text()
+    assert "apollo" not in line and "login fails" not in line and "structq_tenantId" in line

@@ -120,6 +120,12 @@ class Operation(_Strict):
     callable: bool = True
     draft: bool = False
 
+    @field_validator("fields", "arguments", "parameters", mode="before")
+    @classmethod
+    def _empty_list(cls, value: Any) -> Any:
+        """``fields:`` with nothing under it (``structq sync`` adds an operation so) is empty."""
+        return [] if value is None else value
+
     @field_validator("method")
     @classmethod
     def _lower(cls, value: str) -> str:
@@ -127,8 +133,9 @@ class Operation(_Strict):
 
     @property
     def readable(self) -> bool:
-        """Whether a plan may call it: declared callable and a read (GraphQL fields are reads)."""
-        return self.callable and self.method == "get"
+        """Whether a plan may call it as a REST operation: a GET, not ``callable: false``, with
+        its ``path`` (one ``structq sync`` added has none until a person gives it)."""
+        return self.callable and self.method == "get" and self.path is not None
 
     def argument(self, name: str) -> Argument | None:
         return next((a for a in self.arguments if a.name == name), None)

@@ -45,15 +45,8 @@ def check_operations(m: "Manifest", pos: Positions) -> Problems:
         if not m.schema_file:
             yield pos.error(("kind",), "a graphql source names its saved schema: schema_file: NAME.graphql",
                             hint="structq init --kind graphql writes it beside the manifest")
-        for oi, op in enumerate(m.operations):
-            if op.returns is None:
-                yield pos.error(("operations", oi), f"graphql operation {op.name!r} needs returns: (its type)")
     elif m.types:
         yield pos.error(("types",), "types: belongs to graphql sources; a REST operation lists its fields:")
-    else:
-        for oi, op in enumerate(m.operations):
-            if op.callable and op.path is None:
-                yield pos.error(("operations", oi), f"REST operation {op.name!r} needs path: (e.g. /tickets/{{id}})")
 
 
 def check_api_row_filter(m: "Manifest", rf: "RowFilter", pos: Positions, here: tuple, filter_columns: bool) -> Problems:

@@ -243,6 +243,9 @@ class Manifest(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     #: GraphQL: the schema (SDL) saved beside the manifest; the sandbox validates against it.
     schema_file: str | None = None
+    #: OpenAPI: where the description is (a path below ``url``, a URL, or a file beside the
+    #: manifest), for ``structq sync --check``.
+    spec: str | None = None
     dialect: str | None = None
     #: The database schema the declared tables live in. Queries may qualify tables with it
     #: (``schema.table``); any other qualifier is refused. ``structq sync`` introspects it.

@@ -59,7 +59,8 @@ def _graphql_operation(m: "Manifest", op: Operation) -> list[str]:
         note = " [set automatically]" if a.name in fixed else (f" [page size, at most {m.limits.max_rows}]" if a.page else "")
         arguments.append(f"{a.name}: {a.type}{note}")
     signature = f"({', '.join(arguments)})" if arguments else ""
-    return [f"  query field {op.name}{signature}: {op.returns}{_described(op.description, op.draft)}"]
+    returns = f": {op.returns}" if op.returns else ""
+    return [f"  query field {op.name}{signature}{returns}{_described(op.description, op.draft)}"]
 
 
 def _graphql_type(t: ApiType) -> list[str]:

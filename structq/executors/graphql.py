@@ -50,7 +50,7 @@ class GraphqlExecutor:
         truncated = len(rows) > query.max_rows
         return ResultSet(columns=columns, rows=rows[: query.max_rows], truncated=truncated,
                          elapsed_ms=(time.perf_counter() - started) * 1000, query=query.body["query"],
-                         params=dict(query.body.get("variables") or {}))
+                         params=dict(query.body.get("variables") or {}))  # the document holds no value: they are here
 
     def close(self) -> None:
         self.client.close()

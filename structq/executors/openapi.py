@@ -60,8 +60,10 @@ class OpenapiExecutor:
         else:
             keep = lambda name: not any(name == d or name.startswith(d + ".") for d in denied)  # noqa: E731
         columns, rows = to_table(records[: query.limit], keep)
+        # What ran, without its values (they are the step's params, as a SQL query's are).
+        ran = {"operation": operation.name, "path": operation.path, "requests": len(requests)}
         return ResultSet(columns=columns, rows=rows[: query.max_rows], truncated=len(rows) > query.max_rows,
-                         elapsed_ms=(time.perf_counter() - started) * 1000, query=query.body)
+                         elapsed_ms=(time.perf_counter() - started) * 1000, query=ran)
 
     def close(self) -> None:
         self.client.close()

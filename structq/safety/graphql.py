@@ -27,6 +27,7 @@ beyond reading the saved schema once per manifest.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,11 +48,13 @@ from graphql import (
     Visitor,
     ArgumentNode,
     ast_from_value,
+    coerce_input_value,
     build_schema,
     get_named_type,
     get_nullable_type,
     is_list_type,
     parse,
+    parse_type,
     ProvidedRequiredArgumentsRule,
     print_ast,
     specified_rules,
@@ -75,6 +78,9 @@ MAX_TOKENS = 20_000
 #: Selections the walk may visit (fragments expanded): a bound that turns a fragment bomb into
 #: a refusal long before the cost estimate would be reached by counting.
 _MAX_VISITS = 100_000
+#: The variables that carry row-filter values: the document sent holds no caller's value
+#: (like SQL's placeholders), so the audit log can keep it as it ran.
+FIXED_PREFIX = "structq_"
 _INTROSPECTION = frozenset({"__schema", "__type"})
 
 #: The validation rules for the plan's document (all but required arguments, see ``check_graphql``).
@@ -111,8 +117,10 @@ class _Walk:
         self.limits = manifest.limits
         self.rows = rows
         self.variables = variables
-        #: The variables as they will be sent (a page size given as a variable is capped here).
+        #: The variables as they will be sent (a page size given as a variable is capped here,
+        #: row-filter values are added), and the row-filter variables' types.
         self.sent: dict[str, Any] = {}
+        self.definitions: dict[str, str] = {}
         self.cost = 0
         self.visits = 0
         self.operations: list[str] = []
@@ -234,7 +242,10 @@ class _Rewrite(Visitor):
             if name != page:
                 arguments.append(argument)
         for name, value in fixed.items():
-            arguments.append(_argument(name, value, schema_field.args[name].type, self.walk))
+            variable = FIXED_PREFIX + name
+            self.walk.sent[variable] = _fitted(value, schema_field.args[name].type, self.walk)
+            self.walk.definitions[variable] = str(schema_field.args[name].type)
+            arguments.append(ArgumentNode(name=NameNode(value=name), value=gql.VariableNode(name=NameNode(value=variable))))
         if page is not None and page in schema_field.args:
             asked = next((a for a in node.arguments or () if a.name.value == page), None)
             given = _literal(asked.value, self.walk.variables) if asked is not None else None
@@ -246,6 +257,38 @@ class _Rewrite(Visitor):
                 arguments.append(_argument(page, size, schema_field.args[page].type, self.walk))
         return FieldNode(alias=node.alias, name=node.name, arguments=tuple(arguments), directives=node.directives,
                          selection_set=node.selection_set)
+
+
+def _fitted(value: Any, type_: Any, walk: _Walk) -> Any:
+    """A caller's row-filter value as the argument's type takes it (``"1"`` from the command
+    line is the ``Int`` 1); one that does not fit is refused."""
+    candidate = value
+    if isinstance(value, str) and get_named_type(type_).name in ("Int", "Float", "Boolean"):
+        try:
+            candidate = json.loads(value)
+        except ValueError:
+            pass
+    try:
+        coerce_input_value(candidate, type_)
+    except GraphQLError as exc:
+        walk.refuse("invalid_variable", f"the row filter's value does not fit {type_}: {exc.message}")
+    return candidate
+
+
+def _with_definitions(document: DocumentNode, definitions: dict[str, str]) -> DocumentNode:
+    """``document`` with the row-filter variables defined on its operation."""
+    added = tuple(gql.VariableDefinitionNode(variable=gql.VariableNode(name=NameNode(value=name)),
+                                             type=parse_type(type_), directives=())
+                  for name, type_ in definitions.items())
+    out = []
+    for definition in document.definitions:
+        if isinstance(definition, OperationDefinitionNode):
+            definition = OperationDefinitionNode(
+                operation=definition.operation, name=definition.name, directives=definition.directives,
+                variable_definitions=(*(definition.variable_definitions or ()), *added),
+                selection_set=definition.selection_set)
+        out.append(definition)
+    return DocumentNode(definitions=tuple(out))
 
 
 def _argument(name: str, value: Any, type_: Any, walk: _Walk) -> ArgumentNode:
@@ -319,6 +362,8 @@ def check_graphql(
     values: dict[str, Any] = {}
     for name, resolved in given.items():
         definition = definitions.get(name)
+        if name.startswith(FIXED_PREFIX):
+            refuse("invalid_variable", f"variable names starting {FIXED_PREFIX} are structq's own (row filters)")
         if definition is None:
             refuse("invalid_variable", f"variable {name!r} is not defined by the query",
                    hint=f"defined: {', '.join('$' + n for n in definitions) or '(none)'}")
@@ -350,6 +395,7 @@ def check_graphql(
                                                                          f"query field {rf.target!r}")
     type_info = TypeInfo(schema)
     rewritten = visit(document, TypeInfoVisitor(type_info, _Rewrite(walk, type_info, fixed, schema)))
+    rewritten = _with_definitions(rewritten, walk.definitions)
     if errors := validate(schema, rewritten, specified_rules, max_errors=1):  # defence in depth
         refuse("invalid_query", f"the rewritten query is not valid: {errors[0].message}")
     operations = tuple(dict.fromkeys(walk.operations))
@@ -360,7 +406,8 @@ def check_graphql(
         max_rows=rows,
         body={"query": print_ast(rewritten), "variables": values},
         index=operations[0] if len(operations) == 1 else None,
-        params={name: r.value for name, r in given.items() if r.reference is not None},
+        params={name: r.value for name, r in given.items() if r.reference is not None}
+        | {name: walk.sent[name] for name in walk.definitions},
         tables=operations,
         columns=tuple(dict.fromkeys(walk.columns)),
     )

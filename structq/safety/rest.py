@@ -135,7 +135,7 @@ def _operation(source: Manifest, name: Any, refuse: Refuse) -> Operation:
                hint=f"operations: {', '.join(readable) or '(none)'}")
     if not operation.readable:
         refuse("not_callable", f"operation {name!r} is a {operation.method.upper()} that a plan may not call",
-               hint="only GET operations not marked callable: false can run")
+               hint="only GET operations with a path, not marked callable: false, can run")
     return operation
 
 
@@ -218,7 +218,7 @@ def check_rest(
         max_rows=rows,
         body={"operation": operation.name, "requests": requests},
         index=operation.name,
-        params={name: r.value for name, r in given.items() if r.reference is not None},
+        params=checked,
         tables=(operation.name,),
         columns=tuple(operation.readable_members()),
     )

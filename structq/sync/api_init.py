@@ -17,21 +17,25 @@ overwritten.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 import yaml
 
 from structq.capabilities import load_manifest
-from structq.errors import ConfigError, SourceUnavailable
+from structq.errors import ConfigError
 
 from .init import HEADER, url_variable
 from .sensitive import classify
 from .yamledit import scalar
 
-__all__ = ["ApiInitResult", "init_api", "PAGE_ARGUMENTS"]
+if TYPE_CHECKING:
+    from structq.capabilities import Manifest
+
+__all__ = ["ApiInitResult", "init_api", "graphql_schema", "openapi_operations", "PAGE_ARGUMENTS"]
 
 #: Names of an integer argument or parameter that sets a page size (capped at ``max_rows``).
 PAGE_ARGUMENTS = frozenset({"first", "last", "limit", "top", "pagesize", "page_size", "per_page", "size", "count"})
@@ -101,22 +105,33 @@ def _head(source: str, kind: str, variable: str) -> list[str]:
 
 # --- GraphQL ----------------------------------------------------------------------------------
 
-def _introspect(url: str) -> Any:
-    import httpx
+def graphql_schema(url: str, manifest: "Manifest | None" = None) -> Any:
+    """The live schema of a GraphQL endpoint, by introspection (with ``manifest``'s headers)."""
     from graphql import build_client_schema, get_introspection_query
 
+    answer = _post(url, {"query": get_introspection_query(descriptions=True)}, manifest)
     try:
-        response = httpx.post(url, json={"query": get_introspection_query(descriptions=True)}, timeout=30,
-                              headers={"Accept": "application/json"})
-    except httpx.HTTPError as exc:
-        raise SourceUnavailable(f"cannot reach the GraphQL endpoint ({type(exc).__name__})",
-                                hint="check --url and that the server is up") from None
+        return build_client_schema(answer["data"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"the endpoint did not answer the introspection query: {exc}",
+                          hint="introspection may be disabled on the server; save its SDL and write the manifest "
+                               "by hand") from None
+
+
+def _client(url: str, manifest: "Manifest | None") -> Any:
+    from structq.capabilities.model import Manifest
+    from structq.executors.http import ApiClient
+
+    base = manifest or Manifest.model_validate({"source": "init", "kind": "openapi", "url": url})
+    return ApiClient(base.model_copy(update={"url": url, "limits": base.limits.model_copy(update={"timeout_s": 30.0})}))
+
+
+def _post(url: str, body: Any, manifest: "Manifest | None") -> Any:
+    client = _client(url, manifest)
     try:
-        data = response.json()["data"]
-        return build_client_schema(data)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"the endpoint did not answer the introspection query (HTTP {response.status_code}): {exc}",
-                          hint="introspection may be disabled on the server; save its SDL and write the manifest by hand") from None
+        return client.request("POST", url, json_body=body)
+    finally:
+        client.close()
 
 
 def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, denied: list[Denied]) -> tuple[str, int, int]:
@@ -168,26 +183,24 @@ def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, den
 
 # --- OpenAPI ----------------------------------------------------------------------------------
 
-def _load_spec(where: str) -> tuple[dict[str, Any], str | None]:
+def _load_spec(where: str, manifest: "Manifest | None" = None) -> tuple[dict[str, Any], str | None]:
     """The spec, and the URL it came from (None for a file)."""
     if urlsplit(where).scheme in ("http", "https"):
-        import httpx
-
+        client = _client(where, manifest)
         try:
-            response = httpx.get(where, timeout=30)
-            response.raise_for_status()
-        except httpx.HTTPError as exc:
-            raise SourceUnavailable(f"cannot read the OpenAPI description at {where} ({type(exc).__name__})") from None
-        text, origin = response.text, where
+            spec = client.request("GET", where)
+        finally:
+            client.close()
+        origin = where
     else:
         try:
             text, origin = Path(where).read_text(encoding="utf-8"), None
         except OSError as exc:
             raise ConfigError(f"cannot read the OpenAPI description {where}: {exc.strerror}") from None
-    try:
-        spec = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"the OpenAPI description is neither JSON nor YAML: {exc}") from None
+        try:
+            spec = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"the OpenAPI description is neither JSON nor YAML: {exc}") from None
     if not isinstance(spec, dict) or "paths" not in spec:
         raise ConfigError("the OpenAPI description has no paths:", hint="give the spec itself (openapi.json)")
     return spec, origin
@@ -275,53 +288,85 @@ def _leaf_fields(schema: Any, refs: _Refs, prefix: str = "", depth: int = 0) -> 
     return out
 
 
-def _openapi_text(source: str, variable: str, spec: dict[str, Any], denied: list[Denied]) -> tuple[str, int, int, int]:
+def _operations(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every operation of the spec: name, method, path, description, and for a GET its
+    parameters (path and query, schemas resolved), ``rows`` path and response fields."""
     refs = _Refs(spec)
-    lines = _head(source, "openapi", variable) + ["operations:"]
-    readable = not_callable = count = 0
+    found = []
     for path, item in (spec.get("paths") or {}).items():
         item = refs(item)
         shared = item.get("parameters") or []
         for method, operation in item.items():
             if method not in ("get", "put", "post", "delete", "patch", "head", "options", "trace"):
                 continue
-            name = operation.get("operationId") or f"{method}_{path}".replace("/", "_").replace("{", "").replace("}", "")
-            name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-            description = operation.get("summary") or operation.get("description") or ""
-            head: list[tuple[str, Any]] = [("name", name), ("method", method), ("path", path)]
-            if description:
-                head.append(("description", description))
+            name = operation.get("operationId") or f"{method}_{path}"
+            entry: dict[str, Any] = {"name": re.sub(r"\W", "_", name), "method": method, "path": path,
+                                     "description": operation.get("summary") or operation.get("description") or "",
+                                     "parameters": [], "rows": None, "fields": []}
+            found.append(entry)
             if method != "get":
-                lines += _block([*head, ("callable", False)])
-                not_callable += 1
                 continue
-            readable += 1
-            lines += _block(head)
             parameters = [refs(p) for p in [*shared, *(operation.get("parameters") or [])]]
-            parameters = [p for p in parameters if p.get("in") in ("query", "path")]
-            if parameters:
-                lines.append("    parameters:")
-                for p in parameters:
-                    schema = refs.plain(p.get("schema") or {})
-                    items: list[tuple[str, Any]] = [("name", p["name"]), ("in", p["in"])]
-                    if p.get("required") or p["in"] == "path":
-                        items.append(("required", True))
-                    if p.get("description"):
-                        items.append(("description", p["description"]))
-                    items.append(("schema", schema))
-                    if p["name"].lower() in PAGE_ARGUMENTS and schema.get("type") == "integer":
-                        items.append(("page", True))
-                    lines.append(f"      - {flow_map(items)}")
-            row, rows = _row_schema(_response_schema(operation, refs), refs)
-            if rows:
-                lines.append(f"    rows: {scalar(rows)}")
-            leaves = _leaf_fields(row, refs)
-            if leaves:
-                lines.append("    fields:")
-                for leaf, type_, text in leaves:
-                    lines.append(_field_line("      ", leaf, type_, text, denied, name))
-                    count += 1
-            lines.append("    draft: true")
+            for p in parameters:
+                if p.get("in") not in ("query", "path"):
+                    continue
+                schema = refs.plain(p.get("schema") or {})
+                items: list[tuple[str, Any]] = [("name", p["name"]), ("in", p["in"])]
+                if p.get("required") or p["in"] == "path":
+                    items.append(("required", True))
+                if p.get("description"):
+                    items.append(("description", p["description"]))
+                items.append(("schema", schema))
+                if p["name"].lower() in PAGE_ARGUMENTS and schema.get("type") == "integer":
+                    items.append(("page", True))
+                entry["parameters"].append(items)
+            row, entry["rows"] = _row_schema(_response_schema(operation, refs), refs)
+            entry["fields"] = _leaf_fields(row, refs)
+    return found
+
+
+def openapi_operations(where: str, manifest: "Manifest | None" = None) -> list[dict[str, Any]]:
+    """The operations of the OpenAPI description at ``where`` (a URL or a file); with
+    ``manifest``, ``where`` may be its ``spec:`` (relative to its ``url`` or its folder)."""
+    if manifest is not None and manifest.spec:
+        where = _spec_location(manifest)
+    return _operations(_load_spec(where, manifest)[0])
+
+
+def _spec_location(manifest: "Manifest") -> str:
+    spec = manifest.spec or ""
+    if urlsplit(spec).scheme in ("http", "https") or (Path(spec).is_absolute() and Path(spec).exists()):
+        return spec
+    if spec.startswith("/"):
+        return manifest.url.rstrip("/") + spec
+    return str(manifest.resolve_path(spec))
+
+
+def _openapi_text(source: str, variable: str, operations: list[dict[str, Any]], spec: str,
+                  denied: list[Denied]) -> tuple[str, int, int, int]:
+    lines = _head(source, "openapi", variable) + [f"spec: {scalar(spec)}", "operations:"]
+    readable = not_callable = count = 0
+    for op in operations:
+        head: list[tuple[str, Any]] = [("name", op["name"]), ("method", op["method"]), ("path", op["path"])]
+        if op["description"]:
+            head.append(("description", op["description"]))
+        if op["method"] != "get":
+            lines += _block([*head, ("callable", False)])
+            not_callable += 1
+            continue
+        readable += 1
+        lines += _block(head)
+        if op["parameters"]:
+            lines.append("    parameters:")
+            lines += [f"      - {flow_map(items)}" for items in op["parameters"]]
+        if op["rows"]:
+            lines.append(f"    rows: {scalar(op['rows'])}")
+        if op["fields"]:
+            lines.append("    fields:")
+            for leaf, type_, text in op["fields"]:
+                lines.append(_field_line("      ", leaf, type_, text, denied, op["name"]))
+                count += 1
+        lines.append("    draft: true")
     if not readable:
         raise ConfigError("the OpenAPI description has no GET operation a plan could call")
     return "\n".join(lines) + "\n", readable, count, not_callable
@@ -342,7 +387,7 @@ def init_api(directory: Path, source: str, url: str, kind: str) -> ApiInitResult
     if kind == "graphql":
         from graphql import print_schema
 
-        schema = _introspect(url)
+        schema = graphql_schema(url)
         schema_path = directory / f"{source}.graphql"
         if schema_path.exists():
             raise ConfigError(f"{schema_path} already exists; init never overwrites a saved schema")
@@ -351,7 +396,10 @@ def init_api(directory: Path, source: str, url: str, kind: str) -> ApiInitResult
     else:
         spec, origin = _load_spec(url)
         base = _base_url(spec, origin)
-        text, operations, fields, not_callable = _openapi_text(source, variable, spec, denied)
+        where = url if origin is None else (url[len(base):] if url.startswith(base + "/") else url)
+        if origin is None:
+            where = str(Path(url).resolve())
+        text, operations, fields, not_callable = _openapi_text(source, variable, _operations(spec), where, denied)
         sdl = None
     directory.mkdir(parents=True, exist_ok=True)
     if sdl is not None and schema_path is not None:
