@@ -28,7 +28,7 @@ from strawberry.asgi import GraphQL
 
 from tests.servers import LOOPBACK, free_port
 
-__all__ = ["PROJECTS", "PEOPLE", "TICKETS", "serve", "graphql_app", "rest_app", "Served", "GRAPHQL_WRITES"]
+__all__ = ["GRAPHQL_WRITES", "PEOPLE", "PROJECTS", "TICKETS", "Served", "graphql_app", "rest_app", "serve"]
 
 PEOPLE = [
     {"id": 1, "tenant": 1, "name": "王芳", "email": "wang.fang@example.com", "salary": 30000},
@@ -86,7 +86,7 @@ class Project:
         return _person(self.owner_id)
 
     @strawberry.field
-    def projects_of_owner(self) -> list["Project"]:  # recursion, for depth bombs
+    def projects_of_owner(self) -> list[Project]:  # recursion, for depth bombs
         return [_project(p) for p in PROJECTS if p["owner"] == self.owner_id]
 
 

@@ -54,8 +54,9 @@ def rest_server() -> Iterator[Served]:
 
 
 def _init(directory: Path, source: str, url: str, kind: str, extra: str) -> None:
-    from structq.cli import app
     from typer.testing import CliRunner
+
+    from structq.cli import app
 
     result = CliRunner().invoke(app, ["init", "--kind", kind, "--url", url, "--source", source,
                                       "-m", str(directory), "--json"])
@@ -437,8 +438,9 @@ def test_a_big_list_is_cut_at_max_rows_and_says_so(capabilities: CapabilitySet) 
 def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path, capabilities: CapabilitySet) -> None:
     import shutil
 
-    from structq.cli import app
     from typer.testing import CliRunner
+
+    from structq.cli import app
 
     copy = tmp_path / "m"
     shutil.copytree(manifests, copy)
@@ -492,3 +494,46 @@ def test_an_answer_cites_api_steps_and_the_audit_keeps_no_values(capabilities: C
     assert answer.citations[1]["query"] == {"operation": "listTickets", "path": "/api/tickets", "requests": 1}
     line = (tmp_path / "audit.jsonl").read_text()
     assert "apollo" not in line and "login fails" not in line and "structq_tenantId" in line
+
+
+# --- the worked example of docs/api-sources.md, run as written ----------------------------------
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "api-sources.md"
+
+
+def _doc_files() -> dict[str, str]:
+    """The doc's code blocks whose first line is ``# file: NAME``, by name."""
+    import re
+
+    blocks = re.findall(r"```yaml\n# file: (\S+)\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    return {name: text for name, text in blocks}
+
+
+def test_the_docs_worked_example_runs_as_written(manifests: Path, tmp_path: Path, graphql_server: Served,
+                                                 rest_server: Served) -> None:
+    from typer.testing import CliRunner
+
+    from structq.cli import app
+
+    files = _doc_files()
+    assert set(files) == {"tracker.yaml", "tickets.yaml", "plan.yaml"}
+    folder = tmp_path / "capabilities"
+    folder.mkdir()
+    for name in ("tracker.yaml", "tickets.yaml"):
+        (folder / name).write_text(files[name], encoding="utf-8")
+    (folder / "tracker.graphql").write_text((manifests / "tracker.graphql").read_text(), encoding="utf-8")
+    (folder / "crm.yaml").write_text((manifests / "crm.yaml").read_text(), encoding="utf-8")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(files["plan.yaml"], encoding="utf-8")
+
+    result = CliRunner().invoke(app, ["run", str(plan), "-m", str(folder), "--var", "tenant_id=1", "--json"],
+                                env={"TRACKER_URL": graphql_server.url, "TICKETS_URL": rest_server.url,
+                                     "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"})
+    assert result.exit_code == 0, (result.output, result.exception)
+    out = json.loads(result.stdout)
+    steps = {s["output_key"]: s for s in out["results"]["steps"]} if "results" in out else {
+        s["output_key"]: s for s in out["steps"]}
+    final = steps["accounts"]
+    assert [dict(zip(final["columns"], row)) for row in final["rows"]] == [{"account": "ACME", "project": "apollo"}]
+    assert "| ACME | apollo |" in DOC.read_text(encoding="utf-8")
+    assert "secret-t2" not in result.stdout

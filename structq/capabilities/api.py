@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 
 from .objects import _Access, _enum_keys, _Strict
 
-__all__ = ["ApiField", "ApiType", "Argument", "Parameter", "Operation", "named_type", "API_KINDS"]
+__all__ = ["API_KINDS", "ApiField", "ApiType", "Argument", "Operation", "Parameter", "named_type"]
 
 #: The manifest ``kind:`` values of API sources.
 API_KINDS: tuple[str, ...] = ("graphql", "openapi")

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ManifestError
 
-from .api import named_type
 from .hints import closest, listing
 from .loader import Positions
 
 if TYPE_CHECKING:
     from .model import Manifest, RowFilter
 
-__all__ = ["check_operations", "check_api_row_filter", "check_api_example_step"]
+__all__ = ["check_api_example_step", "check_api_row_filter", "check_operations"]
 
 Problems = Iterator[ManifestError]
 
@@ -38,7 +37,7 @@ def _unique(names: list[str], what: str, base: tuple, pos: Positions) -> Problem
         seen.add(name)
 
 
-def check_operations(m: "Manifest", pos: Positions) -> Problems:
+def check_operations(m: Manifest, pos: Positions) -> Problems:
     yield from _unique([o.name for o in m.operations], "operation", ("operations",), pos)
     if m.kind == "graphql":
         yield from _unique([t.name for t in m.types], "type", ("types",), pos)
@@ -49,7 +48,7 @@ def check_operations(m: "Manifest", pos: Positions) -> Problems:
         yield pos.error(("types",), "types: belongs to graphql sources; a REST operation lists its fields:")
 
 
-def check_api_row_filter(m: "Manifest", rf: "RowFilter", pos: Positions, here: tuple, filter_columns: bool) -> Problems:
+def check_api_row_filter(m: Manifest, rf: RowFilter, pos: Positions, here: tuple, filter_columns: bool) -> Problems:
     """GraphQL: ``{field: Query.X, argument, value}``; REST: ``{operation, parameter, value}``;
     the argument or parameter is declared on a declared operation."""
     graphql = m.kind == "graphql"
@@ -76,7 +75,7 @@ def check_api_row_filter(m: "Manifest", rf: "RowFilter", pos: Positions, here: t
                         **_near(name or "", declared))
 
 
-def check_api_example_step(step: Any, target: "Manifest", pos: Positions, here: tuple) -> Problems:
+def check_api_example_step(step: Any, target: Manifest, pos: Positions, here: tuple) -> Problems:
     """A verified example's step on an API source: a GraphQL document, or a declared REST
     operation (the sandbox checks the rest in ``structq check``)."""
     if target.kind == "graphql":
@@ -88,8 +87,3 @@ def check_api_example_step(step: Any, target: "Manifest", pos: Positions, here: 
         yield pos.error((*here, "operation"), f"unknown operation {step.operation!r}",
                         **_near(step.operation, [o.name for o in target.operations]))
 
-
-def returned_type(m: "Manifest", type_ref: str) -> str | None:
-    """The declared object type a GraphQL type reference names, or None for a scalar."""
-    name = named_type(type_ref)
-    return None if name in GRAPHQL_SCALARS or m.api_type(name) is None else name

@@ -15,11 +15,13 @@ if TYPE_CHECKING:
 __all__ = ["api_language", "render_api"]
 
 
-def api_language(m: "Manifest") -> str:
+def api_language(m: Manifest) -> str:
     """How a step on ``m`` is written, for the source's header line."""
     if m.kind == "graphql":
-        return 'GraphQL: a step gives "query" (one query document) and "variables"'
-    return 'REST: a step gives "operation" (an operation below) and "params"'
+        return ('GraphQL: a step gives "query" (one query document, fields listed below only) and "variables" '
+                '(a value may be "<key.column>")')
+    return ('REST: a step gives "operation" (one below) and "params"; a param "<key.column>" sends one request '
+            'per value and concatenates the rows')
 
 
 def _described(text: str, draft: bool) -> str:
@@ -48,11 +50,11 @@ def _schema_words(schema: dict[str, Any]) -> str:
     return " ".join(words)
 
 
-def _fixed(m: "Manifest", op: Operation) -> set[str]:
+def _fixed(m: Manifest, op: Operation) -> set[str]:
     return {rf.argument or rf.parameter or "" for rf in m.row_filters_for(op.name)}
 
 
-def _graphql_operation(m: "Manifest", op: Operation) -> list[str]:
+def _graphql_operation(m: Manifest, op: Operation) -> list[str]:
     fixed = _fixed(m, op)
     arguments = []
     for a in op.arguments:
@@ -67,7 +69,7 @@ def _graphql_type(t: ApiType) -> list[str]:
     return [f"  type {t.name}{_described(t.description, t.draft)}", *(_field(f) for f in t.fields if not f.denied)]
 
 
-def _rest_operation(m: "Manifest", op: Operation) -> list[str]:
+def _rest_operation(m: Manifest, op: Operation) -> list[str]:
     fixed = _fixed(m, op)
     lines = [f"  operation {op.name} (GET {op.path}){_described(op.description, op.draft)}"]
     for p in op.parameters:
@@ -81,7 +83,7 @@ def _rest_operation(m: "Manifest", op: Operation) -> list[str]:
     return lines
 
 
-def render_api(m: "Manifest") -> list[str]:
+def render_api(m: Manifest) -> list[str]:
     """The lines of an API source after its header: operations, then (GraphQL) types."""
     lines: list[str] = []
     if m.kind == "graphql":

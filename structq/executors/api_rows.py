@@ -13,7 +13,7 @@ from typing import Any
 
 from structq.errors import ExecutionError
 
-__all__ = ["records_of", "flatten", "to_table"]
+__all__ = ["flatten", "records_of", "to_table"]
 
 
 def _first_list(value: Any) -> list[Any] | None:

@@ -28,7 +28,7 @@ from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnav
 
 from .urls import redact_url
 
-__all__ = ["ApiClient", "RETRIES"]
+__all__ = ["RETRIES", "ApiClient"]
 
 #: Retries of a request answered 429 or 5xx (then the error stands).
 RETRIES = 2

@@ -56,9 +56,9 @@ class OpenapiExecutor:
         readable = operation.readable_members()
         denied = [f.name for f in operation.fields if f.denied]
         if readable:
-            keep = lambda name: name in readable  # noqa: E731
+            keep = lambda name: name in readable
         else:
-            keep = lambda name: not any(name == d or name.startswith(d + ".") for d in denied)  # noqa: E731
+            keep = lambda name: not any(name == d or name.startswith(d + ".") for d in denied)
         columns, rows = to_table(records[: query.limit], keep)
         # What ran, without its values (they are the step's params, as a SQL query's are).
         ran = {"operation": operation.name, "path": operation.path, "requests": len(requests)}

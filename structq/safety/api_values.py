@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 from structq.capabilities.references import REFERENCE, value_reference
 from structq.errors import PlanError, SandboxViolation
 
-__all__ = ["Refuse", "ResolvedValue", "resolve_values", "caller_value"]
+__all__ = ["Refuse", "ResolvedValue", "caller_value", "resolve_values"]
 
 
 class Refuse:
@@ -32,7 +32,7 @@ class ResolvedValue:
     """A value of a step's variables or params: ``value`` as it will be sent, and
     ``reference`` when it came from an earlier step (then ``value`` is the list of values)."""
 
-    __slots__ = ("value", "reference")
+    __slots__ = ("reference", "value")
 
     def __init__(self, value: Any, reference: str | None = None) -> None:
         self.value = value

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from graphql import (
+    ArgumentNode,
     DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
@@ -43,19 +44,18 @@ from graphql import (
     NoFragmentCyclesRule,
     OperationDefinitionNode,
     OperationType,
+    ProvidedRequiredArgumentsRule,
     TypeInfo,
     TypeInfoVisitor,
     Visitor,
-    ArgumentNode,
     ast_from_value,
-    coerce_input_value,
     build_schema,
+    coerce_input_value,
     get_named_type,
     get_nullable_type,
     is_list_type,
     parse,
     parse_type,
-    ProvidedRequiredArgumentsRule,
     print_ast,
     specified_rules,
     validate,
@@ -71,7 +71,7 @@ from structq.safety.api_values import Refuse, caller_value, resolve_values
 from structq.safety.per_object import PerObject
 from structq.safety.query import SafeQuery
 
-__all__ = ["check_graphql", "saved_schema", "MAX_TOKENS"]
+__all__ = ["MAX_TOKENS", "check_graphql", "saved_schema"]
 
 #: Tokens a document may have: far beyond any real query, a bound on parsing a hostile one.
 MAX_TOKENS = 20_000

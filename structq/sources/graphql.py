@@ -26,21 +26,21 @@ class GraphqlKind(SourceKind):
     object_word = Operation.word
     lists_values = False
 
-    def validate_step(self, step: StepLike, manifest: "Manifest | None", earlier: Sequence[str]) -> None:
+    def validate_step(self, step: StepLike, manifest: Manifest | None, earlier: Sequence[str]) -> None:
         if step.index or getattr(step, "operation", None) is not None:
             raise PlanError(f"a step on GraphQL source {step.source!r} gives query (a GraphQL document) and variables",
                             step=step.output_key, hint="no index, operation or params")
         self.validate_payload(step)
 
-    def check_step(self, step: StepLike, manifest: "Manifest", *, params: Mapping[str, Any], vars: Mapping[str, Any],
-                   max_rows: int | None, slots: Mapping[str, Any] | None = None) -> "SafeQuery":
+    def check_step(self, step: StepLike, manifest: Manifest, *, params: Mapping[str, Any], vars: Mapping[str, Any],
+                   max_rows: int | None, slots: Mapping[str, Any] | None = None) -> SafeQuery:
         check_graphql = _sandbox()
         return check_graphql(step.query, manifest, variables=getattr(step, "variables", None), params=params,
                              vars=vars, max_rows=max_rows, slots=slots)
 
-    def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
+    def check(self, query: Any, manifest: Manifest, *, index: str | None, params: Mapping[str, Any],
               vars: Mapping[str, Any], max_rows: int | None,
-              slots: Mapping[str, Any] | None = None) -> "SafeQuery":
+              slots: Mapping[str, Any] | None = None) -> SafeQuery:
         return _sandbox()(query, manifest, params=params, vars=vars, max_rows=max_rows, slots=slots)
 
 

@@ -38,21 +38,21 @@ class OpenapiKind(SourceKind):
             raise PlanError("a REST step names its operation", hint='{"operation": "listTickets", "params": {}}')
         return value
 
-    def validate_step(self, step: StepLike, manifest: "Manifest | None", earlier: Sequence[str]) -> None:
+    def validate_step(self, step: StepLike, manifest: Manifest | None, earlier: Sequence[str]) -> None:
         if step.index or step.query is not None or getattr(step, "operation", None) is None:
             raise PlanError(f"a step on REST source {step.source!r} gives operation and params (no query or index)",
                             step=step.output_key, hint='"operation": "listTickets", "params": {"status": "open"}')
 
-    def check_step(self, step: StepLike, manifest: "Manifest", *, params: Mapping[str, Any], vars: Mapping[str, Any],
-                   max_rows: int | None, slots: Mapping[str, Any] | None = None) -> "SafeQuery":
+    def check_step(self, step: StepLike, manifest: Manifest, *, params: Mapping[str, Any], vars: Mapping[str, Any],
+                   max_rows: int | None, slots: Mapping[str, Any] | None = None) -> SafeQuery:
         from structq.safety.rest import check_rest
 
         return check_rest(getattr(step, "operation", None), manifest, values=getattr(step, "params", None),
                           params=params, vars=vars, max_rows=max_rows, slots=slots)
 
-    def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
+    def check(self, query: Any, manifest: Manifest, *, index: str | None, params: Mapping[str, Any],
               vars: Mapping[str, Any], max_rows: int | None,
-              slots: Mapping[str, Any] | None = None) -> "SafeQuery":
+              slots: Mapping[str, Any] | None = None) -> SafeQuery:
         """``query`` as ``read_payload`` gives it: ``{"operation", "params"}``."""
         from structq.safety.rest import check_rest
 

@@ -35,7 +35,7 @@ from .yamledit import scalar
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
-__all__ = ["ApiInitResult", "init_api", "graphql_schema", "openapi_operations", "PAGE_ARGUMENTS"]
+__all__ = ["PAGE_ARGUMENTS", "ApiInitResult", "graphql_schema", "init_api", "openapi_operations"]
 
 #: Names of an integer argument or parameter that sets a page size (capped at ``max_rows``).
 PAGE_ARGUMENTS = frozenset({"first", "last", "limit", "top", "pagesize", "page_size", "per_page", "size", "count"})
@@ -105,7 +105,7 @@ def _head(source: str, kind: str, variable: str) -> list[str]:
 
 # --- GraphQL ----------------------------------------------------------------------------------
 
-def graphql_schema(url: str, manifest: "Manifest | None" = None) -> Any:
+def graphql_schema(url: str, manifest: Manifest | None = None) -> Any:
     """The live schema of a GraphQL endpoint, by introspection (with ``manifest``'s headers)."""
     from graphql import build_client_schema, get_introspection_query
 
@@ -118,7 +118,7 @@ def graphql_schema(url: str, manifest: "Manifest | None" = None) -> Any:
                                "by hand") from None
 
 
-def _client(url: str, manifest: "Manifest | None") -> Any:
+def _client(url: str, manifest: Manifest | None) -> Any:
     from structq.capabilities.model import Manifest
     from structq.executors.http import ApiClient
 
@@ -126,7 +126,7 @@ def _client(url: str, manifest: "Manifest | None") -> Any:
     return ApiClient(base.model_copy(update={"url": url, "limits": base.limits.model_copy(update={"timeout_s": 30.0})}))
 
 
-def _post(url: str, body: Any, manifest: "Manifest | None") -> Any:
+def _post(url: str, body: Any, manifest: Manifest | None) -> Any:
     client = _client(url, manifest)
     try:
         return client.request("POST", url, json_body=body)
@@ -135,7 +135,12 @@ def _post(url: str, body: Any, manifest: "Manifest | None") -> Any:
 
 
 def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, denied: list[Denied]) -> tuple[str, int, int]:
-    from graphql import get_named_type, is_interface_type, is_object_type, is_scalar_type
+    from graphql import (
+        get_named_type,
+        is_interface_type,
+        is_object_type,
+        is_scalar_type,
+    )
 
     query = schema.query_type
     if query is None or not query.fields:
@@ -183,7 +188,7 @@ def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, den
 
 # --- OpenAPI ----------------------------------------------------------------------------------
 
-def _load_spec(where: str, manifest: "Manifest | None" = None) -> tuple[dict[str, Any], str | None]:
+def _load_spec(where: str, manifest: Manifest | None = None) -> tuple[dict[str, Any], str | None]:
     """The spec, and the URL it came from (None for a file)."""
     if urlsplit(where).scheme in ("http", "https"):
         client = _client(where, manifest)
@@ -325,7 +330,7 @@ def _operations(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def openapi_operations(where: str, manifest: "Manifest | None" = None) -> list[dict[str, Any]]:
+def openapi_operations(where: str, manifest: Manifest | None = None) -> list[dict[str, Any]]:
     """The operations of the OpenAPI description at ``where`` (a URL or a file); with
     ``manifest``, ``where`` may be its ``spec:`` (relative to its ``url`` or its folder)."""
     if manifest is not None and manifest.spec:
@@ -333,7 +338,7 @@ def openapi_operations(where: str, manifest: "Manifest | None" = None) -> list[d
     return _operations(_load_spec(where, manifest)[0])
 
 
-def _spec_location(manifest: "Manifest") -> str:
+def _spec_location(manifest: Manifest) -> str:
     spec = manifest.spec or ""
     if urlsplit(spec).scheme in ("http", "https") or (Path(spec).is_absolute() and Path(spec).exists()):
         return spec

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["read_graphql", "read_openapi"]
 
 
-def read_graphql(manifest: "Manifest", scope: "Scope") -> Snapshot:
+def read_graphql(manifest: Manifest, scope: Scope) -> Snapshot:
     from graphql import build_schema, print_schema
 
     from .api_init import graphql_schema
@@ -59,7 +59,7 @@ def _changed_types(saved: Any, live: Any) -> list[str]:
     return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
 
 
-def read_openapi(manifest: "Manifest", scope: "Scope") -> Snapshot:
+def read_openapi(manifest: Manifest, scope: Scope) -> Snapshot:
     from .api_init import openapi_operations
 
     objects = []
@@ -72,7 +72,7 @@ def read_openapi(manifest: "Manifest", scope: "Scope") -> Snapshot:
 
 
 
-def no_values(manifest: "Manifest", targets: list[Any], limit: int, notes: list[str]) -> dict[Any, Any]:
+def no_values(manifest: Manifest, targets: list[Any], limit: int, notes: list[str]) -> dict[Any, Any]:
     """Values, samples and counts of an API source's fields: none are read (an API has no
     query that lists a field's distinct values; sending one request per field to sample it
     would be traffic nobody asked for). Denials come from the names alone."""
