@@ -210,6 +210,18 @@ def rest_app(hits: Counter[str], writes: Counter[str]) -> FastAPI:
         await asyncio.sleep(2)
         return [{"state": "late"}]
 
+    inflight = {"now": 0, "most": 0}
+
+    @app.get("/api/echo", operation_id="echoValue", summary="Its value back, a little later")
+    async def echo_value(value: str) -> Any:
+        import asyncio
+
+        inflight["now"] += 1
+        inflight["most"] = max(inflight["most"], inflight["now"])
+        await asyncio.sleep(0.1)
+        inflight["now"] -= 1
+        return [{"value": value, "most_at_once": inflight["most"]}]
+
     @app.get("/api/big", operation_id="bigList", summary="A large answer")
     def big_list() -> Any:
         return [{"n": i, "text": "x" * 100} for i in range(2000)]

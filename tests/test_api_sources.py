@@ -132,7 +132,8 @@ def test_init_declares_the_graphql_schema_and_denies_personal_fields(manifests: 
 def test_init_declares_get_operations_and_records_writes_as_not_callable(capabilities: CapabilitySet) -> None:
     tickets = capabilities["tickets"]
     readable = {o.name for o in tickets.operations if o.readable}
-    assert readable == {"listTickets", "getTicket", "listProjects", "goElsewhere", "flakyStatus", "slowStatus", "bigList"}
+    assert readable == {"listTickets", "getTicket", "listProjects", "goElsewhere", "flakyStatus", "slowStatus", "bigList",
+                        "echoValue"}
     assert {o.name: o.method for o in tickets.operations if not o.readable} == {"createTicket": "post",
                                                                                "deleteTicket": "delete"}
     status = tickets.operation("listTickets").parameter("status")  # type: ignore[union-attr]
@@ -451,7 +452,7 @@ def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path,
         "tracker": False, "tickets": False, "crm": False}
     connected = runner.invoke(app, ["check", "-m", str(copy), "--connect"])
     assert connected.exit_code == 0, connected.output
-    assert "tickets (openapi): 9 operations" in connected.output
+    assert "tickets (openapi): 10 operations" in connected.output
 
     tickets = copy / "tickets.yaml"
     tickets.write_text(tickets.read_text().replace("  - name: bigList\n", "  - name: bigListOld\n"))
@@ -537,3 +538,56 @@ def test_the_docs_worked_example_runs_as_written(manifests: Path, tmp_path: Path
     assert [dict(zip(final["columns"], row)) for row in final["rows"]] == [{"account": "ACME", "project": "apollo"}]
     assert "| ACME | apollo |" in DOC.read_text(encoding="utf-8")
     assert "secret-t2" not in result.stdout
+
+
+def test_a_fan_out_runs_at_most_max_concurrency_requests_at_once(capabilities: CapabilitySet,
+                                                                 rest_server: Served) -> None:
+    before = rest_server.hits["GET"]
+    with Engine(_with_limits(capabilities, "tickets", max_concurrency=2)) as engine:
+        result = engine.run(Plan.parse({"steps": [
+            {"output_key": "v", "source": "crm", "query": "SELECT account FROM accounts UNION ALL SELECT project FROM accounts"},
+            {"output_key": "e", "source": "tickets", "operation": "echoValue", "params": {"value": "<v.account>"}},
+        ]}), vars=TENANT_1)
+    assert len(result.final.rows) == 6 and rest_server.hits["GET"] == before + 6
+    assert max(r[1] for r in result.final.rows) <= 2  # the server never saw more than two at once
+
+
+# --- manifests and the command line -------------------------------------------------------------
+
+MANIFEST_PROBLEMS = [
+    ("a graphql row filter on an undeclared argument",
+     "- {field: Query.projects, argument: tenant, value: \":t\"}", "declares no argument 'tenant'"),
+    ("a graphql row filter outside Query", "- {field: Project.name, argument: tenantId, value: \":t\"}",
+     "root query field"),
+    ("a graphql row filter in the REST form", "- {operation: projects, parameter: tenantId, value: \":t\"}",
+     "exactly 'field', 'argument' and 'value'"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), [c[1:] for c in MANIFEST_PROBLEMS], ids=[c[0] for c in MANIFEST_PROBLEMS])
+def test_a_manifest_problem_is_reported_where_it_is(manifests: Path, tmp_path: Path, graphql_server: Served,
+                                                    line: str, message: str) -> None:
+    from structq.capabilities import load_manifest_text
+    from structq.errors import ManifestError
+
+    text = (manifests / "tracker.yaml").read_text().split("policies:")[0] + f"policies:\n  row_filters:\n    {line}\n"
+    manifest, positions = load_manifest_text(text, str(tmp_path / "tracker.yaml"), env={"TRACKER_URL": "http://x"})
+    with pytest.raises(ManifestError, match=message) as info:
+        CapabilitySet([manifest], [positions])
+    assert info.value.line is not None
+
+
+def test_structq_sandbox_checks_api_queries(manifests: Path, capabilities: CapabilitySet) -> None:
+    from typer.testing import CliRunner
+
+    from structq.cli import app
+
+    runner = CliRunner()
+    env = {"STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
+    ok = runner.invoke(app, ["sandbox", "-m", str(manifests), "-s", "tracker", "{ projects { name } }",
+                             "--var", "tenant_id=1", "--json"], env=env)
+    assert ok.exit_code == 0, ok.output
+    assert "tenantId: $structq_tenantId" in json.loads(ok.stdout)["query"]["query"]
+    refused_call = runner.invoke(app, ["sandbox", "-m", str(manifests), "-s", "tickets",
+                                       '{"operation": "deleteTicket", "params": {"ticket_id": 1}}', "--json"], env=env)
+    assert refused_call.exit_code != 0 and "not_callable" in refused_call.output
