@@ -311,6 +311,12 @@ GRAPHQL_DENY = [
     ("denied through an inline fragment", "{ projects { owner { ... on Person { email } } } }", "denied_field"),
     ("denied in a nested object", "{ projects { name owner { salary } } }", "denied_field"),
     ("row filter argument set", "{ projects(tenantId: 2) { name } }", "row_filter_argument"),
+    ("own variable named like structq's", "query($structq_tenantId: Int) { projects { name } }",
+     "invalid_variable"),
+    ("a default value for the tenant", "query($t: Int = 2) { projects(tenantId: $t) { name } }", "row_filter_argument"),
+    ("a fragment on Mutation", "{ projects { name } } fragment M on Mutation { deleteProject(id: 1) }", "invalid_query"),
+    ("an unknown directive", "{ projects @evil { name } }", "invalid_query"),
+    ("too many tokens", "{ projects { " + "name " * 25_000 + "} }", "parse_error"),
     ("costly", "{ projects(first: 1000) { projectsOfOwner { projectsOfOwner { projectsOfOwner { name id status } } } } }",
      "too_costly"),
 ]
@@ -351,6 +357,8 @@ REST_DENY = [
     ("row filter parameter", "listTickets", {"tenant": 2}, "row_filter_argument"),
     ("missing path parameter", "getTicket", {}, "missing_parameter"),
     ("control characters", "listTickets", {"project": "a\r\nHost: evil"}, "invalid_parameter"),
+    ("a list for one value", "listTickets", {"status": ["open", "closed"]}, "invalid_parameter"),
+    ("a boolean for a number", "listTickets", {"limit": True}, "invalid_parameter"),
 ]
 
 

@@ -344,6 +344,8 @@ def check_graphql(
         refuse("parse_error", f"the query does not parse: {exc.message}",
                hint="one GraphQL query document, e.g. query { projects { name } }")
     operation = _one_query(document, refuse)
+    if any(d.variable.name.value.startswith(FIXED_PREFIX) for d in operation.variable_definitions or ()):
+        refuse("invalid_variable", f"variable names starting {FIXED_PREFIX} are structq's own (row filters)")
     fields = _fields(document)
     if any(n.name.value in _INTROSPECTION for n in fields):
         refuse("introspection", "__schema and __type read the schema, not data; a plan may not ask for them")
@@ -362,8 +364,6 @@ def check_graphql(
     values: dict[str, Any] = {}
     for name, resolved in given.items():
         definition = definitions.get(name)
-        if name.startswith(FIXED_PREFIX):
-            refuse("invalid_variable", f"variable names starting {FIXED_PREFIX} are structq's own (row filters)")
         if definition is None:
             refuse("invalid_variable", f"variable {name!r} is not defined by the query",
                    hint=f"defined: {', '.join('$' + n for n in definitions) or '(none)'}")

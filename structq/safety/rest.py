@@ -145,7 +145,10 @@ def _path(operation: Operation, values: Mapping[str, Any], refuse: Refuse) -> st
     for name in re.findall(r"\{([^}]+)\}", path):
         if name not in values:
             refuse("missing_parameter", f"path parameter {name!r} of {operation.name} has no value")
-        path = path.replace("{" + name + "}", quote(str(values[name]), safe=""))
+        text = str(values[name])
+        if text in ("", ".", ".."):  # a dot segment would be resolved away, leaving the declared path
+            refuse("invalid_parameter", f"path parameter {name!r} may not be {text!r}")
+        path = path.replace("{" + name + "}", quote(text, safe=""))
     return path
 
 
