@@ -599,3 +599,20 @@ def test_structq_sandbox_checks_api_queries(manifests: Path, capabilities: Capab
     refused_call = runner.invoke(app, ["sandbox", "-m", str(manifests), "-s", "tickets",
                                        '{"operation": "deleteTicket", "params": {"ticket_id": 1}}', "--json"], env=env)
     assert refused_call.exit_code != 0 and "not_callable" in refused_call.output
+
+
+def test_api_and_search_steps_feed_each_other(demo_capabilities: CapabilitySet, capabilities: CapabilitySet) -> None:
+    """The demo's weekly reports on the embedded search engine, beside the REST source."""
+    both = CapabilitySet([*demo_capabilities, capabilities["tickets"]])
+    with Engine(both) as engine:
+        result = engine.run(Plan.parse({"steps": [
+            {"output_key": "e", "source": "tickets", "operation": "echoValue", "params": {"value": "星火"}},
+            {"output_key": "n", "source": "reports", "index": "weekly_reports",
+             "query": {"size": 0, "query": {"bool": {"filter": [{"terms": {"projects_mentioned": "<e.value>"}}]}}}},
+            {"output_key": "d", "source": "reports", "index": "weekly_reports",
+             "query": {"size": 0, "aggs": {"d": {"terms": {"field": "department", "size": 2, "order": {"_key": "asc"}}}}}},
+            {"output_key": "back", "source": "tickets", "operation": "echoValue", "params": {"value": "<d.d>"}},
+        ]}), vars=TENANT_1)
+    assert result.steps["n"].rows[0][0] > 0
+    departments = [row[0] for row in result.steps["d"].rows]
+    assert len(departments) == 2 and sorted(r[0] for r in result.steps["back"].rows) == sorted(departments)
