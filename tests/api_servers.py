@@ -145,6 +145,21 @@ class ProjectPage(BaseModel):
     total: int
 
 
+class State(BaseModel):
+    state: str
+    calls: int = 0
+
+
+class Echo(BaseModel):
+    value: str
+    most_at_once: int
+
+
+class Item(BaseModel):
+    n: int
+    text: str
+
+
 class Status(str, Enum):
     open = "open"
     closed = "closed"
@@ -195,36 +210,36 @@ def rest_app(hits: Counter[str], writes: Counter[str]) -> FastAPI:
     flaky = Counter[str]()
 
     @app.get("/api/flaky", operation_id="flakyStatus", summary="Busy (429) on every other request")
-    def flaky_status() -> Any:
+    def flaky_status() -> list[State]:
         from fastapi.responses import JSONResponse
 
         flaky["calls"] += 1
         if flaky["calls"] % 2:
             return JSONResponse({"detail": "busy"}, status_code=429, headers={"Retry-After": "0"})
-        return [{"state": "ok", "calls": flaky["calls"]}]
+        return [State(state="ok", calls=flaky["calls"])]
 
     @app.get("/api/slow", operation_id="slowStatus", summary="Answers after two seconds")
-    async def slow_status() -> Any:
+    async def slow_status() -> list[State]:
         import asyncio
 
         await asyncio.sleep(2)
-        return [{"state": "late"}]
+        return [State(state="late")]
 
     inflight = {"now": 0, "most": 0}
 
     @app.get("/api/echo", operation_id="echoValue", summary="Its value back, a little later")
-    async def echo_value(value: str) -> Any:
+    async def echo_value(value: str) -> list[Echo]:
         import asyncio
 
         inflight["now"] += 1
         inflight["most"] = max(inflight["most"], inflight["now"])
         await asyncio.sleep(0.1)
         inflight["now"] -= 1
-        return [{"value": value, "most_at_once": inflight["most"]}]
+        return [Echo(value=value, most_at_once=inflight["most"])]
 
     @app.get("/api/big", operation_id="bigList", summary="A large answer")
-    def big_list() -> Any:
-        return [{"n": i, "text": "x" * 100} for i in range(2000)]
+    def big_list() -> list[Item]:
+        return [Item(n=i, text="x" * 100) for i in range(2000)]
 
     @app.get("/api/elsewhere", operation_id="goElsewhere", summary="Redirects to another host")
     def elsewhere() -> Any:

@@ -3,8 +3,8 @@
 
 Each response's rows are the declared ``rows:`` path (or the first list, or the object
 itself), flattened to dotted columns; only the operation's declared fields that are not
-``access: deny`` are kept (all but the denied ones when it declares none), so a denied
-field never reaches a result, a prompt or the audit log.
+``access: deny`` are kept, as only declared columns can be read from a table: a denied or
+undeclared field never reaches a result, a prompt or the audit log.
 """
 
 from __future__ import annotations
@@ -54,12 +54,7 @@ class OpenapiExecutor:
                 pages = list(pool.map(one, requests))
         records = [record for page in pages for record in page]
         readable = operation.readable_members()
-        denied = [f.name for f in operation.fields if f.denied]
-        if readable:
-            keep = lambda name: name in readable
-        else:
-            keep = lambda name: not any(name == d or name.startswith(d + ".") for d in denied)
-        columns, rows = to_table(records[: query.limit], keep)
+        columns, rows = to_table(records[: query.limit], readable.__contains__)
         # What ran, without its values (they are the step's params, as a SQL query's are).
         ran = {"operation": operation.name, "path": operation.path, "requests": len(requests)}
         return ResultSet(columns=columns, rows=rows[: query.max_rows], truncated=len(rows) > query.max_rows,
