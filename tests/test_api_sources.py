@@ -616,3 +616,18 @@ def test_api_and_search_steps_feed_each_other(demo_capabilities: CapabilitySet, 
     assert result.steps["n"].rows[0][0] > 0
     departments = [row[0] for row in result.steps["d"].rows]
     assert len(departments) == 2 and sorted(r[0] for r in result.steps["back"].rows) == sorted(departments)
+
+
+def test_an_unreachable_api_gives_a_partial_answer(capabilities: CapabilitySet) -> None:
+    from tests.servers import LOOPBACK, free_port
+
+    tickets = capabilities["tickets"].model_copy(update={"url": f"http://{LOOPBACK}:{free_port()}"})
+    both = CapabilitySet([tickets if m.source == "tickets" else m for m in capabilities])
+    with Engine(both) as engine:
+        result = _run(engine, [
+            {"output_key": "t", "source": "tickets", "operation": "listTickets", "params": {}},
+            {"output_key": "a", "source": "crm", "query": "SELECT account FROM accounts ORDER BY account"},
+        ])
+    assert result.steps["t"].skipped is not None and "unreachable" in result.steps["t"].skipped
+    assert [r[0] for r in result.steps["a"].rows] == ["ACME", "Globex", "Initech"]
+    assert any("partial answer" in note for note in result.notes)
