@@ -112,14 +112,14 @@ class _Walk:
     """State of the walk over the selected fields."""
 
     def __init__(self, manifest: Manifest, schema: GraphQLSchema, fragments: dict[str, FragmentDefinitionNode],
-                 refuse: Refuse, rows: int, variables: Mapping[str, Any]) -> None:
+                 refuse: Refuse, rows: int, variables: Mapping[str, Any], sent: dict[str, Any]) -> None:
         self.manifest, self.schema, self.fragments, self.refuse = manifest, schema, fragments, refuse
         self.limits = manifest.limits
         self.rows = rows
         self.variables = variables
         #: The variables as they will be sent (a page size given as a variable is capped here,
         #: row-filter values are added), and the row-filter variables' types.
-        self.sent: dict[str, Any] = {}
+        self.sent = sent
         self.definitions: dict[str, str] = {}
         self.cost = 0
         self.visits = 0
@@ -383,8 +383,7 @@ def check_graphql(
     if (deepest := _depth(operation.selection_set, fragments, {})) > source.limits.max_depth:
         refuse("too_deep", f"the query nests {deepest} levels deep; at most {source.limits.max_depth}",
                hint="select fewer levels; fetch deeper data in a later step")
-    walk = _Walk(source, schema, fragments, refuse, rows, coerced)
-    walk.sent = values
+    walk = _Walk(source, schema, fragments, refuse, rows, coerced, values)
     assert schema.query_type is not None
     walk.selections(operation.selection_set, schema.query_type.name, 1, 1)
 
