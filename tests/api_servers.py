@@ -192,6 +192,10 @@ def rest_app(hits: Counter[str], writes: Counter[str]) -> FastAPI:
     def get_ticket(ticket_id: int, tenant: int) -> list[Ticket]:
         return [Ticket(**_ticket(t)) for t in TICKETS if t["id"] == ticket_id and t["tenant"] == tenant]
 
+    @app.get("/api/tickets-by-id", operation_id="ticketsById", summary="Tickets by their ids, in one request")
+    def tickets_by_id(tenant: int, ids: list[int] = QueryParam()) -> list[Ticket]:
+        return [Ticket(**_ticket(t)) for t in TICKETS if t["id"] in ids and t["tenant"] == tenant]
+
     @app.get("/api/projects", operation_id="listProjects", summary="Projects with their ticket counts")
     def list_projects(tenant: int) -> ProjectPage:
         items = [{"name": p["name"], "status": p["status"],

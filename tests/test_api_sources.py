@@ -37,6 +37,7 @@ policies:
     - {operation: listTickets, parameter: tenant, value: ":tenant_id"}
     - {operation: getTicket, parameter: tenant, value: ":tenant_id"}
     - {operation: listProjects, parameter: tenant, value: ":tenant_id"}
+    - {operation: ticketsById, parameter: tenant, value: ":tenant_id"}
 """
 TENANT_1 = {"tenant_id": 1}
 
@@ -133,7 +134,7 @@ def test_init_declares_get_operations_and_records_writes_as_not_callable(capabil
     tickets = capabilities["tickets"]
     readable = {o.name for o in tickets.operations if o.readable}
     assert readable == {"listTickets", "getTicket", "listProjects", "goElsewhere", "flakyStatus", "slowStatus", "bigList",
-                        "echoValue"}
+                        "echoValue", "ticketsById"}
     assert {o.name: o.method for o in tickets.operations if not o.readable} == {"createTicket": "post",
                                                                                "deleteTicket": "delete"}
     status = tickets.operation("listTickets").parameter("status")  # type: ignore[union-attr]
@@ -242,6 +243,16 @@ def test_a_list_reference_becomes_one_request_per_value(engine: Engine, rest_ser
     ])
     assert sorted(row[result.final.columns.index("project")] for row in result.final.rows) == ["apollo", "apollo", "zephyr"]
     assert rest_server.hits["GET"] == before + 2
+
+
+def test_an_array_parameter_takes_the_list_in_one_request(engine: Engine, rest_server: Served) -> None:
+    before = rest_server.hits["GET"]
+    result = _run(engine, [
+        {"output_key": "open", "source": "tickets", "operation": "listTickets", "params": {"status": "open"}},
+        {"output_key": "again", "source": "tickets", "operation": "ticketsById", "params": {"ids": "<open.id>"}},
+    ])
+    assert sorted(row[result.final.columns.index("id")] for row in result.final.rows) == [10, 12]
+    assert rest_server.hits["GET"] == before + 2  # one request each, the list sent whole
 
 
 def test_a_rest_step_feeds_a_sql_step_and_a_local_step(engine: Engine) -> None:
@@ -460,7 +471,7 @@ def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path,
         "tracker": False, "tickets": False, "crm": False}
     connected = runner.invoke(app, ["check", "-m", str(copy), "--connect"])
     assert connected.exit_code == 0, connected.output
-    assert "tickets (openapi): 10 operations" in connected.output
+    assert "tickets (openapi): 11 operations" in connected.output
 
     tickets = copy / "tickets.yaml"
     tickets.write_text(tickets.read_text().replace("  - name: bigList\n", "  - name: bigListOld\n"))
