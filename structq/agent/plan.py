@@ -10,6 +10,7 @@ identifiers, references point backwards.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,15 +63,24 @@ class Step(ExampleStep):
 
     @property
     def query_text(self) -> str:
-        """The query as text (a DSL body as compact JSON), for display and reference scanning."""
-        if isinstance(self.query, str):
-            return self.query
-        return json.dumps(self.query, ensure_ascii=False)
+        """The query as text (a DSL body as compact JSON; an API step's operation and params,
+        or its document and variables), for display."""
+        if self.operation is not None:
+            return json.dumps({"operation": self.operation, "params": self.params or {}}, ensure_ascii=False)
+        text = self.query if isinstance(self.query, str) else json.dumps(self.query, ensure_ascii=False)
+        if self.variables:
+            text += "\nvariables: " + json.dumps(self.variables, ensure_ascii=False)
+        return text
 
     def references(self, dialect: str) -> list[Reference]:
-        """The references in this step's query (SQL read as ``dialect``), in order of first
-        appearance, without repeats: ``<…>`` inside a literal or a comment is text."""
-        return find_references(self.query, dialect)
+        """The references in this step's query (SQL read as ``dialect``) and in an API step's
+        variables or params, in order of first appearance, without repeats: ``<…>`` inside a
+        literal or a comment is text."""
+        found = find_references(self.query, dialect) if self.query is not None else []
+        for values in (self.variables, self.params):
+            if values:
+                found += find_references(values, dialect)
+        return list(dict.fromkeys(found))
 
     def local_inputs(self, earlier: list[str]) -> list[str]:
         """For a ``local`` step: the earlier output keys its SQL reads as tables."""
@@ -288,11 +298,15 @@ def step_dialect(step: ExampleStep, capabilities: "CapabilitySet") -> str:
     return (manifest.query_dialect if manifest is not None else None) or LOCAL_DIALECT
 
 
+#: The start of a JSON object: ``{`` then a key or ``}`` (a GraphQL document opens ``{ name``).
+_JSON_OBJECT = re.compile(r"\s*\{\s*[\"}]")
+
+
 def coerce_search_queries(data: dict[str, Any]) -> dict[str, Any]:
     """LLMs sometimes send a DSL body as a JSON string; decode it so validation sees an object."""
     for step in data.get("steps") or []:
         query = step.get("query") if isinstance(step, dict) else None
-        if isinstance(query, str) and query.lstrip().startswith("{"):
+        if isinstance(query, str) and _JSON_OBJECT.match(query):  # not a GraphQL document: { projects … }
             try:
                 step["query"] = json.loads(query)
             except RecursionError:

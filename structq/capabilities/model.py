@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from . import objects
+from .api import API_KINDS, ApiType, Operation
 from .objects import (  # noqa: F401 (re-exported: the model is where callers have always found them)
     OBJECT_TYPES,
     SEARCH_FIELD_TYPES,
@@ -59,10 +60,27 @@ class RowFilter(_Strict):
     index: str | None = None
     #: field → ``:var``, a literal, or a list of literals (applied as ``terms``).
     term: dict[str, _Scalar | list[_Scalar]] | None = None
+    #: API sources: the argument of a GraphQL root field (``field: Query.projects``,
+    #: ``argument``) or the parameter of a REST operation (``operation``, ``parameter``) that
+    #: is always ``value`` (``:var`` or a literal); a plan may not set it.
+    field: str | None = None
+    argument: str | None = None
+    operation: str | None = None
+    parameter: str | None = None
+    value: _Scalar | None = None
+
+    @property
+    def target(self) -> str | None:
+        """The table, index or operation (a GraphQL root field without ``Query.``) it applies to."""
+        if self.field is not None:
+            return self.field.split(".", 1)[-1]
+        return self.table or self.index or self.operation
 
     @property
     def variables(self) -> list[str]:
         """Names of the caller variables this filter needs."""
+        if self.value is not None:
+            return [self.value[1:]] if isinstance(self.value, str) and re.fullmatch(r":[A-Za-z_]\w*", self.value) else []
         if self.where is not None:
             return sorted(set(re.findall(r"(?<![:\w]):([A-Za-z_]\w*)", self.where)))
         found = []
@@ -86,6 +104,17 @@ class Limits(_Strict):
     #: Documents a search count counts exactly; past it the engine stops and the answer is
     #: "at least N" (``track_total_hits`` is bounded, so a count over a huge index is bounded work).
     max_count: int = Field(default=1_000_000, ge=1, le=1_000_000_000)
+    #: API sources: how deeply a GraphQL selection may nest, how many aliases it may use, and
+    #: its estimated cost (each field 1, times the page size of every list above it).
+    max_depth: int = Field(default=6, ge=1, le=50)
+    max_aliases: int = Field(default=20, ge=0, le=1000)
+    max_cost: int = Field(default=50_000, ge=1, le=100_000_000)
+    #: API sources: requests one step may send (a list reference fans out), how many at once,
+    #: requests per second to the source, and the bytes one response may have.
+    max_requests: int = Field(default=50, ge=1, le=10_000)
+    max_concurrency: int = Field(default=4, ge=1, le=64)
+    requests_per_second: float = Field(default=10.0, gt=0, le=10_000)
+    max_response_bytes: int = Field(default=5_000_000, ge=1, le=1_000_000_000)
 
 
 class ExampleStep(_Strict):
@@ -93,7 +122,31 @@ class ExampleStep(_Strict):
     source: str
     index: str | None = None
     purpose: str = ""
-    query: str | dict[str, Any]
+    #: SQL text, a search DSL body, or a GraphQL document; not given for a REST step.
+    query: str | dict[str, Any] | None = None
+    #: A GraphQL step's variables (values may be ``<key.column>`` references).
+    variables: dict[str, Any] | None = None
+    #: A REST step: the ``operationId`` and its parameters (values may be references).
+    operation: str | None = None
+    params: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _query_or_operation(self) -> "ExampleStep":
+        if (self.query is None) == (self.operation is None):
+            raise ValueError("a step has a query, or (on a REST source) an operation with its params; not both")
+        if self.operation is None and self.params is not None:
+            raise ValueError("params belong to a REST step, which names its operation")
+        return self
+
+    @property
+    def slotted(self) -> str | dict[str, Any]:
+        """Where the step's ``:name`` parameters may stand: its query, or an API step's
+        variables or params (a GraphQL document has none of its own)."""
+        if self.operation is not None:
+            return self.params or {}
+        if self.variables is not None:
+            return self.variables
+        return self.query if self.query is not None else {}
 
     @field_validator("output_key")
     @classmethod
@@ -131,9 +184,9 @@ class Example(_Strict):
             raise ValueError("a relative-date example gives both today: (the day its dates were resolved for) "
                              "and period: (year, quarter, month, week or day)")
         if self.slots:
-            check_slots(self.question, self.slots, [step.query for step in self.steps])
-        elif any(step_parameters(step.query) for step in self.steps):
-            name = sorted(p for step in self.steps for p in step_parameters(step.query))[0]
+            check_slots(self.question, self.slots, [step.slotted for step in self.steps])
+        elif any(step_parameters(step.slotted) for step in self.steps):
+            name = sorted(p for step in self.steps for p in step_parameters(step.slotted))[0]
             raise ValueError(f"a step uses the parameter :{name} but the example declares no slots:")
         return self
 
@@ -168,22 +221,31 @@ def dialect_from_url(url: str) -> str | None:
 class _Shape(NamedTuple):
     """What a manifest of one ``kind:`` declares, and whether its queries are SQL text."""
 
-    objects: type[Table | Index]
+    objects: type[Table | Index | Operation]
     sql: bool
 
 
 #: The one place the model maps a manifest ``kind:`` to its shape; everything else asks the
 #: accessors of ``Manifest`` below, or the registry of source kinds (``structq.sources``).
 _SHAPES: dict[str, _Shape] = {"sql": _Shape(Table, sql=True), "elasticsearch": _Shape(Index, sql=False),
-                              "opensearch": _Shape(Index, sql=False)}
+                              "opensearch": _Shape(Index, sql=False),
+                              **{kind: _Shape(Operation, sql=False) for kind in API_KINDS}}
 
 
 class Manifest(_Strict):
     """One source: a SQL database or a search cluster, and what of it may be read."""
 
     source: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    kind: Literal["sql", "elasticsearch", "opensearch"]
+    kind: Literal["sql", "elasticsearch", "opensearch", "graphql", "openapi"]
     url: str
+    #: API sources: HTTP headers sent with every request; ``${VAR}`` in a value is expanded
+    #: only when the request is sent, so a credential is never part of the loaded manifest.
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: GraphQL: the schema (SDL) saved beside the manifest; the sandbox validates against it.
+    schema_file: str | None = None
+    #: OpenAPI: where the description is (a path below ``url``, a URL, or a file beside the
+    #: manifest), for ``structq sync --check``.
+    spec: str | None = None
     dialect: str | None = None
     #: The database schema the declared tables live in. Queries may qualify tables with it
     #: (``schema.table``); any other qualifier is refused. ``structq sync`` introspects it.
@@ -193,6 +255,8 @@ class Manifest(_Strict):
     policies: Policies = Field(default_factory=Policies)
     tables: list[Table] = Field(default_factory=list)
     indices: list[Index] = Field(default_factory=list)
+    operations: list[Operation] = Field(default_factory=list)
+    types: list[ApiType] = Field(default_factory=list)
     functions: list[str] = Field(default_factory=list)
     examples: list[Example] = Field(default_factory=list)
     sync: SyncSettings | None = None
@@ -201,7 +265,7 @@ class Manifest(_Strict):
     #: (the tables list it was built from, its length, lower-cased name → table); see ``table``.
     _table_lookup: tuple[list[Table], int, dict[str, Table]] | None = PrivateAttr(default=None)
 
-    @field_validator("tables", "indices", mode="before")
+    @field_validator("tables", "indices", "operations", mode="before")
     @classmethod
     def _empty_list(cls, value: Any) -> Any:
         """``tables:`` with nothing under it is an empty list (a seed for ``structq sync``)."""
@@ -222,13 +286,13 @@ class Manifest(_Strict):
     # --- kind-neutral accessors: what any kind of source declares, without asking which ----
 
     @property
-    def object_type(self) -> type[Table | Index]:
+    def object_type(self) -> type[Table | Index | Operation]:
         """``Table`` or ``Index``: what this source declares, and the words for it
         (``object_type.word``, ``.plural`` — also the manifest key —, ``.member_word``…)."""
         return _SHAPES[self.kind].objects
 
     @property
-    def objects(self) -> list[Table] | list[Index]:
+    def objects(self) -> list[Table] | list[Index] | list[Operation]:
         """The tables or indices the manifest declares, in order."""
         return getattr(self, self.object_type.plural)
 
@@ -242,8 +306,11 @@ class Manifest(_Strict):
         """What one member is called: "column" or "field"."""
         return self.object_type.member_word
 
-    def object(self, name: str) -> Table | Index | None:
-        """The table or index called ``name`` (as ``table`` / ``index`` look them up), or None."""
+    def object(self, name: str) -> Table | Index | Operation | None:
+        """The table, index or operation called ``name`` (as ``table`` / ``index`` /
+        ``operation`` look them up), or None."""
+        if self.object_type is Operation:
+            return self.operation(name)
         return self.table(name) if self.object_type is Table else self.index(name)
 
     @property
@@ -278,13 +345,21 @@ class Manifest(_Strict):
     def index(self, name: str) -> Index | None:
         return next((i for i in self.indices if i.name == name), None)
 
+    def operation(self, name: str) -> Operation | None:
+        """The operation (GraphQL root field, REST operationId) called ``name``, or None."""
+        return next((o for o in self.operations if o.name == name), None)
+
+    def api_type(self, name: str) -> ApiType | None:
+        """The GraphQL object type called ``name`` declared under ``types:``, or None."""
+        return next((t for t in self.types if t.name == name), None)
+
     def row_filters_for(self, name: str) -> list[RowFilter]:
         """The row filters that apply to table or index ``name``."""
         lowered = name.lower()
         return [
             f
             for f in self.policies.row_filters
-            if (f.table or f.index or "").lower() == lowered
+            if (f.target or "").lower() == lowered
         ]
 
     def resolve_path(self, value: str) -> Path:

@@ -17,6 +17,7 @@ import json
 from typing import TYPE_CHECKING
 
 from .model import Column, Index, Manifest, SearchField, Table
+from .render_api import api_language, render_api
 
 if TYPE_CHECKING:
     from .catalog import CapabilitySet
@@ -96,6 +97,8 @@ def render_index(i: Index, m: Manifest) -> list[str]:
 def render_manifest(m: Manifest) -> str:
     """One source as text: header, limits, then each table/index with its columns/fields."""
     language = f"{m.kind}, dialect {m.query_dialect}" if m.query_dialect else f"{m.kind} query DSL"
+    if m.operations:
+        language = api_language(m)
     header = f"source {m.source} ({language})"
     lines = [header + (f": {m.description}" if m.description else "")]
     lines.append(f"  limits: at most {m.limits.max_rows} rows returned, {m.limits.timeout_s:g}s per query")
@@ -105,6 +108,7 @@ def render_manifest(m: Manifest) -> str:
         lines += render_table(table, m)
     for index in m.indices:
         lines += render_index(index, m)
+    lines += render_api(m)
     return "\n".join(lines)
 
 

@@ -20,7 +20,9 @@ from .functions import unsafe_reason
 from .hints import closest, listing
 from .loader import Positions
 from .model import Index, Manifest, Table
+from .api_checks import check_api_example_step, check_api_row_filter, check_operations
 from .objects import OBJECT_TYPES
+from .api import Operation
 from .references import LOCAL_DIALECT, LOCAL_SOURCE, find_references, replace_references
 
 __all__ = ["check_manifest", "check_examples", "manifest_problems", "example_problems"]
@@ -62,7 +64,7 @@ def manifest_problems(m: Manifest, pos: Positions, *, filter_columns: bool = Tru
         yield pos.error(("source",), "'local' is reserved for steps over earlier results",
                         hint="choose another source name")
     shape = m.object_type
-    for other in OBJECT_TYPES:
+    for other in (*OBJECT_TYPES, Operation):
         if other is not shape and getattr(m, other.plural):
             yield pos.error((other.plural,), f"a {m.kind} source declares {shape.plural}:, not {other.plural}:",
                             suggestion=shape.plural)
@@ -271,6 +273,6 @@ def _check_example_sql(query, dialect: str, tables: list[str], pos: Positions, h
 
 #: How the objects, a row filter and an example's step on a declared source are checked, by
 #: what the source declares.
-_OBJECT_CHECKS = {Table: _check_tables, Index: _check_indices}
-_ROW_FILTER_CHECKS = {Table: _check_table_row_filter, Index: _check_index_row_filter}
-_EXAMPLE_STEP = {Table: _check_example_table, Index: _check_example_index}
+_OBJECT_CHECKS = {Table: _check_tables, Index: _check_indices, Operation: check_operations}
+_ROW_FILTER_CHECKS = {Table: _check_table_row_filter, Index: _check_index_row_filter, Operation: check_api_row_filter}
+_EXAMPLE_STEP = {Table: _check_example_table, Index: _check_example_index, Operation: check_api_example_step}

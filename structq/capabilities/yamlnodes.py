@@ -24,7 +24,7 @@ import yaml
 
 from structq.errors import ManifestError
 
-__all__ = ["Positions", "compose", "build", "record_positions", "expand", "EXPANDED_KEYS"]
+__all__ = ["Positions", "compose", "build", "record_positions", "expand", "interpolate", "EXPANDED_KEYS"]
 
 Path_ = tuple[str | int, ...]
 
@@ -242,6 +242,11 @@ def _interpolate(text: str, env: Mapping[str, str], fail: typing.Callable[[str],
         raise fail(name)
 
     return _VAR.sub(repl, text)
+
+
+#: ``${VAR}`` expansion of one text, for values expanded when they are used (an API source's
+#: headers: the credential never becomes part of the loaded manifest).
+interpolate = _interpolate
 
 
 def expand(data: Any, expansions: list[Path_], env: Mapping[str, str], positions: Positions) -> None:

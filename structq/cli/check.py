@@ -130,8 +130,8 @@ def check(
                         "sources": summaries, "problems": problems, "account": findings})
         else:
             out = console()
-            for s in summaries:
-                what = "indices" if s["kind"] != "sql" else "tables"
+            for manifest, s in zip(caps or (), summaries):
+                what = manifest.object_type.plural
                 dialect = f", {s['dialect']}" if s["dialect"] else ""
                 out.print(f"[green]ok[/] {s['source']} ({s['kind']}{dialect}): {s['objects']} {what}, "
                           f"{s['fields']} fields, {s['examples']} examples, {s['row_filters']} row filters")

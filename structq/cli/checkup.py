@@ -85,10 +85,12 @@ def _sandbox_problems(caps: "CapabilitySet", manifest: "Manifest", pos: "Positio
             if step.source in broken or step.source not in caps:
                 break
             target = caps[step.source]
-            params = {ref.text: [_PLACEHOLDER] for ref in find_references(step.query, target.query_dialect or LOCAL_DIALECT)}
+            dialect = target.query_dialect or LOCAL_DIALECT
+            payloads = [p for p in (step.query, step.variables, step.params) if p is not None]
+            params = {ref.text: [_PLACEHOLDER] for p in payloads for ref in find_references(p, dialect)}
             try:
-                kind_of(target).check(step.query, target, index=step.index, params=params, vars=_variables(target),
-                                      max_rows=None, slots=_slot_values(example))
+                kind_of(target).check_step(step, target, params=params, vars=_variables(target), max_rows=None,
+                                           slots=_slot_values(example))
             except (SandboxViolation, PlanError) as exc:
                 line, column = pos.of(("examples", ei, "steps", si, "query"))
                 code = getattr(exc, "code", "plan_error")

@@ -28,10 +28,14 @@ Examples:
 
   structq init --source logs --url http://localhost:9200 --kind opensearch --include 'app-*'
 
+  structq init --source tracker --url https://tracker.internal/graphql --kind graphql
+
+  structq init --source tickets --url https://tickets.internal/openapi.json --kind openapi
+
 Then: structq check -m capabilities --connect, and structq sync --check.
 """
 
-KindOpt = Literal["sql", "elasticsearch", "opensearch"]
+KindOpt = Literal["sql", "elasticsearch", "opensearch", "graphql", "openapi"]
 
 
 def _summary(result: "InitResult") -> dict[str, Any]:
@@ -73,8 +77,9 @@ def init(
     url: Annotated[str, typer.Option("--url", help="Database URL (sqlite:///shop.db, postgresql://user@host/db, "
                                      "mysql://user@host/db) or cluster URL (https://host:9200).", show_default=False)],
     manifests: Annotated[Path, typer.Option("-m", "--manifests", help="Folder to write NAME.yaml into.")] = DEFAULT_MANIFESTS,
-    kind: Annotated[KindOpt | None, typer.Option("--kind", help="sql, elasticsearch or opensearch "
-                                                 "(default: sql for database URLs; required for http URLs).")] = None,
+    kind: Annotated[KindOpt | None, typer.Option("--kind", help="sql, elasticsearch, opensearch, graphql (the "
+                                                 "endpoint) or openapi (the spec's URL or file) (default: sql for "
+                                                 "database URLs; required for http URLs).")] = None,
     schema: Annotated[str | None, typer.Option("--schema", help="Database schema to read (SQL; default: the "
                                                "connection's default schema).")] = None,
     include: Annotated[list[str] | None, typer.Option("--include", metavar="GLOB",
@@ -88,6 +93,9 @@ def init(
     verbose: VerboseOpt = False,
 ) -> None:
     with errors_to_exit(verbose):
+        if kind in ("graphql", "openapi"):
+            _init_api(manifests, source, url, kind, json_out)
+            return
         from structq.sync.init import init_manifest
 
         result = init_manifest(manifests, source, url, kind=kind, schema=schema, include=include or (),
@@ -99,6 +107,28 @@ def init(
             print_json(_summary(result))
         else:
             _print(result)
+
+
+def _init_api(directory: Path, source: str, url: str, kind: str, json_out: bool) -> None:
+    """An API source: introspection (GraphQL) or the OpenAPI description (``sync.api_init``)."""
+    from structq.sync.api_init import init_api
+
+    result = init_api(directory, source, url, kind)
+    sys.stderr.write(f"the manifest reads its URL from ${result.variable}; set it where structq runs:\n"
+                     f"  export {result.variable}={shlex.quote(result.url)}\n")
+    if json_out:
+        print_json({"source": source, "file": str(result.path), "kind": kind, "url_variable": result.variable,
+                    "schema_file": str(result.schema_path) if result.schema_path else None,
+                    "operations": result.operations, "fields": result.fields, "not_callable": result.not_callable,
+                    "denied": [{"object": d.name, "kind": d.category, "reason": d.reason} for d in result.denials]})
+        return
+    out = console()
+    saved = f" and {result.schema_path}" if result.schema_path else ""
+    out.print(f"[green]wrote[/] {result.path}{saved}: {result.operations} operations, {result.fields} fields, "
+              f"{result.not_callable} not callable, {len(result.denials)} denied", highlight=False)
+    for d in result.denials:
+        out.print(f"  [red]✗[/] {d.name}: {d.category} — {d.reason}", highlight=False)
+    out.print(f"next: structq check -m {shlex.quote(str(directory))} --connect", markup=False, highlight=False)
 
 
 init.__doc__ = HELP

@@ -76,6 +76,8 @@ _BUILTIN_MODULES = {
     "elasticsearch": "structq.executors.search",
     "opensearch": "structq.executors.search",
     "local": "structq.executors.local",
+    "graphql": "structq.executors.graphql",
+    "openapi": "structq.executors.openapi",
 }
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from structq.capabilities.api import Operation
 from structq.capabilities.objects import Index, Table
 from structq.capabilities.render import render_index, render_table
 
@@ -95,8 +96,19 @@ def _index_entity(i: Index, m: "Manifest") -> Entity:
                   estimate_tokens(lines[0]), estimate_tokens("\n".join(lines)))
 
 
+def _operation_entity(o: Operation, m: "Manifest") -> Entity:
+    """An API operation: its response fields are its members (a GraphQL root field's rows are
+    the shared types, always shown with the source)."""
+    members = tuple(Member(name, f.type, f.description, tuple(f.synonyms), tuple((f.values or {}).items()), tokens=3)
+                    for name, f in o.readable_members().items())
+    header = estimate_tokens(f"  operation {o.name} — {o.description}") + 4 * (len(o.arguments) + len(o.parameters))
+    return Entity(m.source, o.name, o.word, o.description, tuple(o.synonyms), members, header,
+                  header + sum(member.tokens for member in members))
+
+
 #: How one declared object becomes an entity, by what it is.
-_ENTITY: dict[type, Callable[[Any, "Manifest"], Entity]] = {Table: _table_entity, Index: _index_entity}
+_ENTITY: dict[type, Callable[[Any, "Manifest"], Entity]] = {Table: _table_entity, Index: _index_entity,
+                                                            Operation: _operation_entity}
 
 
 def entities(capabilities: "CapabilitySet") -> list[Entity]:

@@ -149,8 +149,10 @@ class Selection:
                     t = t.model_copy(update={"columns": [c for c in t.columns if c.name in kept.members]})
                 tables.append(self._noted(m.source, t))
             indices = [i for i in m.indices if (m.source, i.name.lower()) in self.kept]
-            if tables or indices:
-                out.append(m.model_copy(update={"tables": tables, "indices": indices, "examples": []}))
+            operations = [o for o in m.operations if (m.source, o.name.lower()) in self.kept]
+            if tables or indices or operations:
+                out.append(m.model_copy(update={"tables": tables, "indices": indices, "operations": operations,
+                                                "examples": []}))
         return out
 
     def render(self) -> str:
@@ -163,7 +165,7 @@ class Selection:
         for m in self.manifests():
             text = render_manifest(m)
             full = self.capabilities[m.source]
-            hidden = len(full.tables) + len(full.indices) - len(m.tables) - len(m.indices)
+            hidden = len(full.objects) - len(m.objects)
             narrowed = [t.name for t in m.tables if len(t.columns) < len(full.table(t.name).columns)]  # type: ignore[union-attr]
             if hidden:
                 text += f"\n  (+{hidden} tables not shown)"

@@ -23,7 +23,9 @@ class SafeQuery:
     """A checked query, ready to run.
 
     - ``text``: SQL for ``sqlalchemy.text()`` with ``:name`` placeholders (SQL sources).
-    - ``body``: the search request body with references already substituted (search sources).
+    - ``body``: the search request body with references already substituted (search sources);
+      for an API source what is sent: a GraphQL ``{"query", "variables"}``, a REST
+      ``{"operation", "requests": [{"path", "query"}…]}``.
     - ``params``: bound values: row-filter variables and step references. A name listed in
       ``expanding`` is a list bound with ``bindparam(name, expanding=True)``; other values are
       bound as they are (on PostgreSQL a list is an array for ``= ANY(:name)``, on SQLite a JSON
@@ -42,7 +44,7 @@ class SafeQuery:
     """
 
     source: str
-    kind: Literal["sql", "search"]
+    kind: Literal["sql", "search", "graphql", "openapi"]
     limit: int
     max_rows: int
     text: str | None = None

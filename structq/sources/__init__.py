@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from structq.errors import ConfigError
 
 from .base import Bound, SourceKind
+from .graphql import GraphqlKind
 from .local import LocalKind
+from .openapi import OpenapiKind
 from .search import SearchKind
 from .sql import SqlKind
 
@@ -32,7 +34,7 @@ __all__ = ["KINDS", "Bound", "SourceKind", "builtin_sources", "is_builtin", "kin
 T = TypeVar("T")
 
 #: Every kind of source. A new kind is one module and one entry here.
-KINDS: tuple[SourceKind, ...] = (SqlKind(), SearchKind(), LocalKind())
+KINDS: tuple[SourceKind, ...] = (SqlKind(), SearchKind(), LocalKind(), GraphqlKind(), OpenapiKind())
 
 _BY_MANIFEST_KIND = {name: kind for kind in KINDS for name in kind.manifest_kinds}
 _BY_SOURCE = {name: kind for kind in KINDS for name in kind.builtin_sources}

@@ -59,8 +59,7 @@ class Bound:
               max_rows: int | None, slots: Mapping[str, Any] | None = None) -> "SafeQuery":
         """The step's query through the sandbox of its kind (``slots``: a template plan's
         slot values, bound as parameters)."""
-        return self.kind.check(step.query, self.manifest, index=step.index, params=params, vars=vars,
-                               max_rows=max_rows, slots=slots)
+        return self.kind.check_step(step, self.manifest, params=params, vars=vars, max_rows=max_rows, slots=slots)
 
 
 class SourceKind:
@@ -126,6 +125,13 @@ class SourceKind:
               slots: Mapping[str, Any] | None = None) -> "SafeQuery":
         """``query`` through the sandbox: the rewritten query that may run, or ``SandboxViolation``."""
         raise NotImplementedError
+
+    def check_step(self, step: StepLike, manifest: "Manifest", *, params: Mapping[str, Any], vars: Mapping[str, Any],
+                   max_rows: int | None, slots: Mapping[str, Any] | None = None) -> "SafeQuery":
+        """``step`` through the sandbox: its query (a kind whose steps carry more than a query,
+        an API's variables or operation and params, reads them here)."""
+        return self.check(step.query, manifest, index=step.index, params=params, vars=vars, max_rows=max_rows,
+                          slots=slots)
 
     def executor(self, manifest: "Manifest") -> "Executor":
         """A new executor for ``manifest``'s source (the engine pools it)."""

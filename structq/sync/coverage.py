@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from structq.sources import per_kind
+from structq.sources.graphql import GraphqlKind
+from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
@@ -130,4 +132,6 @@ def _sql_bounds(manifest: "Manifest", paths: list[Target], notes: list[str]) -> 
 _BOUNDS: dict[str, Callable[["Manifest", list[Target], list[str]], dict[Target, dict[str, str]]] | None] = {
     SqlKind.name: _sql_bounds,
     SearchKind.name: None,
+    GraphqlKind.name: None,
+    OpenapiKind.name: None,
 }

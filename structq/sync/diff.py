@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from structq.capabilities.objects import Column, SearchField
 from structq.sources import per_kind
+from structq.sources.graphql import GraphqlKind
+from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
@@ -52,7 +54,8 @@ REFINEMENTS = frozenset({
 #: is held. A search row filter's ``term`` fields are checked when the manifest loads, so
 #: dropping one would stop it loading; a SQL filter's ``where`` columns are checked by
 #: ``structq check`` (and sync warns), not at load.
-_HOLD_FILTERED: dict[str, bool] = {SqlKind.name: False, SearchKind.name: True}
+_HOLD_FILTERED: dict[str, bool] = {SqlKind.name: False, SearchKind.name: True, GraphqlKind.name: False,
+                                    OpenapiKind.name: False}
 
 
 # --- what the manifest declares, in the snapshot's shape ------------------------------------
@@ -66,8 +69,8 @@ def declared(manifest: "Manifest") -> tuple[DbObject, ...]:
 def _member(declared: Column | SearchField) -> Member:
     """A column with the keys it states (unstated ones None, so the database's fill them in),
     or a field with its sub-fields."""
-    if isinstance(declared, SearchField):
-        return Member(declared.name, declared.type, members=tuple(_member(s) for s in declared.fields))
+    if not isinstance(declared, Column):  # a search field with its sub-fields, an API response field
+        return Member(declared.name, declared.type, members=tuple(_member(s) for s in getattr(declared, "fields", ())))
     stated = declared.model_fields_set
     return Member(declared.name, declared.type,
                   nullable=declared.nullable if "nullable" in stated else None,

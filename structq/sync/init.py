@@ -121,7 +121,8 @@ def init_manifest(directory: Path, source: str, url: str, *, kind: str | None = 
     kind = kind or kind_of_url(url)
     if kind is None:
         raise ConfigError(f"cannot tell from the URL whether source {source!r} is Elasticsearch or OpenSearch",
-                          hint="add --kind elasticsearch or --kind opensearch (or --kind sql for a database)")
+                          hint="add --kind elasticsearch or --kind opensearch (or --kind sql for a database, "
+                               "--kind graphql or --kind openapi for an API)")
     if schema and kind != "sql":
         raise ConfigError("--schema applies to SQL sources only", hint="leave it out for a search cluster")
     path = directory / f"{source}.yaml"

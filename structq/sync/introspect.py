@@ -24,11 +24,14 @@ from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, Search
 from structq.executors.embedded import is_embedded
 from structq.sources import objects as source_objects
 from structq.sources import per_kind
+from structq.sources.graphql import GraphqlKind
+from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
 from .connect import engine_index_names, search_client, sql_connection
 from .documents import documents_objects
+from .api_introspect import read_graphql, read_openapi
 from .snapshot import DbObject, Member, Snapshot
 
 if TYPE_CHECKING:
@@ -271,4 +274,6 @@ def _read_search(manifest: "Manifest", scope: Scope) -> Snapshot:
 _READERS: dict[str, Callable[["Manifest", Scope], Snapshot]] = {
     SqlKind.name: _read_sql,
     SearchKind.name: _read_search,
+    GraphqlKind.name: read_graphql,
+    OpenapiKind.name: read_openapi,
 }

@@ -13,9 +13,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from structq.sources import per_kind
+from structq.sources.graphql import GraphqlKind
+from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
+from .api_introspect import no_values
 from .connect import engine_index_names, search_client, sql_connection
 
 if TYPE_CHECKING:
@@ -72,6 +75,8 @@ def _search_counts(manifest: "Manifest", targets: list[Target], limit: int,
 _COUNTS: dict[str, Callable[["Manifest", list[Target], int, list[str]], dict[Target, list[tuple[Any, int]]]]] = {
     SqlKind.name: _sql_counts,
     SearchKind.name: _search_counts,
+    GraphqlKind.name: no_values,
+    OpenapiKind.name: no_values,
 }
 
 
@@ -156,4 +161,6 @@ def samples(manifest: "Manifest", targets: list[Target], limit: int, notes: list
 _SAMPLES: dict[str, Callable[["Manifest", list[Target], int, list[str]], dict[Target, list[Any]]]] = {
     SqlKind.name: _sql_samples,
     SearchKind.name: _search_samples,
+    GraphqlKind.name: no_values,
+    OpenapiKind.name: no_values,
 }

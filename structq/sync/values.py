@@ -33,9 +33,12 @@ from structq.linking.values import (
     values_path,
 )
 from structq.sources import per_kind
+from structq.sources.graphql import GraphqlKind
+from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
+from .api_introspect import no_values
 from .connect import engine_index_names, search_client, sql_connection
 
 if TYPE_CHECKING:
@@ -103,6 +106,8 @@ def _search_values(manifest: "Manifest", targets: list[tuple[str, str]], limit: 
 _READERS: dict[str, Callable[["Manifest", list[tuple[str, str]], int, list[str]], dict[tuple[str, str], list[Any]]]] = {
     SqlKind.name: _sql_values,
     SearchKind.name: _search_values,
+    GraphqlKind.name: no_values,
+    OpenapiKind.name: no_values,
 }
 
 
