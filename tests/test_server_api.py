@@ -20,7 +20,6 @@ from server_support import (
     sse_events,
 )
 
-from structq.agent import Agent
 from structq.capabilities import CapabilitySet
 from structq.config import Settings
 from structq.server.app import create_app
@@ -49,7 +48,7 @@ def make_client(shop, tmp_path: Path):
             config = ServerConfig.from_file(build_shop(tmp_path / f"cfg{len(clients)}", **limits).config
                                             if limits else shop.config, sources=capabilities.names)
         settings = Settings(llm=None, cache_enabled=False, audit_enabled=False)
-        agent = Agent(capabilities, llm=model, settings=settings)
+        agent = Service.agent_for(capabilities, llm=model, settings=settings)
         client = TestClient(create_app(Service(agent, config)), raise_server_exceptions=False)
         client.__enter__()
         clients.append(client)
@@ -280,7 +279,7 @@ def test_a_source_that_is_down_is_503_and_the_process_keeps_serving(make_client,
 def test_a_query_past_its_timeout_is_504(tmp_path: Path) -> None:
     slow = build_shop(tmp_path / "slow", timeout_s=0.05)
     capabilities = CapabilitySet.from_path(slow.manifests)
-    agent = Agent(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+    agent = Service.agent_for(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
     config = ServerConfig.from_file(slow.config, sources=capabilities.names)
     # a cross join of 120 orders five times over: far more than 50 ms of work on any machine
     query = ("SELECT COUNT(*) AS n FROM orders AS a, orders AS b, orders AS c, orders AS d, orders AS e "

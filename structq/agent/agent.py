@@ -133,16 +133,20 @@ class Agent:
         cache: PlanCache | None = None,
         audit: AuditLog | None = None,
         adaptive: bool | None = None,
+        engine: Engine | None = None,
     ) -> None:
+        """``engine``: the one engine every data access goes through — the plans' runs, the
+        template slots' look-ups, the keyword fallback, the replans (a service passes one that
+        checks each caller's sources); by default a plain one over ``capabilities``."""
         self.capabilities = capabilities
         self.settings = settings or Settings.from_env()
         if adaptive is not None:
             self.settings = dataclasses.replace(self.settings, adaptive=adaptive)
         self._llm_spec = llm if llm is not None else self.settings.llm
         self._model: Any = None
-        self.engine = Engine(capabilities, threads=self.settings.threads)
+        self._engine = engine if engine is not None else Engine(capabilities, threads=self.settings.threads)
         self.verified = VerifiedPlans(capabilities)
-        self.templates = TemplatePlans(capabilities, self.engine)
+        self.templates = TemplatePlans(capabilities, self._engine)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
         self.audit = audit if audit is not None else (
             AuditLog(self.settings.audit_path, include_answer=self.settings.audit_answers)
@@ -159,6 +163,11 @@ class Agent:
         from structq.config import user_cache_dir
 
         return PlanCache(user_cache_dir() / "plans.sqlite", best_effort=True)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine given at construction (not replaceable: every part of the agent holds it)."""
+        return self._engine
 
     def close(self) -> None:
         self.engine.close()
@@ -207,11 +216,12 @@ class Agent:
         return Conversation(self)
 
     def plan(self, question: str, *, today: dt.date | None = None, use_cache: bool = True,
-             conversation: "Conversation | None" = None) -> Plan:
-        """A plan for ``question`` without running it (verified example, cache, or the model)."""
+             conversation: "Conversation | None" = None, vars: dict[str, Any] | None = None) -> Plan:
+        """A plan for ``question`` without running it (verified example, cache, or the model);
+        ``vars``: the caller's variables, for the data a template's slots are looked up in."""
         today = today or _today(self.settings.timezone)
         context = conversation.context() if conversation else ""
-        plan, _ = self._first_plan(question, today, use_cache, context)
+        plan, _ = self._first_plan(question, today, use_cache, context, vars or {})
         if plan is None:
             plan = self.planner().plan(question, today=today, log=CallLog(), context=context)
         return plan.validate_against(self.capabilities)
@@ -281,13 +291,13 @@ class Agent:
     # --- internals ----------------------------------------------------------------------
 
     def _first_plan(self, question: str, today: dt.date, use_cache: bool,
-                    context: str) -> tuple[Plan | None, str | None]:
+                    context: str, vars: dict[str, Any]) -> tuple[Plan | None, str | None]:
         """A plan that needs no model call: a verified example, then the cache."""
         if not context:
             verified = self.verified.get(question, today)
             if verified is not None:
                 return verified, "verified"
-            templated = self.templates.plan(question, today)
+            templated = self.templates.plan(question, today, vars)
             if templated is not None:
                 return templated, "template"
         if not self.has_model:  # nothing to plan with: say what can be asked instead
@@ -305,7 +315,7 @@ class Agent:
     async def _plan_and_run(self, question: str, vars: dict[str, Any], today: dt.date, context: str,
                             use_cache: bool, log: CallLog, *, with_values: bool = True,
                             ) -> tuple[Plan, str, PlanResult, list[Attempt], list[Round]]:
-        plan, source = self._first_plan(question, today, use_cache, context)
+        plan, source = self._first_plan(question, today, use_cache, context, vars)
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
             return plan, source or "verified", await self.engine.arun(plan, vars=vars), [], []

@@ -32,6 +32,8 @@ log = logging.getLogger("structq.server")
 class AccessDenied(StructqError):
     """The caller's token does not grant a source the request needs. Never retried."""
 
+    refuses_caller = True
+
     def __init__(self, source: str, user: str) -> None:
         super().__init__(f"user {user!r} may not use source {source!r}",
                          hint="ask the administrator to add it to this token's sources in server.yaml")

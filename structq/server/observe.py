@@ -70,20 +70,39 @@ def check_access(principal: "Principal", plan: "Plan") -> None:
             raise AccessDenied(step.source, principal.user)
 
 
+def _caller() -> RequestScope:
+    scope = _scope.get()
+    if scope is None:  # fail closed: every path of the service sets a scope
+        raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")
+    return scope
+
+
 class GuardedEngine(Engine):
     """The agent's engine in the service: it runs a plan only inside a request scope, with
     that principal's variables (whatever its caller passed) and sources, and reports progress."""
 
     def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None,
             done: Mapping[str, "StepResult"] | None = None, upto: int | None = None) -> "PlanResult":
-        scope = _scope.get()
-        if scope is None:  # fail closed: every path of the service sets a scope
-            raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")
+        scope = _caller()
         check_access(scope.principal, plan)
         if scope.emit is not None:
             scope.emit("plan", {"plan": plan.to_dict()})
         # The caller's fixed variables, whatever was passed: the engine is the last word.
         return super().run(plan, vars=scope.principal.vars, done=done, upto=upto)
+
+    def look_up(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None) -> "PlanResult":
+        """A template slot's look-up: checked and run as the caller, reported to nobody (it
+        is not the answer's plan)."""
+        principal = _caller().principal
+        check_access(principal, plan)
+        with request_scope(principal):
+            return super().run(plan, vars=principal.vars)
+
+    def view(self, vars: Mapping[str, Any] | None) -> str:
+        """The caller's variables and sources: what a look-up's rows depend on."""
+        principal = _caller().principal
+        sources = sorted(principal.sources) if principal.sources is not None else None
+        return super().view({"vars": principal.vars, "sources": sources})
 
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         context = contextvars.copy_context()

@@ -61,7 +61,6 @@ class ServeOptions:
 
 def make_service(options: ServeOptions) -> "Service":
     """The warm service: manifests loaded, agent created, server.yaml checked."""
-    from structq.agent import Agent
     from structq.capabilities import CapabilitySet
     from structq.config import Settings
 
@@ -74,7 +73,7 @@ def make_service(options: ServeOptions) -> "Service":
     store = Store(resolve_store_url(config.store))
     store.prune_conversations()
     cache = StorePlanCache(store) if settings.cache_enabled else None
-    return Service(Agent(capabilities, settings=settings, cache=cache), config, store)  # type: ignore[arg-type]
+    return Service(Service.agent_for(capabilities, settings=settings, cache=cache), config, store)  # type: ignore[arg-type]
 
 
 def app_from_env() -> "FastAPI":

@@ -27,6 +27,7 @@ from .observe import GuardedEngine, check_access, request_scope
 if TYPE_CHECKING:
     from structq.agent import Agent, Answer
     from structq.agent.conversation import Conversation, Turn
+    from structq.capabilities import CapabilitySet
 
     from .config import Principal, ServerConfig
     from .store import Store
@@ -80,15 +81,29 @@ class Service:
     def __init__(self, agent: "Agent", config: "ServerConfig", store: "Store | None" = None) -> None:
         """``store``: where conversations live (``make_service`` passes the configured one; by
         default an in-memory store, for one process embedding the service)."""
+        import structq.safety  # noqa: F401  (before the warm-up thread and the first request both import it: two first imports at once can deadlock)
+
         from .store import Store
 
+        if not isinstance(agent.engine, GuardedEngine):
+            raise TypeError("the service's agent must be built with engine=GuardedEngine(...) "
+                            "(Service.agent_for makes one): every data access checks the caller")
         self.agent = agent
         self.config = config
-        agent.engine.close()
-        agent.engine = GuardedEngine(agent.capabilities)
         self.store = store if store is not None else Store("sqlite://")
         self.conversations = Conversations(self.store)
         self.started = time.time()
+
+    @staticmethod
+    def agent_for(capabilities: "CapabilitySet", **kwargs: Any) -> "Agent":
+        """An agent whose one engine checks each caller: every plan, template look-up,
+        keyword fallback and replan runs with the caller's variables on its sources only."""
+        from structq.agent import Agent
+        from structq.config import Settings
+
+        settings = kwargs.pop("settings", None) or Settings.from_env()
+        engine = GuardedEngine(capabilities, threads=settings.threads)
+        return Agent(capabilities, settings=settings, engine=engine, **kwargs)
 
     def close(self) -> None:
         self.agent.close()
@@ -168,7 +183,9 @@ class Service:
                    today: dt.date | None = None) -> dict[str, Any]:
         self.check_question(question)
         conv = self.conversations.open(self.agent, principal.key, conversation)[1] if conversation else None
-        plan = await asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv)
+        with request_scope(principal):  # a template's look-ups run as this caller
+            plan = await asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv,
+                                           vars=principal.vars)
         check_access(principal, plan)
         return plan.to_dict()
 
