@@ -128,6 +128,22 @@ def build_shop(directory: Path, *, timeout_s: float = 5, **limits: Any) -> Shop:
     return Shop(directory, manifests, config)
 
 
+CUSTOMER_QUESTION = "客户T1-客户0的订单金额一共多少？"
+
+
+def add_customer_example(shop: Shop) -> Shop:
+    """A slotted example on the shop whose customer is looked up in the (row-filtered) orders."""
+    path = shop.manifests / "shop.yaml"
+    manifest = yaml.safe_load(path.read_text(encoding="utf-8"))
+    manifest["examples"].append({
+        "question": CUSTOMER_QUESTION,
+        "slots": {"customer": {"column": "shop.orders.customer", "example": "T1-客户0"}},
+        "steps": [{"output_key": "spent", "source": "shop", "purpose": "客户订单金额合计",
+                   "query": "SELECT SUM(amount) AS total FROM orders WHERE customer = :customer"}]})
+    path.write_text(yaml.safe_dump(manifest, allow_unicode=True), encoding="utf-8")
+    return shop
+
+
 def auth(name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[name]}"}
 

@@ -215,13 +215,13 @@ def test_stream_ends_with_an_error_event_carrying_the_hint(make_client) -> None:
     events = sse_events(response.text)
     assert [name for name, _ in events] == ["error"]
     error = json.loads(events[0][1])["error"]
-    assert error["code"] == "not_configured" and "--llm" in error["hint"]
+    assert error["code"] == "not_configured" and "GET /v1/examples" in error["hint"]
 
 
 def test_a_follow_up_sees_the_conversation_and_stays_with_its_owner(make_client) -> None:
     model = scripted(plan_reply(model_plan("SELECT customer FROM orders WHERE category = '图书' LIMIT 1")))
     client = make_client(model)
-    first = client.post("/v1/ask", json={"question": CATEGORY_QUESTION, "no_answer": True},
+    first = client.post("/v1/ask", json={"question": CATEGORY_QUESTION, "no_answer": True, "start_conversation": True},
                         headers=auth("tenant1")).json()
     follow = client.post("/v1/ask", json={"question": "那图书是谁买的？", "conversation": first["conversation"],
                                           "no_answer": True}, headers=auth("tenant1"))

@@ -12,17 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from fastapi.testclient import TestClient
-from server_support import auth, build_shop
+from server_support import CUSTOMER_QUESTION, add_customer_example, auth, build_shop
 
 from structq.capabilities import CapabilitySet
 from structq.config import Settings
 from structq.server.app import create_app
 from structq.server.config import ServerConfig
 from structq.server.service import Service
-
-CUSTOMER_QUESTION = "客户T1-客户0的订单金额一共多少？"
 
 
 def _settings() -> Settings:
@@ -31,17 +28,7 @@ def _settings() -> Settings:
 
 @pytest.fixture
 def slotted_shop(tmp_path: Path):
-    """The shop with one slotted example whose customer is looked up in the (row-filtered) orders."""
-    shop = build_shop(tmp_path)
-    path = shop.manifests / "shop.yaml"
-    manifest = yaml.safe_load(path.read_text(encoding="utf-8"))
-    manifest["examples"].append({
-        "question": CUSTOMER_QUESTION,
-        "slots": {"customer": {"column": "shop.orders.customer", "example": "T1-客户0"}},
-        "steps": [{"output_key": "spent", "source": "shop", "purpose": "客户订单金额合计",
-                   "query": "SELECT SUM(amount) AS total FROM orders WHERE customer = :customer"}]})
-    path.write_text(yaml.safe_dump(manifest, allow_unicode=True), encoding="utf-8")
-    return shop
+    return add_customer_example(build_shop(tmp_path))
 
 
 @pytest.fixture
@@ -77,7 +64,7 @@ def test_the_agent_keeps_the_engine_it_was_given(slotted_shop) -> None:
 
 def test_a_tenants_looked_up_value_never_answers_another_tenant(slotted_shop, client_for) -> None:
     capabilities = CapabilitySet.from_path(slotted_shop.manifests)
-    client, service = client_for(capabilities, ServerConfig.from_file(slotted_shop.config, sources=capabilities.names))
+    client, _ = client_for(capabilities, ServerConfig.from_file(slotted_shop.config, sources=capabilities.names))
     body = {"question": CUSTOMER_QUESTION.replace("T1-客户0", "T1-客户3")}
     for _ in range(2):  # the second time from the look-up cache
         ann = client.post("/v1/ask", json=body, headers=auth("tenant1"))

@@ -277,7 +277,7 @@ class Agent:
                     outcome = Outcome(plan, "keywords", results)
             if outcome.plan_source != "keywords":
                 text, notes = await self.engine.call(self._answer, request.question, outcome.results, log,
-                                                     request.answer)
+                                                     request.answer, request.context)
         except BaseException as exc:
             tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
             self._audit(request, outcome, log, None, exc, tried, given=given)
@@ -292,14 +292,17 @@ class Agent:
 
     def _first_plan(self, question: str, today: dt.date, use_cache: bool,
                     context: str, vars: dict[str, Any]) -> tuple[Plan | None, str | None]:
-        """A plan that needs no model call: a verified example, then the cache."""
-        if not context:
-            verified = self.verified.get(question, today)
-            if verified is not None:
-                return verified, "verified"
-            templated = self.templates.plan(question, today, vars)
-            if templated is not None:
-                return templated, "template"
+        """A plan that needs no model call: a verified example, a slotted one, then the cache.
+
+        A verified or slotted example answers in a conversation too: it matches only a question
+        whole in itself (every word of the example, every slot filled), so the earlier turns
+        cannot change what it means — and without a model a conversation goes on."""
+        verified = self.verified.get(question, today)
+        if verified is not None:
+            return verified, "verified"
+        templated = self.templates.plan(question, today, vars)
+        if templated is not None:
+            return templated, "template"
         if not self.has_model:  # nothing to plan with: say what can be asked instead
             raise self.templates.no_match(question)
         if use_cache and self.cache is not None and self.has_model:
@@ -354,11 +357,14 @@ class Agent:
             self.cache.put(self._cache_key(question, today, context), question, plan)
         return plan, "model", results, attempts, rounds
 
-    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool) -> tuple[str, list[str]]:
+    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool,
+                context: str = "") -> tuple[str, list[str]]:
+        """The answer text; the model that writes it sees the conversation's last turns (``context``)."""
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
             return decline_text(question, results.plan, self.capabilities), []
         if use_model and self.has_model:
-            return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings))
+            return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings),
+                              context=context)
         return render_deterministic(question, results), []
 
     def _audit(self, request: "Request", outcome: "Outcome | None", log: CallLog, text: str | None,

@@ -221,9 +221,11 @@ class NumberGate:
 
 
 def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
-               bounds: "CallBounds | None" = None) -> tuple[str, list[str]]:
+               bounds: "CallBounds | None" = None, context: str = "") -> tuple[str, list[str]]:
     """The model's answer and notes; falls back to the deterministic rendering when it invents figures.
-    Streamed (checked piece by piece) when a ``streaming_answer`` listener is set."""
+    Streamed (checked piece by piece) when a ``streaming_answer`` listener is set. ``context``:
+    the conversation's earlier turns, so a follow-up ("and in 2024 only?") is answered as meant;
+    only this run's results count as figures the answer may quote."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
     language = ("Chinese" if is_chinese(_language_text(question, run))
@@ -232,7 +234,7 @@ def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
     messages = [
         SystemMessage(template("answer_system").substitute(language=language)),
         HumanMessage(template("answer_user").substitute(
-            question=question,
+            question=question + (f"\n\nEarlier in this conversation:\n{context}" if context else ""),
             answer_with=run.plan.answer_with or "a short, direct answer",
             results="\n\n".join(_result_block(r) for r in run.steps.values()),
             notes=notes_text,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import errors_to_exit, parse_vars, resolve_manifests, shared_options
+from .common import errors_to_exit, load_capabilities, parse_vars, resolve_manifests, shared_options
 
 ConfigOpt = Annotated[
     Path | None,
@@ -54,7 +54,7 @@ def serve(
     Example:  structq serve --new-token alice >> tokens.txt
     """
     if new_token is not None:
-        _print_new_token(new_token)
+        _print_new_token(new_token, manifests)
         return
     with errors_to_exit(verbose):
         from structq.server.run import ServeOptions
@@ -72,14 +72,31 @@ def serve(
         run_server(options)
 
 
-def _print_new_token(user: str) -> None:
-    from structq.server.config import hash_token, new_token
+def _print_new_token(user: str, manifests: Path) -> None:
+    """The token and its server.yaml entry, with every row-filter variable the manifests need
+    as an empty placeholder: ``serve`` refuses to start until each has a value."""
+    from structq.errors import StructqError
+    from structq.server.config import hash_token, new_token, required_variables
 
+    try:
+        needed = required_variables(load_capabilities(manifests))
+    except StructqError:
+        needed = {}
     token = new_token()
     typer.echo(f"token for {user} (give it to them; it is not stored anywhere):\n  {token}\n")
     typer.echo("server.yaml entry (under tokens:):")
-    typer.echo(f"  - sha256: {hash_token(token)}\n    user: {user}\n    vars: {{}}        # e.g. {{tenant_id: 1}}\n"
-               "    # sources: [hr]  # omit for every source")
+    typer.echo(f"  - sha256: {hash_token(token)}\n    user: {user}")
+    by_variable: dict[str, list[str]] = {}
+    for source, names in needed.items():
+        for name in names:
+            by_variable.setdefault(name, []).append(source)
+    if by_variable:
+        typer.echo("    vars:             # fill in each value; structq serve refuses to start while one is empty")
+        for name, sources in sorted(by_variable.items()):
+            typer.echo(f"      {name}:         # row filter of {', '.join(sources)}")
+    else:
+        typer.echo("    vars: {}          # the manifests' row filters need no variables")
+    typer.echo("    # sources: [hr]  # omit for every source")
 
 
 @shared_options
@@ -97,7 +114,7 @@ def mcp(*, manifests, llm, var, no_cache, verbose) -> None:
         from structq.server.run import ServeOptions, make_service
 
         service = make_service(ServeOptions(manifests=str(resolve_manifests(manifests)), llm=llm,
-                                            vars=parse_vars(var), no_cache=no_cache))
+                                            vars=parse_vars(var), no_cache=no_cache, command="mcp"))
         try:
             build_mcp(service, http=False, principal=service.config.local).run("stdio")
         finally:

@@ -37,10 +37,10 @@ INSTRUCTIONS = (
 )
 
 
-def _tool_error(exc: BaseException) -> Exception:
+def _tool_error(exc: BaseException, *, http: bool, open_server: bool) -> Exception:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    err = error_body(exc)["error"]
+    err = error_body(exc, "mcp-http" if http else "mcp-stdio", open_server=open_server)["error"]
     text = f"{err['code']}: {err['message']}" + (f" (hint: {err['hint']})" if err.get("hint") else "")
     return ToolError(text)
 
@@ -73,13 +73,15 @@ def build_mcp(service: "Service", *, http: bool, principal: "Principal | None" =
         try:
             return await work
         except Exception as exc:
-            raise _tool_error(exc) from exc
+            raise _tool_error(exc, http=http, open_server=service.config.open) from exc
 
     @server.tool(description="Answer a question about the data: plan, run the plan through the sandbox, "
-                             "answer citing steps [key]. Pass conversation (from an earlier answer) to follow up.")
-    async def ask(question: str, ctx: Context, conversation: str | None = None, today: str | None = None,
-                  no_answer: bool = False) -> dict[str, Any]:
-        return await guarded(service.ask(caller(ctx), question, conversation=conversation, today=_today(today),
+                             "answer citing steps [key]. To follow up later, pass start_conversation=true, "
+                             "then the answer's conversation id as conversation.")
+    async def ask(question: str, ctx: Context, conversation: str | None = None, start_conversation: bool = False,
+                  today: str | None = None, no_answer: bool = False) -> dict[str, Any]:
+        return await guarded(service.ask(caller(ctx), question, conversation=conversation,
+                                         start_conversation=start_conversation, today=_today(today),
                                          no_answer=no_answer))
 
     @server.tool(description="The query plan for a question, without running it.")

@@ -42,6 +42,8 @@ class ServeOptions:
     #: Embedded search sources come from the per-user background engine (``engine_daemon.py``),
     #: shared by every worker, rather than one engine (and one copy of the documents) per worker.
     daemon: bool = False
+    #: The command that starts the service (``serve`` or ``mcp``), named in start-up errors.
+    command: str = "serve"
 
     def load_config(self, sources: list[str]) -> ServerConfig:
         if self.config is None:
@@ -67,11 +69,13 @@ def make_service(options: ServeOptions) -> "Service":
     from .service import Service
     from .store import Store, StorePlanCache, resolve_store_url
 
+    from .config import check_variables
+
     capabilities = CapabilitySet.from_path(options.manifests)
     config = options.load_config(capabilities.names)
+    check_variables(config, capabilities, command=options.command)
     settings = Settings.from_env(llm=options.llm, cache_enabled=False if options.no_cache else None)
     store = Store(resolve_store_url(config.store))
-    store.prune_conversations()
     cache = StorePlanCache(store) if settings.cache_enabled else None
     return Service(Service.agent_for(capabilities, settings=settings, cache=cache), config, store)  # type: ignore[arg-type]
 

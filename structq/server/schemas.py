@@ -23,6 +23,9 @@ class _Request(BaseModel):
 class AskRequest(_Request):
     question: str = Field(description="The question, in any language.", examples=["2025年各大区的销售额分别是多少？"])
     conversation: str | None = Field(default=None, description="Continue this conversation (an id from an earlier answer).")
+    start_conversation: bool = Field(default=False, description="Start a conversation: the answer carries its id, "
+                                     "to send as 'conversation' with a follow-up. Without it (and without "
+                                     "'conversation') the question is asked on its own and nothing is kept.")
     today: dt.date | None = Field(default=None, description="Resolve relative dates (去年, last quarter) against this day.")
     no_answer: bool = Field(default=False, description="Return the results with a deterministic summary; no answer-writing model call.")
 
@@ -78,7 +81,7 @@ class AskResponse(BaseModel):
     notes: list[str]
     model_calls: list[dict[str, Any]]
     rounds: list[dict[str, Any]] = Field(default=[], description="re-planning rounds after empty results")
-    conversation: str
+    conversation: str | None = Field(description="the conversation this answer belongs to; null for a question asked on its own")
 
 
 class PlanResponse(BaseModel):

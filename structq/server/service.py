@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet
 
     from .config import Principal, ServerConfig
+    from .public import Surface
     from .store import Store
 
 __all__ = ["Service", "Event"]
@@ -43,17 +44,39 @@ class Event:
     data: dict[str, Any]
 
 
+#: How often, at most, a worker forgets the conversations past their retention.
+PRUNE_EVERY_S = 3600.0
+
+
 class Conversations:
     """Conversations by id in the shared store, each owned by the caller that started it
-    (another caller's id is simply unknown), so any worker can continue any conversation."""
+    (another caller's id is simply unknown), so any worker can continue any conversation.
 
-    def __init__(self, store: "Store") -> None:
+    A conversation exists only when a caller asks for one (``start``) or continues one: a
+    one-off question leaves nothing in the store. Those nobody continued for ``keep_days``
+    are forgotten (at start, then at most every ``PRUNE_EVERY_S`` as new ones begin)."""
+
+    def __init__(self, store: "Store", keep_days: float = 30) -> None:
         self.store = store
+        self.keep_s = keep_days * 24 * 3600
+        self._pruned = 0.0
+        self.prune()
 
-    def open(self, agent: "Agent", owner: str, cid: str | None) -> tuple[str, "Conversation"]:
+    def prune(self) -> None:
+        self._pruned = time.monotonic()
+        self.store.prune_conversations(self.keep_s)
+
+    def open(self, agent: "Agent", owner: str, cid: str | None,
+             start: bool = False) -> tuple[str | None, "Conversation | None"]:
+        """(id, history) of conversation ``cid``; a new one when ``start``; (None, None) for a
+        question asked on its own."""
         from structq.agent.conversation import Conversation, Turn
 
         if cid is None:
+            if not start:
+                return None, None
+            if time.monotonic() - self._pruned > PRUNE_EVERY_S:
+                self.prune()
             return uuid.uuid4().hex, agent.conversation()
         keep = agent.conversation().max_turns
         found = self.store.load_conversation(cid, last=keep)
@@ -91,7 +114,7 @@ class Service:
         self.agent = agent
         self.config = config
         self.store = store if store is not None else Store("sqlite://")
-        self.conversations = Conversations(self.store)
+        self.conversations = Conversations(self.store, config.conversation_days)
         self.started = time.time()
 
     @staticmethod
@@ -120,17 +143,20 @@ class Service:
             raise RequestRejected(400, "empty_question", "the question is empty", hint="send a question")
 
     async def ask(self, principal: "Principal", question: str, *, conversation: str | None = None,
-                  today: dt.date | None = None, no_answer: bool = False) -> dict[str, Any]:
-        """The document of ``structq ask --json``, plus the conversation id."""
+                  start_conversation: bool = False, today: dt.date | None = None,
+                  no_answer: bool = False) -> dict[str, Any]:
+        """The document of ``structq ask --json``, plus the conversation id (None unless the
+        question continues one or ``start_conversation``)."""
         self.check_question(question)
-        cid, conv = self.conversations.open(self.agent, principal.key, conversation)
+        cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
         with request_scope(principal):
             answer = await self.agent.aask(question, vars=principal.vars, today=today, answer=not no_answer,
                                            conversation=conv)
         return self._remember(principal, cid, conv, answer)
 
     async def ask_stream(self, principal: "Principal", question: str, *, conversation: str | None = None,
-                         today: dt.date | None = None, no_answer: bool = False) -> AsyncIterator[Event]:
+                         start_conversation: bool = False, today: dt.date | None = None,
+                         no_answer: bool = False, surface: "Surface" = "api") -> AsyncIterator[Event]:
         """``plan`` (again after a repair), ``step`` per settled step (run, skipped or failed),
         ``answer`` pieces ``{delta}`` while the model writes (each checked before it is sent),
         one ``answer`` ``{text, citations, replaces_stream}`` with the final text, then ``done``
@@ -155,7 +181,7 @@ class Service:
 
         async def work() -> dict[str, Any]:
             self.check_question(question)
-            cid, conv = self.conversations.open(self.agent, principal.key, conversation)
+            cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
             with request_scope(principal, emit), streaming_answer(write):
                 answer = await self.agent.aask(question, vars=principal.vars, today=today,
                                                answer=not no_answer, conversation=conv)
@@ -168,15 +194,17 @@ class Service:
         try:
             document = task.result()
         except Exception as exc:  # every failure ends the stream as an error event
-            yield Event("error", error_body(exc))
+            yield Event("error", error_body(exc, surface, open_server=self.config.open))
             return
         replaced = bool(streamed) and "".join(streamed).strip() != document["answer"]
         yield Event("answer", {"text": document["answer"], "citations": document["citations"],
                                "replaces_stream": replaced})
         yield Event("done", document)
 
-    def _remember(self, principal: "Principal", cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
-        self.conversations.append(cid, principal.key, conv, conv.turns[-1])  # the agent recorded the turn
+    def _remember(self, principal: "Principal", cid: str | None, conv: "Conversation | None",
+                  answer: "Answer") -> dict[str, Any]:
+        if cid is not None and conv is not None:
+            self.conversations.append(cid, principal.key, conv, conv.turns[-1])  # the agent recorded the turn
         return {**answer.to_dict(), "conversation": cid}
 
     async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,
@@ -238,17 +266,25 @@ class Service:
         """Open every source now (pools, the embedded engine's index load), not on the first question."""
         self.readiness()
 
-    def readiness(self) -> dict[str, str]:
-        """Each source: ``ok`` or why it cannot be reached. Never raises."""
+    def readiness(self, *, details: bool = True) -> dict[str, str]:
+        """Each source: ``ok`` or why it cannot be reached (``unavailable`` without
+        ``details``: an anonymous caller learns nothing about the infrastructure). The reason
+        always goes to the log; what a caller sees of it has no URL, path or address. Never raises."""
+        import logging
+
         from .describe import probe
+        from .public import scrub
 
         states = {}
         for manifest in self.agent.capabilities:
             try:
                 probe(self.agent.engine.executors.get(manifest), manifest)
                 states[manifest.source] = "ok"
+                continue
             except StructqError as exc:
-                states[manifest.source] = str(exc)
+                reason = str(exc)
             except Exception as exc:  # a probe must never take the process down
-                states[manifest.source] = f"{type(exc).__name__}: {exc}"
+                reason = f"{type(exc).__name__}: {exc}"
+            logging.getLogger("structq.server").warning("source %s is not ready: %s", manifest.source, reason)
+            states[manifest.source] = (scrub(reason) or "unavailable") if details else "unavailable"
         return states

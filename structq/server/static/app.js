@@ -7,7 +7,7 @@ const state = { conversation: null, turns: 0, token: localStorage.getItem("struc
 const TABLE_ROWS = 200;
 
 function headers() {
-  const h = { "Content-Type": "application/json" };
+  const h = { "Content-Type": "application/json", "X-Structq-Client": "page" };
   if (state.token) h.Authorization = `Bearer ${state.token}`;
   return h;
 }
@@ -110,7 +110,8 @@ async function ask(question) {
   try {
     const response = await fetch("/v1/ask?stream=1", {
       method: "POST", headers: headers(),
-      body: JSON.stringify({ question, conversation: state.conversation }),
+      body: JSON.stringify(state.conversation ? { question, conversation: state.conversation }
+                                            : { question, start_conversation: true }),
     });
     if (!response.ok) {
       showError(turn, await response.json());
