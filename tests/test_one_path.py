@@ -59,7 +59,7 @@ def test_a_given_plan_that_fails_is_audited_too(make_agent, tmp_path: Path) -> N
     [line] = audit_lines(tmp_path)
     assert line["question"] == "delete everyone" and line["error"]["type"] == "SandboxViolation"
     assert line["plan_source"] == "given" and line["plan"]["steps"][0]["query"] == "DELETE FROM employees"
-    assert line["vars"] == ["tenant_id"]  # names only, never values
+    assert line["vars"] == {"tenant_id": 7} and line["sources"] == ["hr"]  # the values: which rows were readable
 
 
 @pytest.mark.parametrize("entry", ["conversation", "agent"])

@@ -41,6 +41,9 @@ def serve(
     llm, var, no_cache,
     new_token: Annotated[str | None, typer.Option("--new-token", metavar="USER",
                                                   help="Print a new API token for USER and its server.yaml entry, then exit.")] = None,
+    log_format: Annotated[str | None, typer.Option("--log-format", metavar="text|json", envvar="STRUCTQ_LOG_FORMAT",
+                                                   help="Logs on stderr: text for a person (default), json for a "
+                                                        "log system (one object per line).")] = None,
     verbose,
 ) -> None:
     """Serve the HTTP API (/v1, /openapi.json), the web page (/) and MCP (/mcp) from one warm process.
@@ -66,7 +69,7 @@ def serve(
         daemon = daemon_wanted(bool(ctx.find_root().params.get("no_daemon")))
         options = ServeOptions(manifests=str(resolve_manifests(manifests)), config=str(config) if config else None,
                                llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers,
-                               daemon=daemon)
+                               daemon=daemon, log_format=log_format)
         options.check_host()  # before anything slow: a refusal should be instant
         _server_extra()
         run_server(options)

@@ -29,7 +29,10 @@ from structq.errors import StructqError
 
 from .config import Principal
 from .errors import RequestRejected, error_body, error_status
+from .access import AccessLog
 from .limits import BodyLimit, RateLimiter
+from .logs import current_request
+from .metrics import CONTENT_TYPE
 from .public import CLIENT_HEADER, surface_of_header
 from .schemas import (
     AskRequest,
@@ -116,6 +119,9 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
                                   hint="send the header Authorization: Bearer <token> with a token from server.yaml")
         if not config.open:  # one local caller (no config) is not rate limited
             limiter.take(principal.key)
+        info = current_request()
+        if info is not None:
+            info.user = principal.user
         return principal
 
     @app.exception_handler(StructqError)
@@ -189,6 +195,19 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
         ready = all(state == "ok" for state in states.values())
         return JSON({"ready": ready, "sources": states}, status_code=200 if ready else 503)
 
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Response:
+        """Prometheus metrics: open on a server without tokens (loopback only), else for a
+        token with ``metrics: true``."""
+        principal = config.authenticate(credentials.credentials if credentials else None)
+        if principal is None:
+            raise RequestRejected(401, "unauthorized", "the request carries no valid API token",
+                                  hint="send Authorization: Bearer <token> with a token that has metrics: true in server.yaml")
+        if not principal.metrics:
+            raise RequestRejected(403, "forbidden", f"user {principal.user!r} may not read the metrics",
+                                  hint="give the monitoring system a token with metrics: true in server.yaml")
+        return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)
+
     # --- the page ------------------------------------------------------------------------
 
     @app.get("/", include_in_schema=False)
@@ -203,6 +222,7 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
                                        include_in_schema=False))
         app.mount("/mcp", mcp_app)
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
+    app.add_middleware(AccessLog, metrics=service.metrics)
     return app
 
 

@@ -14,6 +14,10 @@ use (all when omitted)::
         user: alice
         vars: {tenant_id: 1}
         sources: [hr, sales]
+      - sha256: 9c2e…
+        user: prometheus
+        metrics: true            # may read /metrics
+        sources: []
 
 Without a config file the server serves one local caller (variables from ``--var``) and binds
 loopback only: anyone who can reach the port would otherwise read the data.
@@ -77,6 +81,8 @@ class Principal:
     vars: dict[str, Any] = field(default_factory=dict)
     sources: frozenset[str] | None = None
     key: str = "local"
+    #: May read ``/metrics`` (a monitoring system's token; the local caller always may).
+    metrics: bool = False
 
     def may_use(self, source: str) -> bool:
         return self.sources is None or source in self.sources
@@ -101,6 +107,7 @@ class _Token(BaseModel):
     user: str = Field(min_length=1)
     vars: dict[str, Any] = Field(default_factory=dict)
     sources: list[str] | None = None
+    metrics: bool = False
 
 
 class _File(BaseModel):
@@ -131,7 +138,7 @@ class ServerConfig:
 
     @classmethod
     def local_only(cls, vars: dict[str, Any] | None = None, limits: Limits | None = None) -> "ServerConfig":
-        return cls(local=Principal("local", dict(vars or {})), limits=limits or Limits())
+        return cls(local=Principal("local", dict(vars or {}), metrics=True), limits=limits or Limits())
 
     @classmethod
     def from_file(cls, path: str | Path, *, sources: list[str] | None = None) -> "ServerConfig":
@@ -156,7 +163,7 @@ class ServerConfig:
             at = ".".join(str(p) for p in err["loc"]) or "(top level)"
             raise ConfigError(f"{where}: {at}: {err['msg']}",
                               hint="keys: limits {max_body_bytes, max_question_chars, requests_per_minute, burst}, "
-                                   "tokens [{sha256, user, vars, sources}], store (a database URL), conversation_days") from None
+                                   "tokens [{sha256, user, vars, sources, metrics}], store (a database URL), conversation_days") from None
         if not parsed.tokens:
             raise ConfigError(f"{where} lists no tokens, so nobody could call the server",
                               hint="add one: structq serve --new-token USER prints a token and its config line")
@@ -169,7 +176,8 @@ class ServerConfig:
                 raise ConfigError(f"{where}: tokens.{i} ({token.user}) names unknown sources: {', '.join(unknown)}",
                                   hint=f"sources in the manifests: {', '.join(sources or [])}")
             allowed = frozenset(token.sources) if token.sources is not None else None
-            tokens[token.sha256] = Principal(token.user, dict(token.vars), allowed, key=token.sha256[:16])
+            tokens[token.sha256] = Principal(token.user, dict(token.vars), allowed, key=token.sha256[:16],
+                                             metrics=token.metrics)
         return cls(tokens=tokens, limits=parsed.limits, store=parsed.store, conversation_days=parsed.conversation_days)
 
     def authenticate(self, token: str | None) -> Principal | None:

@@ -21,6 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from .config import bearer_token
 from .errors import RequestRejected, error_body
+from .logs import current_request
 
 if TYPE_CHECKING:
     from .config import Principal
@@ -132,6 +133,9 @@ class McpHttp:
                 if principal is None:
                     raise RequestRejected(401, "unauthorized", "the request carries no valid API token",
                                           hint="send the header Authorization: Bearer <token> with a token from server.yaml")
+                info = current_request()
+                if info is not None:
+                    info.user = principal.user
                 if not self.config.open:
                     await asyncio.to_thread(self.limiter.take, principal.key)  # a store write
             except RequestRejected as exc:

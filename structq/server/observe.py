@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.agent.engine import Engine
+from structq.errors import SandboxViolation
 from structq.sources import is_builtin
 
 from .errors import AccessDenied
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from structq.errors import StructqError
 
     from .config import Principal
+    from .metrics import Metrics
 
 __all__ = ["GuardedEngine", "RequestScope", "request_scope", "check_access", "STEP_EVENT_ROWS"]
 
@@ -79,7 +81,10 @@ def _caller() -> RequestScope:
 
 class GuardedEngine(Engine):
     """The agent's engine in the service: it runs a plan only inside a request scope, with
-    that principal's variables (whatever its caller passed) and sources, and reports progress."""
+    that principal's variables (whatever its caller passed) and sources, and reports progress
+    (and, once the service sets ``metrics``, each step's duration, rows and refusal)."""
+
+    metrics: "Metrics | None" = None
 
     def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None,
             done: Mapping[str, "StepResult"] | None = None, upto: int | None = None) -> "PlanResult":
@@ -109,6 +114,11 @@ class GuardedEngine(Engine):
         return super().submit(context.run, fn, *args)
 
     def on_step(self, step: "Step", result: "StepResult | None", error: "StructqError | None") -> None:
+        if self.metrics is not None:
+            if result is not None and result.skipped is None:
+                self.metrics.step(step.source, result.elapsed_ms / 1000, result.row_count)
+            elif isinstance(error, SandboxViolation):
+                self.metrics.refusal(error.code)
         scope = _scope.get()
         if scope is not None and scope.emit is not None:
             scope.emit("step", step_event(step, result, error))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from structq.errors import ConfigError
 
 from .config import ServerConfig, is_loopback_host
+from .logs import configure_logging, log_format_from_env
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -44,6 +45,8 @@ class ServeOptions:
     daemon: bool = False
     #: The command that starts the service (``serve`` or ``mcp``), named in start-up errors.
     command: str = "serve"
+    #: ``text`` or ``json`` (``logs.py``); None: ``STRUCTQ_LOG_FORMAT``, else text.
+    log_format: str | None = None
 
     def load_config(self, sources: list[str]) -> ServerConfig:
         if self.config is None:
@@ -85,6 +88,7 @@ def app_from_env() -> "FastAPI":
     from .app import create_app
 
     options = ServeOptions(**json.loads(os.environ[_ENV]))
+    configure_logging(log_format_from_env(options.log_format))
     if options.daemon:  # a fresh process: the parent's choice of engine is not inherited
         from structq.executors import embedded
         from structq.executors.engine_daemon import parse_idle
@@ -99,11 +103,15 @@ def serve(options: ServeOptions) -> None:
     import uvicorn
 
     options.check_host()
+    log_format = log_format_from_env(options.log_format)
     service = make_service(options)  # fails here, once, on a bad manifest or config
+    configure_logging(log_format)
     where = f"http://{options.host}:{options.port}"
     users = "no token needed (loopback only)" if service.config.open else f"{len(service.config.tokens)} token(s)"
     print(f"structq serve: {where}  (page /, API /v1, OpenAPI /openapi.json, MCP /mcp; {users})", flush=True)
-    common = dict(host=options.host, port=options.port, log_level="warning", proxy_headers=True)
+    # uvicorn keeps the loggers configured above (log_config=None); its own access log is off: ours has the user
+    common = dict(host=options.host, port=options.port, log_level="warning", log_config=None, access_log=False,
+                  proxy_headers=True)
     if options.workers <= 1:
         from .app import create_app
 

@@ -15,14 +15,17 @@ import asyncio
 import datetime as dt
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import StructqError
 
 from .errors import RequestRejected
-from .observe import GuardedEngine, check_access, request_scope
+from .logs import current_request
+from .metrics import Metrics
+from .observe import Emit, GuardedEngine, check_access, request_scope
 
 if TYPE_CHECKING:
     from structq.agent import Agent, Answer
@@ -115,6 +118,8 @@ class Service:
         self.config = config
         self.store = store if store is not None else Store("sqlite://")
         self.conversations = Conversations(self.store, config.conversation_days)
+        self.metrics = Metrics(agent.capabilities, agent.engine)
+        agent.engine.metrics = self.metrics
         self.started = time.time()
 
     @staticmethod
@@ -131,6 +136,25 @@ class Service:
     def close(self) -> None:
         self.agent.close()
         self.store.close()
+
+    @contextmanager
+    def _serving(self, principal: "Principal", emit: Emit | None = None) -> Iterator[None]:
+        """Work done for ``principal``: the engine's scope (its sources and variables, the
+        stream's events), its audit lines (user, request id) and the model calls' metrics."""
+        from structq.agent.audit import audited_as
+        from structq.agent.llm import observing_model_calls
+
+        info = current_request()
+        if info is not None:
+            info.user = principal.user
+        with request_scope(principal, emit), observing_model_calls(self.metrics.model_call), \
+                audited_as(user=principal.user, request_id=info.request_id if info is not None else None):
+            yield
+
+    def _in_conversation(self, cid: str | None) -> None:
+        info = current_request()
+        if info is not None:
+            info.conversation = cid
 
     # --- questions -----------------------------------------------------------------------
 
@@ -149,7 +173,8 @@ class Service:
         question continues one or ``start_conversation``)."""
         self.check_question(question)
         cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
-        with request_scope(principal):
+        self._in_conversation(cid)
+        with self._serving(principal):
             answer = await self.agent.aask(question, vars=principal.vars, today=today, answer=not no_answer,
                                            conversation=conv)
         return self._remember(principal, cid, conv, answer)
@@ -182,7 +207,8 @@ class Service:
         async def work() -> dict[str, Any]:
             self.check_question(question)
             cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
-            with request_scope(principal, emit), streaming_answer(write):
+            self._in_conversation(cid)
+            with self._serving(principal, emit), streaming_answer(write):
                 answer = await self.agent.aask(question, vars=principal.vars, today=today,
                                                answer=not no_answer, conversation=conv)
             return self._remember(principal, cid, conv, answer)
@@ -203,6 +229,7 @@ class Service:
 
     def _remember(self, principal: "Principal", cid: str | None, conv: "Conversation | None",
                   answer: "Answer") -> dict[str, Any]:
+        self.metrics.plan(answer.plan_source)
         if cid is not None and conv is not None:
             self.conversations.append(cid, principal.key, conv, conv.turns[-1])  # the agent recorded the turn
         return {**answer.to_dict(), "conversation": cid}
@@ -211,7 +238,7 @@ class Service:
                    today: dt.date | None = None) -> dict[str, Any]:
         self.check_question(question)
         conv = self.conversations.open(self.agent, principal.key, conversation)[1] if conversation else None
-        with request_scope(principal):  # a template's look-ups run as this caller
+        with self._serving(principal):  # a template's look-ups run as this caller
             plan = await asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv,
                                            vars=principal.vars)
         check_access(principal, plan)
@@ -222,7 +249,7 @@ class Service:
         from structq.agent import Plan
 
         plan = Plan.parse(plan_data)
-        with request_scope(principal):
+        with self._serving(principal):
             result = await asyncio.to_thread(self.agent.engine.run, plan, vars=principal.vars)
         return result.to_dict()
 
