@@ -181,7 +181,7 @@ def test_ask_returns_the_ask_json_document_with_a_conversation(make_client) -> N
     client = make_client()
     document = client.post("/v1/ask", json={"question": SERIES_QUESTION}, headers=auth("tenant1")).json()
     assert set(document) == {"question", "answer", "citations", "plan", "plan_source", "steps", "notes",
-                             "model_calls", "rounds", "conversation"}
+                             "model_calls", "rounds", "conversation", "answer_id"}
     assert document["steps"][0]["row_count"] == 6 and document["citations"][0]["step"] == "by_month"
 
 

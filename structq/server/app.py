@@ -39,6 +39,8 @@ from .schemas import (
     AskResponse,
     ErrorResponse,
     ExamplesResponse,
+    FeedbackRequest,
+    FeedbackResponse,
     HealthResponse,
     PlanRequest,
     PlanResponse,
@@ -160,6 +162,12 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
         events = service.ask_stream(principal, body.question, surface=_surface(request), **args)
         return StreamingResponse((_sse(e) async for e in events), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    @app.post("/v1/feedback", response_model=FeedbackResponse, responses=_ERRORS)
+    async def feedback(body: FeedbackRequest, principal: Principal = Depends(caller)) -> Response:
+        """Rate one of your answers (up or down, with a comment): reviewers turn good ones into
+        verified examples and bad ones into regression questions (``structq feedback``)."""
+        return JSON(await service.feedback(principal, body.answer_id, body.rating, body.comment))
 
     @app.post("/v1/plan", response_model=PlanResponse, responses=_ERRORS)
     async def plan(body: PlanRequest, principal: Principal = Depends(caller)) -> Response:

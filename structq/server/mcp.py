@@ -1,6 +1,6 @@
 """structq as an MCP server (the official ``mcp`` SDK, 2.x): tools for assistants.
 
-Tools: ``ask``, ``plan``, ``run_plan``, ``list_sources``, ``describe_source``. Results come back
+Tools: ``ask``, ``plan``, ``run_plan``, ``list_sources``, ``describe_source``, ``feedback``. Results come back
 as structured content (the same documents as the HTTP API) plus their JSON as text; a failure
 (a sandbox refusal, a forbidden source) is a tool error whose text carries the code, the
 message and the hint, so the calling model can correct itself.
@@ -84,6 +84,17 @@ def build_mcp(service: "Service", *, http: bool, principal: "Principal | None" =
         return await guarded(service.ask(caller(ctx), question, conversation=conversation,
                                          start_conversation=start_conversation, today=_today(today),
                                          no_answer=no_answer))
+
+    @server.tool(description="Rate an answer: its answer_id, rating 'up' or 'down', and optionally a comment "
+                             "saying what was right or wrong. Reviewers use it to improve the answers.")
+    async def feedback(answer_id: str, rating: str, ctx: Context, comment: str | None = None) -> dict[str, Any]:
+        async def rate() -> dict[str, Any]:
+            if rating not in ("up", "down"):
+                raise RequestRejected(400, "bad_request", f"rating={rating!r} is not up or down",
+                                      hint="rate an answer up or down")
+            return await service.feedback(caller(ctx), answer_id, rating, comment)
+
+        return await guarded(rate())
 
     @server.tool(description="The query plan for a question, without running it.")
     async def plan(question: str, ctx: Context, today: str | None = None) -> dict[str, Any]:

@@ -95,6 +95,14 @@ class Conversations:
             raise _unknown(cid)
 
 
+def answer_record(answer: "Answer", principal: "Principal", today: dt.date) -> dict[str, Any]:
+    """What feedback on an answer needs: who asked what on which day, the plan and where it
+    came from, and how many rows each step returned (never the rows)."""
+    return {"question": answer.question, "user": principal.user, "vars": principal.vars, "today": today.isoformat(),
+            "plan": answer.plan.to_dict(), "plan_source": answer.plan_source,
+            "row_counts": {key: step.row_count for key, step in answer.results.steps.items()}}
+
+
 def _unknown(cid: str) -> RequestRejected:
     """Another caller's conversation id is answered like one that does not exist."""
     return RequestRejected(404, "unknown_conversation", f"no conversation {cid!r} for this caller",
@@ -177,7 +185,7 @@ class Service:
         with self._serving(principal):
             answer = await self.agent.aask(question, vars=principal.vars, today=today, answer=not no_answer,
                                            conversation=conv)
-        return self._remember(principal, cid, conv, answer)
+        return self._remember(principal, cid, conv, answer, today)
 
     async def ask_stream(self, principal: "Principal", question: str, *, conversation: str | None = None,
                          start_conversation: bool = False, today: dt.date | None = None,
@@ -211,7 +219,7 @@ class Service:
             with self._serving(principal, emit), streaming_answer(write):
                 answer = await self.agent.aask(question, vars=principal.vars, today=today,
                                                answer=not no_answer, conversation=conv)
-            return self._remember(principal, cid, conv, answer)
+            return self._remember(principal, cid, conv, answer, today)
 
         task = asyncio.ensure_future(work())
         task.add_done_callback(lambda _: loop.call_soon(queue.put_nowait, None))
@@ -228,11 +236,24 @@ class Service:
         yield Event("done", document)
 
     def _remember(self, principal: "Principal", cid: str | None, conv: "Conversation | None",
-                  answer: "Answer") -> dict[str, Any]:
+                  answer: "Answer", today: dt.date | None) -> dict[str, Any]:
+        """The answer document, with its conversation and its ``answer_id`` (what was asked and
+        planned is kept under it, for feedback on the answer)."""
         self.metrics.plan(answer.plan_source)
         if cid is not None and conv is not None:
             self.conversations.append(cid, principal.key, conv, conv.turns[-1])  # the agent recorded the turn
-        return {**answer.to_dict(), "conversation": cid}
+        answer_id = uuid.uuid4().hex
+        self.store.put_answer(answer_id, principal.key, answer_record(answer, principal, today or dt.date.today()))
+        return {**answer.to_dict(), "conversation": cid, "answer_id": answer_id}
+
+    async def feedback(self, principal: "Principal", answer_id: str, rating: str, comment: str | None) -> dict[str, Any]:
+        """Keep ``principal``'s rating of one of its own answers (a second rating replaces the first)."""
+        record = await asyncio.to_thread(self.store.get_answer, answer_id, principal.key)
+        if record is None:
+            raise RequestRejected(404, "unknown_answer", f"no answer {answer_id!r} for this caller",
+                                  hint="send the answer_id of an answer this token received")
+        await asyncio.to_thread(self.store.put_feedback, answer_id, principal.key, rating, comment, record)
+        return {"answer_id": answer_id, "rating": rating}
 
     async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,
                    today: dt.date | None = None) -> dict[str, Any]:
@@ -284,7 +305,8 @@ class Service:
             plan = Plan.from_example(example)  # type: ignore[arg-type]
             sources = sorted({s.source for s in plan.steps} - {"local"})
             if all(principal.may_use(s) for s in sources):
-                out.append({"question": example.question, "sources": sources})  # type: ignore[attr-defined]
+                out.append({"question": example.question, "sources": sources,  # type: ignore[attr-defined]
+                            "from_feedback": example.feedback is not None, "draft": example.draft})  # type: ignore[attr-defined]
         return out
 
     # --- health --------------------------------------------------------------------------
