@@ -218,16 +218,30 @@ def _logged(log: CallLog, call: ModelCall, outcome: str) -> None:
 
 def _stream(model: Any, messages: "list[BaseMessage]", on_text: "Callable[[str], None]") -> "AIMessage":
     """The whole reply of a streamed call (chunks added up, usage included), each piece of
-    text handed to ``on_text`` on the way."""
+    text handed to ``on_text`` on the way.
+
+    Some OpenAI-compatible servers ignore ``stream`` and send one whole completion, which the
+    client reads as a stream of no chunks ("No generation chunks were returned"): then the
+    call is made once more without streaming, and its text handed on as one piece."""
     from langchain_core.messages import AIMessage
 
     reply: Any = None
-    for chunk in model.stream(messages):
-        reply = chunk if reply is None else reply + chunk
-        text = reply_text(chunk)
-        if text:
-            on_text(text)
-    return reply if reply is not None else AIMessage(content="")
+    try:
+        for chunk in model.stream(messages):
+            reply = chunk if reply is None else reply + chunk
+            text = reply_text(chunk)
+            if text:
+                on_text(text)
+    except ValueError as exc:
+        if reply is not None or "no generation chunks" not in str(exc).lower():
+            raise
+    if reply is not None:
+        return reply  # type: ignore[no-any-return]
+    whole = model.invoke(messages)
+    text = reply_text(whole)
+    if text:
+        on_text(text)
+    return whole if whole is not None else AIMessage(content="")  # type: ignore[no-any-return]
 
 
 def reply_text(reply: Any) -> str:
