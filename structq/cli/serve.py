@@ -113,8 +113,11 @@ def mcp(*, manifests, llm, var, no_cache, verbose) -> None:
     """
     with errors_to_exit(verbose):
         _server_extra()
+        from structq.server.logs import configure_logging, log_format_from_env
         from structq.server.mcp import build_mcp
         from structq.server.run import ServeOptions, make_service
+
+        configure_logging(log_format_from_env())  # stderr; stdout carries the protocol
 
         service = make_service(ServeOptions(manifests=str(resolve_manifests(manifests)), llm=llm,
                                             vars=parse_vars(var), no_cache=no_cache, command="mcp"))

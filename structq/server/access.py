@@ -51,7 +51,8 @@ class AccessLog:
             self.metrics.request(route, status[0], seconds)
             ACCESS.info("%s %s %s", scope.get("method", ""), route, status[0], extra={
                 "method": scope.get("method"), "route": route, "status": status[0],
-                "duration_ms": round(seconds * 1000, 1), "user": info.user, "conversation": info.conversation})
+                "duration_ms": round(seconds * 1000, 1), "user": info.user, "conversation": info.conversation,
+                "request_id": info.request_id})
             end_request(token)
 
 

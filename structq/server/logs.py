@@ -36,8 +36,8 @@ ENV = "STRUCTQ_LOG_FORMAT"
 #: The logger of the access lines.
 ACCESS = logging.getLogger("structq.access")
 
-#: The fields of an access line, in the order the text format writes them.
-ACCESS_FIELDS = ("request_id", "method", "route", "status", "duration_ms", "user", "conversation")
+#: The fields the text format writes after an access line's message (``POST /v1/ask 200``).
+ACCESS_FIELDS = ("duration_ms", "user", "conversation", "request_id")
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -102,6 +102,9 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
         fields = [f"{k}={getattr(record, k)}" for k in ACCESS_FIELDS if getattr(record, k, None) is not None]
+        info = current_request()
+        if info is not None and not hasattr(record, "request_id"):
+            fields.append(f"request_id={info.request_id}")
         return f"{line} {' '.join(fields)}" if fields else line
 
 
@@ -114,10 +117,15 @@ def log_format_from_env(given: str | None = None) -> LogFormat:
 
 
 def configure_logging(log_format: LogFormat) -> None:
-    """Route the ``structq`` and ``uvicorn`` loggers to stderr in ``log_format`` (INFO and up:
-    access lines and events; uvicorn's own access log is off — ours has the user and the id)."""
+    """Every log record to stderr in ``log_format``: the ``structq`` and ``uvicorn`` loggers from
+    INFO (access lines and events; uvicorn's own access log is off — ours has the user and the
+    id), the libraries' (database and search clients) from WARNING. Called before the MCP
+    server is built: its SDK then leaves the root logger as it is."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
     for name in ("structq", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers = [handler]
