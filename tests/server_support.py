@@ -144,6 +144,33 @@ def add_customer_example(shop: Shop) -> Shop:
     return shop
 
 
+@contextmanager
+def service_clients() -> Iterator[Any]:
+    """``open(capabilities, config, model=None)`` → (TestClient, Service): a service on an agent
+    without cache or audit, through the ASGI test client; every one closed at the end."""
+    from fastapi.testclient import TestClient
+
+    from structq.config import Settings
+    from structq.server.app import create_app
+    from structq.server.service import Service
+
+    opened: list[Any] = []
+
+    def open_client(capabilities: Any, config: Any, model: Any = None) -> tuple[Any, Any]:
+        settings = Settings(llm=None, cache_enabled=False, audit_enabled=False, max_replans=0)
+        service = Service(Service.agent_for(capabilities, llm=model, settings=settings), config)
+        client = TestClient(create_app(service, mcp=False), raise_server_exceptions=False)
+        client.__enter__()
+        opened.append(client)
+        return client, service
+
+    try:
+        yield open_client
+    finally:
+        for client in opened:
+            client.__exit__(None, None, None)
+
+
 def auth(name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[name]}"}
 

@@ -22,11 +22,11 @@ from server_support import (
     add_customer_example,
     auth,
     build_shop,
+    service_clients,
 )
 
 from structq.capabilities import CapabilitySet
 from structq.config import Settings
-from structq.server.app import create_app
 from structq.server.config import ServerConfig
 from structq.server.service import Service
 from structq.server.store import Store
@@ -40,23 +40,13 @@ def shop(tmp_path: Path):
 @pytest.fixture
 def served(shop):
     """``served(model=None, **config)`` → (client, service) on the shop; closed afterwards."""
-    clients: list[TestClient] = []
+    with service_clients() as open_client:
+        def make(model: Any = None, **config: Any) -> tuple[TestClient, Service]:
+            capabilities = CapabilitySet.from_path(shop.manifests)
+            server = ServerConfig.from_file(shop.config, sources=capabilities.names)
+            return open_client(capabilities, ServerConfig(**{**server.__dict__, **config}), model)
 
-    def make(model: Any = None, **config: Any) -> tuple[TestClient, Service]:
-        capabilities = CapabilitySet.from_path(shop.manifests)
-        settings = Settings(llm=None, cache_enabled=False, audit_enabled=False, max_replans=0)
-        server = ServerConfig.from_file(shop.config, sources=capabilities.names)
-        if config:
-            server = ServerConfig(**{**server.__dict__, **config})
-        service = Service(Service.agent_for(capabilities, llm=model, settings=settings), server)
-        client = TestClient(create_app(service, mcp=False), raise_server_exceptions=False)
-        client.__enter__()
-        clients.append(client)
-        return client, service
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+        yield make
 
 
 def _conversations(store: Store) -> int:

@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from server_support import CUSTOMER_QUESTION, add_customer_example, auth, build_shop
+from server_support import CUSTOMER_QUESTION, add_customer_example, auth, build_shop, service_clients
 
 from structq.capabilities import CapabilitySet
 from structq.config import Settings
-from structq.server.app import create_app
 from structq.server.config import ServerConfig
 from structq.server.service import Service
 
@@ -33,18 +31,8 @@ def slotted_shop(tmp_path: Path):
 
 @pytest.fixture
 def client_for():
-    clients: list[TestClient] = []
-
-    def make(capabilities: CapabilitySet, config: ServerConfig) -> tuple[TestClient, Service]:
-        service = Service(Service.agent_for(capabilities, settings=_settings()), config)
-        client = TestClient(create_app(service, mcp=False), raise_server_exceptions=False)
-        client.__enter__()
-        clients.append(client)
-        return client, service
-
-    yield make
-    for client in clients:
-        client.__exit__(None, None, None)
+    with service_clients() as open_client:
+        yield open_client
 
 
 def test_the_agent_keeps_the_engine_it_was_given(slotted_shop) -> None:
