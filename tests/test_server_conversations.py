@@ -120,3 +120,21 @@ def test_conversations_past_their_retention_are_forgotten(shop) -> None:
     service = Service(Service.agent_for(capabilities, settings=settings), config, store)
     assert store.load_conversation("old") is None and store.load_conversation("new") is not None
     service.close()
+
+
+def test_a_follow_up_that_changes_a_slots_value_is_the_slotted_example_again(served) -> None:
+    client, _ = served()
+    first = client.post("/v1/ask", json={"question": CUSTOMER_QUESTION.replace("客户0", "客户4"), "start_conversation": True},
+                        headers=auth("tenant1")).json()
+    assert first["plan_source"] == "template"
+    ask = lambda q: client.post("/v1/ask", json={"question": q, "conversation": first["conversation"]},  # noqa: E731
+                                headers=auth("tenant1"))
+    follow = ask("那T1-客户5呢？")
+    assert follow.status_code == 200, follow.text
+    assert follow.json()["plan_source"] == "template" and follow.json()["plan"]["template"]["params"] == {"customer": "T1-客户5"}
+    assert follow.json()["question"] == "那T1-客户5呢？"
+    again = ask("T1-客户6呢")  # a follow-up of the follow-up
+    assert again.status_code == 200 and again.json()["plan"]["template"]["params"] == {"customer": "T1-客户6"}
+    # the new value is looked up like any slot's: another tenant's customer is not found, nothing answers it
+    assert ask("那T2-客户5呢？").status_code == 503
+    assert ask("那这个月呢？").status_code == 503  # not a value of the slot

@@ -94,6 +94,9 @@ class Request:
     context: str = ""
     answer: bool = True
     use_cache: bool = True
+    #: The last templated question with one slot's value changed, when this question is a
+    #: follow-up that only changes it ("那北斗呢？", ``followup.py``).
+    restated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,14 @@ class Outcome:
     results: PlanResult
     attempts: "Sequence[Attempt]" = ()
     rounds: "Sequence[Round]" = ()
+
+
+def _restated(question: str, conversation: "Conversation | None") -> tuple[str, ...]:
+    if conversation is None or not conversation.turns:
+        return ()
+    from .followup import restated
+
+    return tuple(restated(question, conversation.turns))
 
 
 def _today(timezone: str | None) -> dt.date:
@@ -221,7 +232,7 @@ class Agent:
         ``vars``: the caller's variables, for the data a template's slots are looked up in."""
         today = today or _today(self.settings.timezone)
         context = conversation.context() if conversation else ""
-        plan, _ = self._first_plan(question, today, use_cache, context, vars or {})
+        plan, _ = self._first_plan(question, today, use_cache, context, vars or {}, _restated(question, conversation))
         if plan is None:
             plan = self.planner().plan(question, today=today, log=CallLog(), context=context)
         return plan.validate_against(self.capabilities)
@@ -253,7 +264,8 @@ class Agent:
     def _request(self, question: str, vars: dict[str, Any] | None, today: dt.date | None,
                  conversation: "Conversation | None", *, answer: bool, use_cache: bool) -> "Request":
         return Request(question, dict(vars or {}), today or _today(self.settings.timezone),
-                       conversation.context() if conversation else "", answer, use_cache)
+                       conversation.context() if conversation else "", answer, use_cache,
+                       _restated(question, conversation))
 
     async def _respond(self, request: "Request", *, given: Plan | None = None) -> Answer:
         """Every question and every given plan goes this way: a plan (``given``, or obtained by
@@ -268,7 +280,7 @@ class Agent:
                 try:
                     outcome = Outcome(*await self._plan_and_run(
                         request.question, request.vars, request.today, request.context, request.use_cache, log,
-                        with_values=request.answer))
+                        with_values=request.answer, restated=request.restated))
                 except (ConfigError, ModelError) as failure:  # planning failed: a keyword search, if configured
                     from .fallback import keyword_fallback
 
@@ -290,19 +302,22 @@ class Agent:
 
     # --- internals ----------------------------------------------------------------------
 
-    def _first_plan(self, question: str, today: dt.date, use_cache: bool,
-                    context: str, vars: dict[str, Any]) -> tuple[Plan | None, str | None]:
+    def _first_plan(self, question: str, today: dt.date, use_cache: bool, context: str, vars: dict[str, Any],
+                    restated: Sequence[str] = ()) -> tuple[Plan | None, str | None]:
         """A plan that needs no model call: a verified example, a slotted one, then the cache.
 
         A verified or slotted example answers in a conversation too: it matches only a question
         whole in itself (every word of the example, every slot filled), so the earlier turns
-        cannot change what it means — and without a model a conversation goes on."""
+        cannot change what it means — and without a model a conversation goes on. A follow-up
+        that only changes the value of the last templated question ("那北斗呢？") is that
+        question with the new value (``restated``)."""
         verified = self.verified.get(question, today)
         if verified is not None:
             return verified, "verified"
-        templated = self.templates.plan(question, today, vars)
-        if templated is not None:
-            return templated, "template"
+        for asked in (question, *restated):  # a follow-up that changes a slot's value: the slotted example again
+            templated = self.templates.plan(asked, today, vars)
+            if templated is not None:
+                return templated, "template"
         if not self.has_model:  # nothing to plan with: say what can be asked instead
             raise self.templates.no_match(question)
         if use_cache and self.cache is not None and self.has_model:
@@ -316,9 +331,9 @@ class Agent:
                              today=today.isoformat(), context=context)
 
     async def _plan_and_run(self, question: str, vars: dict[str, Any], today: dt.date, context: str,
-                            use_cache: bool, log: CallLog, *, with_values: bool = True,
+                            use_cache: bool, log: CallLog, *, with_values: bool = True, restated: Sequence[str] = (),
                             ) -> tuple[Plan, str, PlanResult, list[Attempt], list[Round]]:
-        plan, source = self._first_plan(question, today, use_cache, context, vars)
+        plan, source = self._first_plan(question, today, use_cache, context, vars, restated)
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
             return plan, source or "verified", await self.engine.arun(plan, vars=vars), [], []
