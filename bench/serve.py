@@ -5,7 +5,7 @@ search engine), waits until ``/readyz`` says every source answers, then runs CLI
 concurrent clients that ask verified questions (SQL and search) in turn for SECONDS seconds.
 Prints requests/s, p50/p95/p99 latency, errors (target 0), and the RSS of the server, its
 workers and the search engine at the start and the end of the load (and at every fifth of it,
-to show a trend). Then, for comparison, each question once through the command line, one
+to show a trend), and how many "Connection pool is full" warnings the server logged (target 0). Then, for comparison, each question once through the command line, one
 process each (``structq ask --json``), as a person would without the server: with
 ``--no-daemon`` (start-up and the search engine's index load every time), and sharing the
 background engine the server left warm (start-up only). The engine runs under a state folder
@@ -75,11 +75,13 @@ def ensure_demo(directory: Path) -> None:
         build_demo(directory)
 
 
-def start(env: dict[str, str], port: int, workers: int) -> subprocess.Popen[bytes]:
+def start(env: dict[str, str], port: int, workers: int, log: Path) -> subprocess.Popen[bytes]:
+    """The server, its stderr (warnings, access lines) in ``log``."""
     import httpx
 
     process = subprocess.Popen([sys.executable, "-m", "structq.cli", "serve", "--port", str(port), "--no-cache",
-                                "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--workers", str(workers)], env=env, stdout=subprocess.DEVNULL,
+                               stderr=log.open("wb"))
     url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
     while time.perf_counter() - started < 300:
@@ -166,7 +168,8 @@ def main() -> None:
 
 def run(args: argparse.Namespace, env: dict[str, str]) -> None:
     port = free_port()
-    process = start(env, port, args.workers)
+    log = Path(tempfile.mkdtemp(prefix="structq-bench-log-")) / "serve.log"
+    process = start(env, port, args.workers, log)
     try:
         before = rss_mb(process.pid)
         latencies, errors, rss = asyncio.run(load(f"http://127.0.0.1:{port}", args.clients, args.seconds, process.pid))
@@ -182,6 +185,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> None:
         print(f"  latency       p50 {percentile(latencies, 50) * 1000:.0f} ms   p95 {percentile(latencies, 95) * 1000:.0f} ms"
               f"   p99 {percentile(latencies, 99) * 1000:.0f} ms   mean {statistics.mean(latencies) * 1000:.0f} ms")
     print(f"  RSS           start {before:.0f} MB, end {rss[-1]:.0f} MB; during: {', '.join(f'{r:.0f}' for r in rss)} MB")
+    said = log.read_text(encoding="utf-8", errors="replace")
+    print(f"  pool warnings {said.count('Connection pool is full')}  (\"Connection pool is full\" in the server log {log})")
     if args.skip_cli:
         return
     print("\nthe same questions through the command line, one process each:")

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Settings", "DEFAULT_OPENAI_MODEL", "default_demo_dir", "user_cache_dir", "user_state_dir"]
+__all__ = ["Settings", "DEFAULT_OPENAI_MODEL", "default_demo_dir", "user_cache_dir", "user_state_dir", "threads_from_env"]
 
 APP = "structq"
 
@@ -106,7 +106,7 @@ class Settings:
             "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
             "route_tokens": _whole_number("STRUCTQ_ROUTE_TOKENS", env.get("STRUCTQ_ROUTE_TOKENS", "2000")),
             "plan_examples": _whole_number("STRUCTQ_PLAN_EXAMPLES", env.get("STRUCTQ_PLAN_EXAMPLES", "3")),
-            "threads": _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32")),
+            "threads": threads_from_env(env),
             "fallback": env.get("STRUCTQ_FALLBACK") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -125,6 +125,13 @@ def _fallback(value: object) -> str | None:
         raise ConfigError(f"fallback {value!r} is not known",
                           hint="use keywords (STRUCTQ_FALLBACK=keywords or --fallback keywords), or off")
     return text
+
+
+def threads_from_env(env: Mapping[str, str] | None = None) -> int:
+    """``STRUCTQ_THREADS`` (default 32): the steps an engine runs at once, and so the
+    connections a source's client pool keeps (fewer would be opened and thrown away under load)."""
+    env = os.environ if env is None else env
+    return _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32"))
 
 
 def _whole_number(name: str, text: str) -> int:

@@ -58,6 +58,9 @@ class StructqError(Exception):
 
     #: Whether the planner may send this error back to the model for a repair.
     retryable: bool = False
+    #: Whether the caller may not do this at all (a source its token does not grant): never
+    #: read as "no data" by a look-up that abstains on other errors.
+    refuses_caller: bool = False
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)

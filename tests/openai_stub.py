@@ -23,8 +23,11 @@ __all__ = ["OpenAIStub"]
 class OpenAIStub:
     """``with OpenAIStub({"按品类": plan, ...}) as stub: stub.base_url``."""
 
-    def __init__(self, rules: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, rules: dict[str, dict[str, Any]], *, ignore_stream: bool = False) -> None:
+        """``ignore_stream``: answer a streamed request with one JSON completion, as some
+        OpenAI-compatible servers do."""
         self.rules = rules
+        self.ignore_stream = ignore_stream
         self.requests: list[dict[str, Any]] = []
         stub = self
 
@@ -33,7 +36,7 @@ class OpenAIStub:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append(body)
                 reply = stub.reply(body)
-                if body.get("stream"):
+                if body.get("stream") and not stub.ignore_stream:
                     payload = stub.streamed(reply)
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")

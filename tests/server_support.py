@@ -128,6 +128,49 @@ def build_shop(directory: Path, *, timeout_s: float = 5, **limits: Any) -> Shop:
     return Shop(directory, manifests, config)
 
 
+CUSTOMER_QUESTION = "客户T1-客户0的订单金额一共多少？"
+
+
+def add_customer_example(shop: Shop) -> Shop:
+    """A slotted example on the shop whose customer is looked up in the (row-filtered) orders."""
+    path = shop.manifests / "shop.yaml"
+    manifest = yaml.safe_load(path.read_text(encoding="utf-8"))
+    manifest["examples"].append({
+        "question": CUSTOMER_QUESTION,
+        "slots": {"customer": {"column": "shop.orders.customer", "example": "T1-客户0"}},
+        "steps": [{"output_key": "spent", "source": "shop", "purpose": "客户订单金额合计",
+                   "query": "SELECT SUM(amount) AS total FROM orders WHERE customer = :customer"}]})
+    path.write_text(yaml.safe_dump(manifest, allow_unicode=True), encoding="utf-8")
+    return shop
+
+
+@contextmanager
+def service_clients() -> Iterator[Any]:
+    """``open(capabilities, config, model=None)`` → (TestClient, Service): a service on an agent
+    without cache or audit, through the ASGI test client; every one closed at the end."""
+    from fastapi.testclient import TestClient
+
+    from structq.config import Settings
+    from structq.server.app import create_app
+    from structq.server.service import Service
+
+    opened: list[Any] = []
+
+    def open_client(capabilities: Any, config: Any, model: Any = None) -> tuple[Any, Any]:
+        settings = Settings(llm=None, cache_enabled=False, audit_enabled=False, max_replans=0)
+        service = Service(Service.agent_for(capabilities, llm=model, settings=settings), config)
+        client = TestClient(create_app(service, mcp=False), raise_server_exceptions=False)
+        client.__enter__()
+        opened.append(client)
+        return client, service
+
+    try:
+        yield open_client
+    finally:
+        for client in opened:
+            client.__exit__(None, None, None)
+
+
 def auth(name: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[name]}"}
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted import plan_reply, scripted
 
 from structq.agent import Agent, Answer, Plan
 from structq.errors import ConfigError, SandboxViolation
@@ -60,14 +59,13 @@ def test_a_given_plan_that_fails_is_audited_too(make_agent, tmp_path: Path) -> N
     [line] = audit_lines(tmp_path)
     assert line["question"] == "delete everyone" and line["error"]["type"] == "SandboxViolation"
     assert line["plan_source"] == "given" and line["plan"]["steps"][0]["query"] == "DELETE FROM employees"
-    assert line["vars"] == ["tenant_id"]  # names only, never values
+    assert line["vars"] == {"tenant_id": 7} and line["sources"] == ["hr"]  # the values: which rows were readable
 
 
 @pytest.mark.parametrize("entry", ["conversation", "agent"])
 def test_a_conversation_gains_one_turn_per_question(make_agent, entry: str) -> None:
-    """The first turn is a verified example; the follow-up (which has context) is planned by the model."""
-    plan = make_agent(None).plan(EXAMPLE, today=TODAY).to_dict()
-    agent = make_agent(scripted(plan_reply(plan)))
+    """Both turns are a verified example: a question whole in itself answers the same in a conversation."""
+    agent = make_agent(None)
     chat = agent.conversation()
     for _ in range(2):
         if entry == "conversation":

@@ -20,7 +20,6 @@ from server_support import (
     sse_events,
 )
 
-from structq.agent import Agent
 from structq.capabilities import CapabilitySet
 from structq.config import Settings
 from structq.server.app import create_app
@@ -49,7 +48,7 @@ def make_client(shop, tmp_path: Path):
             config = ServerConfig.from_file(build_shop(tmp_path / f"cfg{len(clients)}", **limits).config
                                             if limits else shop.config, sources=capabilities.names)
         settings = Settings(llm=None, cache_enabled=False, audit_enabled=False)
-        agent = Agent(capabilities, llm=model, settings=settings)
+        agent = Service.agent_for(capabilities, llm=model, settings=settings)
         client = TestClient(create_app(Service(agent, config)), raise_server_exceptions=False)
         client.__enter__()
         clients.append(client)
@@ -182,7 +181,7 @@ def test_ask_returns_the_ask_json_document_with_a_conversation(make_client) -> N
     client = make_client()
     document = client.post("/v1/ask", json={"question": SERIES_QUESTION}, headers=auth("tenant1")).json()
     assert set(document) == {"question", "answer", "citations", "plan", "plan_source", "steps", "notes",
-                             "model_calls", "rounds", "checks", "conversation"}
+                             "model_calls", "rounds", "checks", "conversation", "answer_id"}
     assert document["steps"][0]["row_count"] == 6 and document["citations"][0]["step"] == "by_month"
 
 
@@ -216,13 +215,13 @@ def test_stream_ends_with_an_error_event_carrying_the_hint(make_client) -> None:
     events = sse_events(response.text)
     assert [name for name, _ in events] == ["error"]
     error = json.loads(events[0][1])["error"]
-    assert error["code"] == "not_configured" and "--llm" in error["hint"]
+    assert error["code"] == "not_configured" and "GET /v1/examples" in error["hint"]
 
 
 def test_a_follow_up_sees_the_conversation_and_stays_with_its_owner(make_client) -> None:
     model = scripted(plan_reply(model_plan("SELECT customer FROM orders WHERE category = '图书' LIMIT 1")))
     client = make_client(model)
-    first = client.post("/v1/ask", json={"question": CATEGORY_QUESTION, "no_answer": True},
+    first = client.post("/v1/ask", json={"question": CATEGORY_QUESTION, "no_answer": True, "start_conversation": True},
                         headers=auth("tenant1")).json()
     follow = client.post("/v1/ask", json={"question": "那图书是谁买的？", "conversation": first["conversation"],
                                           "no_answer": True}, headers=auth("tenant1"))
@@ -280,7 +279,7 @@ def test_a_source_that_is_down_is_503_and_the_process_keeps_serving(make_client,
 def test_a_query_past_its_timeout_is_504(tmp_path: Path) -> None:
     slow = build_shop(tmp_path / "slow", timeout_s=0.05)
     capabilities = CapabilitySet.from_path(slow.manifests)
-    agent = Agent(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+    agent = Service.agent_for(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
     config = ServerConfig.from_file(slow.config, sources=capabilities.names)
     # a cross join of 120 orders five times over: far more than 50 ms of work on any machine
     query = ("SELECT COUNT(*) AS n FROM orders AS a, orders AS b, orders AS c, orders AS d, orders AS e "

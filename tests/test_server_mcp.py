@@ -15,7 +15,7 @@ import httpx
 import pytest
 from server_support import NOTES_QUESTION, SERIES_QUESTION, TOKENS, ServerProcess, build_shop, serving_shop
 
-TOOLS = {"ask", "plan", "run_plan", "list_sources", "describe_source"}
+TOOLS = {"ask", "plan", "run_plan", "list_sources", "describe_source", "feedback"}
 
 
 def plan_of(query: str, source: str = "shop") -> dict[str, Any]:
@@ -75,6 +75,11 @@ async def test_stdio_tools_answer_with_the_command_lines_variables(shop) -> None
         answer = await session.call_tool("ask", {"question": SERIES_QUESTION})
         assert answer.structured_content["plan_source"] == "verified" and len(rows_of(answer)) == 6
         assert json.loads(answer.content[0].text)["steps"][0]["row_count"] == 6
+        rated = await session.call_tool("feedback", {"answer_id": answer.structured_content["answer_id"],
+                                                     "rating": "up", "comment": "对"})
+        assert not rated.is_error and rated.structured_content["rating"] == "up"
+        assert "rating='sideways' is not up or down" in error_text(await session.call_tool(
+            "feedback", {"answer_id": answer.structured_content["answer_id"], "rating": "sideways"}))
 
         sneaky = await session.call_tool("run_plan", {"plan": plan_of("SELECT customer FROM orders WHERE tenant_id = 2")})
         assert {r[0] for r in rows_of(sneaky)} <= shop.tenant_customers(1)

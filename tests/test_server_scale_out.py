@@ -71,7 +71,7 @@ def test_a_plan_cached_by_one_server_is_used_by_the_other_without_the_model(serv
 
 def test_a_conversation_started_on_one_server_continues_on_the_other(servers) -> None:
     stub, first, second = servers
-    started = _ask(first, BY_CUSTOMER, today="2026-06-15")  # another day: planned afresh, not from the cache
+    started = _ask(first, BY_CUSTOMER, today="2026-06-15", start_conversation=True)  # another day: planned afresh, not from the cache
     follow_up = _ask(second, FOLLOW_UP, conversation=started["conversation"])
     assert follow_up["conversation"] == started["conversation"]
     assert follow_up["plan_source"] == "model"

@@ -85,7 +85,7 @@ def _stored_questions(store_url: str, cid: str) -> list[str]:
 
 def test_follow_ups_sent_at_once_to_two_servers_all_become_turns_in_one_order(servers) -> None:
     stub, (first, second), store_url = servers
-    cid = _ask(first, BY_CUSTOMER)["conversation"]
+    cid = _ask(first, BY_CUSTOMER, start_conversation=True)["conversation"]
     questions = [f"第{n}问：{FOLLOW_UP}" for n in range(AT_ONCE)]
     with ThreadPoolExecutor(AT_ONCE) as pool:
         answers = list(pool.map(lambda n: _ask((first, second)[n % 2], questions[n], conversation=cid), range(AT_ONCE)))

@@ -23,7 +23,6 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from scripted import plan_reply, scripted
 from server_support import SERIES_QUESTION, auth, build_shop, sse_events
 
-from structq.agent import Agent
 from structq.agent.synthesis import NumberGate, known_figures, unsupported_numbers
 from structq.capabilities import CapabilitySet
 from structq.config import Settings
@@ -45,7 +44,7 @@ def stream(shop):
     def ask(model: Any, question: str = SERIES_QUESTION, **body: Any) -> list[tuple[str, Any]]:
         capabilities = CapabilitySet.from_path(shop.manifests)
         settings = Settings(llm=None, cache_enabled=False, audit_enabled=False, max_replans=0)
-        service = Service(Agent(capabilities, llm=model, settings=settings),
+        service = Service(Service.agent_for(capabilities, llm=model, settings=settings),
                           ServerConfig.from_file(shop.config, sources=capabilities.names))
         client = TestClient(create_app(service), raise_server_exceptions=False)
         client.__enter__()

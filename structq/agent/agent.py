@@ -98,6 +98,9 @@ class Request:
     context: str = ""
     answer: bool = True
     use_cache: bool = True
+    #: The last templated question with one slot's value changed, when this question is a
+    #: follow-up that only changes it ("那北斗呢？", ``followup.py``).
+    restated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,14 @@ class Outcome:
     results: PlanResult
     attempts: "Sequence[Attempt]" = ()
     rounds: "Sequence[Round]" = ()
+
+
+def _restated(question: str, conversation: "Conversation | None") -> tuple[str, ...]:
+    if conversation is None or not conversation.turns:
+        return ()
+    from .followup import restated
+
+    return tuple(restated(question, conversation.turns))
 
 
 def _today(timezone: str | None) -> dt.date:
@@ -137,16 +148,20 @@ class Agent:
         cache: PlanCache | None = None,
         audit: AuditLog | None = None,
         adaptive: bool | None = None,
+        engine: Engine | None = None,
     ) -> None:
+        """``engine``: the one engine every data access goes through — the plans' runs, the
+        template slots' look-ups, the keyword fallback, the replans (a service passes one that
+        checks each caller's sources); by default a plain one over ``capabilities``."""
         self.capabilities = capabilities
         self.settings = settings or Settings.from_env()
         if adaptive is not None:
             self.settings = dataclasses.replace(self.settings, adaptive=adaptive)
         self._llm_spec = llm if llm is not None else self.settings.llm
         self._model: Any = None
-        self.engine = Engine(capabilities, threads=self.settings.threads)
+        self._engine = engine if engine is not None else Engine(capabilities, threads=self.settings.threads)
         self.verified = VerifiedPlans(capabilities)
-        self.templates = TemplatePlans(capabilities, self.engine)
+        self.templates = TemplatePlans(capabilities, self._engine)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
         self.audit = audit if audit is not None else (
             AuditLog(self.settings.audit_path, include_answer=self.settings.audit_answers)
@@ -163,6 +178,11 @@ class Agent:
         from structq.config import user_cache_dir
 
         return PlanCache(user_cache_dir() / "plans.sqlite", best_effort=True)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine given at construction (not replaceable: every part of the agent holds it)."""
+        return self._engine
 
     def close(self) -> None:
         self.engine.close()
@@ -214,11 +234,12 @@ class Agent:
         return Conversation(self)
 
     def plan(self, question: str, *, today: dt.date | None = None, use_cache: bool = True,
-             conversation: "Conversation | None" = None) -> Plan:
-        """A plan for ``question`` without running it (verified example, cache, or the model)."""
+             conversation: "Conversation | None" = None, vars: dict[str, Any] | None = None) -> Plan:
+        """A plan for ``question`` without running it (verified example, cache, or the model);
+        ``vars``: the caller's variables, for the data a template's slots are looked up in."""
         today = today or _today(self.settings.timezone)
         context = conversation.context() if conversation else ""
-        plan, _ = self._first_plan(question, today, use_cache, context)
+        plan, _ = self._first_plan(question, today, use_cache, context, vars or {}, _restated(question, conversation))
         if plan is None:
             plan = self.planner().plan(question, today=today, log=CallLog(), context=context)
         return plan.validate_against(self.capabilities)
@@ -250,7 +271,8 @@ class Agent:
     def _request(self, question: str, vars: dict[str, Any] | None, today: dt.date | None,
                  conversation: "Conversation | None", *, answer: bool, use_cache: bool) -> "Request":
         return Request(question, dict(vars or {}), today or _today(self.settings.timezone),
-                       conversation.context() if conversation else "", answer, use_cache)
+                       conversation.context() if conversation else "", answer, use_cache,
+                       _restated(question, conversation))
 
     async def _respond(self, request: "Request", *, given: Plan | None = None) -> Answer:
         """Every question and every given plan goes this way: a plan (``given``, or obtained by
@@ -265,7 +287,7 @@ class Agent:
                 try:
                     outcome = Outcome(*await self._plan_and_run(
                         request.question, request.vars, request.today, request.context, request.use_cache, log,
-                        with_values=request.answer))
+                        with_values=request.answer, restated=request.restated))
                 except (ConfigError, ModelError) as failure:  # planning failed: a keyword search, if configured
                     from .fallback import keyword_fallback
 
@@ -274,7 +296,8 @@ class Agent:
                     outcome = Outcome(plan, "keywords", results)
             checks: tuple[Check, ...] = ()
             if outcome.plan_source != "keywords":
-                written = await self.engine.call(self._answer, request.question, outcome.results, log, request.answer)
+                written = await self.engine.call(self._answer, request.question, outcome.results, log, request.answer,
+                                                 request.context)
                 text, notes, checks = written.text, written.notes, written.checks
         except BaseException as exc:
             tried = len(exc.attempts) if isinstance(exc, RepairsExhausted) else 1
@@ -289,14 +312,20 @@ class Agent:
 
     # --- internals ----------------------------------------------------------------------
 
-    def _first_plan(self, question: str, today: dt.date, use_cache: bool,
-                    context: str) -> tuple[Plan | None, str | None]:
-        """A plan that needs no model call: a verified example, then the cache."""
-        if not context:
-            verified = self.verified.get(question, today)
-            if verified is not None:
-                return verified, "verified"
-            templated = self.templates.plan(question, today)
+    def _first_plan(self, question: str, today: dt.date, use_cache: bool, context: str, vars: dict[str, Any],
+                    restated: Sequence[str] = ()) -> tuple[Plan | None, str | None]:
+        """A plan that needs no model call: a verified example, a slotted one, then the cache.
+
+        A verified or slotted example answers in a conversation too: it matches only a question
+        whole in itself (every word of the example, every slot filled), so the earlier turns
+        cannot change what it means — and without a model a conversation goes on. A follow-up
+        that only changes the value of the last templated question ("那北斗呢？") is that
+        question with the new value (``restated``)."""
+        verified = self.verified.get(question, today)
+        if verified is not None:
+            return verified, "verified"
+        for asked in (question, *restated):  # a follow-up that changes a slot's value: the slotted example again
+            templated = self.templates.plan(asked, today, vars)
             if templated is not None:
                 return templated, "template"
         if not self.has_model:  # nothing to plan with: say what can be asked instead
@@ -312,9 +341,9 @@ class Agent:
                              today=today.isoformat(), context=context)
 
     async def _plan_and_run(self, question: str, vars: dict[str, Any], today: dt.date, context: str,
-                            use_cache: bool, log: CallLog, *, with_values: bool = True,
+                            use_cache: bool, log: CallLog, *, with_values: bool = True, restated: Sequence[str] = (),
                             ) -> tuple[Plan, str, PlanResult, list[Attempt], list[Round]]:
-        plan, source = self._first_plan(question, today, use_cache, context)
+        plan, source = self._first_plan(question, today, use_cache, context, vars, restated)
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
             return plan, source or "verified", await self.engine.arun(plan, vars=vars), [], []
@@ -353,12 +382,14 @@ class Agent:
             self.cache.put(self._cache_key(question, today, context), question, plan)
         return plan, "model", results, attempts, rounds
 
-    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool) -> Written:
+    def _answer(self, question: str, results: PlanResult, log: CallLog, use_model: bool,
+                context: str = "") -> Written:
+        """The answer text; the model that writes it sees the conversation's last turns (``context``)."""
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
             return Written(decline_text(question, results.plan, self.capabilities), [])
         if use_model and self.has_model:
             return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings),
-                              capabilities=self.capabilities)
+                              capabilities=self.capabilities, context=context)
         return Written(render_deterministic(question, results, capabilities=self.capabilities), [])
 
     def _audit(self, request: "Request", outcome: "Outcome | None", log: CallLog, text: str | None,

@@ -1,10 +1,13 @@
 """The audit log: one JSON line per question.
 
-Time, question, the names (not values) of the caller's variables, the plan, each step's final
-query, parameters, row counts, truncation and timings, the model calls with token usage and
-any error. Row contents, parameter values and the answer (which quotes rows: names, report
-text) are left out unless asked for (``include_data=True``; ``include_answer=True`` or
-``STRUCTQ_AUDIT_ANSWERS=1`` for the answer alone): the log must be safe to ship to a log store.
+Time, who asked (``user`` and ``request_id`` when a service sets them with ``audited_as``: the
+request id ties the line to the server's access line), the question, the caller's variables
+with their values (they decide which rows a tenant sees: a tenant id, a region), the sources
+the plan reads, the plan and where it came from, each step's final query, parameters, row
+counts, truncation and timings, the model calls with token usage and any error. Row contents,
+parameter values and the answer (which quotes rows: names, report text) are left out unless
+asked for (``include_data=True``; ``include_answer=True`` or ``STRUCTQ_AUDIT_ANSWERS=1`` for the
+answer alone): the log must be safe to ship to a log store.
 
 Answering never depends on the log: when it cannot be written (a read-only home, a path under
 a file) the question is still answered and one warning goes to the ``structq`` logger.
@@ -12,20 +15,36 @@ a file) the question is still answered and one warning goes to the ``structq`` l
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import json
 import logging
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .engine import PlanResult
 
-__all__ = ["AuditLog", "default_audit_path"]
+__all__ = ["AuditLog", "default_audit_path", "audited_as"]
 
 _log = logging.getLogger("structq")
+
+#: Who the questions asked in this context are for (set by a service around each request).
+_who: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("structq_audit_who", default={})
+
+
+@contextmanager
+def audited_as(*, user: str | None, request_id: str | None = None) -> Iterator[None]:
+    """Every audit line written in this context names ``user`` and ``request_id``."""
+    token = _who.set({"user": user, "request_id": request_id})
+    try:
+        yield
+    finally:
+        _who.reset(token)
 
 
 def default_audit_path() -> Path:
@@ -60,10 +79,14 @@ class AuditLog:
         checks: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         planned = {step["output_key"]: step.get("query") for step in (plan or {}).get("steps", [])}
+        who = _who.get()
         entry = {
             "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
+            "user": who.get("user"),
+            "request_id": who.get("request_id"),
             "question": question,
-            "vars": sorted(vars),
+            "vars": {k: vars[k] for k in sorted(vars)},
+            "sources": sorted({step["source"] for step in (plan or {}).get("steps", [])}),
             "plan_source": plan_source,
             "plan": plan,
             "attempts": attempts,
@@ -76,8 +99,6 @@ class AuditLog:
             "checks": checks or [],
             "error": {"type": type(error).__name__, "message": str(error)} if error else None,
         }
-        if self.include_data:
-            entry["vars"] = {k: vars[k] for k in sorted(vars)}
         line = json.dumps(entry, ensure_ascii=False, default=str)
         with self._lock:
             try:

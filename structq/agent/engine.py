@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -141,6 +142,17 @@ class Engine:
             schedule.notes.append(f"partial answer: steps {missing} could not run because a source was unavailable "
                              "(see above); the other steps' results are complete")
         return PlanResult(plan, ordered, schedule.notes, (time.perf_counter() - started) * 1000)
+
+    def look_up(self, plan: Plan, *, vars: Mapping[str, Any] | None = None) -> PlanResult:
+        """A data access the agent makes for itself (a template slot's value), not part of an
+        answer: ``run`` here; a service's engine checks it like any run but reports nothing."""
+        return self.run(plan, vars=vars)
+
+    def view(self, vars: Mapping[str, Any] | None) -> str:
+        """What the rows of a run depend on besides the plan: the variables here (a service's
+        engine: its caller's variables and sources). Caches of looked-up data key on it, so
+        one caller's rows never answer another."""
+        return json.dumps(dict(vars or {}), sort_keys=True, ensure_ascii=False, default=str)
 
     async def arun(self, plan: Plan, *, vars: Mapping[str, Any] | None = None,
                    done: Mapping[str, StepResult] | None = None, upto: int | None = None) -> PlanResult:

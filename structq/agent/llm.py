@@ -16,7 +16,10 @@ A model instance passed in keeps its own timeout and retries.
 
 from __future__ import annotations
 
+import contextvars
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +27,11 @@ from structq.config import DEFAULT_OPENAI_MODEL, Settings
 from structq.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage
 
-__all__ = ["resolve_model", "model_name", "ModelCall", "CallLog", "invoke", "reply_text", "DEFAULT_OPENAI_MODEL",
-           "CallBounds"]
+__all__ = ["resolve_model", "model_name", "ModelCall", "CallLog", "invoke", "reply_text", "observing_model_calls",
+           "DEFAULT_OPENAI_MODEL", "CallBounds"]
 
 HOW_TO_CONFIGURE = (
     "configure a model: pass --llm provider:model (e.g. --llm openai:gpt-4o-mini), or set "
@@ -182,29 +183,65 @@ def invoke(model: Any, messages: "list[BaseMessage]", *, purpose: str, log: Call
             if _retryable(exc) and requests <= bounds.retries and not streamed[0]:
                 time.sleep(bounds.backoff(requests - 1, _retry_after(exc)))
                 continue
-            log.calls.append(ModelCall(purpose, (time.perf_counter() - started) * 1000, requests=requests))
+            _logged(log, ModelCall(purpose, (time.perf_counter() - started) * 1000, requests=requests), "error")
             tried = f" after {requests} requests" if requests > 1 else ""
             raise ModelError(f"the model call failed{tried} ({type(exc).__name__}): {exc}",
                              hint="check the model name, the API key and OPENAI_BASE_URL, that the server is "
                                   "reachable, and STRUCTQ_LLM_TIMEOUT") from exc
     usage = getattr(reply, "usage_metadata", None) or {}
-    log.calls.append(ModelCall(purpose, (time.perf_counter() - started) * 1000,
-                               usage.get("input_tokens"), usage.get("output_tokens"), requests))
+    _logged(log, ModelCall(purpose, (time.perf_counter() - started) * 1000,
+                           usage.get("input_tokens"), usage.get("output_tokens"), requests), "ok")
     return reply
+
+
+#: Who else hears of each model call in this context (a service's metrics), with its outcome.
+_call_listener: contextvars.ContextVar[Callable[[ModelCall, str], None] | None] = contextvars.ContextVar(
+    "structq_model_calls", default=None)
+
+
+@contextmanager
+def observing_model_calls(listener: Callable[[ModelCall, str], None]) -> Iterator[None]:
+    """``listener(call, "ok" | "error")`` after each model call made in this context."""
+    token = _call_listener.set(listener)
+    try:
+        yield
+    finally:
+        _call_listener.reset(token)
+
+
+def _logged(log: CallLog, call: ModelCall, outcome: str) -> None:
+    log.calls.append(call)
+    listener = _call_listener.get()
+    if listener is not None:
+        listener(call, outcome)
 
 
 def _stream(model: Any, messages: "list[BaseMessage]", on_text: "Callable[[str], None]") -> "AIMessage":
     """The whole reply of a streamed call (chunks added up, usage included), each piece of
-    text handed to ``on_text`` on the way."""
+    text handed to ``on_text`` on the way.
+
+    Some OpenAI-compatible servers ignore ``stream`` and send one whole completion, which the
+    client reads as a stream of no chunks ("No generation chunks were returned"): then the
+    call is made once more without streaming, and its text handed on as one piece."""
     from langchain_core.messages import AIMessage
 
     reply: Any = None
-    for chunk in model.stream(messages):
-        reply = chunk if reply is None else reply + chunk
-        text = reply_text(chunk)
-        if text:
-            on_text(text)
-    return reply if reply is not None else AIMessage(content="")
+    try:
+        for chunk in model.stream(messages):
+            reply = chunk if reply is None else reply + chunk
+            text = reply_text(chunk)
+            if text:
+                on_text(text)
+    except ValueError as exc:
+        if reply is not None or "no generation chunks" not in str(exc).lower():
+            raise
+    if reply is not None:
+        return reply  # type: ignore[no-any-return]
+    whole = model.invoke(messages)
+    text = reply_text(whole)
+    if text:
+        on_text(text)
+    return whole if whole is not None else AIMessage(content="")  # type: ignore[no-any-return]
 
 
 def reply_text(reply: Any) -> str:

@@ -198,11 +198,14 @@ class Written:
 
 
 def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
-               bounds: "CallBounds | None" = None, capabilities: "CapabilitySet | None" = None) -> Written:
+               bounds: "CallBounds | None" = None, capabilities: "CapabilitySet | None" = None,
+               context: str = "") -> Written:
     """The model's answer, checked (``figures``); a dangling or wrong citation gets one repair
     call; an unsupported figure, or a citation still wrong after the repair, gives the
     deterministic rendering with a note. Streamed (checked piece by piece) when a
-    ``streaming_answer`` listener is set."""
+    ``streaming_answer`` listener is set. ``context``: the conversation's earlier turns, so a
+    follow-up ("and in 2024 only?") is answered as meant; only this run's results count as
+    figures the answer may quote."""
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
     language = ("Chinese" if is_chinese(_language_text(question, run))
@@ -211,7 +214,7 @@ def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
     messages = [
         SystemMessage(template("answer_system").substitute(language=language, rounding=ROUNDING_RULE)),
         HumanMessage(template("answer_user").substitute(
-            question=question,
+            question=question + (f"\n\nEarlier in this conversation:\n{context}" if context else ""),
             answer_with=run.plan.answer_with or "a short, direct answer",
             results="\n\n".join(_result_block(r, question) for r in run.steps.values()),
             notes=notes_text,

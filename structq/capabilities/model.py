@@ -177,6 +177,11 @@ class Example(_Strict):
     #: The parts of the question a person may change, each bound as a parameter in the steps
     #: (``slots.py``); a question of the same shape is then answered with its values.
     slots: dict[str, Slot] = Field(default_factory=dict)
+    #: Written by ``structq feedback promote`` from an answer a user rated up: it answers like
+    #: any example, and is listed as a draft until a reviewer removes the flag.
+    draft: bool = False
+    #: The ``answer_id`` of the rated answer it came from (``structq feedback show ID``).
+    feedback: str | None = None
 
     @model_validator(mode="after")
     def _today_with_period(self) -> "Example":

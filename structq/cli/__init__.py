@@ -16,6 +16,7 @@ from .demo import demo
 from .engine import configure_daemon, engine_app
 from .eval import eval_
 from .grants import grants
+from .feedback import feedback_app
 from .init import init
 from .describe import describe
 from .run import run
@@ -72,6 +73,7 @@ app.command()(serve)
 app.command()(mcp)
 app.add_typer(cache_app, name="cache")
 app.add_typer(engine_app, name="engine")
+app.add_typer(feedback_app, name="feedback")
 
 
 def main() -> None:

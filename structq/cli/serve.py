@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import errors_to_exit, parse_vars, resolve_manifests, shared_options
+from .common import errors_to_exit, load_capabilities, parse_vars, resolve_manifests, shared_options
 
 ConfigOpt = Annotated[
     Path | None,
@@ -41,6 +41,9 @@ def serve(
     llm, var, no_cache,
     new_token: Annotated[str | None, typer.Option("--new-token", metavar="USER",
                                                   help="Print a new API token for USER and its server.yaml entry, then exit.")] = None,
+    log_format: Annotated[str | None, typer.Option("--log-format", metavar="text|json", envvar="STRUCTQ_LOG_FORMAT",
+                                                   help="Logs on stderr: text for a person (default), json for a "
+                                                        "log system (one object per line).")] = None,
     verbose,
 ) -> None:
     """Serve the HTTP API (/v1, /openapi.json), the web page (/) and MCP (/mcp) from one warm process.
@@ -54,7 +57,7 @@ def serve(
     Example:  structq serve --new-token alice >> tokens.txt
     """
     if new_token is not None:
-        _print_new_token(new_token)
+        _print_new_token(new_token, manifests)
         return
     with errors_to_exit(verbose):
         from structq.server.run import ServeOptions
@@ -66,20 +69,37 @@ def serve(
         daemon = daemon_wanted(bool(ctx.find_root().params.get("no_daemon")))
         options = ServeOptions(manifests=str(resolve_manifests(manifests)), config=str(config) if config else None,
                                llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers,
-                               daemon=daemon)
+                               daemon=daemon, log_format=log_format)
         options.check_host()  # before anything slow: a refusal should be instant
         _server_extra()
         run_server(options)
 
 
-def _print_new_token(user: str) -> None:
-    from structq.server.config import hash_token, new_token
+def _print_new_token(user: str, manifests: Path) -> None:
+    """The token and its server.yaml entry, with every row-filter variable the manifests need
+    as an empty placeholder: ``serve`` refuses to start until each has a value."""
+    from structq.errors import StructqError
+    from structq.server.config import hash_token, new_token, required_variables
 
+    try:
+        needed = required_variables(load_capabilities(manifests))
+    except StructqError:
+        needed = {}
     token = new_token()
     typer.echo(f"token for {user} (give it to them; it is not stored anywhere):\n  {token}\n")
     typer.echo("server.yaml entry (under tokens:):")
-    typer.echo(f"  - sha256: {hash_token(token)}\n    user: {user}\n    vars: {{}}        # e.g. {{tenant_id: 1}}\n"
-               "    # sources: [hr]  # omit for every source")
+    typer.echo(f"  - sha256: {hash_token(token)}\n    user: {user}")
+    by_variable: dict[str, list[str]] = {}
+    for source, names in needed.items():
+        for name in names:
+            by_variable.setdefault(name, []).append(source)
+    if by_variable:
+        typer.echo("    vars:             # fill in each value; structq serve refuses to start while one is empty")
+        for name, sources in sorted(by_variable.items()):
+            typer.echo(f"      {name}:         # row filter of {', '.join(sources)}")
+    else:
+        typer.echo("    vars: {}          # the manifests' row filters need no variables")
+    typer.echo("    # sources: [hr]  # omit for every source")
 
 
 @shared_options
@@ -93,11 +113,14 @@ def mcp(*, manifests, llm, var, no_cache, verbose) -> None:
     """
     with errors_to_exit(verbose):
         _server_extra()
+        from structq.server.logs import configure_logging, log_format_from_env
         from structq.server.mcp import build_mcp
         from structq.server.run import ServeOptions, make_service
 
+        configure_logging(log_format_from_env())  # stderr; stdout carries the protocol
+
         service = make_service(ServeOptions(manifests=str(resolve_manifests(manifests)), llm=llm,
-                                            vars=parse_vars(var), no_cache=no_cache))
+                                            vars=parse_vars(var), no_cache=no_cache, command="mcp"))
         try:
             build_mcp(service, http=False, principal=service.config.local).run("stdio")
         finally:

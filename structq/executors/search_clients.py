@@ -114,6 +114,15 @@ def _kind_for_status(status: int | None) -> FailureKind:
     return "unknown"
 
 
+def _pool_size() -> int:
+    """Connections a client keeps to its cluster: one per engine thread that may search at
+    once (``STRUCTQ_THREADS``). opensearch-py's default keeps one: under concurrent questions
+    each other connection was opened, used once and thrown away ("Connection pool is full")."""
+    from structq.config import threads_from_env
+
+    return max(1, threads_from_env())
+
+
 class ClientFlavour(abc.ABC):
     """How to build one library's client and read its exceptions."""
 
@@ -158,7 +167,7 @@ class ElasticsearchFlavour(ClientFlavour):
 
     def connect(self, url: str, timeout_s: float) -> Any:
         es = self.import_library()
-        return es.Elasticsearch(url, request_timeout=timeout_s, **_RETRY_OPTIONS)
+        return es.Elasticsearch(url, request_timeout=timeout_s, connections_per_node=_pool_size(), **_RETRY_OPTIONS)
 
     def failure(self, exc: BaseException) -> Failure | None:
         import elastic_transport
@@ -195,7 +204,7 @@ class OpenSearchFlavour(ClientFlavour):
 
     def connect(self, url: str, timeout_s: float) -> Any:
         opensearchpy = self.import_library()
-        return opensearchpy.OpenSearch(hosts=[url], timeout=timeout_s, **_RETRY_OPTIONS)
+        return opensearchpy.OpenSearch(hosts=[url], timeout=timeout_s, pool_maxsize=_pool_size(), **_RETRY_OPTIONS)
 
     def failure(self, exc: BaseException) -> Failure | None:
         import opensearchpy

@@ -29,12 +29,18 @@ from structq.errors import StructqError
 
 from .config import Principal
 from .errors import RequestRejected, error_body, error_status
+from .access import AccessLog
 from .limits import BodyLimit, RateLimiter
+from .logs import current_request
+from .metrics import CONTENT_TYPE
+from .public import CLIENT_HEADER, surface_of_header
 from .schemas import (
     AskRequest,
     AskResponse,
     ErrorResponse,
     ExamplesResponse,
+    FeedbackRequest,
+    FeedbackResponse,
     HealthResponse,
     PlanRequest,
     PlanResponse,
@@ -45,6 +51,7 @@ from .schemas import (
 )
 
 if TYPE_CHECKING:
+    from .public import Surface
     from .service import Event, Service
 
 __all__ = ["create_app", "STATIC_DIR"]
@@ -61,12 +68,17 @@ class JSON(JSONResponse):
         return json.dumps(content, ensure_ascii=False, default=str).encode("utf-8")
 
 
-def _error_response(exc: BaseException) -> JSON:
+def _error_response(exc: BaseException, request: Request | None = None, *, open_server: bool = False) -> JSON:
     status, _ = error_status(exc)
     headers = exc.headers if isinstance(exc, RequestRejected) else None
     if status == 401:
         headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
-    return JSON(error_body(exc), status_code=status, headers=headers)
+    return JSON(error_body(exc, _surface(request), open_server=open_server), status_code=status, headers=headers)
+
+
+def _surface(request: Request | None) -> "Surface":
+    """The page says so in a header; anything else is an API caller."""
+    return surface_of_header(request.headers.get(CLIENT_HEADER) if request is not None else None)
 
 
 def _sse(event: "Event") -> bytes:
@@ -109,11 +121,14 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
                                   hint="send the header Authorization: Bearer <token> with a token from server.yaml")
         if not config.open:  # one local caller (no config) is not rate limited
             limiter.take(principal.key)
+        info = current_request()
+        if info is not None:
+            info.user = principal.user
         return principal
 
     @app.exception_handler(StructqError)
     async def _structq_error(request: Request, exc: StructqError) -> Response:
-        return _error_response(exc)
+        return _error_response(exc, request, open_server=config.open)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -135,16 +150,24 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
                        "plan, step (status ok, skipped or failed), answer {delta} pieces while the model "
                        "writes, answer {text, citations, replaces_stream}, done (or error).",
         "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
-    async def ask(body: AskRequest, stream: bool = Query(False, description="Stream Server-Sent Events."),
+    async def ask(request: Request, body: AskRequest,
+                  stream: bool = Query(False, description="Stream Server-Sent Events."),
                   principal: Principal = Depends(caller)) -> Response:
         """Plan, run and answer a question (the document of ``structq ask --json``)."""
-        args = dict(conversation=body.conversation, today=body.today, no_answer=body.no_answer)
+        args = dict(conversation=body.conversation, start_conversation=body.start_conversation, today=body.today,
+                    no_answer=body.no_answer)
         if not stream:
             return JSON(await service.ask(principal, body.question, **args))
         service.check_question(body.question)
-        events = service.ask_stream(principal, body.question, **args)
+        events = service.ask_stream(principal, body.question, surface=_surface(request), **args)
         return StreamingResponse((_sse(e) async for e in events), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    @app.post("/v1/feedback", response_model=FeedbackResponse, responses=_ERRORS)
+    async def feedback(body: FeedbackRequest, principal: Principal = Depends(caller)) -> Response:
+        """Rate one of your answers (up or down, with a comment): reviewers turn good ones into
+        verified examples and bad ones into regression questions (``structq feedback``)."""
+        return JSON(await service.feedback(principal, body.answer_id, body.rating, body.comment))
 
     @app.post("/v1/plan", response_model=PlanResponse, responses=_ERRORS)
     async def plan(body: PlanRequest, principal: Principal = Depends(caller)) -> Response:
@@ -172,11 +195,26 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
         return JSON({"status": "ok", "version": __version__})
 
     @app.get("/readyz", response_model=ReadyResponse, responses={503: {"model": ReadyResponse}})
-    async def readyz() -> Response:
-        """Every source answers (503 naming those that do not)."""
-        states = await asyncio.to_thread(service.readiness)
+    async def readyz(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Response:
+        """Every source answers (503 naming those that do not). Why one does not is told to a
+        caller with a valid token (or on a server without tokens) only; the log always has it."""
+        known = config.authenticate(credentials.credentials if credentials else None) is not None
+        states = await asyncio.to_thread(service.readiness, details=known)
         ready = all(state == "ok" for state in states.values())
         return JSON({"ready": ready, "sources": states}, status_code=200 if ready else 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Response:
+        """Prometheus metrics: open on a server without tokens (loopback only), else for a
+        token with ``metrics: true``."""
+        principal = config.authenticate(credentials.credentials if credentials else None)
+        if principal is None:
+            raise RequestRejected(401, "unauthorized", "the request carries no valid API token",
+                                  hint="send Authorization: Bearer <token> with a token that has metrics: true in server.yaml")
+        if not principal.metrics:
+            raise RequestRejected(403, "forbidden", f"user {principal.user!r} may not read the metrics",
+                                  hint="give the monitoring system a token with metrics: true in server.yaml")
+        return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)
 
     # --- the page ------------------------------------------------------------------------
 
@@ -192,6 +230,7 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
                                        include_in_schema=False))
         app.mount("/mcp", mcp_app)
     app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)
+    app.add_middleware(AccessLog, metrics=service.metrics)
     return app
 
 

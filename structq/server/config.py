@@ -8,11 +8,16 @@ use (all when omitted)::
 
     limits: {max_body_bytes: 262144, max_question_chars: 2000, requests_per_minute: 60}
     store: postgresql://structq@db.internal/structq   # plan cache + conversations, shared by workers
+    conversation_days: 30     # conversations nobody continued for this long are forgotten
     tokens:
       - sha256: 3b1f…            # sha256 of the token, hex
         user: alice
         vars: {tenant_id: 1}
         sources: [hr, sales]
+      - sha256: 9c2e…
+        user: prometheus
+        metrics: true            # may read /metrics
+        sources: []
 
 Without a config file the server serves one local caller (variables from ``--var``) and binds
 loopback only: anyone who can reach the port would otherwise read the data.
@@ -25,13 +30,17 @@ import ipaddress
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from structq.errors import ConfigError
 
-__all__ = ["Principal", "Limits", "ServerConfig", "hash_token", "new_token", "is_loopback_host", "bearer_token"]
+if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet
+
+__all__ = ["Principal", "Limits", "ServerConfig", "hash_token", "new_token", "is_loopback_host", "bearer_token",
+           "required_variables", "check_variables"]
 
 
 def hash_token(token: str) -> str:
@@ -72,6 +81,8 @@ class Principal:
     vars: dict[str, Any] = field(default_factory=dict)
     sources: frozenset[str] | None = None
     key: str = "local"
+    #: May read ``/metrics`` (a monitoring system's token; the local caller always may).
+    metrics: bool = False
 
     def may_use(self, source: str) -> bool:
         return self.sources is None or source in self.sources
@@ -96,6 +107,7 @@ class _Token(BaseModel):
     user: str = Field(min_length=1)
     vars: dict[str, Any] = Field(default_factory=dict)
     sources: list[str] | None = None
+    metrics: bool = False
 
 
 class _File(BaseModel):
@@ -104,6 +116,7 @@ class _File(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     tokens: list[_Token] = Field(default_factory=list)
     store: str | None = None
+    conversation_days: float = Field(default=30, gt=0)
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,8 @@ class ServerConfig:
     local: Principal | None = None
     #: The shared store's URL (``store.py``); ``STRUCTQ_STORE_URL`` wins over it.
     store: str | None = None
+    #: Conversations nobody continued for this many days are forgotten.
+    conversation_days: float = 30
 
     @property
     def open(self) -> bool:
@@ -123,7 +138,7 @@ class ServerConfig:
 
     @classmethod
     def local_only(cls, vars: dict[str, Any] | None = None, limits: Limits | None = None) -> "ServerConfig":
-        return cls(local=Principal("local", dict(vars or {})), limits=limits or Limits())
+        return cls(local=Principal("local", dict(vars or {}), metrics=True), limits=limits or Limits())
 
     @classmethod
     def from_file(cls, path: str | Path, *, sources: list[str] | None = None) -> "ServerConfig":
@@ -148,7 +163,7 @@ class ServerConfig:
             at = ".".join(str(p) for p in err["loc"]) or "(top level)"
             raise ConfigError(f"{where}: {at}: {err['msg']}",
                               hint="keys: limits {max_body_bytes, max_question_chars, requests_per_minute, burst}, "
-                                   "tokens [{sha256, user, vars, sources}], store (a database URL)") from None
+                                   "tokens [{sha256, user, vars, sources, metrics}], store (a database URL), conversation_days") from None
         if not parsed.tokens:
             raise ConfigError(f"{where} lists no tokens, so nobody could call the server",
                               hint="add one: structq serve --new-token USER prints a token and its config line")
@@ -161,8 +176,9 @@ class ServerConfig:
                 raise ConfigError(f"{where}: tokens.{i} ({token.user}) names unknown sources: {', '.join(unknown)}",
                                   hint=f"sources in the manifests: {', '.join(sources or [])}")
             allowed = frozenset(token.sources) if token.sources is not None else None
-            tokens[token.sha256] = Principal(token.user, dict(token.vars), allowed, key=token.sha256[:16])
-        return cls(tokens=tokens, limits=parsed.limits, store=parsed.store)
+            tokens[token.sha256] = Principal(token.user, dict(token.vars), allowed, key=token.sha256[:16],
+                                             metrics=token.metrics)
+        return cls(tokens=tokens, limits=parsed.limits, store=parsed.store, conversation_days=parsed.conversation_days)
 
     def authenticate(self, token: str | None) -> Principal | None:
         """The principal of a bearer token (or the local one when no config); None if unknown."""
@@ -171,3 +187,31 @@ class ServerConfig:
         if not token:
             return None
         return self.tokens.get(hash_token(token))
+
+
+def required_variables(capabilities: "CapabilitySet") -> dict[str, list[str]]:
+    """Source → the caller variables its row filters need (sources without any left out)."""
+    needed = {m.source: sorted({v for f in m.policies.row_filters for v in f.variables}) for m in capabilities}
+    return {source: names for source, names in needed.items() if names}
+
+
+def check_variables(config: ServerConfig, capabilities: "CapabilitySet", *, command: str = "serve") -> None:
+    """``ConfigError`` naming the user and the variable when a caller lacks a value for a
+    row-filter variable of a source it may use: such a server would answer every question on
+    that source with a refusal its callers cannot act on, so it does not start."""
+    needed = required_variables(capabilities)
+    callers = [config.local] if config.local is not None else list(config.tokens.values())
+    for principal in callers:
+        for source, names in needed.items():
+            missing = [n for n in names if principal.vars.get(n) is None]
+            if not principal.may_use(source) or not missing:
+                continue
+            name = missing[0]
+            if config.local is not None:
+                raise ConfigError(f"source {source!r} filters rows by the variable {name!r}, and structq {command} "
+                                  "was given no value for it",
+                                  hint=f"pass --var {name}=VALUE (one --var per variable: {', '.join(names)})")
+            raise ConfigError(f"the token of user {principal.user!r} has no value for the variable {name!r}, "
+                              f"which source {source!r} filters rows by",
+                              hint=f"set it in server.yaml under that token: vars: {{{name}: …}}; or leave {source!r} "
+                                   "out of the token's sources")

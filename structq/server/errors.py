@@ -20,9 +20,12 @@ a failing source or a bug in one request never takes the process down.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from structq.errors import REPORTED_AS, SandboxViolation, StructqError, describe, reported_as
+
+if TYPE_CHECKING:
+    from .public import Surface
 
 __all__ = ["AccessDenied", "RequestRejected", "error_status", "error_body", "STATUS_OF"]
 
@@ -31,6 +34,8 @@ log = logging.getLogger("structq.server")
 
 class AccessDenied(StructqError):
     """The caller's token does not grant a source the request needs. Never retried."""
+
+    refuses_caller = True
 
     def __init__(self, source: str, user: str) -> None:
         super().__init__(f"user {user!r} may not use source {source!r}",
@@ -69,14 +74,18 @@ def error_status(exc: BaseException) -> tuple[int, str]:
     return 500, "internal"
 
 
-def error_body(exc: BaseException) -> dict[str, Any]:
-    """``{"error": {...}}`` for ``exc``; internal errors say nothing about their cause."""
+def error_body(exc: BaseException, surface: "Surface" = "api", *, open_server: bool = False) -> dict[str, Any]:
+    """``{"error": {...}}`` for ``exc``, its hint in the words of ``surface`` and no URL, path
+    or address in its text (``public.py``); internal errors say nothing about their cause."""
+    from .public import hint_for, scrub
+
     status, code = error_status(exc)
     if status == 500:
         log.error("internal error while serving a request", exc_info=exc)
         return {"error": {"code": code, "message": "internal error; the details are in the server log", "hint": None}}
     message, hint = describe(exc)  # type: ignore[arg-type]
-    body: dict[str, Any] = {"code": code, "message": message, "hint": hint}
+    hint = hint_for(exc, surface, open_server=open_server) or hint
+    body: dict[str, Any] = {"code": code, "message": scrub(message), "hint": scrub(hint)}
     for attr in ("source", "step"):
         value = getattr(exc, attr, None)
         if value is not None:

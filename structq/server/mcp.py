@@ -1,6 +1,6 @@
 """structq as an MCP server (the official ``mcp`` SDK, 2.x): tools for assistants.
 
-Tools: ``ask``, ``plan``, ``run_plan``, ``list_sources``, ``describe_source``. Results come back
+Tools: ``ask``, ``plan``, ``run_plan``, ``list_sources``, ``describe_source``, ``feedback``. Results come back
 as structured content (the same documents as the HTTP API) plus their JSON as text; a failure
 (a sandbox refusal, a forbidden source) is a tool error whose text carries the code, the
 message and the hint, so the calling model can correct itself.
@@ -21,6 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from .config import bearer_token
 from .errors import RequestRejected, error_body
+from .logs import current_request
 
 if TYPE_CHECKING:
     from .config import Principal
@@ -37,10 +38,10 @@ INSTRUCTIONS = (
 )
 
 
-def _tool_error(exc: BaseException) -> Exception:
+def _tool_error(exc: BaseException, *, http: bool, open_server: bool) -> Exception:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    err = error_body(exc)["error"]
+    err = error_body(exc, "mcp-http" if http else "mcp-stdio", open_server=open_server)["error"]
     text = f"{err['code']}: {err['message']}" + (f" (hint: {err['hint']})" if err.get("hint") else "")
     return ToolError(text)
 
@@ -73,14 +74,27 @@ def build_mcp(service: "Service", *, http: bool, principal: "Principal | None" =
         try:
             return await work
         except Exception as exc:
-            raise _tool_error(exc) from exc
+            raise _tool_error(exc, http=http, open_server=service.config.open) from exc
 
     @server.tool(description="Answer a question about the data: plan, run the plan through the sandbox, "
-                             "answer citing steps [key]. Pass conversation (from an earlier answer) to follow up.")
-    async def ask(question: str, ctx: Context, conversation: str | None = None, today: str | None = None,
-                  no_answer: bool = False) -> dict[str, Any]:
-        return await guarded(service.ask(caller(ctx), question, conversation=conversation, today=_today(today),
+                             "answer citing steps [key]. To follow up later, pass start_conversation=true, "
+                             "then the answer's conversation id as conversation.")
+    async def ask(question: str, ctx: Context, conversation: str | None = None, start_conversation: bool = False,
+                  today: str | None = None, no_answer: bool = False) -> dict[str, Any]:
+        return await guarded(service.ask(caller(ctx), question, conversation=conversation,
+                                         start_conversation=start_conversation, today=_today(today),
                                          no_answer=no_answer))
+
+    @server.tool(description="Rate an answer: its answer_id, rating 'up' or 'down', and optionally a comment "
+                             "saying what was right or wrong. Reviewers use it to improve the answers.")
+    async def feedback(answer_id: str, rating: str, ctx: Context, comment: str | None = None) -> dict[str, Any]:
+        async def rate() -> dict[str, Any]:
+            if rating not in ("up", "down"):
+                raise RequestRejected(400, "bad_request", f"rating={rating!r} is not up or down",
+                                      hint="rate an answer up or down")
+            return await service.feedback(caller(ctx), answer_id, rating, comment)
+
+        return await guarded(rate())
 
     @server.tool(description="The query plan for a question, without running it.")
     async def plan(question: str, ctx: Context, today: str | None = None) -> dict[str, Any]:
@@ -130,6 +144,9 @@ class McpHttp:
                 if principal is None:
                     raise RequestRejected(401, "unauthorized", "the request carries no valid API token",
                                           hint="send the header Authorization: Bearer <token> with a token from server.yaml")
+                info = current_request()
+                if info is not None:
+                    info.user = principal.user
                 if not self.config.open:
                     await asyncio.to_thread(self.limiter.take, principal.key)  # a store write
             except RequestRejected as exc:

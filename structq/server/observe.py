@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.agent.engine import Engine
+from structq.errors import SandboxViolation
 from structq.sources import is_builtin
 
 from .errors import AccessDenied
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from structq.errors import StructqError
 
     from .config import Principal
+    from .metrics import Metrics
 
 __all__ = ["GuardedEngine", "RequestScope", "request_scope", "check_access", "STEP_EVENT_ROWS"]
 
@@ -70,26 +72,53 @@ def check_access(principal: "Principal", plan: "Plan") -> None:
             raise AccessDenied(step.source, principal.user)
 
 
+def _caller() -> RequestScope:
+    scope = _scope.get()
+    if scope is None:  # fail closed: every path of the service sets a scope
+        raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")
+    return scope
+
+
 class GuardedEngine(Engine):
     """The agent's engine in the service: it runs a plan only inside a request scope, with
-    that principal's variables (whatever its caller passed) and sources, and reports progress."""
+    that principal's variables (whatever its caller passed) and sources, and reports progress
+    (and, once the service sets ``metrics``, each step's duration, rows and refusal)."""
+
+    metrics: "Metrics | None" = None
 
     def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None,
             done: Mapping[str, "StepResult"] | None = None, upto: int | None = None) -> "PlanResult":
-        scope = _scope.get()
-        if scope is None:  # fail closed: every path of the service sets a scope
-            raise RuntimeError("a plan was run outside a request scope; refusing to run it without a caller")
+        scope = _caller()
         check_access(scope.principal, plan)
         if scope.emit is not None:
             scope.emit("plan", {"plan": plan.to_dict()})
         # The caller's fixed variables, whatever was passed: the engine is the last word.
         return super().run(plan, vars=scope.principal.vars, done=done, upto=upto)
 
+    def look_up(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None) -> "PlanResult":
+        """A template slot's look-up: checked and run as the caller, reported to nobody (it
+        is not the answer's plan)."""
+        principal = _caller().principal
+        check_access(principal, plan)
+        with request_scope(principal):
+            return super().run(plan, vars=principal.vars)
+
+    def view(self, vars: Mapping[str, Any] | None) -> str:
+        """The caller's variables and sources: what a look-up's rows depend on."""
+        principal = _caller().principal
+        sources = sorted(principal.sources) if principal.sources is not None else None
+        return super().view({"vars": principal.vars, "sources": sources})
+
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         context = contextvars.copy_context()
         return super().submit(context.run, fn, *args)
 
     def on_step(self, step: "Step", result: "StepResult | None", error: "StructqError | None") -> None:
+        if self.metrics is not None:
+            if result is not None and result.skipped is None:
+                self.metrics.step(step.source, result.elapsed_ms / 1000, result.row_count)
+            elif isinstance(error, SandboxViolation):
+                self.metrics.refusal(error.code)
         scope = _scope.get()
         if scope is not None and scope.emit is not None:
             scope.emit("step", step_event(step, result, error))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from structq.errors import ConfigError
 
 from .config import ServerConfig, is_loopback_host
+from .logs import configure_logging, log_format_from_env
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -42,6 +43,10 @@ class ServeOptions:
     #: Embedded search sources come from the per-user background engine (``engine_daemon.py``),
     #: shared by every worker, rather than one engine (and one copy of the documents) per worker.
     daemon: bool = False
+    #: The command that starts the service (``serve`` or ``mcp``), named in start-up errors.
+    command: str = "serve"
+    #: ``text`` or ``json`` (``logs.py``); None: ``STRUCTQ_LOG_FORMAT``, else text.
+    log_format: str | None = None
 
     def load_config(self, sources: list[str]) -> ServerConfig:
         if self.config is None:
@@ -61,20 +66,21 @@ class ServeOptions:
 
 def make_service(options: ServeOptions) -> "Service":
     """The warm service: manifests loaded, agent created, server.yaml checked."""
-    from structq.agent import Agent
     from structq.capabilities import CapabilitySet
     from structq.config import Settings
 
     from .service import Service
     from .store import Store, StorePlanCache, resolve_store_url
 
+    from .config import check_variables
+
     capabilities = CapabilitySet.from_path(options.manifests)
     config = options.load_config(capabilities.names)
+    check_variables(config, capabilities, command=options.command)
     settings = Settings.from_env(llm=options.llm, cache_enabled=False if options.no_cache else None)
     store = Store(resolve_store_url(config.store))
-    store.prune_conversations()
     cache = StorePlanCache(store) if settings.cache_enabled else None
-    return Service(Agent(capabilities, settings=settings, cache=cache), config, store)  # type: ignore[arg-type]
+    return Service(Service.agent_for(capabilities, settings=settings, cache=cache), config, store)  # type: ignore[arg-type]
 
 
 def app_from_env() -> "FastAPI":
@@ -82,6 +88,7 @@ def app_from_env() -> "FastAPI":
     from .app import create_app
 
     options = ServeOptions(**json.loads(os.environ[_ENV]))
+    configure_logging(log_format_from_env(options.log_format))
     if options.daemon:  # a fresh process: the parent's choice of engine is not inherited
         from structq.executors import embedded
         from structq.executors.engine_daemon import parse_idle
@@ -96,11 +103,15 @@ def serve(options: ServeOptions) -> None:
     import uvicorn
 
     options.check_host()
+    log_format = log_format_from_env(options.log_format)
     service = make_service(options)  # fails here, once, on a bad manifest or config
+    configure_logging(log_format)
     where = f"http://{options.host}:{options.port}"
     users = "no token needed (loopback only)" if service.config.open else f"{len(service.config.tokens)} token(s)"
     print(f"structq serve: {where}  (page /, API /v1, OpenAPI /openapi.json, MCP /mcp; {users})", flush=True)
-    common = dict(host=options.host, port=options.port, log_level="warning", proxy_headers=True)
+    # uvicorn keeps the loggers configured above (log_config=None); its own access log is off: ours has the user
+    common = dict(host=options.host, port=options.port, log_level="warning", log_config=None, access_log=False,
+                  proxy_headers=True)
     if options.workers <= 1:
         from .app import create_app
 

@@ -8,11 +8,11 @@ variables come from the caller's token only.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["AskRequest", "PlanRequest", "RunRequest", "AskResponse", "RunResponse", "ErrorResponse",
+__all__ = ["AskRequest", "FeedbackRequest", "FeedbackResponse", "PlanRequest", "RunRequest", "AskResponse", "RunResponse", "ErrorResponse",
            "SourcesResponse", "ExamplesResponse", "ReadyResponse", "HealthResponse", "PlanResponse"]
 
 
@@ -23,8 +23,22 @@ class _Request(BaseModel):
 class AskRequest(_Request):
     question: str = Field(description="The question, in any language.", examples=["2025年各大区的销售额分别是多少？"])
     conversation: str | None = Field(default=None, description="Continue this conversation (an id from an earlier answer).")
+    start_conversation: bool = Field(default=False, description="Start a conversation: the answer carries its id, "
+                                     "to send as 'conversation' with a follow-up. Without it (and without "
+                                     "'conversation') the question is asked on its own and nothing is kept.")
     today: dt.date | None = Field(default=None, description="Resolve relative dates (去年, last quarter) against this day.")
     no_answer: bool = Field(default=False, description="Return the results with a deterministic summary; no answer-writing model call.")
+
+
+class FeedbackRequest(_Request):
+    answer_id: str = Field(min_length=1, max_length=64, description="The answer_id of an answer this token received.")
+    rating: Literal["up", "down"]
+    comment: str | None = Field(default=None, max_length=2000, description="What was right or wrong, in any words.")
+
+
+class FeedbackResponse(BaseModel):
+    answer_id: str
+    rating: str
 
 
 class PlanRequest(_Request):
@@ -80,7 +94,8 @@ class AskResponse(BaseModel):
     rounds: list[dict[str, Any]] = Field(default=[], description="re-planning rounds after empty results")
     checks: list[dict[str, Any]] = Field(default=[], description="the answer check's verdict on each figure of "
                                          "the model's reply: text, value, basis, steps, cited, ok, problem")
-    conversation: str
+    conversation: str | None = Field(description="the conversation this answer belongs to; null for a question asked on its own")
+    answer_id: str = Field(description="this answer's id, for POST /v1/feedback")
 
 
 class PlanResponse(BaseModel):

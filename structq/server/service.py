@@ -15,20 +15,25 @@ import asyncio
 import datetime as dt
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import StructqError
 
 from .errors import RequestRejected
-from .observe import GuardedEngine, check_access, request_scope
+from .logs import current_request
+from .metrics import Metrics
+from .observe import Emit, GuardedEngine, check_access, request_scope
 
 if TYPE_CHECKING:
     from structq.agent import Agent, Answer
     from structq.agent.conversation import Conversation, Turn
+    from structq.capabilities import CapabilitySet
 
     from .config import Principal, ServerConfig
+    from .public import Surface
     from .store import Store
 
 __all__ = ["Service", "Event"]
@@ -42,17 +47,39 @@ class Event:
     data: dict[str, Any]
 
 
+#: How often, at most, a worker forgets the conversations past their retention.
+PRUNE_EVERY_S = 3600.0
+
+
 class Conversations:
     """Conversations by id in the shared store, each owned by the caller that started it
-    (another caller's id is simply unknown), so any worker can continue any conversation."""
+    (another caller's id is simply unknown), so any worker can continue any conversation.
 
-    def __init__(self, store: "Store") -> None:
+    A conversation exists only when a caller asks for one (``start``) or continues one: a
+    one-off question leaves nothing in the store. Those nobody continued for ``keep_days``
+    are forgotten (at start, then at most every ``PRUNE_EVERY_S`` as new ones begin)."""
+
+    def __init__(self, store: "Store", keep_days: float = 30) -> None:
         self.store = store
+        self.keep_s = keep_days * 24 * 3600
+        self._pruned = 0.0
+        self.prune()
 
-    def open(self, agent: "Agent", owner: str, cid: str | None) -> tuple[str, "Conversation"]:
+    def prune(self) -> None:
+        self._pruned = time.monotonic()
+        self.store.prune_conversations(self.keep_s)
+
+    def open(self, agent: "Agent", owner: str, cid: str | None,
+             start: bool = False) -> tuple[str | None, "Conversation | None"]:
+        """(id, history) of conversation ``cid``; a new one when ``start``; (None, None) for a
+        question asked on its own."""
         from structq.agent.conversation import Conversation, Turn
 
         if cid is None:
+            if not start:
+                return None, None
+            if time.monotonic() - self._pruned > PRUNE_EVERY_S:
+                self.prune()
             return uuid.uuid4().hex, agent.conversation()
         keep = agent.conversation().max_turns
         found = self.store.load_conversation(cid, last=keep)
@@ -68,6 +95,14 @@ class Conversations:
             raise _unknown(cid)
 
 
+def answer_record(answer: "Answer", principal: "Principal", today: dt.date) -> dict[str, Any]:
+    """What feedback on an answer needs: who asked what on which day, the plan and where it
+    came from, and how many rows each step returned (never the rows)."""
+    return {"question": answer.question, "user": principal.user, "vars": principal.vars, "today": today.isoformat(),
+            "plan": answer.plan.to_dict(), "plan_source": answer.plan_source,
+            "row_counts": {key: step.row_count for key, step in answer.results.steps.items()}}
+
+
 def _unknown(cid: str) -> RequestRejected:
     """Another caller's conversation id is answered like one that does not exist."""
     return RequestRejected(404, "unknown_conversation", f"no conversation {cid!r} for this caller",
@@ -80,19 +115,54 @@ class Service:
     def __init__(self, agent: "Agent", config: "ServerConfig", store: "Store | None" = None) -> None:
         """``store``: where conversations live (``make_service`` passes the configured one; by
         default an in-memory store, for one process embedding the service)."""
+        import structq.safety  # noqa: F401  (before the warm-up thread and the first request both import it: two first imports at once can deadlock)
+
         from .store import Store
 
+        if not isinstance(agent.engine, GuardedEngine):
+            raise TypeError("the service's agent must be built with engine=GuardedEngine(...) "
+                            "(Service.agent_for makes one): every data access checks the caller")
         self.agent = agent
         self.config = config
-        agent.engine.close()
-        agent.engine = GuardedEngine(agent.capabilities)
         self.store = store if store is not None else Store("sqlite://")
-        self.conversations = Conversations(self.store)
+        self.conversations = Conversations(self.store, config.conversation_days)
+        self.metrics = Metrics(agent.capabilities, agent.engine)
+        agent.engine.metrics = self.metrics
         self.started = time.time()
+
+    @staticmethod
+    def agent_for(capabilities: "CapabilitySet", **kwargs: Any) -> "Agent":
+        """An agent whose one engine checks each caller: every plan, template look-up,
+        keyword fallback and replan runs with the caller's variables on its sources only."""
+        from structq.agent import Agent
+        from structq.config import Settings
+
+        settings = kwargs.pop("settings", None) or Settings.from_env()
+        engine = GuardedEngine(capabilities, threads=settings.threads)
+        return Agent(capabilities, settings=settings, engine=engine, **kwargs)
 
     def close(self) -> None:
         self.agent.close()
         self.store.close()
+
+    @contextmanager
+    def _serving(self, principal: "Principal", emit: Emit | None = None) -> Iterator[None]:
+        """Work done for ``principal``: the engine's scope (its sources and variables, the
+        stream's events), its audit lines (user, request id) and the model calls' metrics."""
+        from structq.agent.audit import audited_as
+        from structq.agent.llm import observing_model_calls
+
+        info = current_request()
+        if info is not None:
+            info.user = principal.user
+        with request_scope(principal, emit), observing_model_calls(self.metrics.model_call), \
+                audited_as(user=principal.user, request_id=info.request_id if info is not None else None):
+            yield
+
+    def _in_conversation(self, cid: str | None) -> None:
+        info = current_request()
+        if info is not None:
+            info.conversation = cid
 
     # --- questions -----------------------------------------------------------------------
 
@@ -105,17 +175,21 @@ class Service:
             raise RequestRejected(400, "empty_question", "the question is empty", hint="send a question")
 
     async def ask(self, principal: "Principal", question: str, *, conversation: str | None = None,
-                  today: dt.date | None = None, no_answer: bool = False) -> dict[str, Any]:
-        """The document of ``structq ask --json``, plus the conversation id."""
+                  start_conversation: bool = False, today: dt.date | None = None,
+                  no_answer: bool = False) -> dict[str, Any]:
+        """The document of ``structq ask --json``, plus the conversation id (None unless the
+        question continues one or ``start_conversation``)."""
         self.check_question(question)
-        cid, conv = self.conversations.open(self.agent, principal.key, conversation)
-        with request_scope(principal):
+        cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
+        self._in_conversation(cid)
+        with self._serving(principal):
             answer = await self.agent.aask(question, vars=principal.vars, today=today, answer=not no_answer,
                                            conversation=conv)
-        return self._remember(principal, cid, conv, answer)
+        return self._remember(principal, cid, conv, answer, today)
 
     async def ask_stream(self, principal: "Principal", question: str, *, conversation: str | None = None,
-                         today: dt.date | None = None, no_answer: bool = False) -> AsyncIterator[Event]:
+                         start_conversation: bool = False, today: dt.date | None = None,
+                         no_answer: bool = False, surface: "Surface" = "api") -> AsyncIterator[Event]:
         """``plan`` (again after a repair), ``step`` per settled step (run, skipped or failed),
         ``answer`` pieces ``{delta}`` while the model writes (each checked before it is sent),
         one ``answer`` ``{text, citations, replaces_stream}`` with the final text, then ``done``
@@ -140,11 +214,12 @@ class Service:
 
         async def work() -> dict[str, Any]:
             self.check_question(question)
-            cid, conv = self.conversations.open(self.agent, principal.key, conversation)
-            with request_scope(principal, emit), streaming_answer(write):
+            cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
+            self._in_conversation(cid)
+            with self._serving(principal, emit), streaming_answer(write):
                 answer = await self.agent.aask(question, vars=principal.vars, today=today,
                                                answer=not no_answer, conversation=conv)
-            return self._remember(principal, cid, conv, answer)
+            return self._remember(principal, cid, conv, answer, today)
 
         task = asyncio.ensure_future(work())
         task.add_done_callback(lambda _: loop.call_soon(queue.put_nowait, None))
@@ -153,22 +228,40 @@ class Service:
         try:
             document = task.result()
         except Exception as exc:  # every failure ends the stream as an error event
-            yield Event("error", error_body(exc))
+            yield Event("error", error_body(exc, surface, open_server=self.config.open))
             return
         replaced = bool(streamed) and "".join(streamed).strip() != document["answer"]
         yield Event("answer", {"text": document["answer"], "citations": document["citations"],
                                "replaces_stream": replaced})
         yield Event("done", document)
 
-    def _remember(self, principal: "Principal", cid: str, conv: "Conversation", answer: "Answer") -> dict[str, Any]:
-        self.conversations.append(cid, principal.key, conv, conv.turns[-1])  # the agent recorded the turn
-        return {**answer.to_dict(), "conversation": cid}
+    def _remember(self, principal: "Principal", cid: str | None, conv: "Conversation | None",
+                  answer: "Answer", today: dt.date | None) -> dict[str, Any]:
+        """The answer document, with its conversation and its ``answer_id`` (what was asked and
+        planned is kept under it, for feedback on the answer)."""
+        self.metrics.plan(answer.plan_source)
+        if cid is not None and conv is not None:
+            self.conversations.append(cid, principal.key, conv, conv.turns[-1])  # the agent recorded the turn
+        answer_id = uuid.uuid4().hex
+        self.store.put_answer(answer_id, principal.key, answer_record(answer, principal, today or dt.date.today()))
+        return {**answer.to_dict(), "conversation": cid, "answer_id": answer_id}
+
+    async def feedback(self, principal: "Principal", answer_id: str, rating: str, comment: str | None) -> dict[str, Any]:
+        """Keep ``principal``'s rating of one of its own answers (a second rating replaces the first)."""
+        record = await asyncio.to_thread(self.store.get_answer, answer_id, principal.key)
+        if record is None:
+            raise RequestRejected(404, "unknown_answer", f"no answer {answer_id!r} for this caller",
+                                  hint="send the answer_id of an answer this token received")
+        await asyncio.to_thread(self.store.put_feedback, answer_id, principal.key, rating, comment, record)
+        return {"answer_id": answer_id, "rating": rating}
 
     async def plan(self, principal: "Principal", question: str, *, conversation: str | None = None,
                    today: dt.date | None = None) -> dict[str, Any]:
         self.check_question(question)
         conv = self.conversations.open(self.agent, principal.key, conversation)[1] if conversation else None
-        plan = await asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv)
+        with self._serving(principal):  # a template's look-ups run as this caller
+            plan = await asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv,
+                                           vars=principal.vars)
         check_access(principal, plan)
         return plan.to_dict()
 
@@ -177,7 +270,7 @@ class Service:
         from structq.agent import Plan
 
         plan = Plan.parse(plan_data)
-        with request_scope(principal):
+        with self._serving(principal):
             result = await asyncio.to_thread(self.agent.engine.run, plan, vars=principal.vars)
         return result.to_dict()
 
@@ -212,7 +305,8 @@ class Service:
             plan = Plan.from_example(example)  # type: ignore[arg-type]
             sources = sorted({s.source for s in plan.steps} - {"local"})
             if all(principal.may_use(s) for s in sources):
-                out.append({"question": example.question, "sources": sources})  # type: ignore[attr-defined]
+                out.append({"question": example.question, "sources": sources,  # type: ignore[attr-defined]
+                            "from_feedback": example.feedback is not None, "draft": example.draft})  # type: ignore[attr-defined]
         return out
 
     # --- health --------------------------------------------------------------------------
@@ -221,17 +315,25 @@ class Service:
         """Open every source now (pools, the embedded engine's index load), not on the first question."""
         self.readiness()
 
-    def readiness(self) -> dict[str, str]:
-        """Each source: ``ok`` or why it cannot be reached. Never raises."""
+    def readiness(self, *, details: bool = True) -> dict[str, str]:
+        """Each source: ``ok`` or why it cannot be reached (``unavailable`` without
+        ``details``: an anonymous caller learns nothing about the infrastructure). The reason
+        always goes to the log; what a caller sees of it has no URL, path or address. Never raises."""
+        import logging
+
         from .describe import probe
+        from .public import scrub
 
         states = {}
         for manifest in self.agent.capabilities:
             try:
                 probe(self.agent.engine.executors.get(manifest), manifest)
                 states[manifest.source] = "ok"
+                continue
             except StructqError as exc:
-                states[manifest.source] = str(exc)
+                reason = str(exc)
             except Exception as exc:  # a probe must never take the process down
-                states[manifest.source] = f"{type(exc).__name__}: {exc}"
+                reason = f"{type(exc).__name__}: {exc}"
+            logging.getLogger("structq.server").warning("source %s is not ready: %s", manifest.source, reason)
+            states[manifest.source] = (scrub(reason) or "unavailable") if details else "unavailable"
         return states

@@ -129,6 +129,17 @@ class Store:
                            Index("conversation_turns_by_conversation", "conversation", "seq"))
         self.rates = Table("rate_buckets", metadata, Column("key", String(64), primary_key=True),
                            Column("tokens", Float, nullable=False), Column("updated", Float, nullable=False))
+        # What an answer was (question, plan, plan source, row counts: no rows), by its answer_id,
+        # for the feedback on it; kept as long as conversations are.
+        self.answers = Table("answers", metadata, Column("id", String(64), primary_key=True),
+                             Column("owner", String(64), nullable=False), Column("record", Text, nullable=False),
+                             Column("created", Float, nullable=False))
+        # One rating per answer (a second one replaces it), with a copy of the answer's record:
+        # kept until a reviewer removes it, whatever happens to the answer.
+        self.feedback = Table("feedback", metadata, Column("answer_id", String(64), primary_key=True),
+                              Column("owner", String(64), nullable=False), Column("rating", String(8), nullable=False),
+                              Column("comment", Text), Column("record", Text, nullable=False),
+                              Column("created", Float, nullable=False))
         # An in-memory store is one connection (StaticPool) that threads must take in turn: two
         # transactions cannot be open on it at once. A file or a server has a connection each.
         self._one_connection = threading.Lock() if isinstance(self.engine.pool, StaticPool) else None
@@ -238,14 +249,51 @@ class Store:
         return True
 
     def prune_conversations(self, unused_for_s: float = CONVERSATION_TTL_S) -> int:
-        """Forget conversations nobody continued for ``unused_for_s`` seconds; returns how many."""
+        """Forget conversations nobody continued for ``unused_for_s`` seconds, and answers as
+        old (their feedback keeps its own copy); returns how many conversations."""
         from sqlalchemy import select
 
         c = self.conversations.c
-        stale = select(c.id).where(c.updated < time.time() - unused_for_s)
+        before = time.time() - unused_for_s
+        stale = select(c.id).where(c.updated < before)
         with self._begin() as connection:
             connection.execute(self.turns.delete().where(self.turns.c.conversation.in_(stale)))
+            connection.execute(self.answers.delete().where(self.answers.c.created < before))
             return int(connection.execute(self.conversations.delete().where(c.id.in_(stale))).rowcount or 0)
+
+    # --- answers and feedback --------------------------------------------------------------
+
+    def put_answer(self, answer_id: str, owner: str, record: dict[str, Any]) -> None:
+        with self._begin() as connection:
+            connection.execute(self.answers.insert().values(
+                id=answer_id, owner=owner, record=json.dumps(record, ensure_ascii=False, default=str),
+                created=time.time()))
+
+    def get_answer(self, answer_id: str, owner: str) -> dict[str, Any] | None:
+        """The record of ``owner``'s answer ``answer_id`` (another owner's is None, like a missing one)."""
+        from sqlalchemy import select
+
+        a = self.answers.c
+        with self._connect() as connection:
+            text = connection.execute(select(a.record).where(a.id == answer_id, a.owner == owner)).scalar()
+        return json.loads(text) if text is not None else None
+
+    def put_feedback(self, answer_id: str, owner: str, rating: str, comment: str | None,
+                     record: dict[str, Any]) -> None:
+        self._upsert(self.feedback, {"answer_id": answer_id, "owner": owner, "rating": rating, "comment": comment,
+                                     "record": json.dumps(record, ensure_ascii=False, default=str),
+                                     "created": time.time()})
+
+    def list_feedback(self) -> list[dict[str, Any]]:
+        """Every rating, newest first: ``answer_id``, ``rating``, ``comment``, ``created`` and the answer's record."""
+        from sqlalchemy import select
+
+        f = self.feedback.c
+        with self._connect() as connection:
+            rows = connection.execute(select(f.answer_id, f.rating, f.comment, f.record, f.created)
+                                      .order_by(f.created.desc())).all()
+        return [{"answer_id": r.answer_id, "rating": r.rating, "comment": r.comment, "created": r.created,
+                 **json.loads(r.record)} for r in rows]
 
 
     # --- request rates -------------------------------------------------------------------
