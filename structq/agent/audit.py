@@ -34,7 +34,7 @@ __all__ = ["AuditLog", "default_audit_path", "audited_as"]
 _log = logging.getLogger("structq")
 
 #: Who the questions asked in this context are for (set by a service around each request).
-_who: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("structq_audit_who", default={})
+_who: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("structq_audit_who", default=None)
 
 
 @contextmanager
@@ -79,7 +79,7 @@ class AuditLog:
         checks: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         planned = {step["output_key"]: step.get("query") for step in (plan or {}).get("steps", [])}
-        who = _who.get()
+        who = _who.get() or {}
         entry = {
             "time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds"),
             "user": who.get("user"),
