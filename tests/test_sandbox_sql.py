@@ -318,7 +318,7 @@ def test_accepted(dialect: str, query: str) -> None:
 
 def test_output_is_regenerated_not_echoed() -> None:
     result = check("select   title from departments -- trailing")
-    assert result.text == "SELECT departments.title AS title FROM departments LIMIT 101"
+    assert result.text == "SELECT departments.title AS title FROM (SELECT dept_id, title, budget FROM departments) AS departments LIMIT 101"
     assert result.tables == ("departments",) and result.columns == ("departments.title",)
 
 
@@ -600,9 +600,9 @@ def test_double_quoted_string_elsewhere_says_use_single_quotes() -> None:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_table_names_match_without_case_and_keep_manifest_spelling(dialect: str) -> None:
     result = check("SELECT D.title FROM DEPARTMENTS D", dialect)
-    assert f"FROM {QUALIFIER[dialect]}departments AS d" in result.text
+    assert f"FROM {QUALIFIER[dialect]}departments) AS d" in result.text
     result = check("SELECT Departments.title FROM Departments", dialect)
-    assert f"FROM {QUALIFIER[dialect]}departments" in result.text and result.tables == ("departments",)
+    assert f"FROM {QUALIFIER[dialect]}departments) AS departments" in result.text and result.tables == ("departments",)
 
 
 def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
@@ -610,7 +610,7 @@ def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
     tables = [t.model_copy(update={"name": "Departments"}) if t.name == "departments" else t for t in base.tables]
     mixed = base.model_copy(update={"tables": tables})
     result = check_sql("SELECT * FROM departments", mixed)
-    assert 'FROM hr."Departments" AS departments' in result.text
+    assert 'FROM hr."Departments") AS departments' in result.text
 
 
 def test_reused_alias_is_resolved_per_scope() -> None:

@@ -20,8 +20,8 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
    ``check_patterns``        LIKE / GLOB / regular-expression patterns are short literals, never
                               matched against aggregated text
 10. ``check_enum_literals``  a literal compared with an enum column is one of its values
-11. ``confine_reads``        every read of a filtered or partly denied table goes through a
-                              derived table of its allowed columns (and its row filter)
+11. ``confine_reads``        every read of a declared table goes through a derived table of its
+                              allowed columns (and its row filter): the second wall
 12. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
 13. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
 14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders, every name
