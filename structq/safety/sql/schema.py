@@ -65,7 +65,7 @@ class Derived:
     #: Lower-case names of the tables that deny at least one column.
     partial: frozenset[str]
     #: Lower-case table name → its allowed columns, lower-case name → manifest spelling, in
-    #: manifest order (what ``resolve.py`` resolves against and expands ``*`` to).
+    #: manifest order (what ``engine_names.py`` looks a name up in).
     allowed: dict[str, dict[str, str]]
     #: Lower-case table name → its entry; per lower-case table name, lower-case column name →
     #: its entry, denied ones included (``Manifest.table`` / ``Table.column`` as dictionaries).
