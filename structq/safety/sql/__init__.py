@@ -10,8 +10,9 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
 3. ``reject_placeholders``   only the sandbox binds values
 4. ``resolve_tables``        every real table declared; no qualifier but the manifest's schema
 5. ``read_double_quoted_strings``  SQLite's ``"x"`` that can only be a string becomes ``'x'``
-6. ``check_columns``         denied columns nowhere; every column resolves (sqlglot's
-                              ``qualify_columns``); stars
+6. ``check_columns``         denied columns nowhere; a name that is also an output alias resolves
+                              as the engine resolves it (``engine_names.py``: the first wall);
+                              every column resolves (sqlglot's ``qualify_columns``); stars
                               expanded; no column read unnamed (``implicit.py``: whole rows, NATURAL)
 7. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
 8. ``check_types``           cast targets are value types (no ``regclass``: catalogs)

@@ -9,6 +9,10 @@ A derived table without an alias (SQLite's ``SELECT a FROM (SELECT …)``) gets 
 (``_d1``…): its columns can then be qualified like any other source's, and the query means
 the same.
 
+Then every name that is also an output alias is resolved as the engine resolves it
+(``engine_names.py``, the first wall): qualified with its source where the engine reads the
+column, refused where the engine would read a column the manifest does not declare.
+
 Then every column is resolved against the **allowed** columns only, so a denied column does
 not exist as far as resolution knows: sqlglot's ``qualify_columns`` (with a schema of the
 allowed columns) and ``validate_qualify_columns`` make every column ``alias.column``, expand
@@ -46,6 +50,7 @@ from structq.capabilities import Table
 
 from . import implicit
 from .context import Check
+from .engine_names import check_output_names
 from .names import name_expanded
 from .scopes import column_tables
 from .table_functions import declare_function_columns, settle_function_columns
@@ -220,6 +225,7 @@ def check_columns(check: Check) -> None:
     implicit.check_before(check)
     _strip_schema_qualifiers(check)
     _name_derived_tables(check)
+    check_output_names(check)
     functions = declare_function_columns(check)
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
