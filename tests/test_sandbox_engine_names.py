@@ -15,15 +15,14 @@ must match these observations, place by place.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sandbox_support import table_engine
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
-from sqlalchemy.pool import StaticPool
 
 from structq.capabilities import load_manifest_text
 from structq.errors import SandboxViolation
@@ -72,42 +71,14 @@ def _rows(engine: Engine, sql: str, ordered: bool) -> list[tuple[Any, ...]] | No
     return rows if ordered else sorted(rows)
 
 
-def _load(server: Any) -> Engine:
-    url = server.create_database("engine_names")
-    server.execute([("CREATE TABLE t (x integer, y integer)", None)]
-                   + [("INSERT INTO t VALUES (%s, %s)", row) for row in ROWS], database="engine_names")
-    return create_engine(url)
+CREATE = "CREATE TABLE t (x integer, y integer)"
 
 
-@pytest.fixture(scope="module")
-def sqlite_engine() -> Iterator[Engine]:
-    db = sqlite3.connect(":memory:", check_same_thread=False)
-    db.execute("CREATE TABLE t (x integer, y integer)")
-    db.executemany("INSERT INTO t VALUES (?, ?)", ROWS)
-    db.commit()
-    engine = create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
-    yield engine
+@pytest.fixture(scope="module", params=["sqlite", "postgres", "mysql"])
+def target(request: pytest.FixtureRequest) -> Iterator[tuple[str, Engine]]:
+    engine = table_engine(request, request.param, "engine_names", CREATE, ROWS)
+    yield request.param, engine
     engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def pg_engine(pg_server: Any) -> Iterator[Engine]:
-    engine = _load(pg_server)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def mariadb_engine(mariadb_server: Any) -> Iterator[Engine]:
-    engine = _load(mariadb_server)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture(params=["sqlite", "postgres", "mysql"])
-def target(request: pytest.FixtureRequest) -> tuple[str, Engine]:
-    name = {"sqlite": "sqlite_engine", "postgres": "pg_engine", "mysql": "mariadb_engine"}[request.param]
-    return request.param, request.getfixturevalue(name)
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: f"{p.place.value}:{p.sql[:40]}")
@@ -159,10 +130,14 @@ def test_an_accepted_probe_gives_the_rows_the_engine_gives(target: tuple[str, En
         assert _rows(engine, safe.text, probe.ordered) == written, f"{sql}\n{safe.text}"  # type: ignore[arg-type]
 
 
-def test_mariadb_having_reads_a_grouped_column_else_the_alias(mariadb_engine: Engine) -> None:
+def test_mariadb_having_reads_a_grouped_column_else_the_alias(request: pytest.FixtureRequest) -> None:
     """``EITHER``: of the two HAVING probes, MariaDB reads the column in one (it is grouped)
     and the alias in the other."""
-    having = [p for p in PROBES if p.place is Place.HAVING]
-    observed = {ALIAS if _rows(mariadb_engine, p.sql.replace("{n}", "x"), p.ordered) == p.alias_rows else COLUMN
-                for p in having}
+    engine = table_engine(request, "mysql", "engine_names_having", CREATE, ROWS)
+    try:
+        having = [p for p in PROBES if p.place is Place.HAVING]
+        observed = {ALIAS if _rows(engine, p.sql.replace("{n}", "x"), p.ordered) == p.alias_rows else COLUMN
+                    for p in having}
+    finally:
+        engine.dispose()
     assert RULES["mysql"][Place.HAVING][0] == EITHER and observed == {ALIAS, COLUMN}

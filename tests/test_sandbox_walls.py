@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import bindparam, create_engine, text
+from sandbox_support import table_engine
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.pool import StaticPool
 
 from structq.capabilities import Manifest, load_manifest_text
 from structq.errors import SandboxViolation
@@ -52,44 +52,12 @@ tables:
 """)[0]
 
 
-def _setup(server: Any, database: str) -> str:
-    url = server.create_database(database)
-    server.execute([("CREATE TABLE products (id integer, name varchar(20), price integer, cost_secret varchar(20))", None)]
-                   + [("INSERT INTO products VALUES (%s, %s, %s, %s)", row) for row in ROWS], database=database)
-    return url
-
-
-@pytest.fixture(scope="module")
-def sqlite_engine() -> Iterator[Engine]:
-    import sqlite3
-
-    db = sqlite3.connect(":memory:", check_same_thread=False)
-    db.execute("CREATE TABLE products (id integer, name text, price integer, cost_secret text)")
-    db.executemany("INSERT INTO products VALUES (?, ?, ?, ?)", ROWS)
-    db.commit()
-    engine = create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
-    yield engine
+@pytest.fixture(scope="module", params=DIALECTS)
+def target(request: pytest.FixtureRequest) -> Iterator[tuple[str, Engine]]:
+    create = "CREATE TABLE products (id integer, name varchar(20), price integer, cost_secret varchar(20))"
+    engine = table_engine(request, request.param, "walls_canary", create, ROWS)
+    yield request.param, engine
     engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def pg_engine(pg_server: Any) -> Iterator[Engine]:
-    engine = create_engine(_setup(pg_server, "walls_canary"))
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def mariadb_engine(mariadb_server: Any) -> Iterator[Engine]:
-    engine = create_engine(_setup(mariadb_server, "walls_canary"))
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture(params=DIALECTS)
-def target(request: pytest.FixtureRequest) -> tuple[str, Engine]:
-    name = {"sqlite": "sqlite_engine", "postgres": "pg_engine", "mysql": "mariadb_engine"}[request.param]
-    return request.param, request.getfixturevalue(name)
 
 
 def _run(engine: Engine, sql: str, params: dict[str, Any], expanding: frozenset[str] = frozenset()) -> object:
