@@ -30,6 +30,8 @@ select (other than the alias of the very column it names, ``t.x AS x``), before 
   query as sent has no such column — every table is read through its projection — so the
   engine reads the alias; the name is replaced by a copy of the alias's expression, which makes
   that explicit: the text sent never depends on what columns the table really has;
+- a name that is also a source's name (``p`` of ``FROM t p``) is left to ``implicit.py``: where
+  the engine reads it, it is a whole row;
 - where the engine reads the *alias* first: as a bare ORDER BY term (or DISTINCT ON term),
   qualification reads it as the alias too; elsewhere (MariaDB's window clauses, and its HAVING,
   which reads a grouped column before the alias) a name that is also a source's column is
@@ -241,6 +243,8 @@ def check_output_names(check: Check) -> None:
             continue
         first, fallback = rules.get(place, (COLUMN, False))
         sources = _source_columns(check, select)
+        if any(alias.lower() == name for alias, _ in sources):
+            continue  # also a source's name: a whole row where the engine reads it (``implicit.py``)
         owners = [alias for alias, columns in sources if columns is not None and name in columns]
         unknown = any(columns is None for _, columns in sources)
         if first in (ALIAS, EITHER):
