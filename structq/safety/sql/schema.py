@@ -2,8 +2,8 @@
 
 A manifest is immutable once loaded, so these are derived once per manifest object and kept
 as long as it lives (``safety/per_object.py``): on a 1,000-table manifest deriving costs what
-a hundred checks do. What only ``qualify_columns``' full path reads (``Derived.schema``,
-sqlglot's ``MappingSchema`` of every allowed column) is built the first time it is asked for.
+a hundred checks do. ``Derived.schema`` (sqlglot's ``MappingSchema`` of every allowed column,
+what ``qualify_columns`` resolves against) is built by the first check that needs it.
 
 Names are matched without regard to case on every dialect (``names_dialect``), and each
 table and column that resolves is then written in the manifest's spelling, quoted where the
