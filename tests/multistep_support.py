@@ -104,18 +104,20 @@ def defog_sqlite(db: str) -> Path:
     return DEFOG / "sqlite" / f"{db}.db"
 
 
-def load_postgres(server: Any, db: str) -> str:
-    """``db``'s PostgreSQL dump in a new database of ``server``; returns its URL."""
+def load_postgres(server: Any, db: str, name: str | None = None) -> str:
+    """``db``'s PostgreSQL dump in a new database of ``server`` (named ``name``, by default
+    ``db``); returns its URL."""
     import psycopg
 
-    url = server.create_database(db)
+    name = name or db
+    url = server.create_database(name)
     dump = (DEFOG / "dumps" / f"{db}.sql").read_text(encoding="utf-8")
-    with psycopg.connect(host=server.host, port=server.port, user=server.admin_user, dbname=db,
+    with psycopg.connect(host=server.host, port=server.port, user=server.admin_user, dbname=name,
                          autocommit=True) as connection:
         connection.execute(dump)  # no parameters: the simple protocol runs the whole script
         schema = re.search(r"CREATE SCHEMA IF NOT EXISTS (\w+)", dump)
         if schema:
-            connection.execute(f"ALTER DATABASE {db} SET search_path = {schema.group(1)}, public")
+            connection.execute(f"ALTER DATABASE {name} SET search_path = {schema.group(1)}, public")
     return url
 
 

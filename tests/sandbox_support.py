@@ -116,6 +116,24 @@ def database_file(path: Path) -> Path:
     return path
 
 
+def table_engine(request: pytest.FixtureRequest, dialect: str, database: str, create: str,
+                 rows: list[tuple[Any, ...]]) -> Engine:
+    """One table (``create``, then ``rows``) on the engine of ``dialect``: an in-memory SQLite, or
+    the new database ``database`` of the session's PostgreSQL or MariaDB server. Dispose after."""
+    table = create.split()[2]
+    marks = ", ".join(["%s"] * len(rows[0]))
+    if dialect == "sqlite":
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        db.execute(create)
+        db.executemany(f"INSERT INTO {table} VALUES ({marks.replace('%s', '?')})", rows)
+        db.commit()
+        return create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
+    server = request.getfixturevalue("pg_server" if dialect == "postgres" else "mariadb_server")
+    url = server.create_database(database)
+    server.execute([(create, None)] + [(f"INSERT INTO {table} VALUES ({marks})", row) for row in rows], database=database)
+    return create_engine(url)
+
+
 def database_engine() -> Engine:
     """``database()`` behind a SQLAlchemy engine. The in-memory data lives in that one
     connection, so the engine hands out only it (``StaticPool``); dispose the engine after."""

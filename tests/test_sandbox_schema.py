@@ -75,12 +75,14 @@ def test_an_equal_manifest_is_another_object_and_derived_for_itself(derivations:
     assert derivations.call_count == 2
 
 
-def test_the_full_path_schema_is_built_only_when_asked_for() -> None:
+def test_the_schema_is_built_once_per_manifest() -> None:
     source = _manifest("lazy")
+    assert "schema" not in vars(derived(source))  # not before a check needs it
     memo.clear()
-    check_sql("SELECT name FROM items", source)  # one table: planned without qualify_columns
-    assert "schema" not in vars(derived(source))
-    assert derived(source).schema is derived(source).schema
+    check_sql("SELECT name FROM items", source)
+    built = vars(derived(source))["schema"]
+    check_sql("SELECT name FROM items WHERE name = 'x'", source)
+    assert derived(source).schema is built
 
 
 def _schema_as_before(source: Manifest) -> MappingSchema:

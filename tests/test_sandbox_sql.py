@@ -318,7 +318,7 @@ def test_accepted(dialect: str, query: str) -> None:
 
 def test_output_is_regenerated_not_echoed() -> None:
     result = check("select   title from departments -- trailing")
-    assert result.text == "SELECT departments.title AS title FROM departments LIMIT 101"
+    assert result.text == "SELECT departments.title AS title FROM (SELECT dept_id, title, budget FROM departments) AS departments LIMIT 101"
     assert result.tables == ("departments",) and result.columns == ("departments.title",)
 
 
@@ -600,9 +600,9 @@ def test_double_quoted_string_elsewhere_says_use_single_quotes() -> None:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_table_names_match_without_case_and_keep_manifest_spelling(dialect: str) -> None:
     result = check("SELECT D.title FROM DEPARTMENTS D", dialect)
-    assert f"FROM {QUALIFIER[dialect]}departments AS d" in result.text
+    assert f"FROM {QUALIFIER[dialect]}departments) AS d" in result.text
     result = check("SELECT Departments.title FROM Departments", dialect)
-    assert f"FROM {QUALIFIER[dialect]}departments" in result.text and result.tables == ("departments",)
+    assert f"FROM {QUALIFIER[dialect]}departments) AS departments" in result.text and result.tables == ("departments",)
 
 
 def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
@@ -610,7 +610,7 @@ def test_mixed_case_manifest_names_are_quoted_on_postgres() -> None:
     tables = [t.model_copy(update={"name": "Departments"}) if t.name == "departments" else t for t in base.tables]
     mixed = base.model_copy(update={"tables": tables})
     result = check_sql("SELECT * FROM departments", mixed)
-    assert 'FROM hr."Departments" AS departments' in result.text
+    assert 'FROM hr."Departments") AS departments' in result.text
 
 
 def test_reused_alias_is_resolved_per_scope() -> None:
@@ -779,3 +779,55 @@ def test_natural_join_over_allowed_columns_becomes_an_explicit_join(engine) -> N
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_natural_join_without_known_common_columns_is_refused(dialect: str) -> None:
     refused("SELECT COUNT(*) AS n FROM departments NATURAL JOIN (SELECT 1 AS z) AS s", dialect, code="unsupported")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_what_qualify_columns_cannot_handle_is_refused(dialect: str) -> None:
+    """A star over a derived table with two columns of one name, then a position: sqlglot's
+    ``qualify_columns`` fails an assertion there; the sandbox refuses instead of crashing."""
+    refused("SELECT * FROM (SELECT e.name, e.name FROM employees e) AS s ORDER BY 1", dialect, code="unsupported")
+
+
+# ------------------------------------------------------------------------------------------
+# An output alias named like a column resolves as the engine resolves it (``engine_names.py``)
+# ------------------------------------------------------------------------------------------
+
+#: (dialect, query, code): a name the engine would look up among the table's columns first,
+#: which no source declares, where the engine has no fallback to the alias.
+ALIAS_REFUSED = [
+    ("postgres", "SELECT budget AS total FROM departments ORDER BY total / 2", "unknown_column"),
+    ("postgres", "SELECT dept_id, 'k' AS secret FROM departments GROUP BY dept_id, secret || ''", "unknown_column"),
+    ("postgres", "SELECT title, COUNT(*) AS n FROM departments GROUP BY title HAVING n > 1", "unknown_column"),
+    ("postgres", "SELECT budget AS total FROM departments WHERE total > 1", "unknown_column"),
+    ("mysql", "SELECT budget AS total FROM departments WHERE total > 1", "unknown_column"),
+    ("sqlite", "SELECT budget AS total, total + 1 AS more FROM departments", "unknown_column"),
+    # MariaDB reads the alias in a window and in HAVING: a name that is also a column is ambiguous.
+    ("mysql", "SELECT title, budget AS dept_id, ROW_NUMBER() OVER (ORDER BY dept_id) AS r FROM departments", "ambiguous_column"),
+    ("mysql", "SELECT title AS budget, MAX(dept_id) AS m FROM departments GROUP BY title HAVING budget > 1", "ambiguous_column"),
+]
+
+
+@pytest.mark.parametrize(("dialect", "query", "code"), ALIAS_REFUSED)
+def test_alias_names_the_engine_would_read_as_columns_are_refused(dialect: str, query: str, code: str) -> None:
+    error = refused(query, dialect, code=code)
+    assert "alias" in error.hint
+
+
+#: (dialect, query, text the checked query contains): where the engine reads the column, the
+#: name is qualified with it; where it falls back to the alias, the alias's expression is written.
+ALIAS_RESOLVED = [
+    ("sqlite", "SELECT budget * 2 AS budget FROM departments ORDER BY budget + 0", "ORDER BY departments.budget + 0"),
+    ("postgres", "SELECT budget * 2 AS budget FROM departments ORDER BY budget + 0", "ORDER BY departments.budget + 0"),
+    ("sqlite", "SELECT budget + 1 AS total FROM departments ORDER BY total / 2", "ORDER BY (departments.budget + 1) / 2"),
+    ("mysql", "SELECT budget + 1 AS total FROM departments ORDER BY total / 2", "ORDER BY (departments.budget + 1) / 2"),
+    ("sqlite", "SELECT dept_id, 'k' AS secret FROM departments GROUP BY dept_id, secret || ''", "GROUP BY departments.dept_id, 'k' || ''"),
+    ("sqlite", "SELECT title, COUNT(*) AS n FROM departments GROUP BY title HAVING n > 1", "HAVING COUNT(*) > 1"),
+    ("sqlite", "SELECT UPPER(title) AS t FROM departments GROUP BY t", "GROUP BY UPPER(departments.title)"),
+    ("postgres", "SELECT UPPER(title) AS t FROM departments GROUP BY t", "GROUP BY UPPER(departments.title)"),
+    ("sqlite", "SELECT budget AS total FROM departments ORDER BY total", "ORDER BY total"),
+]
+
+
+@pytest.mark.parametrize(("dialect", "query", "expected"), ALIAS_RESOLVED)
+def test_alias_names_are_written_as_the_engine_reads_them(dialect: str, query: str, expected: str) -> None:
+    assert expected in check(query, dialect).text

@@ -150,7 +150,7 @@ def test_the_session_is_pinned_to_the_declared_schema(deployment: Deployment) ->
 
 def test_sqlite_tables_stay_unqualified() -> None:
     manifest = load_manifest_text(manifest_text("schema_qualification", url="sqlite:///x.db", dialect="sqlite", schema=SCHEMA))[0]
-    assert check_sql("SELECT uid FROM users", manifest).text == "SELECT users.uid AS uid FROM users LIMIT 101"
+    assert check_sql("SELECT uid FROM users", manifest).text == "SELECT users.uid AS uid FROM (SELECT uid, name FROM users) AS users LIMIT 101"
 
 
 @pytest.mark.parametrize("dialect", ["postgres", "mysql"])

@@ -10,7 +10,9 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
 3. ``reject_placeholders``   only the sandbox binds values
 4. ``resolve_tables``        every real table declared; no qualifier but the manifest's schema
 5. ``read_double_quoted_strings``  SQLite's ``"x"`` that can only be a string becomes ``'x'``
-6. ``check_columns``         denied columns nowhere; every column resolves (``resolve.py``); stars
+6. ``check_columns``         denied columns nowhere; a name that is also an output alias resolves
+                              as the engine resolves it (``engine_names.py``: the first wall);
+                              every column resolves (sqlglot's ``qualify_columns``); stars
                               expanded; no column read unnamed (``implicit.py``: whole rows, NATURAL)
 7. ``check_functions``       per-dialect allowlist plus the manifest's ``functions``
 8. ``check_types``           cast targets are value types (no ``regclass``: catalogs)
@@ -20,8 +22,8 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
    ``check_patterns``        LIKE / GLOB / regular-expression patterns are short literals, never
                               matched against aggregated text
 10. ``check_enum_literals``  a literal compared with an enum column is one of its values
-11. ``confine_reads``        every read of a filtered or partly denied table goes through a
-                              derived table of its allowed columns (and its row filter)
+11. ``confine_reads``        every read of a declared table goes through a derived table of its
+                              allowed columns (and its row filter): the second wall
 12. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
 13. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
 14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders, every name

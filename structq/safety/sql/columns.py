@@ -9,16 +9,17 @@ A derived table without an alias (SQLite's ``SELECT a FROM (SELECT …)``) gets 
 (``_d1``…): its columns can then be qualified like any other source's, and the query means
 the same.
 
+Then every name that is also an output alias is resolved as the engine resolves it
+(``engine_names.py``, the first wall): qualified with its source where the engine reads the
+column, refused where the engine would read a column the manifest does not declare.
+
 Then every column is resolved against the **allowed** columns only, so a denied column does
-not exist as far as resolution knows: every column becomes ``alias.column``, ``SELECT *`` /
-``t.*`` expand to the allowed columns, and anything unresolved is refused. The resolver of
-``resolve.py`` does this for the common shapes of SQL; for anything it does not model it
-leaves the tree untouched and sqlglot's ``qualify_columns`` (with a schema of the allowed
-columns) and ``validate_qualify_columns`` run instead — the only path that reports errors
-(and a shape ``qualify_columns`` itself cannot handle, where it fails an assertion, is refused
-as ``unsupported``).
-Only those two steps of ``qualify`` run (identifiers were normalised by ``resolve_tables``;
-aliasing every table and quoting every identifier buy nothing here).
+not exist as far as resolution knows: sqlglot's ``qualify_columns`` (with a schema of the
+allowed columns) and ``validate_qualify_columns`` make every column ``alias.column``, expand
+``SELECT *`` / ``t.*`` to the allowed columns, and report anything unresolved, which is refused
+(a shape ``qualify_columns`` itself cannot handle, where it fails an assertion, is refused as
+``unsupported``). Only those two steps of ``qualify`` run (identifiers were normalised by
+``resolve_tables``; aliasing every table and quoting every identifier buy nothing here).
 
 Table functions in FROM are sources with known columns (``table_functions.py``).
 
@@ -49,11 +50,10 @@ from structq.capabilities import Table
 
 from . import implicit
 from .context import Check
+from .engine_names import check_output_names
 from .names import name_expanded
-from .resolve import Resolution, Unsupported, resolve_columns
 from .scopes import column_tables
 from .table_functions import declare_function_columns, settle_function_columns
-from .walk import within
 
 __all__ = ["check_columns"]
 
@@ -136,21 +136,13 @@ def _outer_selects(tree: exp.Expr) -> list[exp.Select]:
     return []
 
 
-def _drop_invented_aliases(outer: list[exp.Select], unnamed: set[int], columns: list[exp.Column] | None) -> None:
-    """Unwrap ``expr AS _col_0`` that qualification added, unless the alias is referred to.
-
-    ``columns``, when given, holds every column that can be unqualified after qualification
-    (the resolver's case); otherwise each select's columns are searched.
-    """
+def _drop_invented_aliases(outer: list[exp.Select], unnamed: set[int]) -> None:
+    """Unwrap ``expr AS _col_0`` that qualification added, unless the alias is referred to."""
     for select in outer:
         for projection in select.expressions:
             if isinstance(projection, exp.Alias) and id(projection.this) in unnamed:
                 alias = projection.alias
-                if columns is None:
-                    used = any(c.name == alias and not c.table for c in select.find_all(exp.Column))
-                else:
-                    used = any(c.name == alias and not c.table and within(c, select) for c in columns)
-                if not used:
+                if not any(c.name == alias and not c.table for c in select.find_all(exp.Column)):
                     projection.replace(projection.this)
 
 
@@ -191,68 +183,27 @@ def _strip_schema_qualifiers(check: Check) -> None:
         column.set("db", None)
 
 
-def _source_names(check: Check) -> frozenset[str]:
-    """Every name a table or derived table goes by anywhere in the query, lower case: a
-    superset of what ``implicit.check_after`` reads as whole rows."""
-    names = {name.lower() for table in check.tables for name in (table.name, table.alias_or_name)}
-    names |= {subquery.alias.lower() for subquery in check.subqueries if subquery.alias}
-    names |= {cte.alias.lower() for with_ in check.with_clauses for cte in with_.expressions}
-    return frozenset(names)
-
-
-def _qualify(check: Check) -> tuple[dict[int, tuple[exp.Column, Table]], list[exp.Column] | None]:
-    """Qualify every column (fast path first); map each real-table column to its table.
-
-    Also returns, on the fast path, every column that may have been left unqualified: the
-    query's own (ORDER BY names of select aliases) and those the resolver wrote.
-    """
+def _qualify(check: Check) -> dict[int, tuple[exp.Column, Table]]:
+    """Qualify every column; map each real-table column to its table."""
     tree = check.tree
     assert tree is not None
-    allowed = check.names.allowed
-    # ``check.columns`` lists every column of the tree and ``check.queries`` every query: the
-    # passes before this one replace none but the columns they remove (CTEs they may reorder).
+    names = check.names
+    check.shared_wanted = True  # it may write nodes the query did not have (``Check.shared_nodes``)
+    check.shared_seen_current = False
     try:
-        resolution = resolve_columns(
-            tree,
-            {id(node): allowed[table.name.lower()] for node, table in check.reads},
-            check.columns,
-            check.queries,
-            source_names=lambda: _source_names(check),
-            dialect=check.names.names_dialect,
-        )
-    except Unsupported:
-        names = check.names
-        check.shared_wanted = True  # it may write nodes the query did not have (``Check.shared_nodes``)
-        check.shared_seen_current = False
-        try:
-            qualify_columns(tree, names.schema, dialect=names.names_dialect)
-            validate_qualify_columns(tree)
-        except OptimizeError as exc:
-            raise _unknown(check, exc) from None
-        except Exception:  # noqa: BLE001 - sqlglot's own assertion (a star over same-named columns)
-            # ``qualify_columns`` fails on a shape it does not expect: fail closed.
-            raise check.fail(
-                "unsupported",
-                "the columns of this query could not be resolved",
-                "name the columns you need (t.a, t.b) and give every output column its own name",
-            ) from None
-        implicit.check_after(check, tree)
-        return column_tables(tree, check.reads), None
-    if resolution.joins:
-        check.shared_wanted = True  # USING rewritten: new nodes, as on the full path (``Check.shared_nodes``)
-    if resolution.rewrote:
-        check.shared_seen_current = False  # ``Check.shared_nodes``
-    return _resolved_tables(resolution, check.reads), check.columns + resolution.created
-
-
-def _resolved_tables(resolution: Resolution, reads: list[tuple[exp.Table, Table]]) -> dict[int, tuple[exp.Column, Table]]:
-    entries = {id(node): table for node, table in reads}
-    found: dict[int, tuple[exp.Column, Table]] = {}
-    for key, (column, _, source) in resolution.columns.items():
-        table = entries.get(id(source))
-        if table is not None:
-            found[key] = (column, table)
-    return found
+        qualify_columns(tree, names.schema, dialect=names.names_dialect)
+        validate_qualify_columns(tree)
+    except OptimizeError as exc:
+        raise _unknown(check, exc) from None
+    except Exception:  # noqa: BLE001 - sqlglot's own assertion (a star over same-named columns)
+        # ``qualify_columns`` fails on a shape it does not expect: fail closed.
+        raise check.fail(
+            "unsupported",
+            "the columns of this query could not be resolved",
+            "name the columns you need (t.a, t.b) and give every output column its own name",
+        ) from None
+    implicit.check_after(check, tree)
+    return column_tables(tree, check.reads)
 
 
 def _respell(column: exp.Column, name: str, quoted: bool) -> None:
@@ -274,15 +225,16 @@ def check_columns(check: Check) -> None:
     implicit.check_before(check)
     _strip_schema_qualifiers(check)
     _name_derived_tables(check)
+    check_output_names(check)
     functions = declare_function_columns(check)
     outer = _outer_selects(tree)
     unnamed = {id(e) for select in outer for e in select.expressions if not isinstance(e, (exp.Alias, exp.Column, exp.Star))}
     written = check.written_names
     before = list(outer[0].expressions) if written is not None and outer else []
-    check.column_tables, created = _qualify(check)
+    check.column_tables = _qualify(check)
     settle_function_columns(check, functions)
     if unnamed:
-        _drop_invented_aliases(outer, unnamed, created)
+        _drop_invented_aliases(outer, unnamed)
     readable = check.names.readable
     read = check.read_columns
     of_tables: dict[int, dict[str, tuple[str, bool, str]]] = {}  # per manifest table: ``readable``

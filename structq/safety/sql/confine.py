@@ -1,19 +1,21 @@
-"""Pass 11: each read of a table with a row filter or a denied column becomes a derived table.
+"""Pass 11 (the second wall): every read of a declared table becomes a derived table.
 
-``FROM employees e`` becomes ``FROM (SELECT <allowed columns> FROM employees WHERE <filter>)
+``FROM employees e`` becomes ``FROM (SELECT <allowed columns> FROM employees [WHERE <filter>])
 AS e``, keeping the alias (and the schema qualifier, index hints, ``ONLY``, a sample), wherever
 the read sits: CTEs, subqueries, both sides of a set operation, either side of an outer join.
 The filter stays *inside* the derived table so an outer join keeps its meaning (a filter in the
 outer WHERE would turn a LEFT JOIN into an inner one; one in the ON clause would not hide the
 rows of the preserved side).
 
-A table with denied columns and no filter gets the same derived table without the WHERE. The
-checks before this pass already refuse every way they know of to read a column that no
-column node names (``implicit.py``: whole rows, ``t.*`` in an expression, NATURAL joins);
-this rewrite is the second wall behind them: whatever the engine expands or compares
-implicitly — a whole-row value, a star, a NATURAL join's common columns — it can only find the
-allowed columns. Databases merge such a derived table into the outer query, so it costs
-nothing at run time.
+Every table is read this way, not only those with a row filter or a denied column: the passes
+before this one resolve each name (the first wall, ``columns.py``) and refuse every way they know of to read a column that no column node
+names (``implicit.py``: whole rows, ``t.*`` in an expression, NATURAL joins). This rewrite is
+the wall behind them: whatever name the engine resolves differently than the checks did —
+an output alias inside an ORDER BY expression that is also an undeclared column, a whole-row
+value, a NATURAL join's common columns — it can only find the declared, allowed columns; an
+undeclared column does not exist in the query the engine runs. SQLite, PostgreSQL and MariaDB
+merge such a derived table into the outer query (``tests/test_sandbox_plans.py`` compares
+the plans over the corpora), so it costs nothing at run time.
 
 Tables a filter's own subqueries read are qualified with the manifest's schema like the
 query's (``tables.py``). The filter's ``:var`` becomes the bound parameter ``var_<name>`` with the caller's value; a
@@ -76,14 +78,7 @@ def _confined(check: Check, node: exp.Table, table: Table, predicate: exp.Expr |
 
 
 def confine_reads(check: Check) -> None:
-    """Replace every read of a filtered or partly denied table by its derived table."""
-    names = check.names
-    filters, partial = names.filters, names.partial
-    if not filters and not partial:
-        return
+    """Replace every read of a declared table by its derived table."""
+    filters = check.names.filters
     for node, table in check.reads:
-        key = table.name.lower()
-        predicate = filters.get(key)
-        if predicate is None and key not in partial:
-            continue
-        node.replace(_confined(check, node, table, predicate))
+        node.replace(_confined(check, node, table, filters.get(table.name.lower())))

@@ -84,7 +84,7 @@ class Check:
     #: The nodes ``parse.scan`` saw that some shared filter wants, in its order.
     shared_seen: list[exp.Expr] = field(default_factory=list)
     #: Whether ``shared_seen`` is still every such node of the tree: false once a pass copies
-    #: expressions into it or takes some out (``Resolution.rewrote``), or rebuilds it (``qualify_columns``).
+    #: expressions into it or takes some out, or rebuilds it (``qualify_columns``).
     shared_seen_current: bool = True
     #: Whether some identifier of the query needs quotes sqlglot would not write (``quoting.py``:
     #: a reserved word, a name that is not a plain identifier; ``parse.scan``): a copy of it may

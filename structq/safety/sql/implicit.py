@@ -17,10 +17,8 @@ no node names, and would carry a denied (or undeclared) column past both checks:
   allowed columns: the engine would join on whatever columns the two sides really share,
   denied ones included (``t NATURAL JOIN (SELECT 'x1' AS id_card) s`` is an equality oracle).
 
-``check_before`` runs on the columns as parsed; ``check_after`` on the tree after the full
-qualification path (the resolver of ``resolve.py`` expands every star, models no NATURAL
-join, and takes a USING join only where it rewrites it into ``ON`` over allowed columns as
-``qualify_columns`` does (``using.py``), so nothing of this can come through it).
+``check_before`` runs on the columns as parsed; ``check_after`` on the tree after
+``qualify_columns``.
 """
 
 from __future__ import annotations

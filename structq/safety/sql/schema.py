@@ -2,8 +2,8 @@
 
 A manifest is immutable once loaded, so these are derived once per manifest object and kept
 as long as it lives (``safety/per_object.py``): on a 1,000-table manifest deriving costs what
-a hundred checks do. What only ``qualify_columns``' full path reads (``Derived.schema``,
-sqlglot's ``MappingSchema`` of every allowed column) is built the first time it is asked for.
+a hundred checks do. ``Derived.schema`` (sqlglot's ``MappingSchema`` of every allowed column,
+what ``qualify_columns`` resolves against) is built by the first check that needs it.
 
 Names are matched without regard to case on every dialect (``names_dialect``), and each
 table and column that resolves is then written in the manifest's spelling, quoted where the
@@ -65,7 +65,7 @@ class Derived:
     #: Lower-case names of the tables that deny at least one column.
     partial: frozenset[str]
     #: Lower-case table name → its allowed columns, lower-case name → manifest spelling, in
-    #: manifest order (what ``resolve.py`` resolves against and expands ``*`` to).
+    #: manifest order (what ``engine_names.py`` looks a name up in).
     allowed: dict[str, dict[str, str]]
     #: Lower-case table name → its entry; per lower-case table name, lower-case column name →
     #: its entry, denied ones included (``Manifest.table`` / ``Table.column`` as dictionaries).

@@ -16,6 +16,10 @@ from .context import Check
 __all__ = ["check_statement_kind", "reject_placeholders"]
 
 _QUERY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except)
+#: Transaction-control and maintenance statements that some sqlglot versions parse as a
+#: ``Command`` (30.31) and others as a bare name (30.30): the same refusal either way, as for
+#: ``COMMIT`` or ``PRAGMA``.
+_STATEMENT_COMMANDS = frozenset({"SAVEPOINT", "RELEASE", "REINDEX"})
 _READ_ONLY_HINT = "only read-only SELECT queries (optionally WITH … SELECT, UNION, INTERSECT, EXCEPT) are accepted"
 
 
@@ -26,7 +30,9 @@ def _code(node: exp.Expr) -> str:
         return "unsupported"
     if isinstance(node, (exp.Command, exp.Pragma, exp.Attach, exp.Detach, exp.Set, exp.Transaction,
                          exp.Commit, exp.Rollback)):
-        return "unsupported" if isinstance(node, exp.Command) else "not_a_query"
+        if isinstance(node, exp.Command) and str(node.this).upper() not in _STATEMENT_COMMANDS:
+            return "unsupported"
+        return "not_a_query"
     return "write"
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 
 from sqlglot import exp
 
-__all__ = ["Instances", "Shared", "shared_filed", "shared_filters", "shared_walk", "wanted_by_shared", "within"]
+__all__ = ["Instances", "Shared", "shared_filed", "shared_filters", "shared_walk", "wanted_by_shared"]
 
 
 class Instances:
@@ -112,12 +112,3 @@ def shared_filters() -> int:
 def wanted_by_shared(cls: type) -> bool:
     """Whether some shared filter wants nodes of class ``cls``."""
     return any(f.wants(cls) for f in _registered)
-
-
-def within(node: exp.Expr | None, ancestor: exp.Expr) -> bool:
-    """Whether ``ancestor`` is ``node`` or one of its parents."""
-    while node is not None:
-        if node is ancestor:
-            return True
-        node = node.parent
-    return False
