@@ -120,7 +120,7 @@ def to_eval(
 ) -> None:
     """Append a badly answered question to an eval file, for `structq eval` to keep checking.
 
-    Example:  structq feedback to-eval 3f2a --eval capabilities/eval.yaml --expect-sql "SELECT …"
+    Example:  structq feedback to-eval 3f2a --eval capabilities/eval.yaml --expect-sql "SELECT count(*) FROM orders WHERE status = 'open'"
     """
     from structq.server.feedback import to_eval as append
 
