@@ -77,7 +77,8 @@ class Policies(_Strict):
 
 
 class Limits(_Strict):
-    """Per-source caps: rows returned to the answer, and seconds a query may run."""
+    """Per-source caps: rows returned to the answer, seconds a query may run, and the size of a
+    query the sandbox reads (``safety/bounds.py``)."""
 
     max_rows: int = Field(default=1000, ge=1, le=1_000_000)
     timeout_s: float = Field(default=5.0, gt=0, le=3600)
@@ -86,6 +87,12 @@ class Limits(_Strict):
     #: Documents a search count counts exactly; past it the engine stops and the answer is
     #: "at least N" (``track_total_hits`` is bounded, so a count over a huge index is bounded work).
     max_count: int = Field(default=1_000_000, ge=1, le=1_000_000_000)
+    #: Bytes of one query (SQL text, or a search body as JSON) the sandbox reads at all: the
+    #: check's cost grows with the size, and no question needs a longer query (long lists of
+    #: values pass from step to step by reference).
+    max_query_bytes: int = Field(default=65_536, ge=256, le=16_777_216)
+    #: Tokens of one SQL query, checked after reading it and before parsing it.
+    max_query_tokens: int = Field(default=20_000, ge=16, le=4_000_000)
 
 
 class ExampleStep(_Strict):
