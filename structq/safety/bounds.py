@@ -16,6 +16,9 @@ And the last line behind the passes: ``refusal_for`` turns whatever else a pass 
 hostile query (a ``RecursionError`` the pre-scan did not foresee, a sqlglot ``OptimizeError``)
 into a refusal, so that ``check_sql`` and ``check_dsl`` raise nothing but ``SandboxViolation``
 and ``PlanError``: a query the sandbox cannot analyse is refused, never run and never a crash.
+``refusal_of`` names the limits a checked query can still run into on its way (an engine's
+parser stack, a value too large to bind): the engine reports those as refusals with these
+codes, not as a failing database with Python's words.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from structq.capabilities.model import Manifest
 from structq.capabilities.nesting import json_values, measure
 from structq.errors import PlanError, SandboxViolation
 
-__all__ = ["check_text", "check_tokens", "check_body", "refusal_for", "INT64"]
+__all__ = ["check_text", "check_tokens", "check_body", "refusal_for", "refusal_of", "INT64"]
 
 log = logging.getLogger("structq.safety")
 
@@ -96,16 +99,43 @@ def _utf8_size(text: str, source: Manifest) -> int:
                                source=source.source) from None
 
 
+#: What the engines say when a query nests past their parser's or planner's own limits
+#: (SQLite's parser stack of about 100 entries overflows at 19 nested subqueries; PostgreSQL's
+#: ``max_stack_depth``; MariaDB's thread stack): the query's shape, not a failing database.
+_ENGINE_NESTING = ("parser stack overflow", "expression tree is too large", "stack depth limit exceeded",
+                   "thread stack overrun", "too many levels of nesting", "too high level of nesting")
+
+
+def refusal_of(exc: BaseException, source: str | None) -> SandboxViolation | None:
+    """The refusal a limit ``exc`` stands for, when it stands for one: Python's recursion limit
+    or an engine's nesting limit (``too_complex``), text with no UTF-8 form (``invalid_text``),
+    a number an engine cannot hold (``invalid_value``). None for any other error."""
+    if isinstance(exc, RecursionError):
+        return SandboxViolation("too_complex", "the query nests too deeply to be checked or run",
+                                hint="write it flatter: fewer nested brackets, calls and subqueries", source=source)
+    if isinstance(exc, UnicodeError):
+        return SandboxViolation("invalid_text", "the query or a value holds text with no UTF-8 form (a lone "
+                                "UTF-16 surrogate)", hint="send the text as valid Unicode", source=source)
+    if isinstance(exc, OverflowError):
+        return SandboxViolation("invalid_value", "a value is too large for the engine (integers are 64-bit)",
+                                hint="write integers between -2^63 and 2^63-1", source=source)
+    cause = str(getattr(exc, "cause", None) or "").lower()
+    if cause and any(words in cause for words in _ENGINE_NESTING):
+        return SandboxViolation("too_complex", "the query nests deeper than the database's parser allows",
+                                hint="write it flatter: fewer nested subqueries, CASEs and calls (SQLite "
+                                     "parses about 18 nested subqueries at most)", source=source)
+    return None
+
+
 def refusal_for(exc: Exception, source: Manifest) -> SandboxViolation | PlanError:
     """The refusal a check that raised ``exc`` ends in: ``exc`` itself when it is one already,
-    else ``too_complex`` (recursion) or ``unsupported`` (anything else, logged in one line:
-    a query the sandbox cannot analyse is refused, and the cause is worth a look)."""
+    the limit it stands for (``refusal_of``), else ``unsupported`` (logged in one line: a query
+    the sandbox cannot analyse is refused, and the cause is worth a look)."""
     if isinstance(exc, (SandboxViolation, PlanError)):
         return exc
-    if isinstance(exc, RecursionError):
-        return SandboxViolation("too_complex", "the query nests too deeply to be checked",
-                                hint="write it flatter: fewer nested brackets, calls and subqueries",
-                                source=source.source)
+    limit = refusal_of(exc, source.source)
+    if limit is not None:
+        return limit
     log.warning("the sandbox could not analyse a query of %s: %s: %s", source.source, type(exc).__name__,
                 str(exc)[:_QUOTED])
     return SandboxViolation("unsupported", f"the sandbox could not analyse this query ({type(exc).__name__}: "
