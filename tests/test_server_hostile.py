@@ -305,3 +305,30 @@ def test_build_shop_limits_reach_the_server(tmp_path) -> None:
 
     shop = build_shop(tmp_path, max_steps=3)
     assert yaml.safe_load(shop.config.read_text())["limits"]["max_steps"] == 3
+
+
+def test_a_bug_is_a_500_logged_once_and_never_reraised_to_the_server(shop, monkeypatch, caplog) -> None:
+    """Starlette re-raises an unhandled exception after answering it, for the server to log in
+    full; ``Contained`` keeps it: the test client, which re-raises what reaches it, sees none."""
+    from fastapi.testclient import TestClient
+
+    from structq.agent import Agent
+    from structq.capabilities import CapabilitySet
+    from structq.config import Settings
+    from structq.server.app import create_app
+    from structq.server.config import ServerConfig
+    from structq.server.service import Service
+
+    def broken(self: Any, principal: Any) -> Any:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(Service, "sources", broken)
+    capabilities = CapabilitySet.from_path(shop.manifests)
+    agent = Agent(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+    service = Service(agent, ServerConfig.from_file(shop.config, sources=capabilities.names))
+    with TestClient(create_app(service, mcp=False), raise_server_exceptions=True) as client:
+        with caplog.at_level(logging.ERROR, logger="structq.server"):
+            response = client.get("/v1/sources", headers=auth("tenant1"))
+    assert response.status_code == 500 and strict(response)["error"]["code"] == "internal"
+    assert [r.getMessage().splitlines()[0] for r in caplog.records] == [
+        "internal error while serving a request: Traceback (most recent call last):"]

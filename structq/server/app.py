@@ -31,6 +31,7 @@ from structq import __version__
 from structq.errors import StructqError
 
 from .config import Principal
+from .contain import Contained
 from .errors import RequestRejected, error_body, error_status
 from .guard import RequestGuard
 from .limits import BodyLimit, RateLimiter
@@ -263,7 +264,8 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
                                        include_in_schema=False))
         app.mount("/mcp", mcp_app)
     app.add_middleware(RequestGuard, config=config)
-    app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)  # outermost: size first
+    app.add_middleware(BodyLimit, max_bytes=config.limits.max_body_bytes)  # size first
+    app.add_middleware(Contained)  # outermost of ours: no exception reaches the server's log whole
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

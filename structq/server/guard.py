@@ -25,7 +25,7 @@ from .inputs import strict_json
 if TYPE_CHECKING:
     from .config import ServerConfig
 
-__all__ = ["RequestGuard", "send_error", "GUARDED_PREFIX"]
+__all__ = ["RequestGuard", "send_error", "send_json", "GUARDED_PREFIX"]
 
 #: The paths the guard stands in front of: the API (the page, health and MCP have their own rules).
 GUARDED_PREFIX = "/v1/"
@@ -96,10 +96,16 @@ async def _read(receive: Any) -> bytes:
 
 async def send_error(send: Any, exc: RequestRejected) -> None:
     """``exc`` as the JSON error response, from ASGI middleware (no route, no FastAPI)."""
-    payload = json.dumps(error_body(exc), ensure_ascii=False).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-    headers += [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
+    headers = dict(exc.headers)
     if exc.status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": exc.status, "headers": headers})
+        headers["WWW-Authenticate"] = "Bearer"
+    await send_json(send, exc.status, error_body(exc), headers)
+
+
+async def send_json(send: Any, status: int, content: Any, headers: dict[str, str] | None = None) -> None:
+    """``content`` as a complete JSON response with ``status``, from ASGI middleware."""
+    payload = json.dumps(content, ensure_ascii=False).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": payload})
