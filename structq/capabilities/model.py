@@ -88,11 +88,12 @@ class Limits(_Strict):
     #: "at least N" (``track_total_hits`` is bounded, so a count over a huge index is bounded work).
     max_count: int = Field(default=1_000_000, ge=1, le=1_000_000_000)
     #: Bytes of one query (SQL text, or a search body as JSON) the sandbox reads at all: the
-    #: check's cost grows with the size, and no question needs a longer query (long lists of
-    #: values pass from step to step by reference).
-    max_query_bytes: int = Field(default=65_536, ge=256, le=16_777_216)
+    #: check's cost grows with the size (and sqlglot's compiled tokenizer and parser hold the
+    #: GIL while they run: in the server, other requests wait that long), and no question needs
+    #: a longer query (long lists of values pass from step to step by reference).
+    max_query_bytes: int = Field(default=32_768, ge=256, le=16_777_216)
     #: Tokens of one SQL query, checked after reading it and before parsing it.
-    max_query_tokens: int = Field(default=20_000, ge=16, le=4_000_000)
+    max_query_tokens: int = Field(default=10_000, ge=16, le=4_000_000)
 
 
 class ExampleStep(_Strict):

@@ -37,12 +37,21 @@ MAX_SET_PARTS = 100
 #: Common table expressions (``WITH name AS (…)``), in the whole text.
 MAX_CTES = 50
 
-_OPEN = frozenset({"L_PAREN", "L_BRACKET", "L_BRACE", "CASE"})
-_CLOSE = frozenset({"R_PAREN", "R_BRACKET", "R_BRACE", "END"})
-_PREFIX = frozenset({"NOT", "DASH", "PLUS", "TILDE"})
-_CHAIN = frozenset({"DPIPE", "DCOLON", "MOD", "IS"})
-_ENDS_EXPRESSION = frozenset({"COMMA", "AND", "OR", "WHEN", "THEN", "ELSE", "SELECT", "FROM", "WHERE"})
-_SET_OPERATORS = frozenset({"UNION", "INTERSECT", "EXCEPT"})
+#: What each token type (by name) does to the nesting; any other type is ``_OTHER``.
+_OTHER, _OPEN, _CLOSE, _PREFIX, _CHAIN, _ENDS_EXPRESSION, _SET_OPERATOR, _ALIAS, _L_PAREN = range(9)
+_ROLES = {
+    **dict.fromkeys(("L_BRACKET", "L_BRACE", "CASE"), _OPEN),
+    "L_PAREN": _L_PAREN,
+    **dict.fromkeys(("R_PAREN", "R_BRACKET", "R_BRACE", "END"), _CLOSE),
+    **dict.fromkeys(("NOT", "DASH", "PLUS", "TILDE"), _PREFIX),
+    **dict.fromkeys(("DPIPE", "DCOLON", "MOD", "IS"), _CHAIN),
+    **dict.fromkeys(("COMMA", "AND", "OR", "WHEN", "THEN", "ELSE", "SELECT", "FROM", "WHERE"), _ENDS_EXPRESSION),
+    **dict.fromkeys(("UNION", "INTERSECT", "EXCEPT"), _SET_OPERATOR),
+    "ALIAS": _ALIAS,
+}
+#: The roles by token type itself, filled on first sight of each type (reading an enum
+#: member's ``name`` per token costs more than the rest of the pass).
+_role_of: dict[Any, int] = {}
 
 
 @dataclass(frozen=True)
@@ -69,44 +78,47 @@ def measure(tokens: Iterable[Any]) -> Shape:
     """The shape of a token stream (sqlglot ``Token``s), in one pass without recursion."""
     opened: list[tuple[int, int]] = []  # per open level: the depth it started at, the chain before it
     base = chain = prefix = deepest = count = set_parts = ctes = 0
-    recent: list[str] = []  # the last three token types, for ``AS [NOT] [MATERIALIZED] (``
+    # For ``AS [NOT] [MATERIALIZED] (``: how many tokens since an ``AS`` that may open a CTE.
+    since_alias = 99
+    roles = _role_of
     for token in tokens:
         count += 1
-        kind = token.token_type.name
-        if kind in _OPEN:
+        kind = token.token_type
+        role = roles.get(kind)
+        if role is None:
+            role = roles[kind] = _ROLES.get(kind.name, _OTHER)
+        if role == _L_PAREN or role == _OPEN:
             opened.append((base, chain))
             base = base + chain + prefix + 1
             chain = prefix = 0
-            if kind == "L_PAREN" and _defines_cte(recent):
+            if role == _L_PAREN and since_alias <= 3:
                 ctes += 1
-        elif kind in _CLOSE:
+        elif role == _CLOSE:
             if opened:
                 base, chain = opened.pop()
             prefix = 0
-        elif kind in _PREFIX:
+        elif role == _PREFIX:
             prefix += 1
-        elif kind in _CHAIN:
+        elif role == _CHAIN:
             chain += 1
             prefix = 0
         else:
             prefix = 0
-            if kind in _ENDS_EXPRESSION:
+            if role == _ENDS_EXPRESSION:
                 chain = 0
-            elif kind in _SET_OPERATORS:
+            elif role == _SET_OPERATOR:
                 set_parts += 1
-        deepest = max(deepest, base + chain + prefix)
-        recent = [*recent[-2:], kind]
+        if base + chain + prefix > deepest:
+            deepest = base + chain + prefix
+        # ``AS (``, ``AS MATERIALIZED (``, ``AS NOT MATERIALIZED (`` open a CTE's body (``CAST(x AS (``
+        # is no SQL any dialect writes); any other token in between ends the chance.
+        if role == _ALIAS:
+            since_alias = 1
+        elif since_alias <= 3 and (role == _PREFIX or kind.name == "VAR"):
+            since_alias += 1
+        else:
+            since_alias = 99
     return Shape(tokens=count, depth=deepest, set_parts=set_parts + 1 if set_parts else 0, ctes=ctes)
-
-
-def _defines_cte(recent: list[str]) -> bool:
-    """Whether ``(`` after these tokens opens a CTE's body: ``AS (``, ``AS MATERIALIZED (``,
-    ``AS NOT MATERIALIZED (`` (``CAST(x AS (`` is no SQL any dialect writes)."""
-    if recent[-1:] == ["ALIAS"]:
-        return True
-    if recent[-2:] == ["ALIAS", "VAR"]:
-        return True
-    return recent[-3:] == ["ALIAS", "NOT", "VAR"]
 
 
 def json_values(value: Any) -> Iterator[tuple[Any, int]]:

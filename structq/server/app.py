@@ -149,9 +149,10 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
                               "docs/limits-and-errors.md.")
     cap = config.limits.max_response_bytes
 
-    def document(content: Any) -> Response:
-        """``content`` as the JSON response, unless it is larger than ``max_response_bytes``."""
-        body = render_json(content)
+    async def document(content: Any) -> Response:
+        """``content`` as the JSON response, unless it is larger than ``max_response_bytes``;
+        written off the event loop (a response of megabytes takes tens of milliseconds)."""
+        body = await asyncio.to_thread(render_json, content)
         if len(body) > cap:
             raise _too_large(len(body), cap)
         return Response(body, media_type="application/json")
@@ -199,7 +200,7 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
         """Plan, run and answer a question (the document of ``structq ask --json``)."""
         args = dict(conversation=body.conversation, today=body.today, no_answer=body.no_answer)
         if not stream:
-            return document(await service.ask(principal, body.question, **args))
+            return await document(await service.ask(principal, body.question, **args))
         service.check_question(body.question)
         events = service.ask_stream(principal, body.question, **args)
         first = await anext(events)
@@ -217,22 +218,22 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
     @app.post("/v1/plan", response_model=PlanResponse, responses=_BODY_ERRORS)
     async def plan(body: PlanRequest, principal: Principal = Depends(caller)) -> Response:
         """The plan for a question, not run."""
-        return document(await service.plan(principal, body.question, conversation=body.conversation, today=body.today))
+        return await document(await service.plan(principal, body.question, conversation=body.conversation, today=body.today))
 
     @app.post("/v1/run", response_model=RunResponse, responses=_BODY_ERRORS)
     async def run(body: RunRequest, principal: Principal = Depends(caller)) -> Response:
         """Run a given plan through the sandbox (no model; the document of ``structq run --json``)."""
-        return document(await service.run(principal, body.plan, question=body.question))
+        return await document(await service.run(principal, body.plan, question=body.question))
 
     @app.get("/v1/sources", response_model=SourcesResponse, responses=_ERRORS)
     async def sources(principal: Principal = Depends(caller)) -> Response:
         """The sources this token may use, as the manifests declare them (denied columns omitted)."""
-        return document({"sources": service.sources(principal)})
+        return await document({"sources": service.sources(principal)})
 
     @app.get("/v1/examples", response_model=ExamplesResponse, responses=_ERRORS)
     async def examples(principal: Principal = Depends(caller)) -> Response:
         """Verified example questions this token may ask (answered without a model)."""
-        return document({"examples": service.examples(principal)})
+        return await document({"examples": service.examples(principal)})
 
     @app.get("/healthz", response_model=HealthResponse, responses={405: {"model": ErrorResponse}})
     async def healthz() -> Response:

@@ -15,6 +15,7 @@ principal, which step 1 has checked but does not pass on.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,9 @@ __all__ = ["RequestGuard", "send_error", "send_json", "GUARDED_PREFIX"]
 #: The paths the guard stands in front of: the API (the page, health and MCP have their own rules).
 GUARDED_PREFIX = "/v1/"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Bodies up to this size are read on the event loop (well under a millisecond); larger ones,
+#: up to ``max_body_bytes``, on a worker thread, so that no body delays ``/healthz``.
+_READ_ON_LOOP = 16 * 1024
 
 
 class RequestGuard:
@@ -51,7 +55,10 @@ class RequestGuard:
                 return
             _content_type(headers.get("content-type"))
             body = await _read(receive)
-            strict_json(body)
+            if len(body) > _READ_ON_LOOP:
+                await asyncio.to_thread(strict_json, body)
+            else:
+                strict_json(body)
         except RequestRejected as exc:
             await send_error(send, exc)
             return

@@ -196,11 +196,11 @@ class Service:
         it and running it happen off the event loop, within the request's budget."""
         from structq.agent import Plan
 
-        check_values(plan_data, "the plan")
-        check_text(question, "the question")
         check_steps(plan_data, self.config.limits.max_steps)
+        check_text(question, "the question")
 
         def parse_and_run() -> dict[str, Any]:
+            check_values(plan_data, "the plan")
             plan = Plan.parse(plan_data)
             return self.agent.engine.run(plan, vars=principal.vars).to_dict()
 
