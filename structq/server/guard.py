@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .config import bearer_token
 from .errors import RequestRejected, error_body
 from .inputs import strict_json
+from .limits import replaying
 
 if TYPE_CHECKING:
     from .config import ServerConfig
@@ -62,16 +63,7 @@ class RequestGuard:
         except RequestRejected as exc:
             await send_error(send, exc)
             return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(body, receive), send)
 
     def _authenticate(self, header: str | None) -> None:
         if self.config.authenticate(bearer_token(header)) is None:
