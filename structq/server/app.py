@@ -135,7 +135,7 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         warming = asyncio.ensure_future(asyncio.to_thread(service.warm))
-        warming.add_done_callback(lambda _: gc.freeze())
+        warming.add_done_callback(lambda done: done.cancelled() or gc.freeze())
         gc.freeze()  # see _quiet_collections
         async with contextlib.AsyncExitStack() as stack:
             if mcp_app is not None:
@@ -145,6 +145,7 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
             finally:
                 warming.cancel()
                 service.close()
+                gc.unfreeze()  # a process that builds apps again (tests) collects the old ones
 
     app = FastAPI(title="structq", version=__version__, lifespan=lifespan, default_response_class=JSON,
                   description="Questions about company data, answered by checked, read-only query plans. "
