@@ -187,9 +187,7 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
             headers["Allow"] = ", ".join(_allowed(app, request))
         return _error_response(RequestRejected(exc.status_code, code, str(exc.detail), headers=headers))
 
-    @app.exception_handler(Exception)
-    async def _internal(request: Request, exc: Exception) -> Response:
-        return _error_response(exc)
+    # Any other exception: ``Contained`` (contain.py) answers it as a logged 500.
 
     # --- the API -------------------------------------------------------------------------
 
