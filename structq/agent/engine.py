@@ -29,6 +29,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from structq.errors import ConfigError, ExecutionError, PlanError, SandboxViolation, StructqError
+from structq.safety.bounds import refusal_of
 
 from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
@@ -356,14 +357,17 @@ class _Schedule:
             self.missing.add(step.output_key)
             return _skipped(step, f"not run: {exc.message}")
         except (PlanError, SandboxViolation, ExecutionError) as exc:
-            located = _located(exc, step.output_key)
+            located = _located(refusal_of(exc, step.source) or exc, step.output_key)
             engine.on_step(step, None, located)
             raise located  # noqa: B904 (the original is its cause)
         except StructqError as exc:  # not about one step (a setup mistake): as it is
             engine.on_step(step, None, exc)
             raise
-        except Exception as exc:  # an executor bug must still say which step failed
-            failed = ExecutionError(f"step {step.output_key!r} failed: {exc}", source=step.source, step=step.output_key)
+        except Exception as exc:  # a limit the query ran into, or an executor bug: say which step
+            refused = refusal_of(exc, step.source)
+            failed = _located(refused, step.output_key) if refused is not None else ExecutionError(
+                f"step {step.output_key!r} failed: {type(exc).__name__}: {str(exc)[:200]}", source=step.source,
+                step=step.output_key)
             engine.on_step(step, None, failed)
             raise failed from exc
         return StepResult(

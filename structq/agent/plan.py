@@ -21,6 +21,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from structq.capabilities.hints import closest, listing
 from structq.capabilities.model import ExampleStep
+from structq.capabilities.nesting import json_depth
 from structq.errors import PlanError
 from structq.capabilities.references import LOCAL_DIALECT, LOCAL_SOURCE, Reference, find_references, local_inputs
 
@@ -34,19 +35,6 @@ __all__ = ["Plan", "Step", "TemplateUse", "Reference", "LOCAL_SOURCE", "step_dia
 MAX_QUERY_DEPTH = 100
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value, computed without recursion (hostile bodies can be deep)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        if level > MAX_QUERY_DEPTH:
-            break
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((child, level + 1) for child in children)
-    return deepest
-
-
 class Step(ExampleStep):
     """One query: SQL text for SQL and ``local`` sources, a DSL body for search sources.
 
@@ -57,7 +45,7 @@ class Step(ExampleStep):
     @field_validator("query")
     @classmethod
     def _not_too_deep(cls, value: str | dict[str, Any]) -> str | dict[str, Any]:
-        if isinstance(value, dict) and _depth(value) > MAX_QUERY_DEPTH:
+        if isinstance(value, dict) and json_depth(value, MAX_QUERY_DEPTH) > MAX_QUERY_DEPTH:
             raise ValueError(f"the query nests deeper than {MAX_QUERY_DEPTH} levels")
         return value
 

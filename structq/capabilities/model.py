@@ -95,7 +95,8 @@ class Policies(_Strict):
 
 
 class Limits(_Strict):
-    """Per-source caps: rows returned to the answer, and seconds a query may run."""
+    """Per-source caps: rows returned to the answer, seconds a query may run, and the size of a
+    query the sandbox reads (``safety/bounds.py``)."""
 
     max_rows: int = Field(default=1000, ge=1, le=1_000_000)
     timeout_s: float = Field(default=5.0, gt=0, le=3600)
@@ -115,6 +116,13 @@ class Limits(_Strict):
     max_concurrency: int = Field(default=4, ge=1, le=64)
     requests_per_second: float = Field(default=10.0, gt=0, le=10_000)
     max_response_bytes: int = Field(default=5_000_000, ge=1, le=1_000_000_000)
+    #: Bytes of one query (SQL text, or a search body as JSON) the sandbox reads at all: the
+    #: check's cost grows with the size (and sqlglot's compiled tokenizer and parser hold the
+    #: GIL while they run: in the server, other requests wait that long), and no question needs
+    #: a longer query (long lists of values pass from step to step by reference).
+    max_query_bytes: int = Field(default=32_768, ge=256, le=16_777_216)
+    #: Tokens of one SQL query, checked after reading it and before parsing it.
+    max_query_tokens: int = Field(default=10_000, ge=16, le=4_000_000)
 
 
 class ExampleStep(_Strict):

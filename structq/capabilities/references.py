@@ -167,7 +167,8 @@ def local_inputs(sql: str, earlier: Sequence[str]) -> list[str]:
     A key counts when it is a table the query reads (CTE names excluded); a column, alias,
     literal, comment or ``<reference>`` that happens to spell a key does not.
     Table names match without regard to case, as the sandbox resolves them. SQL that does not
-    parse reads nothing (the sandbox refuses it with the parser's message).
+    parse, or nests too deeply to parse safely (``nesting.py``), reads nothing: the sandbox
+    refuses it with its own message.
     """
     lowered = {name.lower() for name in _tables_read(sql)}
     return [key for key in earlier if key.lower() in lowered]
@@ -178,9 +179,16 @@ def _tables_read(sql: str) -> frozenset[str]:
     from sqlglot import exp
     from sqlglot.errors import ParseError, TokenError
 
+    from .nesting import measure
+
+    reader = _dialect(LOCAL_DIALECT)
+    text = replace_references(sql, LOCAL_DIALECT, lambda _: "NULL")
     try:
-        statements = _dialect(LOCAL_DIALECT).parse(replace_references(sql, LOCAL_DIALECT, lambda _: "NULL"))
-    except (ParseError, TokenError):
+        tokens = reader.tokenize(text)
+        if measure(tokens).excess() is not None:
+            return frozenset()  # would recurse too deeply: the sandbox refuses it (too_complex)
+        statements = reader.parser().parse(tokens, text)
+    except (ParseError, TokenError, RecursionError):
         return frozenset()
     names: set[str] = set()
     for tree in statements:

@@ -6,7 +6,7 @@ fast hash is enough (no password-style stretching). Each token names a user, the
 variables **fixed** for it (a request can never set or change them) and the sources it may
 use (all when omitted)::
 
-    limits: {max_body_bytes: 262144, max_question_chars: 2000, requests_per_minute: 60}
+    limits: {max_body_bytes: 262144, max_question_chars: 2000, requests_per_minute: 60, max_steps: 20}
     store: postgresql://structq@db.internal/structq   # plan cache + conversations, shared by workers
     conversation_days: 30     # conversations nobody continued for this long are forgotten
     tokens:
@@ -98,6 +98,14 @@ class Limits(BaseModel):
     requests_per_minute: float = Field(default=60, gt=0)
     #: Requests allowed at once above the steady rate.
     burst: int = Field(default=10, ge=1)
+    #: Steps a plan given to ``/v1/run`` (or MCP ``run_plan``) or made by ``/v1/plan`` may have.
+    max_steps: int = Field(default=20, ge=1, le=1000)
+    #: Bytes of one JSON response (a streamed answer: of one event); a larger one is refused
+    #: (``response_too_large``) rather than built and sent.
+    max_response_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    #: Seconds one request may take from start to answer (every query has its own manifest
+    #: timeout besides); past it the caller gets 504 ``request_timeout``.
+    request_timeout_s: float = Field(default=120, gt=0, le=3600)
 
 
 class _Token(BaseModel):
@@ -162,7 +170,8 @@ class ServerConfig:
             err = exc.errors()[0]
             at = ".".join(str(p) for p in err["loc"]) or "(top level)"
             raise ConfigError(f"{where}: {at}: {err['msg']}",
-                              hint="keys: limits {max_body_bytes, max_question_chars, requests_per_minute, burst}, "
+                              hint="keys: limits {max_body_bytes, max_question_chars, requests_per_minute, burst, max_steps, "
+                                   "max_response_bytes, request_timeout_s}, "
                                    "tokens [{sha256, user, vars, sources, metrics}], store (a database URL), conversation_days") from None
         if not parsed.tokens:
             raise ConfigError(f"{where} lists no tokens, so nobody could call the server",

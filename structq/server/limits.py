@@ -23,7 +23,7 @@ from .errors import RequestRejected
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["RateLimiter", "BodyLimit"]
+__all__ = ["RateLimiter", "BodyLimit", "replaying"]
 
 
 class RateLimiter:
@@ -51,6 +51,21 @@ class RateLimiter:
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the application ``body`` (read already, whole), then whatever
+    ``receive`` has next (a disconnect)."""
+    replayed = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class BodyLimit:
@@ -82,17 +97,7 @@ class BodyLimit:
             chunks.append(chunk)
             if not message.get("more_body"):
                 break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
     async def _refuse(self, send: Send) -> None:
         payload = json.dumps({"error": {

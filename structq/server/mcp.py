@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -22,6 +21,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from .config import bearer_token
 from .errors import RequestRejected, error_body
 from .logs import current_request
+from .guard import send_error
 
 if TYPE_CHECKING:
     from .config import Principal
@@ -150,18 +150,8 @@ class McpHttp:
                 if not self.config.open:
                     await asyncio.to_thread(self.limiter.take, principal.key)  # a store write
             except RequestRejected as exc:
-                await _send_json(send, exc)
+                await send_error(send, exc)
                 return
             if scope.get("path") == "/mcp" and not scope.get("root_path"):
                 scope = {**scope, "path": "/"}  # served as a route (no redirect to /mcp/)
         await self.inner(scope, receive, send)
-
-
-async def _send_json(send: Any, exc: RequestRejected) -> None:
-    payload = json.dumps(error_body(exc), ensure_ascii=False).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-    headers += [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
-    if exc.status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": exc.status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})

@@ -15,14 +15,15 @@ import asyncio
 import datetime as dt
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from structq.errors import StructqError
 
 from .errors import RequestRejected
+from .inputs import check_steps, check_text, check_values
 from .logs import current_request
 from .metrics import Metrics
 from .observe import Emit, GuardedEngine, check_access, request_scope
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Service", "Event"]
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class Event:
@@ -45,6 +48,9 @@ class Event:
 
     name: str
     data: dict[str, Any]
+    #: For an ``error`` event, the HTTP status the error has (a stream that fails before its
+    #: first event is answered with it, as a plain JSON error).
+    status: int | None = None
 
 
 #: How often, at most, a worker forgets the conversations past their retention.
@@ -81,6 +87,7 @@ class Conversations:
             if time.monotonic() - self._pruned > PRUNE_EVERY_S:
                 self.prune()
             return uuid.uuid4().hex, agent.conversation()
+        check_text(cid, "the conversation id")
         keep = agent.conversation().max_turns
         found = self.store.load_conversation(cid, last=keep)
         if found is None or found[0] != owner:
@@ -167,6 +174,7 @@ class Service:
     # --- questions -----------------------------------------------------------------------
 
     def check_question(self, question: str) -> None:
+        check_text(question, "the question")
         limit = self.config.limits.max_question_chars
         if len(question) > limit:
             raise RequestRejected(400, "question_too_long", f"the question has {len(question)} characters; "
@@ -183,9 +191,18 @@ class Service:
         cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
         self._in_conversation(cid)
         with self._serving(principal):
-            answer = await self.agent.aask(question, vars=principal.vars, today=today, answer=not no_answer,
-                                           conversation=conv)
+            answer = await self.within_budget(self.agent.aask(question, vars=principal.vars, today=today,
+                                                              answer=not no_answer, conversation=conv))
         return self._remember(principal, cid, conv, answer, today)
+
+    async def within_budget(self, work: Awaitable[T]) -> T:
+        """``work``, or 504 ``request_timeout`` once it has run ``limits.request_timeout_s``."""
+        budget = self.config.limits.request_timeout_s
+        try:
+            return await asyncio.wait_for(work, timeout=budget)
+        except asyncio.TimeoutError:
+            raise RequestRejected(504, "request_timeout", f"the request took longer than {budget:g} s",
+                                  hint="ask something narrower, or raise limits.request_timeout_s in server.yaml") from None
 
     async def ask_stream(self, principal: "Principal", question: str, *, conversation: str | None = None,
                          start_conversation: bool = False, today: dt.date | None = None,
@@ -199,7 +216,7 @@ class Service:
         answer check rejected the model's reply): a client shows the final text instead."""
         from structq.agent.synthesis import streaming_answer
 
-        from .errors import error_body
+        from .errors import error_body, error_status
 
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -217,8 +234,8 @@ class Service:
             cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
             self._in_conversation(cid)
             with self._serving(principal, emit), streaming_answer(write):
-                answer = await self.agent.aask(question, vars=principal.vars, today=today,
-                                               answer=not no_answer, conversation=conv)
+                answer = await self.within_budget(self.agent.aask(question, vars=principal.vars, today=today,
+                                                                  answer=not no_answer, conversation=conv))
             return self._remember(principal, cid, conv, answer, today)
 
         task = asyncio.ensure_future(work())
@@ -228,7 +245,7 @@ class Service:
         try:
             document = task.result()
         except Exception as exc:  # every failure ends the stream as an error event
-            yield Event("error", error_body(exc, surface, open_server=self.config.open))
+            yield Event("error", error_body(exc, surface, open_server=self.config.open), status=error_status(exc)[0])
             return
         replaced = bool(streamed) and "".join(streamed).strip() != document["answer"]
         yield Event("answer", {"text": document["answer"], "citations": document["citations"],
@@ -260,19 +277,28 @@ class Service:
         self.check_question(question)
         conv = self.conversations.open(self.agent, principal.key, conversation)[1] if conversation else None
         with self._serving(principal):  # a template's look-ups run as this caller
-            plan = await asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv,
-                                           vars=principal.vars)
+            plan = await self.within_budget(asyncio.to_thread(self.agent.plan, question, today=today, conversation=conv,
+                                                              vars=principal.vars))
+        check_steps(plan.to_dict(), self.config.limits.max_steps)
         check_access(principal, plan)
         return plan.to_dict()
 
     async def run(self, principal: "Principal", plan_data: dict[str, Any], *, question: str = "") -> dict[str, Any]:
-        """A given plan, no model: the document of ``structq run --json``."""
+        """A given plan, no model: the document of ``structq run --json``. Its size, text and
+        numbers are checked first (``inputs.py``: MCP's ``run_plan`` comes this way too); reading
+        it and running it happen off the event loop, within the request's budget."""
         from structq.agent import Plan
 
-        plan = Plan.parse(plan_data)
+        check_steps(plan_data, self.config.limits.max_steps)
+        check_text(question, "the question")
+
+        def parse_and_run() -> dict[str, Any]:
+            check_values(plan_data, "the plan")
+            plan = Plan.parse(plan_data)
+            return self.agent.engine.run(plan, vars=principal.vars).to_dict()
+
         with self._serving(principal):
-            result = await asyncio.to_thread(self.agent.engine.run, plan, vars=principal.vars)
-        return result.to_dict()
+            return await self.within_budget(asyncio.to_thread(parse_and_run))
 
     # --- the map -------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ refused until someone decides it is safe. In order:
 
 1. ``resolve_index``   exactly one declared index (no patterns, lists, ``_all``, remote
                        clusters or date math);
-2. ``forbid_scripts``  no script-like key at any depth (code ``script``);
+2. ``forbid_scripts``  no script-like key at any depth (code ``script``), no depth past
+                       ``MAX_DEPTH``; ``check_body``: size, text and numbers bounded
+                       (``safety/bounds.py``);
 3. ``REQUEST``         every key allowed where it stands, every field declared and readable,
                        enum literals legal, references substituted as JSON values (large
                        ``terms`` lists split), aggregation sizes capped; on a row-filtered
@@ -29,6 +31,7 @@ from typing import Any
 
 from structq.capabilities.model import Index, Manifest
 from structq.errors import PlanError
+from structq.safety.bounds import check_body, refusal_for
 from structq.safety.query import SafeQuery
 
 from ._aggs import AGGREGATIONS
@@ -57,11 +60,24 @@ def check_dsl(
     manifest's cap (the engine passes ``max_intermediate_rows`` for steps that feed others).
 
     Raises ``SandboxViolation`` (with a stable ``code``, the JSON path, and a hint) when the
-    body reaches past the manifest, and ``PlanError`` for a reference without usable values.
+    body reaches past the manifest, and ``PlanError`` for a reference without usable values;
+    nothing else (``bounds.refusal_for``).
     """
     if source.object_type is not Index:  # the DSL addresses indices; this source declares none
         raise PlanError(f"source {source.source!r} is a {source.kind} source, not a search one",
                         hint="send SQL to it (check_sql), or pick a search source")
+    try:
+        return _check(body, source, index, params, vars, max_rows, slots)
+    except Exception as exc:  # noqa: BLE001 - nothing but a refusal leaves the sandbox (bounds.py)
+        refusal = refusal_for(exc, source)
+        if refusal is exc:
+            raise
+        raise refusal from None
+
+
+def _check(body: Mapping[str, Any], source: Manifest, index: str, params: Mapping[str, Sequence[Any]] | None,
+           vars: Mapping[str, Any] | None, max_rows: int | None, slots: Mapping[str, Any] | None) -> SafeQuery:
+    """``check_dsl`` on a search source: every check, then the rewrites."""
     target = resolve_index(source, index)
     rows = source.limits.max_rows if max_rows is None else max_rows
     ctx = Context(source, target, limit=rows + 1, max_rows=rows, params=params or {}, vars=vars or {},
@@ -69,7 +85,8 @@ def check_dsl(
     if not isinstance(body, Mapping):
         ctx.refuse("invalid_body", "the request body is not a JSON object", (),
                    'e.g. {"query": {"match": {"content": "…"}}, "size": 10}')
-    forbid_scripts(ctx, body)
+    forbid_scripts(ctx, body)  # also bounds the depth, before any other walk
+    check_body(body, source)
     checked = REQUEST(ctx, dict(body), ())
     for rewrite in REWRITES:
         checked = rewrite(ctx, checked)

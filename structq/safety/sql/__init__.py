@@ -3,7 +3,8 @@
 Like sqlglot's optimizer, the sandbox is a fixed sequence of small passes (``RULES``), each in
 its own module; each reads and updates one ``Check`` (see ``context.py``):
 
-1. ``parse``                 exactly one statement; references become placeholders
+1. ``parse``                 size and nesting bounded (``bounds.py``: before any parser
+                              recurses); exactly one statement; references become placeholders
    ``record_output_names``   the result columns' names as written (``names.py``; a star's
                               columns are named once ``check_columns`` expanded it)
 2. ``check_statement_kind``  a read-only query, with no write/DDL/command/lock/INTO anywhere
@@ -42,6 +43,7 @@ from typing import Any
 from structq.capabilities import Manifest
 from structq.errors import SandboxViolation
 
+from ..bounds import refusal_for
 from ..query import SafeQuery
 from . import memo
 from .calls import check_functions
@@ -104,6 +106,9 @@ CODES = (
     "enum_value",
     "missing_variable",
     "row_filter",
+    "too_large",
+    "too_complex",
+    "invalid_text",
 )
 
 
@@ -125,7 +130,8 @@ def check_sql(
     (``:name`` in the text), bound like references, never spliced.
 
     Raises ``SandboxViolation`` when the query may not run and ``PlanError`` when a reference
-    cannot be bound. A query that passed is remembered (``memo.py``): the same query on the
+    cannot be bound, and nothing else: a query that makes a pass fail any other way is refused
+    (``bounds.refusal_for``). A query that passed is remembered (``memo.py``): the same query on the
     same manifest, with values of the same shape, is not checked again, only bound again.
     """
     if source.kind != "sql":
@@ -133,8 +139,14 @@ def check_sql(
                                hint="send a search request body to a search source", source=source.source)
     rows = source.limits.max_rows if max_rows is None else max_rows
     references, variables, slot_values = params or {}, vars or {}, slots or {}
-    return memo.checked(query, source, rows, references, variables, slot_values,
-                        lambda: _check(query, source, rows, references, variables, slot_values))
+    try:
+        return memo.checked(query, source, rows, references, variables, slot_values,
+                            lambda: _check(query, source, rows, references, variables, slot_values))
+    except Exception as exc:  # noqa: BLE001 - nothing but a refusal leaves the sandbox (bounds.py)
+        refusal = refusal_for(exc, source)
+        if refusal is exc:
+            raise
+        raise refusal from None
 
 
 def _check(query: str, source: Manifest, rows: int, references: Mapping[str, Sequence[Any]],

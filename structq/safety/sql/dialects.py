@@ -73,13 +73,16 @@ def _readers(name: str, of: Dialect) -> tuple[Tokenizer, Parser]:
     return pair
 
 
-def parse_text(name: str, text: str) -> tuple[list, list[Token]]:
+def parse_text(name: str, text: str, inspect: Callable[[list[Token]], None] | None = None) -> tuple[list, list[Token]]:
     """``dialect(name).parse(text)`` with this thread's tokenizer and parser for ``name``;
     returns the statements and the tokens they were parsed from (``names.py`` reads the select
     list from them: the parser reads tokens and never changes one, so they are what a second
-    ``tokenize`` would return, at no second cost)."""
+    ``tokenize`` would return, at no second cost). ``inspect`` sees the tokens before the parser
+    does (and may refuse them: ``bounds.check_tokens``)."""
     tokenizer, parser = _readers(name, dialect(name))
     tokens = tokenizer.tokenize(text)
+    if inspect is not None:
+        inspect(tokens)
     return parser.parse(tokens, text), tokens
 
 

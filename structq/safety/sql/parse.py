@@ -9,7 +9,9 @@ template plan's slot parameter (``:month_start``), which ``scan`` binds to the v
 template matched (``Check.slots``).
 
 A byte-order mark before the query (editors save one) is dropped; anywhere else an invisible
-character stays an error.
+character stays an error. Before the text is read, its size and encoding are checked, and
+before its tokens are parsed, their number and nesting (``safety/bounds.py``): the parser
+recurses, and the check's cost grows with the size.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from structq.capabilities.references import Reference, replace_references
 
+from ..bounds import check_text, check_tokens
 from .context import Check
 from .dialects import parse_text
 from .schema import PLAIN_NAME_LENGTH, PLAIN_NAMES
@@ -113,12 +116,14 @@ def parse(check: Check) -> None:
     """Parse exactly one statement and index its nodes in one walk."""
     if check.text.startswith(_BOM):
         check.text = check.text.lstrip(_BOM)  # an editor's byte-order mark, not part of the query
+    check_text(check.text, check.manifest)  # size and encoding, before anything reads it
     text = _swap_references(check)
     check.parsed_text = text
     try:
         # sqlglot reports through ``logging``, never ``warnings``: nothing to silence here
         # (``warnings.catch_warnings`` would also change process-wide state per call).
-        parsed, check.tokens = parse_text(check.sql_dialect, text)
+        parsed, check.tokens = parse_text(check.sql_dialect, text,
+                                          lambda tokens: check_tokens(tokens, check.manifest))
         statements = [s for s in parsed if not _is_empty(s)]
     except (ParseError, TokenError) as exc:
         raise _parse_error(check, exc) from None
