@@ -32,7 +32,6 @@ from schemathesis.generation import GenerationMode
 from schemathesis.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 from server_support import auth, build_shop
 
-from structq.agent import Agent
 from structq.capabilities import CapabilitySet
 from structq.config import Settings
 from structq.server.app import create_app
@@ -81,7 +80,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     shop = build_shop(directory, requests_per_minute=1_000_000, burst=1_000_000)
     capabilities = CapabilitySet.from_path(shop.manifests)
     config = ServerConfig.from_file(shop.config, sources=capabilities.names)
-    agent = Agent(capabilities, llm=None, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+    agent = Service.agent_for(capabilities, llm=None, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
     # A store in a file: schemathesis may call the app from a new thread each time, and an
     # in-memory SQLite database is one per connection.
     service = Service(agent, config, Store(f"sqlite:///{directory / 'store.db'}"))
@@ -97,7 +96,7 @@ def _operations() -> list[str]:
     shop = build_shop(Path(tempfile.mkdtemp(prefix="structq-fuzz-")))
     capabilities = CapabilitySet.from_path(shop.manifests)
     config = ServerConfig.from_file(shop.config, sources=capabilities.names)
-    agent = Agent(capabilities, llm=None, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+    agent = Service.agent_for(capabilities, llm=None, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
     service = Service(agent, config)
     try:
         document = create_app(service, mcp=False).openapi()

@@ -313,7 +313,6 @@ def test_a_bug_is_a_500_logged_once_and_never_reraised_to_the_server(shop, monke
     full; ``Contained`` keeps it: the test client, which re-raises what reaches it, sees none."""
     from fastapi.testclient import TestClient
 
-    from structq.agent import Agent
     from structq.capabilities import CapabilitySet
     from structq.config import Settings
     from structq.server.app import create_app
@@ -325,7 +324,7 @@ def test_a_bug_is_a_500_logged_once_and_never_reraised_to_the_server(shop, monke
 
     monkeypatch.setattr(Service, "sources", broken)
     capabilities = CapabilitySet.from_path(shop.manifests)
-    agent = Agent(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
+    agent = Service.agent_for(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
     service = Service(agent, ServerConfig.from_file(shop.config, sources=capabilities.names))
     with TestClient(create_app(service, mcp=False), raise_server_exceptions=True) as client:
         with caplog.at_level(logging.ERROR, logger="structq.server"):

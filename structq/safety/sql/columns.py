@@ -57,7 +57,8 @@ from .table_functions import declare_function_columns, settle_function_columns
 
 __all__ = ["check_columns"]
 
-_NAME_IN_ERROR = re.compile(r"(?:Column '([^']+)'|Ambiguous column '([^']+)'|(?:Unknown column: |Cannot automatically join: )([^'\s.]+))")
+_NAME_IN_ERROR = re.compile(
+    r"(?:Column '([^']+)'|Ambiguous column '([^']+)'|(?:Unknown (?:output )?column: |Cannot automatically join: )([^'\s.]+))")
 
 
 def _aliases(check: Check) -> dict[str, set[str]]:
@@ -93,7 +94,13 @@ def _check_denied(check: Check) -> None:
 
 def _unknown(check: Check, exc: OptimizeError) -> Exception:
     match = _NAME_IN_ERROR.search(str(exc))
-    name = next((g for g in match.groups() if g), "?") if match else "?"
+    if match is None:  # not about one column (sqlglot's "Alias already used", …): fail closed, saying why
+        return check.fail(
+            "unsupported",
+            f"the columns of this query could not be resolved: {exc}",
+            "give every table read in one FROM its own alias, and every output column its own name",
+        )
+    name = next(g for g in match.groups() if g)
     denied = check.names.denied
     read = {table.name.lower() for _, table in check.reads}
     if denied.get(name.lower(), frozenset()) & read:
