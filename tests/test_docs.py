@@ -78,6 +78,39 @@ def test_every_page_is_in_the_site_navigation() -> None:
     assert not missing, f"pages missing from mkdocs.yml's nav: {missing}"
 
 
+#: A module path in backticks: ``structq/safety/sql/confine.py``, or one inside the package
+#: written from its subpackage (``agent/figures.py``), or a test or benchmark file.
+_MODULE_PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.py)`")
+
+
+def _module_paths() -> list[tuple[str, str, Path]]:
+    """(page, path as written, the file it names) for every backticked ``…/….py`` path whose
+    first folder is the repository's or the package's (``structq/``, ``tests/``, ``agent/``…)."""
+    top = {p.name for p in ROOT.iterdir() if p.is_dir()}
+    package = {p.name for p in (ROOT / "structq").iterdir() if p.is_dir()}
+    found = []
+    for page, text in PAGES.items():
+        for written in dict.fromkeys(_MODULE_PATH.findall(text)):
+            first = written.split("/", 1)[0]
+            if first in package:  # ``capabilities/`` is also the demo's manifests folder: the package wins
+                found.append((page, written, ROOT / "structq" / written))
+            elif first in top:
+                found.append((page, written, ROOT / written))
+    return found
+
+
+def test_the_module_path_scan_finds_the_paths() -> None:
+    """Guards the test below: a scan that silently found nothing would pass it."""
+    written = {w for _, w, _ in _module_paths()}
+    assert {"structq/safety/sql/confine.py", "agent/figures.py", "tests/test_architecture.py"} <= written
+
+
+def test_every_module_path_on_a_page_exists() -> None:
+    """A module moved, renamed or deleted leaves no page pointing at it."""
+    missing = [f"{page}: `{written}`" for page, written, path in _module_paths() if not path.is_file()]
+    assert not missing, "pages name files that do not exist:\n  " + "\n  ".join(missing)
+
+
 def test_every_page_starts_with_its_title() -> None:
     untitled = [name for name, text in PAGES.items() if not text.startswith("# ")]
     assert not untitled, f"pages that do not start with '# Title': {untitled}"
