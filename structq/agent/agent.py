@@ -36,7 +36,7 @@ from .llm import CallBounds, CallLog, model_name, resolve_model
 from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
-from .figures import Check
+from .figures import FigureCheck
 from .synthesis import Written, citations, render_deterministic, synthesize
 from .templated import TemplatePlans
 
@@ -68,7 +68,7 @@ class Answer:
     #: Each evaluation of a run that came back empty, and what came of it.
     rounds: list[Round] = field(default_factory=list)
     #: The answer check's verdict on each figure of the model-written reply (``figures``).
-    checks: list[Check] = field(default_factory=list)
+    checks: list[FigureCheck] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable shape of ``structq ask --json``."""
@@ -294,7 +294,7 @@ class Agent:
                     plan, results, text, notes = await keyword_fallback(
                         self, request.question, vars=request.vars, today=request.today, failure=failure)
                     outcome = Outcome(plan, "keywords", results)
-            checks: tuple[Check, ...] = ()
+            checks: tuple[FigureCheck, ...] = ()
             if outcome.plan_source != "keywords":
                 written = await self.engine.call(self._answer, request.question, outcome.results, log, request.answer,
                                                  request.context)
@@ -394,7 +394,7 @@ class Agent:
 
     def _audit(self, request: "Request", outcome: "Outcome | None", log: CallLog, text: str | None,
                error: BaseException | None, plans_tried: int, *, given: Plan | None = None,
-               checks: "Sequence[Check]" = ()) -> None:
+               checks: "Sequence[FigureCheck]" = ()) -> None:
         """One line: what was asked, the plan (a given plan even when it failed to run), the
         steps that ran, the model calls, the answer (when kept) or the error."""
         if self.audit is None:

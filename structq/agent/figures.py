@@ -2,7 +2,7 @@
 
 A figure in an answer is a number written in digits ("135", "3,008.79万", "21.07%") or in
 words ("三人", "一百二十", "twelve"), a date ("2026-03-02", "2026年3月", "三月"), or an ordinal
-("第3名", "2nd"). Each one gets a verdict (``Check``) with its basis:
+("第3名", "2nd"). Each one gets a verdict (``FigureCheck``) with its basis:
 
 - ``cell``: a value in a step's rows, written as is or rounded and scaled the ways the answer
   prompt allows (``ROUNDING_RULE``): rounded half up to fewer decimals, keeping at least two
@@ -54,7 +54,7 @@ from .numerals import CHINESE_NUMERALS, chinese_value, word_numbers
 if TYPE_CHECKING:
     from .engine import PlanResult
 
-__all__ = ["Check", "AnswerCheck", "Evidence", "check_answer", "figures_in", "Figure", "ROUNDING_RULE",
+__all__ = ["FigureCheck", "AnswerCheck", "Evidence", "check_answer", "figures_in", "Figure", "ROUNDING_RULE",
            "DERIVED_OPERANDS", "SHOWN_ROWS", "CITATION", "IDENTIFIER", "clause_of"]
 
 #: What the answer prompt tells the model about rounding and units; the check accepts exactly this.
@@ -453,7 +453,7 @@ class Evidence:
             self._derived[(steps, totals_only)] = _Values.of(found)
         return self._derived[(steps, totals_only)]
 
-    def judge(self, figure: Figure, cited: tuple[str, ...], derivation: str | None) -> "Check":
+    def judge(self, figure: Figure, cited: tuple[str, ...], derivation: str | None) -> "FigureCheck":
         """The verdict on one figure, written in a clause citing ``cited``; ``derivation``:
         what the clause says is computed ("any", "total" or None)."""
         known_cited = tuple(k for k in cited if k in self.step_keys)
@@ -465,8 +465,8 @@ class Evidence:
                 if holders:
                     return self._cited_check(figure, "cell", holders, known_cited)
             if found is None:
-                return Check(figure, None, (), cited, "unsupported")
-            return Check(figure, found[0], found[1], cited)
+                return FigureCheck(figure, None, (), cited, "unsupported")
+            return FigureCheck(figure, found[0], found[1], cited)
         if figure.kind == "ordinal":
             return self._judge_ordinal(figure, known_cited)
         for basis, values in (("cell", self.cells), ("count", self.counts)):
@@ -474,11 +474,11 @@ class Evidence:
             if holders:
                 return self._cited_check(figure, basis, holders, known_cited)
         if figure.number in self.question or figure.value in self.question:
-            return Check(figure, "question", (), cited)
+            return FigureCheck(figure, "question", (), cited)
         if figure.number is not None and figure.number == figure.number.to_integral() and figure.unit == "" and \
                 1900 <= figure.number <= 2200 and ("y", (int(figure.number),)) in self.dates:
             basis, steps = self.dates[("y", (int(figure.number),))]
-            return Check(figure, basis, steps, cited)
+            return FigureCheck(figure, basis, steps, cited)
         if figure.unit in ("%", "pp", "times") or figure.decimals:
             derivation = "any"
         if derivation:
@@ -486,22 +486,22 @@ class Evidence:
                 holders = self._holders(figure, self.derived(scope, totals_only=derivation == "total"))
                 if holders:
                     return self._cited_check(figure, "derived", holders, known_cited)
-        return Check(figure, None, (), cited, "unsupported")
+        return FigureCheck(figure, None, (), cited, "unsupported")
 
-    def _judge_ordinal(self, figure: Figure, cited: tuple[str, ...]) -> "Check":
+    def _judge_ordinal(self, figure: Figure, cited: tuple[str, ...]) -> "FigureCheck":
         n = figure.number or Decimal(0)
         if n in self.question:
-            return Check(figure, "question", (), cited)
+            return FigureCheck(figure, "question", (), cited)
         ranked = [k for k in (cited or tuple(self.max_rows)) if 1 <= n <= self.max_rows.get(k, 0)]
         if ranked:
-            return Check(figure, "count", tuple(ranked[:1]), cited)
-        return Check(figure, None, (), cited, "unsupported")
+            return FigureCheck(figure, "count", tuple(ranked[:1]), cited)
+        return FigureCheck(figure, None, (), cited, "unsupported")
 
-    def _cited_check(self, figure: Figure, basis: str, holders: set[str], cited: tuple[str, ...]) -> "Check":
+    def _cited_check(self, figure: Figure, basis: str, holders: set[str], cited: tuple[str, ...]) -> "FigureCheck":
         if cited and not holders & set(cited):
-            return Check(figure, basis, tuple(sorted(holders)), cited, "miscited")
+            return FigureCheck(figure, basis, tuple(sorted(holders)), cited, "miscited")
         steps = tuple(k for k in self.step_keys if k in holders and (not cited or k in cited))
-        return Check(figure, basis, steps, cited)
+        return FigureCheck(figure, basis, steps, cited)
 
     @staticmethod
     def _holders(figure: Figure, values: _Values) -> set[str]:
@@ -524,7 +524,7 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Check:
+class FigureCheck:
     """The verdict on one figure: its basis and steps, or the problem (unsupported, miscited)."""
 
     figure: Figure
@@ -555,15 +555,15 @@ class Check:
 class AnswerCheck:
     """Every figure's verdict, and the citations that name no step of the plan."""
 
-    checks: tuple[Check, ...]
+    checks: tuple[FigureCheck, ...]
     dangling: tuple[str, ...]
 
     @property
-    def unsupported(self) -> list[Check]:
+    def unsupported(self) -> list[FigureCheck]:
         return [c for c in self.checks if c.problem == "unsupported"]
 
     @property
-    def miscited(self) -> list[Check]:
+    def miscited(self) -> list[FigureCheck]:
         return [c for c in self.checks if c.problem == "miscited"]
 
     @property

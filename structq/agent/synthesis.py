@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ModelError
 
-from .figures import ROUNDING_RULE, SHOWN_ROWS, Check, Evidence, check_answer
+from .figures import ROUNDING_RULE, SHOWN_ROWS, FigureCheck, Evidence, check_answer
 from .llm import CallBounds, CallLog, invoke, reply_text
 from .planner import template
 
@@ -194,7 +194,7 @@ class Written:
 
     text: str
     notes: list[str]
-    checks: tuple[Check, ...] = ()
+    checks: tuple[FigureCheck, ...] = ()
 
 
 def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
@@ -221,7 +221,7 @@ def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
         )),
     ]
     evidence = known_figures(run, question)
-    def fallback(note: str, reply: str = "", checks: "Sequence[Check]" = ()) -> Written:
+    def fallback(note: str, reply: str = "", checks: "Sequence[FigureCheck]" = ()) -> Written:
         return Written(render_deterministic(question, run, capabilities=capabilities,
                                             derived=derived_sentences(reply, checks)), [note], tuple(checks))
 
@@ -440,7 +440,7 @@ def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool
     return f"{final.row_count} rows{more}: {listed} [{key}]."
 
 
-def derived_sentences(text: str, checked: Sequence[Check]) -> list[str]:
+def derived_sentences(text: str, checked: Sequence[FigureCheck]) -> list[str]:
     """The clauses of a model's reply holding a derived figure that checked, every figure of
     the clause checked too: kept in the fallback, since structq verified them."""
     from .figures import clause_of
