@@ -1,10 +1,13 @@
 """Writing the answer from the results, with citations, and never with invented numbers.
 
 With a model: the answer prompt holds the question, each step's result (capped) and the notes;
-the reply is checked for figures that appear nowhere in the results, the question or the plan
-(a wrong number is worse than no answer: such a reply is replaced by the deterministic rendering,
-with a note; so is a failed or empty reply). The check is a net, not a proof: it reads Arabic
-numerals only (not 三倍 or 两千) and cannot tell two real figures swapped. Without a model: a deterministic rendering, per-step tables and a one-line summary,
+every figure of the reply — digits, Chinese and English number words — is traced to a result
+cell, a row count, the question or a value derived from the cited steps (``figures.py``), and
+every ``[key]`` must name a step that holds what is cited to it (a wrong number is worse than no
+answer: a dangling or wrong citation gets one repair call; an unsupported figure, or a citation
+still wrong, gives the deterministic rendering with a note; so does a failed or empty reply).
+The check is a net, not a proof: it cannot tell two real figures swapped. Without a model: a
+deterministic rendering, per-step tables and a one-line summary,
 in the question's language.
 
 Streaming (``streaming_answer``): a caller that shows the answer as it is written (the
