@@ -75,8 +75,9 @@ class Settings:
     #: a larger one is pruned per question to about ``link_tokens`` (see ``structq.linking``).
     prompt_tokens: int = 8000
     link_tokens: int = 3000
-    #: Threads for concurrent questions: plans in flight, and steps running, at once (``Engine``).
-    threads: int = 32
+    #: Threads for concurrent questions: plans in flight, and steps running, at once (``Engine``);
+    #: None sizes them from the sources (``agent.engine.work_threads``).
+    threads: int | None = None
     #: When a question cannot be planned: "keywords" runs a labelled keyword search over the
     #: search indices instead (``agent.fallback``); None raises the planning error.
     fallback: str | None = None
@@ -100,7 +101,7 @@ class Settings:
             "cache_enabled": cache_enabled(env),
             "prompt_tokens": _whole_number("STRUCTQ_PROMPT_TOKENS", env.get("STRUCTQ_PROMPT_TOKENS", "8000")),
             "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
-            "threads": _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32")),
+            "threads": _whole_number("STRUCTQ_THREADS", env["STRUCTQ_THREADS"]) if env.get("STRUCTQ_THREADS") else None,
             "fallback": env.get("STRUCTQ_FALLBACK") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
