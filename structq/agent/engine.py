@@ -71,8 +71,9 @@ class ExecutorPool:
             executor.close()
 
 
-def _cores() -> int:
-    return os.cpu_count() or 1
+def _in_process_threads() -> int:
+    """Threads worth giving work that runs in this process: ``asyncio.to_thread``'s default."""
+    return min(Engine.NETWORK_THREADS, (os.cpu_count() or 1) + 4)
 
 
 def in_process(source: str, capabilities: "CapabilitySet") -> bool:
@@ -87,7 +88,7 @@ def work_threads(capabilities: "CapabilitySet") -> int:
     runs in this process (``in_process``; what ``asyncio.to_thread`` has), else
     ``Engine.NETWORK_THREADS``."""
     if capabilities and all(in_process(manifest.source, capabilities) for manifest in capabilities):
-        return min(Engine.NETWORK_THREADS, _cores() + 4)
+        return _in_process_threads()
     return Engine.NETWORK_THREADS
 
 
@@ -112,8 +113,9 @@ class Engine:
     there are ``NETWORK_THREADS``; with every source in this process (SQLite files, the local
     step) a step is work for this process's cores, and more threads than ``cores + 4`` only
     take turns with the interpreter lock. Whatever the pools hold, at most ``in_process_slots``
-    (the cores) steps run on an in-process source at once (``_run_step``); the others wait
-    without contending, while steps on servers go on.
+    (``cores + 4``, what ``asyncio.to_thread`` ran at once) steps run on an in-process source at
+    once (``_run_step``): the others wait without contending, while steps on servers go on, and
+    a few slow queries still leave slots for the quick ones.
     """
 
     #: Each pool's size when a source waits on the network (``work_threads``).
@@ -132,7 +134,7 @@ class Engine:
         self.breaker = breaker or CircuitBreaker.from_env()
         self.threads = threads if threads is not None else work_threads(capabilities)
         #: At most this many steps on in-process sources at once (``_run_step``).
-        self.in_process_slots = _cores()
+        self.in_process_slots = min(threads or self.NETWORK_THREADS, _in_process_threads())
         self._in_process = threading.BoundedSemaphore(self.in_process_slots)
         self._workers: ThreadPoolExecutor | None = None
         self._callers: ThreadPoolExecutor | None = None
@@ -367,7 +369,7 @@ class _Schedule:
 
     def _run_step(self, step: Step, inputs: dict[str, StepResult]) -> StepResult:
         """The step, checked and fetched; on an in-process source, in one of the engine's
-        ``in_process_slots`` (the cores: more at once would only contend)."""
+        ``in_process_slots`` (more at once would only contend for the cores)."""
         if not in_process(step.source, self.engine.capabilities):
             return self._checked_and_fetched(step, inputs)
         with self.engine._in_process:
