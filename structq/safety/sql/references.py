@@ -18,8 +18,10 @@ any size up to the intermediate-row cap works in ONE statement, aggregates inclu
   up to the intermediate-row cap and values of any width work, and every value is still
   bound, never spliced;
 - MySQL and other dialects: ``col IN :ref`` with ``ref`` in ``SafeQuery.expanding``: SQLAlchemy
-  expands it (the MySQL drivers interpolate client-side; there is no placeholder cap); an empty list
-  makes the condition ``FALSE`` (what ``IN`` over an empty subquery is, for NULL too).
+  expands it, or the MySQL executor sends the whole list as one parameter written by the
+  connection's own escaping (``executors/sql/mysql.py``; the drivers interpolate client-side,
+  there is no placeholder cap); an empty list makes the condition ``FALSE`` (what ``IN`` over
+  an empty subquery is, for NULL too).
 
 ``NOT IN`` wraps the same ``IN`` node and follows. An empty list therefore selects nothing
 under ``IN`` and everything under ``NOT IN``, on every dialect. Anywhere else a reference is a
