@@ -11,6 +11,11 @@ the 12,854 reports, answer) and with the shared background engine already warm (
 ≤ 1.5 s), in interleaved rounds, with each command's peak resident memory. The demo data is
 built at full scale in a temporary folder, and the background engine it starts is stopped at
 the end. ``--no-search`` skips this part.
+Then ``structq run`` of a one-step plan on a SQLite file, whole process, next to the equivalent
+LangChain script — ``SQLDatabase.from_uri(url).run(query)`` when ``langchain_community`` is
+installed, else what that does written out (``langchain_core`` imported, the tables reflected
+with SQLAlchemy, the query run and its rows printed) — in interleaved rounds, with each one's
+peak resident memory (target ≤ 1.5×), and the heavy packages ``structq run`` imports.
 Figures only; nothing is asserted.
 
 Run: ``python bench/cli.py [--no-search]``
@@ -156,6 +161,59 @@ def report_search_question(command: list[str]) -> None:
     print(f"  target: warm ≤ 1.5 s ({verdict})")
 
 
+RUN_ROUNDS = 7
+RUN_TARGET = 1.5
+#: The baseline of ``report_run``: LangChain's own ``SQLDatabase`` when installed, else the same calls.
+_SQLDATABASE = """import sys
+try:
+    from langchain_community.utilities import SQLDatabase
+except ImportError:
+    import langchain_core.tools  # noqa: F401 - what an agent using SQLDatabase loads anyway
+    from sqlalchemy import MetaData, create_engine, text
+    engine = create_engine(sys.argv[1])
+    MetaData().reflect(bind=engine)
+    with engine.connect() as connection:
+        print(connection.execute(text(sys.argv[2])).fetchall())
+else:
+    print(SQLDatabase.from_uri(sys.argv[1]).run(sys.argv[2]))
+"""
+
+
+def report_run(command: list[str]) -> None:
+    """Whole-process ``structq run`` of a one-step plan vs the LangChain script, interleaved."""
+    import json
+    import os
+    import sqlite3
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        with sqlite3.connect(root / "shop.db") as connection:
+            connection.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)")
+            connection.executemany("INSERT INTO items VALUES (?, ?)", [(i, f"item {i}") for i in range(1000)])
+        url = f"sqlite:///{root / 'shop.db'}"
+        (root / "shop.yaml").write_text(f"source: shop\nkind: sql\nurl: {url}\ntables:\n  - name: items\n"
+                                        "    columns:\n      - {name: id, type: integer}\n"
+                                        "      - {name: name, type: text}\n", encoding="utf-8")
+        query = "SELECT count(*) AS n FROM items"
+        (root / "plan.json").write_text(json.dumps({"steps": [{"output_key": "n", "source": "shop", "query": query}]}))
+        env = {**os.environ, "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
+        ours = [*command, "run", "-m", str(root / "shop.yaml"), str(root / "plan.json")]
+        theirs = [sys.executable, "-c", _SQLDATABASE, url, query]
+        runs: dict[str, list[tuple[float, int]]] = {"structq run": [], "LangChain SQLDatabase": []}
+        for _ in range(RUN_ROUNDS):
+            runs["structq run"].append(timed_with_memory(ours, env))
+            runs["LangChain SQLDatabase"].append(timed_with_memory(theirs, env))
+    walls = {label: statistics.median(t for t, _ in measured) for label, measured in runs.items()}
+    ratios = sorted(a[0] / b[0] for a, b in zip(*runs.values()))
+    print(f"\none-step plan on SQLite, whole process, median of {RUN_ROUNDS} interleaved rounds")
+    for label, measured in runs.items():
+        print(f"  {label:<24} {walls[label]:6.2f} s   peak RSS {max(m for _, m in measured):,} MiB")
+    ratio = walls["structq run"] / walls["LangChain SQLDatabase"]
+    verdict = "met" if ratio <= RUN_TARGET else "MISSED"
+    print(f"  ratio {ratio:.2f}× [{ratios[0]:.2f}–{ratios[-1]:.2f} per round] (target ≤ {RUN_TARGET}×: {verdict})")
+
+
 def main() -> None:
     command = structq_command()
     baseline = median_wall([sys.executable, "-c", "pass"])
@@ -167,6 +225,7 @@ def main() -> None:
     print(f"  structq's own share {help_time - baseline:6.3f} s")
     report_imports('python -X importtime -c "import structq.cli"', "import structq.cli")
     report_imports("structq --help (in-process)", HELP_CODE)
+    report_run(command)
     if "--no-search" not in sys.argv[1:]:
         report_search_question(command)
 

@@ -5,7 +5,8 @@ Asks the demo company's verified SQL questions (no model call: a verified plan r
 interleaved rounds, and prints the median wall times and their ratio (sequential ÷
 concurrent: how much the concurrency bought). Two configurations side by side:
 
-- ``now``: the engine's own call pool (``Engine.call``, ``STRUCTQ_THREADS``, default 32);
+- ``now``: the engine's own call pool (``Engine.call``, ``STRUCTQ_THREADS`` or sized from the
+  sources: ``agent.engine.work_threads``), with steps on in-process sources at most one per core;
 - ``to_thread``: the blocking calls sent through ``asyncio.to_thread`` as before, whose
   default pool holds ``min(32, cores + 4)`` threads.
 
@@ -92,13 +93,16 @@ def main() -> None:
                 times[label]["seq"].append(_timed(agent, questions, concurrent=False))
                 times[label]["conc"].append(_timed(agent, questions, concurrent=True))
         Engine.call = own_call  # type: ignore[method-assign]
+        engine_threads = agent.engine.threads
+        in_process_slots = getattr(agent.engine, "in_process_slots", "unbounded")
         agent.close()
     print(f"{args.calls} aask calls over {len(pool)} verified SQL questions, median of {args.rounds} interleaved rounds")
     print(f"{'path':<10} {'sequential':>11} {'concurrent':>11} {'speed-up':>9}")
     for label, t in times.items():
         seq, conc = statistics.median(t["seq"]), statistics.median(t["conc"])
         print(f"{label:<10} {seq:>10.2f}s {conc:>10.2f}s {seq / conc:>8.2f}×")
-    print(f"threads: Engine call and step pools {settings.threads} each (STRUCTQ_THREADS); "
+    print(f"threads: Engine call and step pools {engine_threads} each (STRUCTQ_THREADS or sized from the "
+          f"sources), in-process steps at once {in_process_slots}; "
           f"asyncio.to_thread's default pool {min(32, (os.cpu_count() or 1) + 4)}; cores {os.cpu_count()}")
 
 

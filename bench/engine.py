@@ -22,6 +22,11 @@
     (``tests/servers.py``) — PostgreSQL and MariaDB (once per installed driver: mysqlclient,
     PyMySQL). Target ≤ 2× at 100k.
 
+(d) Text references: a step passing N = 100k / 1M text codes to the next step, next to the one
+    JOIN on the codes, on the same databases as (b) (``--text-sizes``). Targets ≤ 2× at 100k,
+    ≤ 3× at 1M; the peak memory of one engine run at the largest size is read in a child
+    process (its maximum resident set, and the growth over the same process before the run).
+
 (c) The fixed cost of one SQLite step: the statement-deadline guard alone around ``SELECT 1``,
     and a whole one-step engine run, with the process's one deadline thread (now) next to a
     ``threading.Timer`` started per statement (before), in interleaved rounds.
@@ -30,12 +35,14 @@ Figures only; nothing is asserted. The demo data is built into a temporary folde
 ``$STRUCTQ_DEMO_DIR`` already holds a built demo.
 
     python bench/engine.py [--runs 15] [--sizes 1000,10000,100000] [--rounds 31]
-                           [--only examples|references|step-cost]
+                           [--text-sizes 100000,1000000] [--text-runs 5]
+                           [--only examples|references|text-references|step-cost]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sqlite3
 import statistics
@@ -307,7 +314,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def server_urls(stack: ExitStack, databases: set[str]) -> Iterator[tuple[str, str]]:
+def server_urls(stack: ExitStack, databases: set[str], name: str = "bench_engine") -> Iterator[tuple[str, str]]:
     """(label, admin URL of a fresh database) for each server that can start here."""
     try:
         from servers import MariaDBServer, PostgresServer, ServerUnavailable
@@ -323,7 +330,7 @@ def server_urls(stack: ExitStack, databases: set[str]) -> Iterator[tuple[str, st
             print(f"  {label} skipped: {str(exc).splitlines()[0]}")
             continue
         if label != "MariaDB":
-            yield label, server.create_database("bench_engine")
+            yield label, server.create_database(name)
             continue
         # Both drivers a MySQL URL may run with: mysqlclient (now the default when installed)
         # beside PyMySQL (the only one before), each on its own copy of the tables.
@@ -333,7 +340,7 @@ def server_urls(stack: ExitStack, databases: set[str]) -> Iterator[tuple[str, st
 
         for driver in DRIVERS.values():
             if driver.installed():
-                url = make_url(server.create_database(f"bench_engine_{driver.name}"))
+                url = make_url(server.create_database(f"{name}_{driver.name}"))
                 yield f"{label} {driver.package}", url.set(drivername=driver.drivername).render_as_string(hide_password=False)
 
 
@@ -352,6 +359,163 @@ def bench_all_references(sizes: list[int], runs: int, databases: set[str]) -> No
     with ExitStack() as stack:
         for label, url in server_urls(stack, databases):
             bench_references(label, url, sizes, runs)
+
+
+# ---------------------------------------------------------------------------------------------
+# (d) text references vs JOIN, up to a million values
+# ---------------------------------------------------------------------------------------------
+
+TEXT_TARGETS = {100_000: 2.0, 1_000_000: 3.0}
+
+TEXT_MANIFEST = """\
+source: codes
+kind: sql
+url: {url}
+limits: {{max_rows: 1000, max_intermediate_rows: {rows}, timeout_s: 300}}
+tables:
+  - name: codes
+    columns:
+      - {{name: id, type: integer}}
+      - {{name: code, type: text}}
+  - name: facts
+    columns:
+      - {{name: id, type: integer}}
+      - {{name: code_ref, type: text}}
+      - {{name: amount, type: integer}}
+"""
+
+
+def create_text_tables(url: str, rows: int) -> None:
+    """``codes``: ids 1…``rows``, each with a text code (``C1``…); ``facts``: 1.2 × ``rows`` rows
+    whose indexed ``code_ref`` names some codes twice, some never, some that do not exist.
+    Made by the database from a thousand seed rows' cross products."""
+    from sqlalchemy import (BigInteger, Column, Integer, MetaData, String, Table, cast, create_engine, insert,
+                            literal, select, text, true)
+
+    metadata = MetaData()
+    seed = Table("seed", metadata, Column("n", Integer, primary_key=True, autoincrement=False))
+    codes = Table("codes", metadata, Column("id", Integer, primary_key=True, autoincrement=False),
+                  Column("code", String(16)))
+    facts = Table("facts", metadata, Column("id", Integer, primary_key=True, autoincrement=False),
+                  Column("code_ref", String(16), index=True), Column("amount", Integer))
+    low, high = seed.alias("low"), seed.alias("high")
+    pairs = low.join(high, true())  # the cross product, said on purpose
+    n = low.c.n + 1000 * (high.c.n - 1)
+    admin = create_engine(url)
+    try:
+        metadata.create_all(admin)
+        with admin.begin() as connection:
+            connection.execute(insert(seed), [{"n": i} for i in range(1, 1001)])
+            connection.execute(insert(codes).from_select(
+                ["id", "code"], select(n, literal("C") + cast(n, String)).select_from(pairs).where(
+                    high.c.n <= max(rows // 1000, 1))))
+            target = (cast(n, BigInteger) * 7919) % (rows + rows // 10) + 1
+            connection.execute(insert(facts).from_select(
+                ["id", "code_ref", "amount"],
+                select(n, literal("C") + cast(target, String), n % 1000).select_from(pairs).where(
+                    high.c.n <= (rows + rows // 5) // 1000)))
+            analyze = "ANALYZE TABLE codes, facts" if admin.dialect.name in ("mysql", "mariadb") else "ANALYZE"
+            connection.execute(text(analyze))
+    finally:
+        admin.dispose()
+
+
+def text_reference_plan(n: int) -> Plan:
+    return Plan.parse({"steps": [
+        {"output_key": "picked", "source": "codes", "query": f"SELECT code FROM codes WHERE id <= {n}"},
+        {"output_key": "total", "source": "codes",
+         "query": "SELECT COUNT(*) AS n, SUM(amount) AS amount FROM facts WHERE code_ref IN (<picked>)"},
+    ]})
+
+
+def text_join_query(n: int) -> str:
+    return ("SELECT COUNT(*) AS n, SUM(f.amount) AS amount FROM facts AS f "
+            f"JOIN codes AS c ON c.code = f.code_ref WHERE c.id <= {n}")
+
+
+def text_capabilities(url: str, rows: int) -> CapabilitySet:
+    manifest, _ = load_manifest_text(TEXT_MANIFEST.format(url=url, rows=rows), "<codes>")
+    return CapabilitySet([manifest])
+
+
+def bench_text_references(label: str, url: str, sizes: list[int], runs: int) -> None:
+    """Engine (two steps, N codes passed on) vs the JOIN on the codes, at each size."""
+    from sqlalchemy import create_engine, text
+
+    create_text_tables(url, max(sizes))
+    plain = create_engine(url)
+
+    def join(n: int) -> list[Any]:
+        with plain.connect() as connection:
+            return connection.execute(text(text_join_query(n))).fetchall()
+
+    try:
+        with Engine(text_capabilities(url, max(sizes))) as engine:
+            for n in sizes:
+                plan = text_reference_plan(n)
+                got = [tuple(r) for r in engine.run(plan).final.rows]
+                want = [tuple(_plain(v) for v in r) for r in join(n)]
+                times: dict[str, list[float]] = {"engine": [], "join": []}
+                variants = (("engine", functools.partial(engine.run, plan)), ("join", functools.partial(join, n)))
+                for _ in range(runs):
+                    for name, fn in variants:
+                        start = time.perf_counter()
+                        fn()
+                        times[name].append((time.perf_counter() - start) * 1000)
+                ratios = sorted(e / j for e, j in zip(times["engine"], times["join"]))
+                engine_ms, join_ms = statistics.median(times["engine"]), statistics.median(times["join"])
+                target = TEXT_TARGETS.get(n)
+                verdict = "-" if target is None else ("ok" if engine_ms / join_ms <= target else "MISSED")
+                same = "same" if got == want else f"DIFFERENT {got} vs {want}"
+                print(f"  {label:<20}{n:>10,} {engine_ms:>9.1f} {join_ms:>9.1f} {engine_ms / join_ms:>6.2f}× "
+                      f"[{ratios[0]:.2f}–{ratios[-1]:.2f}]  {verdict:<7}{same}", flush=True)
+        print(f"  {label:<20}{'peak':>10} {peak_memory(url, max(sizes))}", flush=True)
+    finally:
+        plain.dispose()
+
+
+def peak_memory(url: str, n: int) -> str:
+    """One engine run of the N-code plan in a child process: its peak resident set, and how
+    much it grew over the same process just before the run."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, __file__, "--peak-of", url, str(n)], capture_output=True,
+                         text=True, check=False)
+    if out.returncode != 0:
+        return "failed: " + (out.stderr.strip().splitlines() or ["?"])[-1]
+    return out.stdout.strip()
+
+
+def report_peak(url: str, n: int) -> None:
+    with Engine(text_capabilities(url, n)) as engine:
+        engine.run(Plan.parse({"steps": [{"output_key": "one", "source": "codes",
+                                          "query": "SELECT code FROM codes WHERE id = 1"}]}))
+        before = resident_peak_mib()
+        engine.run(text_reference_plan(n))
+        after = resident_peak_mib()
+    print(f"{after:.0f} MiB max RSS, +{after - before:.0f} MiB over the process before the run")
+
+
+def resident_peak_mib() -> float:
+    """This process's peak resident set (``VmHWM``: unlike ``ru_maxrss``, not inherited from
+    the parent that forked it)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bench_all_text_references(sizes: list[int], runs: int, databases: set[str]) -> None:
+    print(f"\n(d) N text codes passed to the next step vs one JOIN on them — median of {runs} "
+          "alternating runs, ms, [range of the per-run ratios]")
+    print(f"  {'database':<20}{'N':>10} {'engine':>9} {'join':>9} {'ratio':>7}")
+    if "sqlite" in databases:
+        with tempfile.TemporaryDirectory(prefix="structq-bench-") as tmp:
+            bench_text_references("SQLite", f"sqlite:///{Path(tmp) / 'codes.db'}", sizes, runs)
+    with ExitStack() as stack:
+        for label, url in server_urls(stack, databases, "bench_text"):
+            bench_text_references(label, url, sizes, runs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,15 +618,24 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000",
                         help="comma-separated list sizes for (b), at most 100000")
     parser.add_argument("--rounds", type=int, default=31, help="interleaved rounds for (c)")
-    parser.add_argument("--only", choices=["examples", "references", "step-cost"])
+    parser.add_argument("--text-sizes", default="100000,1000000", help="comma-separated list sizes for (d)")
+    parser.add_argument("--text-runs", type=int, default=5, help="alternating runs per size for (d)")
+    parser.add_argument("--only", choices=["examples", "references", "text-references", "step-cost"])
+    parser.add_argument("--peak-of", nargs=2, metavar=("URL", "N"), help=argparse.SUPPRESS)
     parser.add_argument("--databases", default="sqlite,postgresql,mariadb",
                         help="comma-separated databases for (b): sqlite, postgresql, mariadb")
     args = parser.parse_args()
+    if args.peak_of:
+        report_peak(args.peak_of[0], int(args.peak_of[1]))
+        return
     sizes = [min(int(s), ROWS) for s in args.sizes.split(",")]
     if args.only in (None, "examples"):
         bench_examples(args.runs)
     if args.only in (None, "references"):
         bench_all_references(sizes, args.runs, set(args.databases.lower().split(",")))
+    if args.only in (None, "text-references"):
+        bench_all_text_references([int(s) for s in args.text_sizes.split(",")], args.text_runs,
+                                  set(args.databases.lower().split(",")))
     if args.only in (None, "step-cost"):
         bench_step_cost(args.rounds)
 

@@ -79,8 +79,9 @@ class Settings:
     route_tokens: int = 2000
     #: Verified examples shown in the planning prompt, the most relevant first (0: all of them).
     plan_examples: int = 3
-    #: Threads for concurrent questions: plans in flight, and steps running, at once (``Engine``).
-    threads: int = 32
+    #: Threads for concurrent questions: plans in flight, and steps running, at once (``Engine``);
+    #: None sizes them from the sources (``agent.engine.work_threads``).
+    threads: int | None = None
     #: When a question cannot be planned: "keywords" runs a labelled keyword search over the
     #: search indices instead (``agent.fallback``); None raises the planning error.
     fallback: str | None = None
@@ -106,7 +107,7 @@ class Settings:
             "link_tokens": _whole_number("STRUCTQ_LINK_TOKENS", env.get("STRUCTQ_LINK_TOKENS", "3000")),
             "route_tokens": _whole_number("STRUCTQ_ROUTE_TOKENS", env.get("STRUCTQ_ROUTE_TOKENS", "2000")),
             "plan_examples": _whole_number("STRUCTQ_PLAN_EXAMPLES", env.get("STRUCTQ_PLAN_EXAMPLES", "3")),
-            "threads": threads_from_env(env),
+            "threads": _whole_number("STRUCTQ_THREADS", env["STRUCTQ_THREADS"]) if env.get("STRUCTQ_THREADS") else None,
             "fallback": env.get("STRUCTQ_FALLBACK") or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -128,8 +129,9 @@ def _fallback(value: object) -> str | None:
 
 
 def threads_from_env(env: Mapping[str, str] | None = None) -> int:
-    """``STRUCTQ_THREADS`` (default 32): the steps an engine runs at once, and so the
-    connections a source's client pool keeps (fewer would be opened and thrown away under load)."""
+    """``STRUCTQ_THREADS`` (default 32, the engine's size when any source is on a server): the
+    connections a search client's pool keeps, one per step the engine may run on it at once
+    (fewer would be opened and thrown away under load)."""
     env = os.environ if env is None else env
     return _whole_number("STRUCTQ_THREADS", env.get("STRUCTQ_THREADS", "32"))
 

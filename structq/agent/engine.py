@@ -22,6 +22,7 @@ import asyncio
 import contextvars
 import functools
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -72,35 +73,71 @@ class ExecutorPool:
             executor.close()
 
 
+def _in_process_threads() -> int:
+    """Threads worth giving work that runs in this process: ``asyncio.to_thread``'s default."""
+    return min(Engine.NETWORK_THREADS, (os.cpu_count() or 1) + 4)
+
+
+def in_process(source: str, capabilities: "CapabilitySet") -> bool:
+    """Whether a step on ``source`` runs in this process: a SQLite file, or the local step
+    (``LOCAL_SOURCE``: SQL over earlier rows in memory), rather than on a server."""
+    manifest = capabilities.get(source)
+    return manifest is None or manifest.query_dialect == "sqlite"
+
+
+def work_threads(capabilities: "CapabilitySet") -> int:
+    """Each engine pool's size for these sources (``Engine``): ``cores + 4`` when every source
+    runs in this process (``in_process``; what ``asyncio.to_thread`` has), else
+    ``Engine.NETWORK_THREADS``."""
+    if capabilities and all(in_process(manifest.source, capabilities) for manifest in capabilities):
+        return _in_process_threads()
+    return Engine.NETWORK_THREADS
+
+
 class Engine:
     """Runs plans against the sources of a capability set.
 
     Thread-safe: several plans may run at once (an agent answering concurrent questions); they
     share the executors (connection pools) and the worker threads.
 
-    Two pools of ``threads`` threads each (``STRUCTQ_THREADS``, default 32), both started on
-    first use: the *step* pool runs the steps of every plan in flight, and the *call* pool runs
-    the blocking calls of the async API (``arun``, and through :meth:`call` the agent's
-    planning, observation and answer calls) — instead of ``asyncio.to_thread``, whose default
-    pool has ``min(32, cores + 4)`` threads (6 on two cores): there, 50 concurrent ``aask``
-    ran six at a time while their threads mostly waited on databases and the model. They are
-    two pools because a run's thread waits for its steps: in one pool, runs filling every
-    thread would wait for steps that can never start. ``threads`` bounds how many plans (and
-    how many steps) are in flight at once; more callers queue.
+    Two pools of ``threads`` threads each (``STRUCTQ_THREADS``), both started on first use:
+    the *step* pool runs the steps of every plan in flight, and the *call* pool runs the
+    blocking calls of the async API (``arun``, and through :meth:`call` the agent's planning,
+    observation and answer calls) — instead of ``asyncio.to_thread``, whose default pool has
+    ``min(32, cores + 4)`` threads (6 on two cores): there, 50 concurrent ``aask`` ran six at a
+    time while their threads mostly waited on databases and the model. They are two pools
+    because a run's thread waits for its steps: in one pool, runs filling every thread would
+    wait for steps that can never start. ``threads`` bounds how many plans (and how many steps)
+    are in flight at once; more callers queue.
+
+    Sized from the work (``threads=None``, the default, ``work_threads``): a thread that waits
+    on a server or the model costs nothing while it waits, so with any source out of process
+    there are ``NETWORK_THREADS``; with every source in this process (SQLite files, the local
+    step) a step is work for this process's cores, and more threads than ``cores + 4`` only
+    take turns with the interpreter lock. Whatever the pools hold, at most ``in_process_slots``
+    (``cores + 4``, what ``asyncio.to_thread`` ran at once) steps run on an in-process source at
+    once (``_run_step``): the others wait without contending, while steps on servers go on, and
+    a few slow queries still leave slots for the quick ones.
     """
 
-    #: Default size of each pool (``Settings.threads``).
-    DEFAULT_THREADS = 32
+    #: Each pool's size when a source waits on the network (``work_threads``).
+    NETWORK_THREADS = 32
+    #: The name the size had when it was fixed, for code written against it.
+    DEFAULT_THREADS = NETWORK_THREADS
 
     def __init__(self, capabilities: "CapabilitySet", *, executors: ExecutorPool | None = None,
-                 breaker: CircuitBreaker | None = None, threads: int = DEFAULT_THREADS) -> None:
-        if threads < 1:
+                 breaker: CircuitBreaker | None = None, threads: int | None = None) -> None:
+        if threads is not None and threads < 1:
             raise ConfigError(f"threads must be at least 1, not {threads}",
-                              hint="set STRUCTQ_THREADS (or Settings.threads) to 1 or more; the default is 32")
+                              hint="set STRUCTQ_THREADS (or Settings.threads) to 1 or more, or leave it unset "
+                                   "to size the pools from the sources")
         self.capabilities = capabilities
         self.executors = executors or ExecutorPool(capabilities)
         self.breaker = breaker or CircuitBreaker.from_env()
-        self.threads = threads
+        self.threads = threads if threads is not None else work_threads(capabilities)
+        #: At most this many steps on in-process sources at once (``_run_step``).
+        self.in_process_slots = min(threads or self.NETWORK_THREADS, _in_process_threads())
+        self._in_process = threading.BoundedSemaphore(self.in_process_slots)
         self._workers: ThreadPoolExecutor | None = None
         self._callers: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -344,6 +381,14 @@ class _Schedule:
             )
 
     def _run_step(self, step: Step, inputs: dict[str, StepResult]) -> StepResult:
+        """The step, checked and fetched; on an in-process source, in one of the engine's
+        ``in_process_slots`` (more at once would only contend for the cores)."""
+        if not in_process(step.source, self.engine.capabilities):
+            return self._checked_and_fetched(step, inputs)
+        with self.engine._in_process:
+            return self._checked_and_fetched(step, inputs)
+
+    def _checked_and_fetched(self, step: Step, inputs: dict[str, StepResult]) -> StepResult:
         engine = self.engine
         cap = engine.intermediate_cap(step) if step.output_key in self.consumed else None
         try:

@@ -1,6 +1,6 @@
 """MySQL and MariaDB (mysqlclient or PyMySQL, ``mysql_drivers.py``): a read-only session and
-transaction, the server's statement time limit, ``KILL QUERY`` as the backstop; lists of ints
-bound as one parameter."""
+transaction, the server's statement time limit, ``KILL QUERY`` as the backstop; every list bound as one
+parameter, written at once."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from structq.safety.query import SafeQuery
 
-__all__ = ["Login", "MySQLBackend", "MySQLIntList"]
+__all__ = ["Login", "MySQLBackend", "MySQLIntList", "MySQLList", "render_list"]
 
 #: MySQL column types both drivers always give as ``int`` (or None): TINY, SHORT, LONG,
 #: LONGLONG, INT24, YEAR. Text columns are not among them: a binary string has the same type
@@ -65,29 +65,33 @@ class MySQLBackend(Backend):
     def on_connect(self, dbapi_connection: Any) -> None:
         # Both drivers keep a per-connection copy of their encoders (type → literal).
         dbapi_connection.encoders[MySQLIntList] = MySQLIntList.literal
+        dbapi_connection.encoders[MySQLList] = MySQLList.literal
 
     def plain_columns(self, description: Any) -> bool:
         """Integer columns (``_INT_COLUMNS``): both drivers give them as ``int`` or None."""
         return description is not None and all(column[1] in _INT_COLUMNS for column in description)
 
     def statement(self, dbapi_connection: Any, query: "SafeQuery") -> Statement:
-        """Lists of plain ints (``IN :ref``) bound as one parameter the driver renders at once.
+        """Every non-empty list (``IN :ref``) bound as one parameter the driver writes at once.
 
         SQLAlchemy expands a list into one placeholder per value (100k names to render and
-        100k values for the driver to escape one by one, ~200 ms at 100k with PyMySQL); the
-        values of an ``MySQLIntList`` are checked to be exactly ``int`` and written
-        ``(1,2,3)`` in one join — what either driver writes for each. Empty lists and lists of
-        anything else keep SQLAlchemy's expanding bind (and its empty-set rendering; text is
-        escaped by the driver per value, honouring the server's SQL mode).
+        100k values for the driver to escape one by one, ~200 ms at 100k with PyMySQL). Here
+        a list of plain ints goes as an ``MySQLIntList``, checked to be exactly ``int`` and
+        written ``(1,2,3)`` in one join; any other list as a ``MySQLList`` whose text the
+        connection itself wrote (``render_list``: its own escaping, which honours the
+        server's SQL mode). Empty lists keep SQLAlchemy's expanding bind (the sandbox writes
+        them as a constant anyway).
         """
         params = dict(query.params)
         whole = set()
         if MySQLIntList in getattr(dbapi_connection, "encoders", {}):
             for name in query.expanding:
                 value = params.get(name)
-                if isinstance(value, (list, tuple)) and value and set(map(type, value)) == {int}:
-                    params[name] = MySQLIntList(value)
-                    whole.add(name)
+                if not isinstance(value, (list, tuple)) or not value:
+                    continue
+                params[name] = MySQLIntList(value) if set(map(type, value)) == {int} else render_list(
+                    dbapi_connection, value)
+                whole.add(name)
         if not whole:
             return bind(query), params
         return bind(query, query.expanding - whole), params
@@ -128,6 +132,50 @@ class MySQLIntList(tuple):  # type: ignore[type-arg]
         if not value or set(map(type, value)) != {int}:  # never render anything else this way
             raise TypeError("MySQLIntList holds non-empty plain ints only")
         return "(" + ",".join(map(str, value)) + ")"
+
+
+class MySQLList:
+    """A list already written as SQL by the connection that will send it (``render_list``):
+    ``('a','b')``, as the driver would write the list value by value."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | bytes) -> None:
+        self.text = text
+
+    @staticmethod
+    def literal(value: MySQLList, mapping: Any = None) -> str | bytes:
+        """The written list (the encoder signature of both drivers)."""
+        return value.text
+
+
+#: Joins the texts of a list before they are escaped at once (``render_list``): a character
+#: neither driver's escaping changes, in any character set MySQL speaks with a client.
+_SEPARATOR = "\x01"
+
+
+def render_list(dbapi_connection: Any, values: Sequence[Any]) -> MySQLList:
+    """``values`` written ``(v1,v2,…)`` by ``dbapi_connection``'s own escaping, which honours
+    the server's SQL mode (``NO_BACKSLASH_ESCAPES``) and the connection's character set.
+
+    Escaping is character by character and leaves ``_SEPARATOR`` as it is, so a list of text
+    none of which holds the separator is joined, escaped in one call and split back
+    (a million codes: one pass in C for mysqlclient, one ``str.translate`` for PyMySQL); any
+    other list is written value by value, by the same escaping the driver applies to each
+    value of an expanded list.
+    """
+    mysqlclient = hasattr(dbapi_connection, "string_literal")
+    texts = all(type(v) is str for v in values)
+    joined = _SEPARATOR.join(values) if texts else ""
+    if texts and joined.count(_SEPARATOR) == len(values) - 1:
+        if mysqlclient:
+            quoted = dbapi_connection.string_literal(joined.encode(dbapi_connection.encoding))
+            return MySQLList(b"(" + quoted.replace(_SEPARATOR.encode(), b"','") + b")")
+        quoted_text = dbapi_connection.escape(joined)
+        return MySQLList("(" + quoted_text.replace(_SEPARATOR, "','") + ")")
+    if mysqlclient:
+        return MySQLList(b"(" + b",".join(map(dbapi_connection.literal, values)) + b")")
+    return MySQLList("(" + ",".join(map(dbapi_connection.escape, values)) + ")")
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ from typing import TYPE_CHECKING, Any
 
 from .fetch import Statement, bind
 from .guards import Backend, Setup, connect_timeout, milliseconds
-from .pg_arrays import HASHABLE_ARRAYS, TEXT_KINDS, int_array, pg_int_array, register_dumpers, registered
+from .pg_arrays import (HASHABLE_ARRAYS, TEXT_KINDS, PgTextArray, int_array, pg_int_array, register_dumpers,
+                        registered, text_array)
 from .pg_describe import describe
 
 if TYPE_CHECKING:
@@ -143,8 +144,8 @@ class PostgresBackend(Backend):
         element. So when a list of ints could be hashed (``HASHED_MIN`` values or more) or is
         switched, the server is asked once what type it infers for each list parameter
         (``pg_describe.describe``), and the ints go as that type (``pg_int_array``). Lists of text
-        (dates included) go untyped through psycopg and get the inferred type on their own;
-        other lists are adapted by psycopg as before.
+        (dates included) go untyped and get the inferred type on their own, written as one
+        array literal (``text_array``); other lists are adapted by psycopg as before.
 
         A switch is set when its list will be hashed (its type is the inferred one, and that
         type's ``=`` hashes) and no table the query reads holds more than ``ROWS_PER_VALUE``
@@ -168,8 +169,11 @@ class PostgresBackend(Backend):
             if array_value is not None:
                 params[name] = array_value
                 hashed = array_value.oid == like
-            else:  # psycopg sends a list of text untyped: the server gives it the inferred type
+            else:  # a list of text goes untyped: the server gives it the inferred type
                 hashed = like in HASHABLE_ARRAYS and str in kinds[name] and kinds[name] <= TEXT_KINDS
+                texts = text_array(value, kinds[name]) if can_pack and registered(dbapi_connection, PgTextArray) else None
+                if texts is not None:
+                    params[name] = texts
             if name in switches:
                 params[switches[name]] = bool(hashed and rows is not None and rows <= ROWS_PER_VALUE * len(value))
         return bind(query), params

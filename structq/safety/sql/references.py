@@ -18,8 +18,10 @@ any size up to the intermediate-row cap works in ONE statement, aggregates inclu
   up to the intermediate-row cap and values of any width work, and every value is still
   bound, never spliced;
 - MySQL and other dialects: ``col IN :ref`` with ``ref`` in ``SafeQuery.expanding``: SQLAlchemy
-  expands it (the MySQL drivers interpolate client-side; there is no placeholder cap); an empty list
-  makes the condition ``FALSE`` (what ``IN`` over an empty subquery is, for NULL too).
+  expands it, or the MySQL executor sends the whole list as one parameter written by the
+  connection's own escaping (``executors/sql/mysql.py``; the drivers interpolate client-side,
+  there is no placeholder cap); an empty list makes the condition ``FALSE`` (what ``IN`` over
+  an empty subquery is, for NULL too).
 
 ``NOT IN`` wraps the same ``IN`` node and follows. An empty list therefore selects nothing
 under ``IN`` and everything under ``NOT IN``, on every dialect. Anywhere else a reference is a
@@ -136,28 +138,45 @@ def _switch(check: Check, test: exp.EQ, reference: str) -> None:
 
 def _json_parts(values: Sequence[Any]) -> tuple[list[str], list[Any]]:
     """``values`` as JSON lists of at most ``SQLITE_LIST_PART_BYTES`` each, and the values too
-    wide to go in any (bound one by one). One list when it fits: the common case, encoded once."""
-    whole = json.dumps(list(values), ensure_ascii=False, default=str)
-    if len(whole) * 4 <= SQLITE_LIST_PART_BYTES or len(whole.encode("utf-8")) <= SQLITE_LIST_PART_BYTES:
+    wide to go in any (bound one by one). One list when it fits: the common case, encoded once.
+
+    A longer list is cut into runs of values by count, each encoded in one ``json.dumps``
+    (in C), and a run still too long is halved until it fits: a million short texts take a
+    few encodings of a few hundred thousand values each, not a million of one.
+    """
+    whole = _json(values)
+    if _fits(whole):
         return [whole], []
     parts: list[str] = []
     alone: list[Any] = []
-    items: list[str] = []
-    size = 2  # the brackets
-    for value in values:
-        item = json.dumps(value, ensure_ascii=False, default=str)
-        width = len(item.encode("utf-8")) + 1  # and its comma
-        if width + 2 > SQLITE_LIST_PART_BYTES:
-            alone.append(value)
-            continue
-        if size + width > SQLITE_LIST_PART_BYTES:
-            parts.append("[" + ",".join(items) + "]")
-            items, size = [], 2
-        items.append(item)
-        size += width
-    if items or not parts:
-        parts.append("[" + ",".join(items) + "]")
-    return parts, alone
+    runs = -(-_utf8_bytes(whole) // SQLITE_LIST_PART_BYTES) + 1
+    step = -(-len(values) // runs)
+    pending = [values[i:i + step] for i in range(0, len(values), step)]
+    pending.reverse()  # popped from the end: in the list's order
+    while pending:
+        run = pending.pop()
+        encoded = _json(run)
+        if _fits(encoded):
+            parts.append(encoded)
+        elif len(run) == 1:
+            alone.append(run[0])
+        else:
+            half = len(run) // 2
+            pending += [run[half:], run[:half]]
+    return parts or ["[]"], alone
+
+
+def _json(values: Sequence[Any]) -> str:
+    return json.dumps(list(values), ensure_ascii=False, default=str)
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _fits(encoded: str) -> bool:
+    """Whether one JSON list text goes in one SQLite parameter."""
+    return len(encoded) * 4 <= SQLITE_LIST_PART_BYTES or _utf8_bytes(encoded) <= SQLITE_LIST_PART_BYTES
 
 
 def _sqlite_list(check: Check, reference: str, values: Sequence[Any]) -> exp.Query:
