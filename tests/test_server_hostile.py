@@ -260,9 +260,9 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
                "MCP-Protocol-Version": "2025-06-18"}
 
 
-def mcp_run_plan(client: Any, arguments_json: str) -> Any:
-    """A ``tools/call`` of ``run_plan`` with its arguments as raw JSON text; the JSON-RPC reply."""
-    raw = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "run_plan", "arguments": ' \
+def mcp_run_plan(client: Any, arguments_json: str, tool: str = "run_plan") -> Any:
+    """A ``tools/call`` of ``tool`` with its arguments as raw JSON text; the JSON-RPC reply."""
+    raw = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "' + tool + '", "arguments": ' \
           + arguments_json + "}}"
     return client.post("/mcp", content=raw, headers={**MCP_HEADERS, **auth("tenant1")})
 
@@ -298,6 +298,13 @@ def test_mcp_run_plan_refuses_nan(make_client) -> None:
                 '"template": {"example": "e", "params": {"p": NaN}}}}'
     text = tool_error(mcp_run_plan(make_client(), arguments))
     assert text.startswith("Error executing tool run_plan: invalid_value:"), text
+
+
+@pytest.mark.parametrize("flag", ["no_answer", "start_conversation"])
+def test_mcp_ask_takes_only_true_booleans(make_client, flag: str) -> None:
+    """As on the HTTP API, 0 is no boolean: the tool refuses it before any question is asked."""
+    text = tool_error(mcp_run_plan(make_client(), json.dumps({"question": "订单有多少？", flag: 0}), tool="ask"))
+    assert flag in text and "bool" in text.lower(), text
 
 
 def test_build_shop_limits_reach_the_server(tmp_path) -> None:

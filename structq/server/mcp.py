@@ -17,11 +17,12 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import StrictBool
 
 from .config import bearer_token
 from .errors import RequestRejected, error_body
-from .logs import current_request
 from .guard import send_error
+from .logs import current_request
 
 if TYPE_CHECKING:
     from .config import Principal
@@ -79,8 +80,8 @@ def build_mcp(service: "Service", *, http: bool, principal: "Principal | None" =
     @server.tool(description="Answer a question about the data: plan, run the plan through the sandbox, "
                              "answer citing steps [key]. To follow up later, pass start_conversation=true, "
                              "then the answer's conversation id as conversation.")
-    async def ask(question: str, ctx: Context, conversation: str | None = None, start_conversation: bool = False,
-                  today: str | None = None, no_answer: bool = False) -> dict[str, Any]:
+    async def ask(question: str, ctx: Context, conversation: str | None = None, start_conversation: StrictBool = False,
+                  today: str | None = None, no_answer: StrictBool = False) -> dict[str, Any]:
         return await guarded(service.ask(caller(ctx), question, conversation=conversation,
                                          start_conversation=start_conversation, today=_today(today),
                                          no_answer=no_answer))
