@@ -36,6 +36,8 @@ from structq.safety.functions import function_name, is_allowed, is_table_functio
 
 # A schema as the builders produce it: table name → [(column name, manifest column type)].
 Schema = dict[str, list[tuple[str, str]]]
+#: Table → the columns of its primary key, where the schema declares one.
+PrimaryKeys = dict[str, frozenset[str]]
 
 #: The dialects the engines under test speak; generic and foreign payloads run under each.
 ENGINE_DIALECTS = ("sqlite", "postgres", "mysql")
@@ -128,15 +130,20 @@ def _named(model: type[Column] | type[Table], name: str, **fields: object) -> Co
 
 
 def build_manifest(
-    source: str, dialect: str, schema: Schema, *, db_schema: str | None = None, max_rows: int = GENEROUS_MAX_ROWS
+    source: str, dialect: str, schema: Schema, *, db_schema: str | None = None, max_rows: int = GENEROUS_MAX_ROWS,
+    primary_keys: PrimaryKeys | None = None,
 ) -> Manifest:
     """One manifest for one database: every table and column allowed, no row filters.
 
     ``db_schema`` is the database schema the tables live in (the manifest's ``schema``), which
-    queries may use to qualify table names.
+    queries may use to qualify table names; ``primary_keys`` marks the key columns, as
+    ``structq init`` does from the database.
     """
+    keys = primary_keys or {}
     tables = [
-        _named(Table, table, columns=[_named(Column, name, type=kind) for name, kind in columns])
+        _named(Table, table, columns=[
+            _named(Column, name, type=kind, primary_key=name in keys.get(table, frozenset())) for name, kind in columns
+        ])
         for table, columns in schema.items()
         if columns
     ]
@@ -216,6 +223,24 @@ def schema_from_ddl(ddl: str, dialect: str) -> Schema:
     return tables
 
 
+def primary_keys_from_ddl(ddl: str, dialect: str) -> PrimaryKeys:
+    """The primary key of each table of CREATE TABLE statements: a column's ``PRIMARY KEY``
+    or the table's ``PRIMARY KEY (…)``, named or not."""
+    keys: PrimaryKeys = {}
+    for target in _created_tables(ddl, dialect):
+        columns = {
+            column.name
+            for column in target.expressions
+            if isinstance(column, exp.ColumnDef)
+            and any(isinstance(c.args.get("kind"), exp.PrimaryKeyColumnConstraint) for c in column.args.get("constraints") or ())
+        }
+        for key in target.find_all(exp.PrimaryKey):
+            columns |= {part.name for part in key.expressions}
+        if columns:
+            keys[target.this.name] = frozenset(columns)
+    return keys
+
+
 # ============================================================================================
 # Legit corpora
 # ============================================================================================
@@ -289,7 +314,8 @@ def load_defog(root: Path) -> LegitCorpus:
     }
     schemas = {name: schema_from_ddl(ddl, "postgres") for name, ddl in dumps.items()}
     qualifiers = {name: ddl_schema_name(ddl, "postgres") for name, ddl in dumps.items()}
-    return _corpus("defog", queries, schemas, lambda db, dialect: defog_schema(db, dialect, qualifiers[db]))
+    keys = {name: primary_keys_from_ddl(ddl, "postgres") for name, ddl in dumps.items()}
+    return _corpus("defog", queries, schemas, lambda db, dialect: defog_schema(db, dialect, qualifiers[db]), keys)
 
 
 def defog_schema(database: str, dialect: str, dump_schema: str | None) -> str:
@@ -362,12 +388,15 @@ def _corpus(
     queries: Sequence[GoldQuery],
     schemas: Mapping[str, Schema],
     db_schema: Callable[[str, str], str | None] = lambda database, dialect: None,
+    primary_keys: Mapping[str, PrimaryKeys] | None = None,
 ) -> LegitCorpus:
     """Attach a manifest per (database, dialect) actually used by the corpus's queries;
-    ``db_schema(database, dialect)`` names the schema its tables live in, if queries use one."""
+    ``db_schema(database, dialect)`` names the schema its tables live in, if queries use one;
+    ``primary_keys`` holds each database's keys, where its schema declares them."""
     used = {(q.database, q.dialect) for q in queries}
+    keys = primary_keys or {}
     manifests = {
-        (db, dialect): build_manifest(db, dialect, schemas[db], db_schema=db_schema(db, dialect))
+        (db, dialect): build_manifest(db, dialect, schemas[db], db_schema=db_schema(db, dialect), primary_keys=keys.get(db))
         for db, dialect in sorted(used)
     }
     return LegitCorpus(name, tuple(queries), manifests)

@@ -24,7 +24,9 @@ its own module; each reads and updates one ``Check`` (see ``context.py``):
                               matched against aggregated text
 10. ``check_enum_literals``  a literal compared with an enum column is one of its values
 11. ``confine_reads``        every read of a declared table goes through a derived table of its
-                              allowed columns (and its row filter): the second wall
+                              allowed columns (and its row filter): the second wall; on
+                              PostgreSQL a GROUP BY of a primary key first also lists the
+                              columns that depend on it (``keys.py``)
 12. ``bind_references``      ``<key>`` / ``<key.column>`` as list or scalar parameters
 13. ``enforce_limit``        the outermost result limited to ``max_rows + 1``
 14. ``generate``             SQL regenerated from the tree, ``:name`` placeholders, every name

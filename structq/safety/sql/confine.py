@@ -21,6 +21,10 @@ Tables a filter's own subqueries read are qualified with the manifest's schema l
 query's (``tables.py``). The filter's ``:var`` becomes the bound parameter ``var_<name>`` with the caller's value; a
 variable the caller did not supply is an error (``missing_variable``), never a silent
 no-filter.
+
+PostgreSQL does not see a table's primary key through a derived table: a select that groups
+by the key and reads the table's other columns would fail once confined, so those columns
+are first added to its GROUP BY (``keys.py``), which leaves its groups as they were.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from sqlglot import exp
 from structq.capabilities import Table
 
 from .context import Check
+from .keys import group_by_dependents
 from .tables import qualify_tables, qualifying_schema
 
 __all__ = ["confine_reads", "VARIABLE_PREFIX"]
@@ -79,6 +84,7 @@ def _confined(check: Check, node: exp.Table, table: Table, predicate: exp.Expr |
 
 def confine_reads(check: Check) -> None:
     """Replace every read of a declared table by its derived table."""
+    group_by_dependents(check)  # PostgreSQL sees no primary key through a derived table
     filters = check.names.filters
     for node, table in check.reads:
         node.replace(_confined(check, node, table, filters.get(table.name.lower())))

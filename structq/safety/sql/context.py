@@ -90,6 +90,9 @@ class Check:
     #: a reserved word, a name that is not a plain identifier; ``parse.scan``): a copy of it may
     #: be written unquoted later. Generation then quotes every such name.
     quote_names: bool = False
+    #: ``id(identifier)`` → the identifier and its text as written, for every identifier
+    #: ``parse.scan`` lower-cased: output aliases are written back so (``names.write_aliases``).
+    written_case: dict[int, tuple[exp.Identifier, str]] = field(default_factory=dict)
 
     #: The real tables read (``resolve_tables``): each node with its manifest entry.
     reads: list[tuple[exp.Table, Table]] = field(default_factory=list)

@@ -17,7 +17,8 @@ anything else is refused rather than run.
 
 What one engine of the dialect could not run is rewritten first (``portable.py``: MariaDB has
 no ``REGEXP_LIKE``). A name that needs quotes — a word the engine reserves, a name that is not
-a plain identifier — is written quoted wherever it is (``quoting.py``).
+a plain identifier — is written quoted wherever it is (``quoting.py``). Output aliases are
+written in the case the query wrote them (``names.write_aliases``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from sqlglot import exp
 
 from .context import Check
 from .dialects import generate_text
+from .names import write_aliases
 from .portable import make_portable
 
 __all__ = ["generate"]
@@ -106,6 +108,7 @@ def generate(check: Check) -> None:
     assert tree is not None
     for placeholder in check.bind_nodes:
         placeholder.replace(exp.Var(this=":" + placeholder.name))
+    write_aliases(check)  # as the query wrote them: the text is shown as what ran
     # Text the query did not write reaches the tree too: row filters (with their parameters)
     # and the manifest's schema, which qualifies every table.
     colons = _may_read_as_bind(check.text) or check.params or ":" in (check.manifest.schema_ or "")

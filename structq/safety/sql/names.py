@@ -29,6 +29,10 @@ leftmost branch). When that cannot be done exactly — a select list whose piece
 the parsed projections one to one, a star inside an item (``(SELECT * …)``), expanded columns
 that cannot be told from the items around them — no names are recorded and the engine's
 names stand.
+
+The SQL that runs writes each output alias the query wrote as it was written
+(``write_aliases``), although the passes match names in lower case: it is shown to the user
+as what ran, and ``customer.CustomerId AS customerid`` is not what ``AS CustomerId`` said.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from sqlglot.tokens import Token, TokenType
 
 from .context import Check
 
-__all__ = ["is_star_item", "name_expanded", "record_output_names"]
+__all__ = ["is_star_item", "name_expanded", "record_output_names", "write_aliases"]
 
 _OPEN = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE}
 _CLOSE = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE}
@@ -318,3 +322,74 @@ def _written(check: Check, text: str) -> str:
     for name, reference in check.placeholders.items():
         text = text.replace(" :" + name + " ", "<" + reference + ">").replace(":" + name, "<" + reference + ">")
     return text
+
+
+def write_aliases(check: Check) -> None:
+    """Write back each output alias (``expr AS alias``) the query wrote in the case it was
+    written; every other name stays as the passes matched it.
+
+    Only where the engine still matches it with every name that referred to it:
+
+    - an alias written bare is written bare again (``AS CustomerId``), and so is a bare column
+      name that names no manifest column (``ORDER BY Total``, ``t.Cid`` of a derived table):
+      PostgreSQL folds such a name to lower case, SQLite and MariaDB match column names and
+      aliases without regard to case. Not a word the dialect reserves, nor a name that needs
+      quotes: those are written quoted, where PostgreSQL would not fold them. Qualifiers stay
+      as matched (MariaDB's table aliases are case-sensitive);
+    - an alias written quoted is written quoted (``AS "CustId"``) on SQLite and MariaDB (the
+      case of a column name or alias matters to neither), and so are the column names that
+      name no manifest column there; on PostgreSQL, where it does, only when every name
+      of the query spelled like it in lower case was written exactly so, quoted, by the query
+      (a reference ``ORDER BY "CustId"``), and names neither a table nor a manifest column:
+      those are then written back together. Otherwise the alias stays in lower case, matching
+      its references as before.
+    """
+    written = check.written_case
+    if not written:
+        return
+    for alias in check.aliases:
+        if type(alias) is not exp.Alias:
+            continue
+        identifier = alias.args.get("alias")
+        found = written.get(id(identifier))
+        if found is None or found[0] is not identifier:
+            continue
+        if not identifier.quoted:
+            _write_bare(check, identifier, found[1])
+        elif check.sql_dialect != "postgres":
+            identifier.set("this", found[1])
+        else:
+            _write_quoted_alias(check, identifier, found[1])
+    for column in check.columns:  # a reference to an alias, or to a derived table's column
+        identifier = column.this
+        found = written.get(id(identifier))
+        if found is None or found[0] is not identifier or id(column) in check.column_tables:
+            continue
+        if not identifier.quoted:
+            _write_bare(check, identifier, found[1])
+        elif check.sql_dialect != "postgres":
+            identifier.set("this", found[1])
+
+
+def _write_bare(check: Check, identifier: exp.Identifier, spelling: str) -> None:
+    """A bare name in its written case, unless generation would quote it (``quoting.py``)."""
+    matched = identifier.this
+    if matched not in check.names.reserved and matched.isidentifier():
+        identifier.set("this", spelling)
+
+
+def _write_quoted_alias(check: Check, identifier: exp.Identifier, spelling: str) -> None:
+    """PostgreSQL: ``identifier`` and every name spelled like it, written back together, when
+    the query wrote each of them as ``spelling``, quoted (``write_aliases``)."""
+    assert check.tree is not None
+    matched, written = identifier.this, check.written_case
+    same = [node for node in check.tree.find_all(exp.Identifier) if node.this == matched]
+    for node in same:
+        found = written.get(id(node))
+        if found is None or found[0] is not node or found[1] != spelling or not node.quoted:
+            return  # a name the sandbox wrote, or one the query wrote otherwise
+        parent = node.parent
+        if isinstance(parent, exp.Table) or (isinstance(parent, exp.Column) and id(parent) in check.column_tables):
+            return  # a table's or a manifest column's name, spelled as the manifest says
+    for node in same:
+        node.set("this", spelling)

@@ -198,8 +198,9 @@ def scan(check: Check) -> None:
     The same walk normalises every identifier for matching without regard to case
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
     identifier, quoted or not), which sqlglot's ``normalize_identifiers`` would do in a walk
-    of its own, and lists the nodes a shared filter wants (``Check.shared_seen``), so that
-    the checks reading those make no second walk. It notes an identifier that needs quotes
+    of its own (the text as written is kept, ``Check.written_case``, for output aliases), and
+    lists the nodes a shared filter wants (``Check.shared_seen``), so that the checks reading
+    those make no second walk. It notes an identifier that needs quotes
     sqlglot would not write (``Check.quote_names``): a copy of it may be written bare later.
     What it finds for a name that is visible and needs no quotes is the same every time, so
     the source remembers it (``Derived.plain_names``) and a name seen before costs one look-up.
@@ -255,6 +256,7 @@ def scan(check: Check) -> None:
                     plain[name] = lowered
             if lowered != name:
                 node.set("this", lowered)
+                check.written_case[id(node)] = (node, name)
         elif kind == _COLUMN:
             columns.append(node)
         elif kind == _TABLE:
