@@ -9,6 +9,9 @@ A reviewer then runs ``structq feedback``:
   source its first step reads, marked ``draft: true`` and ``feedback: ID``. The file is
   edited with ruamel.yaml's round trip, so its comments stay. A question with relative dates
   (上个月, last quarter) gets ``today:``/``period:``, so it keeps meaning the same period.
+  A value the question names and a step compares a declared free-text column with
+  (``customer = '星火'``) becomes a column slot (``:customer``), so the example answers the
+  same question about another value; a value whose column or place is uncertain stays text.
 - ``to-eval ID``: a bad answer's question goes into an eval file for the regression run;
   with ``--expect-sql`` it is a live item, else a commented-out block for the reviewer to
   complete (an eval file that has items keeps loading meanwhile).
@@ -18,15 +21,18 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError
 
 if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet
+
     from .store import Store
 
-__all__ = ["find_feedback", "example_from", "promote", "to_eval"]
+__all__ = ["find_feedback", "example_from", "promote", "propose_slots", "to_eval"]
 
 #: Period kinds (``structq.periods``) → the ``period:`` of a relative-date example.
 _PERIOD_OF_KIND = {"date": "day", "date_range": "day", "week": "week", "month": "month", "quarter": "quarter",
@@ -55,8 +61,70 @@ def _relative_period(question: str, day: dt.date) -> str | None:
     return None
 
 
-def example_from(entry: dict[str, Any]) -> dict[str, Any]:
-    """The verified example a rated answer makes (``ConfigError`` when it should not make one)."""
+def _quoted(literal: str) -> str:
+    """The literal as an SQL string (``'`` doubled)."""
+    return "'" + literal.replace("'", "''") + "'"
+
+
+def _slot_name(column: str, taken: set[str]) -> str:
+    name, n = column, 2
+    while name in taken:
+        name, n = f"{column}_{n}", n + 1
+    return name
+
+
+def propose_slots(question: str, steps: list[dict[str, Any]],
+                  capabilities: "CapabilitySet") -> tuple[dict[str, dict[str, str]], list[dict[str, Any]]]:
+    """The column slots the question's values make in ``steps``, and the steps with each such
+    value bound as ``:name``. A value becomes a slot only when every step that holds it
+    compares one declared free-text column with it (``observe.text_literals``, the literals the
+    empty-result check looks up), it occurs once in the question, and nowhere else in a query;
+    anything else stays as written (a missing slot costs a model call, a wrong one a wrong answer)."""
+    from structq.agent.observe import text_literals
+    from structq.templates.text import match_text
+
+    columns: dict[str, set[str]] = {}
+    for step in steps:
+        manifest = capabilities.get(step["source"])
+        if manifest is None or manifest.query_dialect is None or not isinstance(step["query"], str):
+            continue
+        for table, column, literal in text_literals(step["query"], manifest):
+            columns.setdefault(literal, set()).add(f"{step['source']}.{table}.{column}")
+    text = match_text(question)
+    slots: dict[str, dict[str, str]] = {}
+    bound = [dict(step) for step in steps]
+    for literal, found in sorted(columns.items()):
+        if len(found) != 1 or literal not in question or len(re.findall(re.escape(match_text(literal)), text)) != 1:
+            continue
+        holding = [s for s in bound if _quoted(literal) in str(s["query"])]
+        if not all(isinstance(s["query"], str) and s["query"].count(_quoted(literal)) == 1 for s in holding):
+            continue  # a search body, or the value also outside the comparison: keep it as text
+        column = next(iter(found))
+        name = _slot_name(column.rsplit(".", 1)[1], set(slots))
+        slots[name] = {"column": column, "example": literal}
+        for step in holding:
+            step["query"] = step["query"].replace(_quoted(literal), f":{name}")
+    return slots, bound
+
+
+def _verified_slots(example: dict[str, Any], capabilities: "CapabilitySet", source: str) -> bool:
+    """Whether ``example`` with its slots compiles as a template of ``source`` (one reading of
+    each slot in the question)."""
+    from structq.capabilities import Example
+    from structq.errors import StructqError
+    from structq.templates.pattern import Template, synonym_groups
+
+    try:
+        parsed = Example.model_validate({k: v for k, v in example.items() if k not in ("draft", "feedback")})
+        Template.build(capabilities[source], parsed, capabilities, synonym_groups(capabilities))
+    except (StructqError, ValueError):
+        return False
+    return True
+
+
+def example_from(entry: dict[str, Any], capabilities: "CapabilitySet | None" = None) -> dict[str, Any]:
+    """The verified example a rated answer makes (``ConfigError`` when it should not make one);
+    with ``capabilities``, its question's values become slots where that is certain (``propose_slots``)."""
     if entry["rating"] != "up":
         raise ConfigError(f"answer {entry['answer_id']} was rated {entry['rating']}: only a good answer becomes an example",
                           hint="structq feedback to-eval ID makes a bad one a regression question")
@@ -69,6 +137,12 @@ def example_from(entry: dict[str, Any]) -> dict[str, Any]:
     if plan.get("reasoning"):
         example["reasoning"] = plan["reasoning"]
     example["steps"] = [{k: v for k, v in step.items() if v not in (None, "")} for step in plan["steps"]]
+    if capabilities is not None:
+        slots, steps = propose_slots(entry["question"], example["steps"], capabilities)
+        slotted = {"question": entry["question"], "slots": slots, "steps": steps}
+        if slots and _verified_slots(slotted, capabilities, steps[0]["source"]):
+            example = {"question": entry["question"], "slots": slots,
+                       **{k: v for k, v in example.items() if k != "question"}, "steps": steps}
     if plan.get("answer_with"):
         example["answer_with"] = plan["answer_with"]
     day = dt.date.fromisoformat(entry["today"])
@@ -105,9 +179,9 @@ def _manifest_file(manifests: Path, source: str) -> Path:
 
 def promote(entry: dict[str, Any], manifests: Path) -> tuple[Path, dict[str, Any]]:
     """Append the example of ``entry`` to the manifest of its first step's source; (file, example)."""
-    from structq.capabilities import load_manifest_text
+    from structq.capabilities import CapabilitySet, load_manifest_text
 
-    example = example_from(entry)
+    example = example_from(entry, CapabilitySet.from_path(manifests))
     path = _manifest_file(manifests, example["steps"][0]["source"])
     yaml = _round_trip()
     text = path.read_text(encoding="utf-8")
