@@ -167,7 +167,7 @@ def test_a_promoted_answer_gets_a_slot_for_the_value_it_names(shop, tmp_path: Pa
 
 
 def test_a_value_in_an_uncertain_place_stays_text(shop) -> None:
-    from structq.server.feedback import propose_slots
+    from structq.agent.slotting import propose_slots
 
     capabilities = CapabilitySet.from_path(shop.manifests)
     # the value also stands outside the comparison: no slot
@@ -176,5 +176,6 @@ def test_a_value_in_an_uncertain_place_stays_text(shop) -> None:
     assert propose_slots(SPENT, labelled, capabilities) == ({}, labelled)
     # a value the question does not name, or a pattern rather than a value: no slot
     assert propose_slots("客户一共花了多少钱？", SPENT_PLAN["steps"], capabilities)[0] == {}
+    assert propose_slots("客户T1-客户01的订单一共多少钱？", SPENT_PLAN["steps"], capabilities)[0] == {}  # inside a longer one
     like = [{**SPENT_PLAN["steps"][0], "query": "SELECT SUM(amount) FROM orders WHERE customer LIKE '%T1-客户0%'"}]
     assert propose_slots(SPENT, like, capabilities)[0] == {}

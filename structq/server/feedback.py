@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
     from .store import Store
 
-__all__ = ["find_feedback", "example_from", "promote", "propose_slots", "to_eval"]
+__all__ = ["find_feedback", "example_from", "promote", "to_eval"]
 
 #: Period kinds (``structq.periods``) → the ``period:`` of a relative-date example.
 _PERIOD_OF_KIND = {"date": "day", "date_range": "day", "week": "week", "month": "month", "quarter": "quarter",
@@ -61,67 +60,6 @@ def _relative_period(question: str, day: dt.date) -> str | None:
     return None
 
 
-def _quoted(literal: str) -> str:
-    """The literal as an SQL string (``'`` doubled)."""
-    return "'" + literal.replace("'", "''") + "'"
-
-
-def _slot_name(column: str, taken: set[str]) -> str:
-    name, n = column, 2
-    while name in taken:
-        name, n = f"{column}_{n}", n + 1
-    return name
-
-
-def propose_slots(question: str, steps: list[dict[str, Any]],
-                  capabilities: "CapabilitySet") -> tuple[dict[str, dict[str, str]], list[dict[str, Any]]]:
-    """The column slots the question's values make in ``steps``, and the steps with each such
-    value bound as ``:name``. A value becomes a slot only when every step that holds it
-    compares one declared free-text column with it (``observe.text_literals``, the literals the
-    empty-result check looks up), it occurs once in the question, and nowhere else in a query;
-    anything else stays as written (a missing slot costs a model call, a wrong one a wrong answer)."""
-    from structq.agent.observe import text_literals
-    from structq.templates.text import match_text
-
-    columns: dict[str, set[str]] = {}
-    for step in steps:
-        manifest = capabilities.get(step["source"])
-        if manifest is None or manifest.query_dialect is None or not isinstance(step["query"], str):
-            continue
-        for table, column, literal in text_literals(step["query"], manifest):
-            columns.setdefault(literal, set()).add(f"{step['source']}.{table}.{column}")
-    text = match_text(question)
-    slots: dict[str, dict[str, str]] = {}
-    bound = [dict(step) for step in steps]
-    for literal, found in sorted(columns.items()):
-        if len(found) != 1 or literal not in question or len(re.findall(re.escape(match_text(literal)), text)) != 1:
-            continue
-        holding = [s for s in bound if _quoted(literal) in str(s["query"])]
-        if not all(isinstance(s["query"], str) and s["query"].count(_quoted(literal)) == 1 for s in holding):
-            continue  # a search body, or the value also outside the comparison: keep it as text
-        column = next(iter(found))
-        name = _slot_name(column.rsplit(".", 1)[1], set(slots))
-        slots[name] = {"column": column, "example": literal}
-        for step in holding:
-            step["query"] = step["query"].replace(_quoted(literal), f":{name}")
-    return slots, bound
-
-
-def _verified_slots(example: dict[str, Any], capabilities: "CapabilitySet", source: str) -> bool:
-    """Whether ``example`` with its slots compiles as a template of ``source`` (one reading of
-    each slot in the question)."""
-    from structq.capabilities import Example
-    from structq.errors import StructqError
-    from structq.templates.pattern import Template, synonym_groups
-
-    try:
-        parsed = Example.model_validate({k: v for k, v in example.items() if k not in ("draft", "feedback")})
-        Template.build(capabilities[source], parsed, capabilities, synonym_groups(capabilities))
-    except (StructqError, ValueError):
-        return False
-    return True
-
-
 def example_from(entry: dict[str, Any], capabilities: "CapabilitySet | None" = None) -> dict[str, Any]:
     """The verified example a rated answer makes (``ConfigError`` when it should not make one);
     with ``capabilities``, its question's values become slots where that is certain (``propose_slots``)."""
@@ -138,9 +76,11 @@ def example_from(entry: dict[str, Any], capabilities: "CapabilitySet | None" = N
         example["reasoning"] = plan["reasoning"]
     example["steps"] = [{k: v for k, v in step.items() if v not in (None, "")} for step in plan["steps"]]
     if capabilities is not None:
+        from structq.agent.slotting import propose_slots, slots_compile
+
         slots, steps = propose_slots(entry["question"], example["steps"], capabilities)
         slotted = {"question": entry["question"], "slots": slots, "steps": steps}
-        if slots and _verified_slots(slotted, capabilities, steps[0]["source"]):
+        if slots and slots_compile(slotted, capabilities, steps[0]["source"]):
             example = {"question": entry["question"], "slots": slots,
                        **{k: v for k, v in example.items() if k != "question"}, "steps": steps}
     if plan.get("answer_with"):
