@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,50 @@ def test_a_bad_answer_becomes_an_eval_question(shop, tmp_path: Path) -> None:
     items = EvalSet.model_validate(yaml.safe_load(evals.read_text(encoding="utf-8"))).questions
     assert items[-1].question == BIG_ORDERS and items[-1].expect_sql == expect and items[-1].source == "shop"
     assert items[-1].vars == {"tenant_id": 2}
+
+
+SPENT = "客户T1-客户0的订单一共多少钱？"
+SPENT_PLAN = {"steps": [{"output_key": "spent", "source": "shop", "purpose": "客户订单金额合计",
+                         "query": "SELECT SUM(amount) AS total FROM orders WHERE customer = 'T1-客户0'"}]}
+
+
+def test_a_promoted_answer_gets_a_slot_for_the_value_it_names(shop, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with TestClient(create_app(_service(shop, Store(url), scripted(plan_reply(SPENT_PLAN))), mcp=False),
+                    raise_server_exceptions=False) as client:
+        spent = client.post("/v1/ask", json={"question": SPENT, "no_answer": True}, headers=auth("tenant1")).json()
+        assert spent["plan_source"] == "model"
+        client.post("/v1/feedback", json={"answer_id": spent["answer_id"], "rating": "up"}, headers=auth("tenant1"))
+    promoted = _cli("promote", spent["answer_id"], "-m", str(shop.manifests), "--store", url, "--json")
+    assert promoted.returncode == 0, promoted.stderr
+    path = shop.manifests / "shop.yaml"
+    text = path.read_text(encoding="utf-8")
+    written = {e["question"]: e for e in yaml.safe_load(text)["examples"]}[SPENT]
+    # the customer the question names is a slot bound as a parameter, never text in the query
+    assert written["slots"] == {"customer": {"column": "shop.orders.customer", "example": "T1-客户0"}}
+    assert written["steps"][0]["query"] == "SELECT SUM(amount) AS total FROM orders WHERE customer = :customer"
+    accepted = "".join(line for line in text.splitlines(keepends=True) if line.strip() != "draft: true")
+    path.write_text(accepted, encoding="utf-8")  # the reviewer accepts it
+
+    with sqlite3.connect(shop.directory / "shop.db") as db:
+        (total,), = db.execute("SELECT SUM(amount) FROM orders WHERE customer = 'T1-客户3' AND tenant_id = 1")
+    with TestClient(create_app(_service(shop, Store(url)), mcp=False), raise_server_exceptions=False) as client:
+        other = client.post("/v1/ask", json={"question": "客户T1-客户3的订单一共多少钱？"}, headers=auth("tenant1"))
+        assert other.status_code == 200, other.text
+        assert other.json()["plan_source"] == "template"
+        assert other.json()["steps"][0]["rows"] == [[total]] and total > 0
+
+
+def test_a_value_in_an_uncertain_place_stays_text(shop) -> None:
+    from structq.agent.slotting import propose_slots
+
+    capabilities = CapabilitySet.from_path(shop.manifests)
+    # the value also stands outside the comparison: no slot
+    labelled = [{**SPENT_PLAN["steps"][0], "query": "SELECT 'T1-客户0' AS who, SUM(amount) AS total FROM orders "
+                 "WHERE customer = 'T1-客户0'"}]
+    assert propose_slots(SPENT, labelled, capabilities) == ({}, labelled)
+    # a value the question does not name, or a pattern rather than a value: no slot
+    assert propose_slots("客户一共花了多少钱？", SPENT_PLAN["steps"], capabilities)[0] == {}
+    assert propose_slots("客户T1-客户01的订单一共多少钱？", SPENT_PLAN["steps"], capabilities)[0] == {}  # inside a longer one
+    like = [{**SPENT_PLAN["steps"][0], "query": "SELECT SUM(amount) FROM orders WHERE customer LIKE '%T1-客户0%'"}]
+    assert propose_slots(SPENT, like, capabilities)[0] == {}

@@ -94,7 +94,9 @@ def promote(answer_id: IdArg, manifests: ManifestsOpt = DEFAULT_MANIFESTS, store
     """Make a good answer's plan a verified example (draft: true) in the manifest of its source.
 
     The manifest keeps its comments; the example answers its question without a model from the
-    next start of the server. Review it, then delete its draft line.
+    next start of the server. A value the question names that a step compares a column with
+    becomes a slot where that is certain, so the example also answers the question about other
+    values. Review it, then delete its draft line.
 
     Example:  structq feedback promote 3f2a -m capabilities/
     """
@@ -106,7 +108,9 @@ def promote(answer_id: IdArg, manifests: ManifestsOpt = DEFAULT_MANIFESTS, store
     if json_out:
         print_json({"manifest": str(path), "example": example})
         return
-    console().print(f"added a draft example to {path}: {example['question']}", markup=False)
+    slots = ", ".join(f"{name} ({slot['column']})" for name, slot in example.get("slots", {}).items())
+    console().print(f"added a draft example to {path}: {example['question']}" + (f"; slots: {slots}" if slots else ""),
+                    markup=False)
 
 
 @feedback_app.command("to-eval")

@@ -9,6 +9,9 @@ A reviewer then runs ``structq feedback``:
   source its first step reads, marked ``draft: true`` and ``feedback: ID``. The file is
   edited with ruamel.yaml's round trip, so its comments stay. A question with relative dates
   (上个月, last quarter) gets ``today:``/``period:``, so it keeps meaning the same period.
+  A value the question names and a step compares a declared free-text column with
+  (``customer = '星火'``) becomes a column slot (``:customer``), so the example answers the
+  same question about another value; a value whose column or place is uncertain stays text.
 - ``to-eval ID``: a bad answer's question goes into an eval file for the regression run;
   with ``--expect-sql`` it is a live item, else a commented-out block for the reviewer to
   complete (an eval file that has items keeps loading meanwhile).
@@ -24,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from structq.errors import ConfigError
 
 if TYPE_CHECKING:
+    from structq.capabilities import CapabilitySet
+
     from .store import Store
 
 __all__ = ["find_feedback", "example_from", "promote", "to_eval"]
@@ -55,8 +60,9 @@ def _relative_period(question: str, day: dt.date) -> str | None:
     return None
 
 
-def example_from(entry: dict[str, Any]) -> dict[str, Any]:
-    """The verified example a rated answer makes (``ConfigError`` when it should not make one)."""
+def example_from(entry: dict[str, Any], capabilities: "CapabilitySet | None" = None) -> dict[str, Any]:
+    """The verified example a rated answer makes (``ConfigError`` when it should not make one);
+    with ``capabilities``, its question's values become slots where that is certain (``propose_slots``)."""
     if entry["rating"] != "up":
         raise ConfigError(f"answer {entry['answer_id']} was rated {entry['rating']}: only a good answer becomes an example",
                           hint="structq feedback to-eval ID makes a bad one a regression question")
@@ -69,6 +75,14 @@ def example_from(entry: dict[str, Any]) -> dict[str, Any]:
     if plan.get("reasoning"):
         example["reasoning"] = plan["reasoning"]
     example["steps"] = [{k: v for k, v in step.items() if v not in (None, "")} for step in plan["steps"]]
+    if capabilities is not None:
+        from structq.agent.slotting import propose_slots, slots_compile
+
+        slots, steps = propose_slots(entry["question"], example["steps"], capabilities)
+        slotted = {"question": entry["question"], "slots": slots, "steps": steps}
+        if slots and slots_compile(slotted, capabilities, steps[0]["source"]):
+            example = {"question": entry["question"], "slots": slots,
+                       **{k: v for k, v in example.items() if k != "question"}, "steps": steps}
     if plan.get("answer_with"):
         example["answer_with"] = plan["answer_with"]
     day = dt.date.fromisoformat(entry["today"])
@@ -105,9 +119,9 @@ def _manifest_file(manifests: Path, source: str) -> Path:
 
 def promote(entry: dict[str, Any], manifests: Path) -> tuple[Path, dict[str, Any]]:
     """Append the example of ``entry`` to the manifest of its first step's source; (file, example)."""
-    from structq.capabilities import load_manifest_text
+    from structq.capabilities import CapabilitySet, load_manifest_text
 
-    example = example_from(entry)
+    example = example_from(entry, CapabilitySet.from_path(manifests))
     path = _manifest_file(manifests, example["steps"][0]["source"])
     yaml = _round_trip()
     text = path.read_text(encoding="utf-8")

@@ -73,7 +73,7 @@ class Metrics:
         self.request_seconds.labels(route, str(status)).observe(seconds)
 
     def step(self, source: str, seconds: float, rows: int) -> None:
-        self.step_seconds.labels(source, self._kind(source)).observe(seconds)
+        self.step_seconds.labels(source, self.kind(source)).observe(seconds)
         self.rows.labels(source).inc(rows)
 
     def refusal(self, code: str) -> None:
@@ -98,6 +98,7 @@ class Metrics:
             self.breaker.labels(manifest.source).set(1 if self.engine.breaker.state(manifest.source) == "open" else 0)
         return generate_latest(self.registry)
 
-    def _kind(self, source: str) -> str:
+    def kind(self, source: str) -> str:
+        """The source's kind (the ``kind`` label of its steps)."""
         manifest = self.capabilities.get(source)
         return str(manifest.kind) if manifest is not None else source  # a built-in source is its own kind

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from .config import Principal
     from .metrics import Metrics
+    from .traces import Traces
 
 __all__ = ["GuardedEngine", "RequestScope", "request_scope", "check_access", "STEP_EVENT_ROWS"]
 
@@ -85,6 +86,8 @@ class GuardedEngine(Engine):
     (and, once the service sets ``metrics``, each step's duration, rows and refusal)."""
 
     metrics: "Metrics | None" = None
+    #: Set by the service when the ``OTEL_*`` variables ask for traces.
+    traces: "Traces | None" = None
 
     def run(self, plan: "Plan", *, vars: Mapping[str, Any] | None = None,
             done: Mapping[str, "StepResult"] | None = None, upto: int | None = None) -> "PlanResult":
@@ -119,6 +122,9 @@ class GuardedEngine(Engine):
                 self.metrics.step(step.source, result.elapsed_ms / 1000, result.row_count)
             elif isinstance(error, SandboxViolation):
                 self.metrics.refusal(error.code)
+        if self.traces is not None:
+            self.traces.step(step, self.metrics.kind(step.source) if self.metrics is not None else step.source,
+                             result, error)
         scope = _scope.get()
         if scope is not None and scope.emit is not None:
             scope.emit("step", step_event(step, result, error))

@@ -27,9 +27,11 @@ from .inputs import check_steps, check_text, check_values
 from .logs import current_request
 from .metrics import Metrics
 from .observe import Emit, GuardedEngine, check_access, request_scope
+from .traces import QuestionSpan, Traces
 
 if TYPE_CHECKING:
     from structq.agent import Agent, Answer
+    from structq.agent.llm import ModelCall
     from structq.agent.conversation import Conversation, Turn
     from structq.capabilities import CapabilitySet
 
@@ -119,9 +121,11 @@ def _unknown(cid: str) -> RequestRejected:
 class Service:
     """Ask, plan, run and describe, for one principal at a time, on a shared agent."""
 
-    def __init__(self, agent: "Agent", config: "ServerConfig", store: "Store | None" = None) -> None:
+    def __init__(self, agent: "Agent", config: "ServerConfig", store: "Store | None" = None,
+                 traces: "Traces | None" = None) -> None:
         """``store``: where conversations live (``make_service`` passes the configured one; by
-        default an in-memory store, for one process embedding the service)."""
+        default an in-memory store, for one process embedding the service). ``traces``: where
+        spans go (by default what the ``OTEL_*`` variables ask for, usually nothing)."""
         import structq.safety  # noqa: F401  (before the warm-up thread and the first request both import it: two first imports at once can deadlock)
 
         from .store import Store
@@ -135,6 +139,8 @@ class Service:
         self.conversations = Conversations(self.store, config.conversation_days)
         self.metrics = Metrics(agent.capabilities, agent.engine)
         agent.engine.metrics = self.metrics
+        self.traces = traces if traces is not None else Traces.from_env()
+        agent.engine.traces = self.traces
         self.started = time.time()
 
     @staticmethod
@@ -151,20 +157,37 @@ class Service:
     def close(self) -> None:
         self.agent.close()
         self.store.close()
+        if self.traces is not None:
+            self.traces.close()
 
     @contextmanager
     def _serving(self, principal: "Principal", emit: Emit | None = None) -> Iterator[None]:
         """Work done for ``principal``: the engine's scope (its sources and variables, the
-        stream's events), its audit lines (user, request id) and the model calls' metrics."""
+        stream's events), its audit lines (user, request id) and the model calls' metrics
+        (and spans)."""
         from structq.agent.audit import audited_as
         from structq.agent.llm import observing_model_calls
 
         info = current_request()
         if info is not None:
             info.user = principal.user
-        with request_scope(principal, emit), observing_model_calls(self.metrics.model_call), \
+        with request_scope(principal, emit), observing_model_calls(self._model_call), \
                 audited_as(user=principal.user, request_id=info.request_id if info is not None else None):
             yield
+
+    def _model_call(self, call: "ModelCall", outcome: str) -> None:
+        self.metrics.model_call(call, outcome)
+        if self.traces is not None:
+            self.traces.model_call(call, outcome)
+
+    @contextmanager
+    def _question(self, principal: "Principal") -> Iterator[QuestionSpan]:
+        """The trace span of one question (a no-op without traces)."""
+        if self.traces is None:
+            yield QuestionSpan()
+            return
+        with self.traces.question(principal.user) as span:
+            yield span
 
     def _in_conversation(self, cid: str | None) -> None:
         info = current_request()
@@ -190,9 +213,10 @@ class Service:
         self.check_question(question)
         cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
         self._in_conversation(cid)
-        with self._serving(principal):
+        with self._question(principal) as span, self._serving(principal):
             answer = await self.within_budget(self.agent.aask(question, vars=principal.vars, today=today,
                                                               answer=not no_answer, conversation=conv))
+            span.answered(answer)
         return self._remember(principal, cid, conv, answer, today)
 
     async def within_budget(self, work: Awaitable[T]) -> T:
@@ -233,9 +257,10 @@ class Service:
             self.check_question(question)
             cid, conv = self.conversations.open(self.agent, principal.key, conversation, start_conversation)
             self._in_conversation(cid)
-            with self._serving(principal, emit), streaming_answer(write):
+            with self._question(principal) as span, self._serving(principal, emit), streaming_answer(write):
                 answer = await self.within_budget(self.agent.aask(question, vars=principal.vars, today=today,
                                                                   answer=not no_answer, conversation=conv))
+                span.answered(answer)
             return self._remember(principal, cid, conv, answer, today)
 
         task = asyncio.ensure_future(work())

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example, Manifest
     from structq.capabilities.slots import Slot
 
-__all__ = ["Hole", "Template", "synonym_groups"]
+__all__ = ["Hole", "Template", "synonym_groups", "word_pattern"]
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _slot_error(manifest: Manifest, example: Example, message: str) -> ManifestE
                          hint="give each slot's example as it is written in the question")
 
 
-def _word(written: str) -> str:
+def word_pattern(written: str) -> str:
     """The example as a pattern that does not start or end inside a word or number (``5`` is
     not found in ``2025``, ``A`` not in ``What``)."""
     pattern = re.escape(written)
@@ -147,7 +147,7 @@ def _slot_span(text: str, name: str, slot: Slot, example: Example, manifest: Man
                taken: list[tuple[int, int, str]]) -> tuple[int, int, str]:
     """Where the slot's example stands in the question's match text, clear of the slots found."""
     written = match_text(slot.example)
-    found = [m.start() for m in re.finditer(_word(written), text, re.IGNORECASE)
+    found = [m.start() for m in re.finditer(word_pattern(written), text, re.IGNORECASE)
              if not any(m.start() < end and start < m.end() for start, end, _ in taken)] if written else []
     if len(found) == 1:
         return found[0], found[0] + len(written), name
