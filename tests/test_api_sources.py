@@ -120,7 +120,7 @@ def _run(engine: Engine, steps: list[dict], vars: dict | None = TENANT_1):  # ty
 
 def test_init_declares_the_graphql_schema_and_denies_personal_fields(manifests: Path, capabilities: CapabilitySet) -> None:
     tracker = capabilities["tracker"]
-    assert [o.name for o in tracker.operations] == ["projects", "people"]
+    assert [o.name for o in tracker.operations] == ["projects", "people", "contacts"]
     assert tracker.operation("projects").argument("first").page  # type: ignore[union-attr]
     person = tracker.api_type("Person")
     assert person is not None and {f.name for f in person.fields if f.denied} == {"email", "salary"}
@@ -134,13 +134,43 @@ def test_init_declares_get_operations_and_records_writes_as_not_callable(capabil
     tickets = capabilities["tickets"]
     readable = {o.name for o in tickets.operations if o.readable}
     assert readable == {"listTickets", "getTicket", "listProjects", "goElsewhere", "flakyStatus", "slowStatus", "bigList",
-                        "echoValue", "ticketsById"}
+                        "echoValue", "ticketsById", "listContacts"}
     assert {o.name: o.method for o in tickets.operations if not o.readable} == {"createTicket": "post",
                                                                                "deleteTicket": "delete"}
     status = tickets.operation("listTickets").parameter("status")  # type: ignore[union-attr]
     assert status is not None and status.schema_["enum"] == ["open", "closed"]
     assert tickets.operation("listTickets").member("reporter.email").denied  # type: ignore[union-attr]
     assert tickets.operation("listProjects").rows == "items"  # type: ignore[union-attr]
+
+
+def test_init_denies_a_field_whose_sampled_values_are_personal(manifests: Path, capabilities: CapabilitySet,
+                                                               graphql_server: Served, rest_server: Served) -> None:
+    contact = capabilities["tracker"].api_type("Contact")
+    assert contact is not None and {f.name for f in contact.fields if f.denied} == {"contact"}
+    contacts = capabilities["tickets"].operation("listContacts")
+    assert contacts is not None and {f.name for f in contacts.fields if f.denied} == {"reach"}
+    tracker, tickets = (manifests / "tracker.yaml").read_text(), (manifests / "tickets.yaml").read_text()
+    assert "# denied: its values look like email addresses" in next(
+        line for line in tracker.splitlines() if "name: contact," in line)
+    assert "# denied: its values look like phone numbers" in next(
+        line for line in tickets.splitlines() if "name: reach," in line)
+    assert "desk@example.com" not in tracker and "415-555" not in tickets  # classified, never written
+    assert not graphql_server.writes and not rest_server.writes  # sampling sent no mutation, POST or DELETE
+
+
+def test_init_samples_only_what_needs_no_argument(tmp_path: Path, graphql_server: Served, rest_server: Served) -> None:
+    from structq.capabilities import load_manifest
+    from structq.sync.api_samples import SAMPLE_ROWS, graphql_samples, openapi_samples
+
+    _init(tmp_path, "tracker", graphql_server.url, "graphql", GRAPHQL_FILTER)
+    _init(tmp_path, "tickets", rest_server.url + "/openapi.json", "openapi", REST_FILTER)
+    tracker = load_manifest(tmp_path / "tracker.yaml", env={"TRACKER_URL": graphql_server.url})[0]
+    tickets = load_manifest(tmp_path / "tickets.yaml", env={"TICKETS_URL": rest_server.url})[0]
+    sampled = graphql_samples(tracker)
+    assert set(sampled) == {"Contact.name"}  # projects and people need tenantId; contact is denied now
+    rows = openapi_samples(tickets.model_copy(update={"operations": [
+        o for o in tickets.operations if o.name in ("listTickets", "getTicket", "bigList", "deleteTicket")]}))
+    assert set(rows) == {"bigList.n", "bigList.text"} and len(rows["bigList.n"]) == SAMPLE_ROWS
 
 
 # --- row filters --------------------------------------------------------------------------------
@@ -471,7 +501,7 @@ def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path,
         "tracker": False, "tickets": False, "crm": False}
     connected = runner.invoke(app, ["check", "-m", str(copy), "--connect"])
     assert connected.exit_code == 0, connected.output
-    assert "tickets (openapi): 11 operations" in connected.output
+    assert "tickets (openapi): 12 operations" in connected.output
 
     tickets = copy / "tickets.yaml"
     tickets.write_text(tickets.read_text().replace("  - name: bigList\n", "  - name: bigListOld\n"))

@@ -401,8 +401,8 @@ def check_graphql(
     walk.selections(operation.selection_set, schema.query_type.name, 1, 1)
 
     fixed: dict[str, dict[str, Any]] = {}
-    for rf in source.policies.row_filters:
-        if rf.argument is not None and rf.target is not None:
+    for rf in source.policies.row_filters:  # those of the root fields the query reads (others need no variable)
+        if rf.argument is not None and rf.target is not None and rf.target in walk.operations:
             fixed.setdefault(rf.target, {})[rf.argument] = caller_value(rf.value, vars or {}, refuse,
                                                                          f"query field {rf.target!r}")
     type_info = TypeInfo(schema)
