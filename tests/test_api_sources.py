@@ -328,6 +328,16 @@ def test_the_page_argument_is_capped_and_truncation_reported(engine: Engine) -> 
     assert result.final.rows == [(2,)]
 
 
+def test_a_page_size_given_as_a_variable_is_capped_in_the_variable(engine: Engine) -> None:
+    manifest = engine.capabilities["tracker"]
+    safe = check_graphql("query($n: Int) { projects(first: $n) { name } }", manifest, variables={"n": 100000},
+                         vars=TENANT_1, max_rows=1)
+    assert "first: $n" in safe.body["query"] and safe.body["variables"]["n"] == 2
+    result = _run(engine, [{"output_key": "p", "source": "tracker", "query": "query($n: Int) { projects(first: $n) { name } }",
+                            "variables": {"n": 1}}])
+    assert result.final.rows == [("apollo",)]
+
+
 # --- hostile cases ------------------------------------------------------------------------------
 
 ALIASES_300 = "{ " + " ".join(f"a{i}: projects {{ name }}" for i in range(300)) + " }"
@@ -513,6 +523,47 @@ def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path,
     assert [(a["object"], a["kind"]) for a in report["tickets"]["added"]] == [("bigList", "operation")]
     assert [d["object"] for d in report["tickets"]["dropped"]] == ["bigListOld"]
     assert any("types Person" in w for w in report["tracker"]["warnings"])
+
+
+REFERENCED_EXAMPLES = {
+    "tickets.yaml": """
+examples:
+  - question: tickets whose status is a project's status
+    steps:
+      - {output_key: prev, source: tickets, operation: listProjects, params: {}}
+      - {output_key: t, source: tickets, operation: listTickets, params: {status: "<prev.status>"}}
+""",
+    "tracker.yaml": """
+examples:
+  - question: as many contacts as project ids
+    steps:
+      - {output_key: prev, source: tracker, query: "{ projects { id } }"}
+      - {output_key: c, source: tracker, query: "query($n: Int) { contacts(first: $n) { name } }",
+         variables: {n: "<prev.id>"}}
+""",
+}
+
+
+def test_check_accepts_a_reference_into_an_enum_and_refuses_a_literal_outside_it(
+        manifests: Path, tmp_path: Path, capabilities: CapabilitySet) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from structq.cli import app
+
+    copy = tmp_path / "m"
+    shutil.copytree(manifests, copy)
+    for name, examples in REFERENCED_EXAMPLES.items():
+        (copy / name).write_text((copy / name).read_text() + examples)
+    accepted = CliRunner().invoke(app, ["check", "-m", str(copy)])
+    assert accepted.exit_code == 0, accepted.output
+
+    tickets = copy / "tickets.yaml"
+    tickets.write_text(tickets.read_text().replace('{status: "<prev.status>"}', "{status: pending}"))
+    refused_ = CliRunner().invoke(app, ["check", "-m", str(copy)])
+    assert refused_.exit_code == 3, refused_.output
+    assert "step 't': the sandbox refuses it: [enum_value]" in refused_.stderr and "tracker.yaml" not in refused_.stderr
 
 
 # --- a question answered with API steps ---------------------------------------------------------

@@ -73,7 +73,7 @@ from graphql.language import ast as gql
 from structq.capabilities.api_checks import GRAPHQL_SCALARS
 from structq.capabilities.model import Manifest
 from structq.errors import ConfigError, PlanError
-from structq.safety.api_values import Refuse, caller_value, resolve_values
+from structq.safety.api_values import Refuse, caller_value, is_unchecked, resolve_values
 from structq.safety.per_object import PerObject
 from structq.safety.query import SafeQuery
 
@@ -388,9 +388,15 @@ def check_graphql(
                                 hint="declare the variable as a list ([String!]) or reduce the earlier step to one row")
             value = value[0]
         values[name] = value
-    coerced = get_variable_values(schema, operation.variable_definitions or (), values, max_errors=3)
+    # A reference's stand-in (structq check, before any step ran) is no value to coerce: the
+    # variable's type was validated with the document; its values come when the plan runs.
+    unchecked = {name for name, value in values.items() if is_unchecked(value)}
+    coerced = get_variable_values(schema, [d for d in operation.variable_definitions or ()
+                                           if d.variable.name.value not in unchecked], values, max_errors=3)
     if isinstance(coerced, list):
         refuse("invalid_variable", f"the variables do not fit the query: {coerced[0].message}")
+    # graphql-core 3.3 returns its coerced values with their sources, 3.2 the dict alone.
+    coerced = {**getattr(coerced, "coerced", coerced), **{name: values[name] for name in unchecked}}
 
     fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
     if (deepest := _depth(operation.selection_set, fragments, {})) > source.limits.max_depth:
