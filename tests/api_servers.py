@@ -96,8 +96,8 @@ class Project:
         return _person(self.owner_id)
 
     @strawberry.field
-    def projects_of_owner(self) -> list[Project]:  # recursion, for depth bombs
-        return [_project(p) for p in PROJECTS if p["owner"] == self.owner_id]
+    def projects_of_owner(self, first: int | None = None) -> list[Project]:  # recursion, for depth bombs; a nested page
+        return [_project(p) for p in PROJECTS if p["owner"] == self.owner_id][:first]
 
 
 def _project(p: dict[str, Any]) -> Project:

@@ -338,6 +338,27 @@ def test_a_page_size_given_as_a_variable_is_capped_in_the_variable(engine: Engin
     assert result.final.rows == [("apollo",)]
 
 
+def test_a_nested_list_is_paged_and_costed_by_its_declared_page_argument(engine: Engine) -> None:
+    manifest = engine.capabilities["tracker"]
+    project = manifest.api_type("Project")
+    assert project is not None and project.field("projectsOfOwner").page == "first"  # type: ignore[union-attr]
+    nested = "{ projects { name projectsOfOwner(first: 100000) { name projectsOfOwner { id } } } }"
+    safe = check_graphql(nested, _with_limits(engine.capabilities, "tracker", max_rows=1)["tracker"], vars=TENANT_1)
+    assert safe.body["query"].count("first: 2") == 3 and "100000" not in safe.body["query"]
+    variable = check_graphql("query($n: Int) { projects(first: 1) { projectsOfOwner(first: $n) { name } } }", manifest,
+                             variables={"n": 50}, vars=TENANT_1, max_rows=3)
+    assert "projectsOfOwner(first: $n)" in variable.body["query"] and variable.body["variables"]["n"] == 4
+
+    small = _with_limits(engine.capabilities, "tracker", max_cost=100)["tracker"]
+    paged = "{ projects(first: 2) { projectsOfOwner(first: 2) { id name } } }"
+    assert check_graphql(paged, small, vars=TENANT_1).tables == ("projects",)  # 1 + 2 + 2·2·2 = 11
+    refused(check_graphql, paged.replace("(first: 2) { id", " { id"), small, vars=TENANT_1, code="too_costly")
+
+    result = _run(engine, [{"output_key": "p", "source": "tracker",
+                            "query": "{ projects(first: 1) { name projectsOfOwner(first: 1) { name } } }"}])
+    assert len(result.final.rows) == 1  # the server took the rewritten document
+
+
 # --- hostile cases ------------------------------------------------------------------------------
 
 ALIASES_300 = "{ " + " ".join(f"a{i}: projects {{ name }}" for i in range(300)) + " }"
@@ -454,6 +475,7 @@ def test_the_planner_sees_api_sources_compactly(capabilities: CapabilitySet) -> 
     tracker = render_manifest(capabilities["tracker"])
     assert "query field projects(tenantId: Int! [set automatically]" in tracker
     assert "email" not in tracker and "salary" not in tracker
+    assert "projectsOfOwner(first: Int [page size, at most 1000]) [Project!]!" in tracker
     tickets = render_manifest(capabilities["tickets"])
     assert "operation listTickets (GET /api/tickets)" in tickets and "(open|closed)" in tickets
     assert "createTicket" not in tickets and "reporter.email" not in tickets

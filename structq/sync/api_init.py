@@ -87,11 +87,12 @@ def _block(items: list[tuple[str, Any]], indent: str = "  ") -> list[str]:
 
 
 def _field_line(indent: str, name: str, type_: str, description: str, denied: list[Denied], owner: str,
-                samples: Samples) -> str:
+                samples: Samples, extra: list[tuple[str, Any]] | None = None) -> str:
     verdict = classify(name, samples.get(f"{owner}.{name}", ()))
     items: list[tuple[str, Any]] = [("name", name), ("type", type_)]
     if description:
         items.append(("description", description))
+    items += extra or []
     if verdict is not None:
         items.append(("access", "deny"))
         denied.append(Denied(f"{owner}.{name}", verdict.kind, verdict.reason))
@@ -135,13 +136,22 @@ def _post(url: str, body: Any, manifest: Manifest | None) -> Any:
         client.close()
 
 
+def _page_argument(arguments: Any) -> str | None:
+    """The first ``Int`` argument named like a page size (``first``, ``limit``…), if any."""
+    from graphql import get_named_type
+
+    return next((name for name, arg in arguments.items()
+                 if name.lower() in PAGE_ARGUMENTS and get_named_type(arg.type).name == "Int"), None)
+
+
 def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, denied: list[Denied],
                   samples: Samples) -> tuple[str, int, int]:
     from graphql import (
         get_named_type,
+        get_nullable_type,
         is_interface_type,
+        is_list_type,
         is_object_type,
-        is_scalar_type,
     )
 
     query = schema.query_type
@@ -165,10 +175,8 @@ def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, den
         if f.args:
             lines.append("    arguments:")
             for arg_name, arg in f.args.items():
-                page = arg_name.lower() in PAGE_ARGUMENTS and is_scalar_type(get_named_type(arg.type)) \
-                    and get_named_type(arg.type).name == "Int"
                 arg_items: list[tuple[str, Any]] = [("name", arg_name), ("type", str(arg.type))]
-                if page:
+                if arg_name == _page_argument(f.args):
                     arg_items.append(("page", True))
                 lines.append(f"      - {flow_map(arg_items)}")
         lines.append("    draft: true")
@@ -182,7 +190,9 @@ def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, den
             lines.append(f"    description: {scalar(type_.description)}")
         lines.append("    fields:")
         for fname, f in type_.fields.items():
-            lines.append(_field_line("      ", fname, str(f.type), f.description or "", denied, type_name, samples))
+            page = _page_argument(f.args) if is_list_type(get_nullable_type(f.type)) else None
+            lines.append(_field_line("      ", fname, str(f.type), f.description or "", denied, type_name, samples,
+                                     [("page", page)] if page else []))
             count += 1
         lines.append("    draft: true")
     return "\n".join(lines) + "\n", len(query.fields), count
