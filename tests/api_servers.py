@@ -1,9 +1,11 @@
 """Two real API servers for the API-source tests, run under uvicorn on a free loopback port:
 
 - a Strawberry GraphQL app (projects, people, tickets of two tenants; ``Person.email`` and
-  ``Person.salary`` are personal data; a ``deleteProject`` mutation);
+  ``Person.salary`` are personal data; ``contacts``, needing no argument, whose innocuously
+  named ``Contact.contact`` holds email addresses; a ``deleteProject`` mutation);
 - a FastAPI app (``listTickets``, ``getTicket``, ``listProjects``; ``reporter.email`` is
-  personal data; ``createTicket`` POST and ``deleteTicket`` DELETE).
+  personal data; ``listContacts``, needing no parameter, whose ``reach`` holds phone numbers;
+  ``createTicket`` POST and ``deleteTicket`` DELETE).
 
 Each counts what reached it (``hits``: every request by method; ``writes``: mutations, POST,
 DELETE), so a test can show that a refused request never arrived.
@@ -28,7 +30,7 @@ from strawberry.asgi import GraphQL
 
 from tests.servers import LOOPBACK, free_port
 
-__all__ = ["GRAPHQL_WRITES", "PEOPLE", "PROJECTS", "TICKETS", "Served", "graphql_app", "rest_app", "serve"]
+__all__ = ["CONTACTS", "GRAPHQL_WRITES", "PEOPLE", "PROJECTS", "TICKETS", "Served", "graphql_app", "rest_app", "serve"]
 
 PEOPLE = [
     {"id": 1, "tenant": 1, "name": "王芳", "email": "wang.fang@example.com", "salary": 30000},
@@ -45,6 +47,14 @@ TICKETS = [
     {"id": 11, "tenant": 1, "project": "apollo", "title": "slow search", "status": "closed", "priority": 3, "reporter": 2},
     {"id": 12, "tenant": 1, "project": "zephyr", "title": "export broken", "status": "open", "priority": 1, "reporter": 1},
     {"id": 13, "tenant": 2, "project": "secret-t2", "title": "tenant two only", "status": "open", "priority": 1, "reporter": 3},
+]
+
+
+#: Rows with no tenant and no personal-data name, whose values are personal data all the same.
+CONTACTS = [
+    {"name": "front desk", "contact": "desk@example.com", "reach": "+1 415-555-0100"},
+    {"name": "support", "contact": "help@example.com", "reach": "+1 415-555-0101"},
+    {"name": "sales", "contact": "sales@example.org", "reach": "+44 20-7946-0958"},
 ]
 
 
@@ -86,12 +96,18 @@ class Project:
         return _person(self.owner_id)
 
     @strawberry.field
-    def projects_of_owner(self) -> list[Project]:  # recursion, for depth bombs
-        return [_project(p) for p in PROJECTS if p["owner"] == self.owner_id]
+    def projects_of_owner(self, first: int | None = None) -> list[Project]:  # recursion, for depth bombs; a nested page
+        return [_project(p) for p in PROJECTS if p["owner"] == self.owner_id][:first]
 
 
 def _project(p: dict[str, Any]) -> Project:
     return Project(id=p["id"], name=p["name"], status=p["status"], owner_id=p["owner"])
+
+
+@strawberry.type(description="A desk to reach")
+class Contact:
+    name: str
+    contact: str
 
 
 @strawberry.type
@@ -104,6 +120,10 @@ class Query:
     @strawberry.field(description="The tenant's people")
     def people(self, tenant_id: int) -> list[Person]:
         return [_person(p["id"]) for p in PEOPLE if p["tenant"] == tenant_id]
+
+    @strawberry.field(description="Desks to reach")
+    def contacts(self, first: int | None = None) -> list[Contact]:
+        return [Contact(name=c["name"], contact=c["contact"]) for c in CONTACTS][:first]
 
 
 @strawberry.type
@@ -160,6 +180,11 @@ class Item(BaseModel):
     text: str
 
 
+class ContactRow(BaseModel):
+    name: str
+    reach: str
+
+
 class Status(str, Enum):
     open = "open"
     closed = "closed"
@@ -202,6 +227,10 @@ def rest_app(hits: Counter[str], writes: Counter[str]) -> FastAPI:
                   "open_tickets": sum(t["project"] == p["name"] and t["status"] == "open" for t in TICKETS)}
                  for p in PROJECTS if p["tenant"] == tenant]
         return ProjectPage(items=[ProjectRow(**i) for i in items], total=len(items))
+
+    @app.get("/api/contacts", operation_id="listContacts", summary="Desks to reach")
+    def list_contacts() -> list[ContactRow]:
+        return [ContactRow(name=c["name"], reach=c["reach"]) for c in CONTACTS]
 
     @app.post("/api/tickets", operation_id="createTicket", summary="Open a ticket")
     def create_ticket(ticket: dict[str, Any]) -> dict[str, Any]:

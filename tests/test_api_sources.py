@@ -120,7 +120,7 @@ def _run(engine: Engine, steps: list[dict], vars: dict | None = TENANT_1):  # ty
 
 def test_init_declares_the_graphql_schema_and_denies_personal_fields(manifests: Path, capabilities: CapabilitySet) -> None:
     tracker = capabilities["tracker"]
-    assert [o.name for o in tracker.operations] == ["projects", "people"]
+    assert [o.name for o in tracker.operations] == ["projects", "people", "contacts"]
     assert tracker.operation("projects").argument("first").page  # type: ignore[union-attr]
     person = tracker.api_type("Person")
     assert person is not None and {f.name for f in person.fields if f.denied} == {"email", "salary"}
@@ -134,13 +134,43 @@ def test_init_declares_get_operations_and_records_writes_as_not_callable(capabil
     tickets = capabilities["tickets"]
     readable = {o.name for o in tickets.operations if o.readable}
     assert readable == {"listTickets", "getTicket", "listProjects", "goElsewhere", "flakyStatus", "slowStatus", "bigList",
-                        "echoValue", "ticketsById"}
+                        "echoValue", "ticketsById", "listContacts"}
     assert {o.name: o.method for o in tickets.operations if not o.readable} == {"createTicket": "post",
                                                                                "deleteTicket": "delete"}
     status = tickets.operation("listTickets").parameter("status")  # type: ignore[union-attr]
     assert status is not None and status.schema_["enum"] == ["open", "closed"]
     assert tickets.operation("listTickets").member("reporter.email").denied  # type: ignore[union-attr]
     assert tickets.operation("listProjects").rows == "items"  # type: ignore[union-attr]
+
+
+def test_init_denies_a_field_whose_sampled_values_are_personal(manifests: Path, capabilities: CapabilitySet,
+                                                               graphql_server: Served, rest_server: Served) -> None:
+    contact = capabilities["tracker"].api_type("Contact")
+    assert contact is not None and {f.name for f in contact.fields if f.denied} == {"contact"}
+    contacts = capabilities["tickets"].operation("listContacts")
+    assert contacts is not None and {f.name for f in contacts.fields if f.denied} == {"reach"}
+    tracker, tickets = (manifests / "tracker.yaml").read_text(), (manifests / "tickets.yaml").read_text()
+    assert "# denied: its values look like email addresses" in next(
+        line for line in tracker.splitlines() if "name: contact," in line)
+    assert "# denied: its values look like phone numbers" in next(
+        line for line in tickets.splitlines() if "name: reach," in line)
+    assert "desk@example.com" not in tracker and "415-555" not in tickets  # classified, never written
+    assert not graphql_server.writes and not rest_server.writes  # sampling sent no mutation, POST or DELETE
+
+
+def test_init_samples_only_what_needs_no_argument(tmp_path: Path, graphql_server: Served, rest_server: Served) -> None:
+    from structq.capabilities import load_manifest
+    from structq.sync.api_samples import SAMPLE_ROWS, graphql_samples, openapi_samples
+
+    _init(tmp_path, "tracker", graphql_server.url, "graphql", GRAPHQL_FILTER)
+    _init(tmp_path, "tickets", rest_server.url + "/openapi.json", "openapi", REST_FILTER)
+    tracker = load_manifest(tmp_path / "tracker.yaml", env={"TRACKER_URL": graphql_server.url})[0]
+    tickets = load_manifest(tmp_path / "tickets.yaml", env={"TICKETS_URL": rest_server.url})[0]
+    sampled = graphql_samples(tracker)
+    assert set(sampled) == {"Contact.name"}  # projects and people need tenantId; contact is denied now
+    rows = openapi_samples(tickets.model_copy(update={"operations": [
+        o for o in tickets.operations if o.name in ("listTickets", "getTicket", "bigList", "deleteTicket")]}))
+    assert set(rows) == {"bigList.n", "bigList.text"} and len(rows["bigList.n"]) == SAMPLE_ROWS
 
 
 # --- row filters --------------------------------------------------------------------------------
@@ -298,6 +328,37 @@ def test_the_page_argument_is_capped_and_truncation_reported(engine: Engine) -> 
     assert result.final.rows == [(2,)]
 
 
+def test_a_page_size_given_as_a_variable_is_capped_in_the_variable(engine: Engine) -> None:
+    manifest = engine.capabilities["tracker"]
+    safe = check_graphql("query($n: Int) { projects(first: $n) { name } }", manifest, variables={"n": 100000},
+                         vars=TENANT_1, max_rows=1)
+    assert "first: $n" in safe.body["query"] and safe.body["variables"]["n"] == 2
+    result = _run(engine, [{"output_key": "p", "source": "tracker", "query": "query($n: Int) { projects(first: $n) { name } }",
+                            "variables": {"n": 1}}])
+    assert result.final.rows == [("apollo",)]
+
+
+def test_a_nested_list_is_paged_and_costed_by_its_declared_page_argument(engine: Engine) -> None:
+    manifest = engine.capabilities["tracker"]
+    project = manifest.api_type("Project")
+    assert project is not None and project.field("projectsOfOwner").page == "first"  # type: ignore[union-attr]
+    nested = "{ projects { name projectsOfOwner(first: 100000) { name projectsOfOwner { id } } } }"
+    safe = check_graphql(nested, _with_limits(engine.capabilities, "tracker", max_rows=1)["tracker"], vars=TENANT_1)
+    assert safe.body["query"].count("first: 2") == 3 and "100000" not in safe.body["query"]
+    variable = check_graphql("query($n: Int) { projects(first: 1) { projectsOfOwner(first: $n) { name } } }", manifest,
+                             variables={"n": 50}, vars=TENANT_1, max_rows=3)
+    assert "projectsOfOwner(first: $n)" in variable.body["query"] and variable.body["variables"]["n"] == 4
+
+    small = _with_limits(engine.capabilities, "tracker", max_cost=100)["tracker"]
+    paged = "{ projects(first: 2) { projectsOfOwner(first: 2) { id name } } }"
+    assert check_graphql(paged, small, vars=TENANT_1).tables == ("projects",)  # 1 + 2 + 2·2·2 = 11
+    refused(check_graphql, paged.replace("(first: 2) { id", " { id"), small, vars=TENANT_1, code="too_costly")
+
+    result = _run(engine, [{"output_key": "p", "source": "tracker",
+                            "query": "{ projects(first: 1) { name projectsOfOwner(first: 1) { name } } }"}])
+    assert len(result.final.rows) == 1  # the server took the rewritten document
+
+
 # --- hostile cases ------------------------------------------------------------------------------
 
 ALIASES_300 = "{ " + " ".join(f"a{i}: projects {{ name }}" for i in range(300)) + " }"
@@ -414,6 +475,7 @@ def test_the_planner_sees_api_sources_compactly(capabilities: CapabilitySet) -> 
     tracker = render_manifest(capabilities["tracker"])
     assert "query field projects(tenantId: Int! [set automatically]" in tracker
     assert "email" not in tracker and "salary" not in tracker
+    assert "projectsOfOwner(first: Int [page size, at most 1000]) [Project!]!" in tracker
     tickets = render_manifest(capabilities["tickets"])
     assert "operation listTickets (GET /api/tickets)" in tickets and "(open|closed)" in tickets
     assert "createTicket" not in tickets and "reporter.email" not in tickets
@@ -471,7 +533,7 @@ def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path,
         "tracker": False, "tickets": False, "crm": False}
     connected = runner.invoke(app, ["check", "-m", str(copy), "--connect"])
     assert connected.exit_code == 0, connected.output
-    assert "tickets (openapi): 11 operations" in connected.output
+    assert "tickets (openapi): 12 operations" in connected.output
 
     tickets = copy / "tickets.yaml"
     tickets.write_text(tickets.read_text().replace("  - name: bigList\n", "  - name: bigListOld\n"))
@@ -483,6 +545,47 @@ def test_sync_check_reports_drift_of_both_kinds(manifests: Path, tmp_path: Path,
     assert [(a["object"], a["kind"]) for a in report["tickets"]["added"]] == [("bigList", "operation")]
     assert [d["object"] for d in report["tickets"]["dropped"]] == ["bigListOld"]
     assert any("types Person" in w for w in report["tracker"]["warnings"])
+
+
+REFERENCED_EXAMPLES = {
+    "tickets.yaml": """
+examples:
+  - question: tickets whose status is a project's status
+    steps:
+      - {output_key: prev, source: tickets, operation: listProjects, params: {}}
+      - {output_key: t, source: tickets, operation: listTickets, params: {status: "<prev.status>"}}
+""",
+    "tracker.yaml": """
+examples:
+  - question: as many contacts as project ids
+    steps:
+      - {output_key: prev, source: tracker, query: "{ projects { id } }"}
+      - {output_key: c, source: tracker, query: "query($n: Int) { contacts(first: $n) { name } }",
+         variables: {n: "<prev.id>"}}
+""",
+}
+
+
+def test_check_accepts_a_reference_into_an_enum_and_refuses_a_literal_outside_it(
+        manifests: Path, tmp_path: Path, capabilities: CapabilitySet) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from structq.cli import app
+
+    copy = tmp_path / "m"
+    shutil.copytree(manifests, copy)
+    for name, examples in REFERENCED_EXAMPLES.items():
+        (copy / name).write_text((copy / name).read_text() + examples)
+    accepted = CliRunner().invoke(app, ["check", "-m", str(copy)])
+    assert accepted.exit_code == 0, accepted.output
+
+    tickets = copy / "tickets.yaml"
+    tickets.write_text(tickets.read_text().replace('{status: "<prev.status>"}', "{status: pending}"))
+    refused_ = CliRunner().invoke(app, ["check", "-m", str(copy)])
+    assert refused_.exit_code == 3, refused_.output
+    assert "step 't': the sandbox refuses it: [enum_value]" in refused_.stderr and "tracker.yaml" not in refused_.stderr
 
 
 # --- a question answered with API steps ---------------------------------------------------------

@@ -39,11 +39,15 @@ def named_type(type_ref: str) -> str:
 class ApiField(_Access, _Strict):
     """One field: of a GraphQL object type (``type`` a GraphQL type reference) or of a REST
     response row (``name`` a dotted path, ``type`` a JSON-schema type). ``access: deny`` fields
-    may be selected nowhere (GraphQL) and are dropped from every response (REST)."""
+    may be selected nowhere (GraphQL) and are dropped from every response (REST). ``page``
+    names the argument that bounds a GraphQL list field below the root (``first``): as for an
+    operation's page argument, the sandbox caps it at ``max_rows`` at every level, sets it when
+    a plan does not, and counts it in the cost estimate."""
 
     name: str = Field(pattern=r"^[_A-Za-z][\w.-]*$")
     type: str
     description: str = ""
+    page: str | None = Field(default=None, pattern=_GRAPHQL_NAME)
     values: dict[str, str] | None = None
     access: Literal["allow", "deny"] = "allow"
     synonyms: list[str] = Field(default_factory=list)

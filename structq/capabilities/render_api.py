@@ -28,10 +28,11 @@ def _described(text: str, draft: bool) -> str:
     return f" — {text}" if text else (" (undescribed)" if draft else "")
 
 
-def _field(f: ApiField) -> str:
+def _field(f: ApiField, max_rows: int | None = None) -> str:
     values = f" values: {', '.join(f.values)}" if f.values else ""
     synonyms = f" (also: {', '.join(f.synonyms)})" if f.synonyms else ""
-    return f"    {f.name} {f.type}{_described(f.description, f.draft)}{synonyms}{values}"
+    page = f"({f.page}: Int [page size, at most {max_rows}])" if f.page and max_rows else ""
+    return f"    {f.name}{page} {f.type}{_described(f.description, f.draft)}{synonyms}{values}"
 
 
 def _schema_words(schema: dict[str, Any]) -> str:
@@ -65,8 +66,9 @@ def _graphql_operation(m: Manifest, op: Operation) -> list[str]:
     return [f"  query field {op.name}{signature}{returns}{_described(op.description, op.draft)}"]
 
 
-def _graphql_type(t: ApiType) -> list[str]:
-    return [f"  type {t.name}{_described(t.description, t.draft)}", *(_field(f) for f in t.fields if not f.denied)]
+def _graphql_type(m: Manifest, t: ApiType) -> list[str]:
+    return [f"  type {t.name}{_described(t.description, t.draft)}",
+            *(_field(f, m.limits.max_rows) for f in t.fields if not f.denied)]
 
 
 def _rest_operation(m: Manifest, op: Operation) -> list[str]:
@@ -90,7 +92,7 @@ def render_api(m: Manifest) -> list[str]:
         for op in m.operations:
             lines += _graphql_operation(m, op)
         for t in m.types:
-            lines += _graphql_type(t)
+            lines += _graphql_type(m, t)
         return lines
     for op in m.operations:
         if op.readable:

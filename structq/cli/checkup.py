@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = ["collect", "manifest_problem", "location"]
 
-#: A placeholder value for each reference and row-filter variable: the sandbox checks the
-#: query's shape, and bound values never change what it accepts.
+#: A placeholder value for each row-filter variable and slot: the sandbox checks the query's
+#: shape, and bound values never change what it accepts. A reference gets ``UNCHECKED`` (also
+#: "0"), whose value an API sandbox does not validate: only the earlier step's rows give it.
 _PLACEHOLDER = "0"
 
 
@@ -75,6 +76,7 @@ def _sandbox_problems(caps: "CapabilitySet", manifest: "Manifest", pos: "Positio
     step on a source whose manifest has problems of its own: those are reported already)."""
     from structq.capabilities.references import LOCAL_DIALECT, find_references
     from structq.errors import PlanError, SandboxViolation
+    from structq.safety.api_values import UNCHECKED
     from structq.sources import is_builtin, kind_of
 
     found = []
@@ -87,7 +89,7 @@ def _sandbox_problems(caps: "CapabilitySet", manifest: "Manifest", pos: "Positio
             target = caps[step.source]
             dialect = target.query_dialect or LOCAL_DIALECT
             payloads = [p for p in (step.query, step.variables, step.params) if p is not None]
-            params = {ref.text: [_PLACEHOLDER] for p in payloads for ref in find_references(p, dialect)}
+            params = {ref.text: [UNCHECKED] for p in payloads for ref in find_references(p, dialect)}
             try:
                 kind_of(target).check_step(step, target, params=params, vars=_variables(target), max_rows=None,
                                            slots=_slot_values(example))

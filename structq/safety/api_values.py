@@ -15,7 +15,28 @@ from typing import Any, NoReturn
 from structq.capabilities.references import REFERENCE, value_reference
 from structq.errors import PlanError, SandboxViolation
 
-__all__ = ["Refuse", "ResolvedValue", "caller_value", "resolve_values"]
+__all__ = ["UNCHECKED", "Refuse", "ResolvedValue", "Unchecked", "caller_value", "is_unchecked", "resolve_values"]
+
+
+class Unchecked(str):
+    """The stand-in for a reference's values when a plan is checked before any step has run
+    (``structq check`` on verified examples): ``"0"`` to every sandbox, so a SQL or search
+    query's shape is checked as usual; the API sandboxes check the parameter or variable it
+    fills — its name, where it goes, its declared type, the fan-out — but not the value, which
+    only the earlier step's rows will give (an ``enum`` would refuse ``"0"``)."""
+
+    __slots__ = ()
+
+
+#: The one stand-in value (``params={"<p.status>": [UNCHECKED]}``).
+UNCHECKED = Unchecked("0")
+
+
+def is_unchecked(value: Any) -> bool:
+    """Whether ``value`` (or every item of a list) is the stand-in, not a real value."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, Unchecked) for v in value)
+    return isinstance(value, Unchecked)
 
 
 class Refuse:

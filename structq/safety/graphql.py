@@ -18,7 +18,8 @@ graphql-core, in this order (each refusal has its code, see README):
 5. the variables resolved (references, slots) and coerced by the schema (``invalid_variable``);
 6. rewritten: on every use of a row-filtered root field — in the operation, a fragment or an
    inline fragment — the argument is set from the caller's variables (a plan that sets it is
-   refused: ``row_filter_argument``), and the declared page argument is set to at most
+   refused: ``row_filter_argument``), and the declared page argument — of a root field, or of
+   a list field at any level below (``page: first`` on the type's field) — is set to at most
    ``max_rows + 1`` (so one more row tells of truncation).
 
 The document sent is printed from the rewritten tree, never the plan's text. Pure: no I/O
@@ -73,7 +74,7 @@ from graphql.language import ast as gql
 from structq.capabilities.api_checks import GRAPHQL_SCALARS
 from structq.capabilities.model import Manifest
 from structq.errors import ConfigError, PlanError
-from structq.safety.api_values import Refuse, caller_value, resolve_values
+from structq.safety.api_values import Refuse, caller_value, is_unchecked, resolve_values
 from structq.safety.per_object import PerObject
 from structq.safety.query import SafeQuery
 
@@ -193,7 +194,7 @@ class _Walk:
             if member.denied:
                 self.refuse("denied_field", f"field {type_name}.{name} is not readable (access: deny)")
             self.columns.append(f"{type_name}.{name}")
-            page = None
+            page = member.page
         returned = schema_field.type
         size = self.list_size(node, page) if is_list_type(get_nullable_type(returned)) else 1
         self.cost += multiplier
@@ -228,7 +229,8 @@ def _literal(value: gql.ValueNode, variables: Mapping[str, Any]) -> Any:
 
 
 class _Rewrite(Visitor):
-    """Sets the row-filter and page arguments on every use of a root field."""
+    """Sets the row-filter and page arguments on every use of a root field, and the page
+    argument of every list field below it that declares one (``page: first``)."""
 
     def __init__(self, walk: _Walk, type_info: TypeInfo, fixed: dict[str, dict[str, Any]],
                  schema: GraphQLSchema) -> None:
@@ -237,8 +239,16 @@ class _Rewrite(Visitor):
 
     def enter_field(self, node: FieldNode, *_: Any) -> FieldNode | None:
         parent = self.type_info.get_parent_type()
-        if parent is None or parent is not self.schema.query_type:
+        if parent is None:
             return None
+        if parent is not self.schema.query_type:
+            declared = self.walk.manifest.api_type(parent.name)
+            member = declared.field(node.name.value) if declared is not None else None
+            schema_field = getattr(parent, "fields", {}).get(node.name.value)
+            if member is None or member.page is None or schema_field is None:
+                return None
+            return self.paged(node, member.page, schema_field, [a for a in node.arguments or ()
+                                                                if a.name.value != member.page])
         operation = self.walk.manifest.operation(node.name.value)
         if operation is None:
             return None
@@ -259,6 +269,11 @@ class _Rewrite(Visitor):
             self.walk.sent[variable] = _fitted(value, schema_field.args[name].type, self.walk)
             self.walk.definitions[variable] = str(schema_field.args[name].type)
             arguments.append(ArgumentNode(name=NameNode(value=name), value=gql.VariableNode(name=NameNode(value=variable))))
+        return self.paged(node, page, schema_field, arguments)
+
+    def paged(self, node: FieldNode, page: str | None, schema_field: Any, arguments: list[ArgumentNode]) -> FieldNode:
+        """``node`` with ``arguments`` and its page argument set, at most ``max_rows + 1``
+        (a page size given as a variable keeps the variable, whose value is capped)."""
         if page is not None and page in schema_field.args:
             asked = next((a for a in node.arguments or () if a.name.value == page), None)
             given = _literal(asked.value, self.walk.variables) if asked is not None else None
@@ -388,9 +403,15 @@ def check_graphql(
                                 hint="declare the variable as a list ([String!]) or reduce the earlier step to one row")
             value = value[0]
         values[name] = value
-    coerced = get_variable_values(schema, operation.variable_definitions or (), values, max_errors=3)
+    # A reference's stand-in (structq check, before any step ran) is no value to coerce: the
+    # variable's type was validated with the document; its values come when the plan runs.
+    unchecked = {name for name, value in values.items() if is_unchecked(value)}
+    coerced = get_variable_values(schema, [d for d in operation.variable_definitions or ()
+                                           if d.variable.name.value not in unchecked], values, max_errors=3)
     if isinstance(coerced, list):
         refuse("invalid_variable", f"the variables do not fit the query: {coerced[0].message}")
+    # graphql-core 3.3 returns its coerced values with their sources, 3.2 the dict alone.
+    coerced = {**getattr(coerced, "coerced", coerced), **{name: values[name] for name in unchecked}}
 
     fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
     if (deepest := _depth(operation.selection_set, fragments, {})) > source.limits.max_depth:
@@ -401,8 +422,8 @@ def check_graphql(
     walk.selections(operation.selection_set, schema.query_type.name, 1, 1)
 
     fixed: dict[str, dict[str, Any]] = {}
-    for rf in source.policies.row_filters:
-        if rf.argument is not None and rf.target is not None:
+    for rf in source.policies.row_filters:  # those of the root fields the query reads (others need no variable)
+        if rf.argument is not None and rf.target is not None and rf.target in walk.operations:
             fixed.setdefault(rf.target, {})[rf.argument] = caller_value(rf.value, vars or {}, refuse,
                                                                          f"query field {rf.target!r}")
     type_info = TypeInfo(schema)

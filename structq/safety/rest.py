@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from structq.capabilities.api import Operation
 from structq.capabilities.model import Manifest
-from structq.safety.api_values import Refuse, caller_value, resolve_values
+from structq.safety.api_values import Refuse, Unchecked, caller_value, resolve_values
 from structq.safety.query import SafeQuery
 
 __all__ = ["check_rest", "validate_value"]
@@ -72,7 +72,9 @@ _FORMATS = {
 
 def validate_value(value: Any, schema: Mapping[str, Any], name: str, refuse: Refuse) -> Any:
     """``value`` as the parameter's schema allows it (an integer written ``"5"`` is 5), or a
-    refusal naming what is wrong."""
+    refusal naming what is wrong. The stand-in for a reference not yet run is let through."""
+    if isinstance(value, Unchecked):
+        return value
     kind = schema.get("type", "string")
     if kind == "array":
         values = value if isinstance(value, list) else [value]

@@ -8,9 +8,10 @@ their fields. OpenAPI: the spec (a URL or a file, JSON or YAML) is read; every G
 is declared with its path and query parameters and their schemas and the fields of one row of
 its JSON response; every other method is recorded with ``callable: false``.
 
-Fields whose names say they hold secrets or personal data are written ``access: deny`` with a
-``# denied:`` comment, by the same rules ``structq init`` applies to SQL columns
-(``sensitive.classify``). Everything is ``draft: true``. The URL stays out of the file
+Fields whose names, or whose sampled values (``api_samples``: a few rows of each list
+operation that needs no argument, through the sandbox and the executor), say they hold secrets
+or personal data are written ``access: deny`` with a ``# denied:`` comment, by the same rules
+``structq init`` applies to SQL columns (``sensitive.classify``). Everything is ``draft: true``. The URL stays out of the file
 (``url: ${NAME_URL}``), shown once by the caller, as for a database. An existing file is never
 overwritten.
 """
@@ -29,6 +30,7 @@ from structq.capabilities import load_manifest
 from structq.errors import ConfigError
 
 from .init import HEADER, url_variable
+from .api_samples import Samples, graphql_samples, openapi_samples
 from .sensitive import classify
 from .yamledit import scalar
 
@@ -85,8 +87,8 @@ def _block(items: list[tuple[str, Any]], indent: str = "  ") -> list[str]:
 
 
 def _field_line(indent: str, name: str, type_: str, description: str, denied: list[Denied], owner: str,
-                extra: list[tuple[str, Any]] | None = None) -> str:
-    verdict = classify(name)
+                samples: Samples, extra: list[tuple[str, Any]] | None = None) -> str:
+    verdict = classify(name, samples.get(f"{owner}.{name}", ()))
     items: list[tuple[str, Any]] = [("name", name), ("type", type_)]
     if description:
         items.append(("description", description))
@@ -134,12 +136,22 @@ def _post(url: str, body: Any, manifest: Manifest | None) -> Any:
         client.close()
 
 
-def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, denied: list[Denied]) -> tuple[str, int, int]:
+def _page_argument(arguments: Any) -> str | None:
+    """The first ``Int`` argument named like a page size (``first``, ``limit``…), if any."""
+    from graphql import get_named_type
+
+    return next((name for name, arg in arguments.items()
+                 if name.lower() in PAGE_ARGUMENTS and get_named_type(arg.type).name == "Int"), None)
+
+
+def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, denied: list[Denied],
+                  samples: Samples) -> tuple[str, int, int]:
     from graphql import (
         get_named_type,
+        get_nullable_type,
         is_interface_type,
+        is_list_type,
         is_object_type,
-        is_scalar_type,
     )
 
     query = schema.query_type
@@ -163,10 +175,8 @@ def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, den
         if f.args:
             lines.append("    arguments:")
             for arg_name, arg in f.args.items():
-                page = arg_name.lower() in PAGE_ARGUMENTS and is_scalar_type(get_named_type(arg.type)) \
-                    and get_named_type(arg.type).name == "Int"
                 arg_items: list[tuple[str, Any]] = [("name", arg_name), ("type", str(arg.type))]
-                if page:
+                if arg_name == _page_argument(f.args):
                     arg_items.append(("page", True))
                 lines.append(f"      - {flow_map(arg_items)}")
         lines.append("    draft: true")
@@ -180,7 +190,9 @@ def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, den
             lines.append(f"    description: {scalar(type_.description)}")
         lines.append("    fields:")
         for fname, f in type_.fields.items():
-            lines.append(_field_line("      ", fname, str(f.type), f.description or "", denied, type_name))
+            page = _page_argument(f.args) if is_list_type(get_nullable_type(f.type)) else None
+            lines.append(_field_line("      ", fname, str(f.type), f.description or "", denied, type_name, samples,
+                                     [("page", page)] if page else []))
             count += 1
         lines.append("    draft: true")
     return "\n".join(lines) + "\n", len(query.fields), count
@@ -348,7 +360,7 @@ def _spec_location(manifest: Manifest) -> str:
 
 
 def _openapi_text(source: str, variable: str, operations: list[dict[str, Any]], spec: str,
-                  denied: list[Denied]) -> tuple[str, int, int, int]:
+                  denied: list[Denied], samples: Samples) -> tuple[str, int, int, int]:
     lines = _head(source, "openapi", variable) + [f"spec: {scalar(spec)}", "operations:"]
     readable = not_callable = count = 0
     for op in operations:
@@ -369,7 +381,7 @@ def _openapi_text(source: str, variable: str, operations: list[dict[str, Any]], 
         if op["fields"]:
             lines.append("    fields:")
             for leaf, type_, text in op["fields"]:
-                lines.append(_field_line("      ", leaf, type_, text, denied, op["name"]))
+                lines.append(_field_line("      ", leaf, type_, text, denied, op["name"], samples))
                 count += 1
         lines.append("    draft: true")
     if not readable:
@@ -382,12 +394,13 @@ def _openapi_text(source: str, variable: str, operations: list[dict[str, Any]], 
 def init_api(directory: Path, source: str, url: str, kind: str) -> ApiInitResult:
     """Write ``directory/source.yaml`` (and for GraphQL ``source.graphql``) from the live API
     or its description; never overwrites. The manifest is loaded back before it is kept, so
-    what init writes always loads."""
+    what init writes always loads. The draft is then sampled through the sandbox and the
+    executor (``api_samples``) and written again with the fields whose values look personal
+    or secret denied."""
     path = directory / f"{source}.yaml"
     if path.exists():
         raise ConfigError(f"{path} already exists; init never overwrites a manifest")
     variable = url_variable(source)
-    denied: list[Denied] = []
     schema_path = None
     if kind == "graphql":
         from graphql import print_schema
@@ -396,23 +409,40 @@ def init_api(directory: Path, source: str, url: str, kind: str) -> ApiInitResult
         schema_path = directory / f"{source}.graphql"
         if schema_path.exists():
             raise ConfigError(f"{schema_path} already exists; init never overwrites a saved schema")
-        text, operations, fields = _graphql_text(source, variable, schema, schema_path.name, denied)
-        base, not_callable, sdl = url, 0, print_schema(schema) + "\n"
+
+        def draft(denied: list[Denied], samples: Samples) -> tuple[str, int, int, int]:
+            return (*_graphql_text(source, variable, schema, schema_path.name, denied, samples), 0)
+
+        base, sdl, sample = url, print_schema(schema) + "\n", graphql_samples
     else:
         spec, origin = _load_spec(url)
         base = _base_url(spec, origin)
         where = url if origin is None else (url[len(base):] if url.startswith(base + "/") else url)
         if origin is None:
             where = str(Path(url).resolve())
-        text, operations, fields, not_callable = _openapi_text(source, variable, _operations(spec), where, denied)
-        sdl = None
+        operations_found = _operations(spec)
+
+        def draft(denied: list[Denied], samples: Samples) -> tuple[str, int, int, int]:
+            return _openapi_text(source, variable, operations_found, where, denied, samples)
+
+        sdl, sample = None, openapi_samples
+    denied: list[Denied] = []
+    text, operations, fields, not_callable = draft(denied, {})
     directory.mkdir(parents=True, exist_ok=True)
     if sdl is not None and schema_path is not None:
         schema_path.write_text(sdl, encoding="utf-8")
     with path.open("x", encoding="utf-8") as out:
         out.write(text)
     try:
-        load_manifest(path, env={variable: base})
+        manifest = load_manifest(path, env={variable: base})[0]
+        samples = sample(manifest)
+        if samples:
+            by_content: list[Denied] = []
+            text = draft(by_content, samples)[0]
+            if by_content != denied:
+                denied = by_content
+                path.write_text(text, encoding="utf-8")
+                load_manifest(path, env={variable: base})
     except Exception:
         path.unlink()
         if schema_path is not None:
