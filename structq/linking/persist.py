@@ -18,7 +18,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,22 +77,9 @@ def _read(entry: Path) -> "LinkingIndex | None":
 
 def _write(entry: Path, index: "LinkingIndex") -> None:
     """Keep ``index``; silently nothing when it cannot."""
+    from structq.capabilities.manifest_cache import write_entry
+
     try:
-        payload = pickle.dumps((_FORMAT, index), protocol=pickle.HIGHEST_PROTOCOL)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=entry.parent, suffix=".tmp", delete=False) as out:
-            out.write(payload)
-        try:
-            os.replace(out.name, entry)  # atomic: a concurrent reader sees all of it or nothing
-        finally:
-            Path(out.name).unlink(missing_ok=True)
-        _prune(entry.parent)
+        write_entry(entry, pickle.dumps((_FORMAT, index), protocol=pickle.HIGHEST_PROTOCOL), KEEP)
     except (OSError, pickle.PicklingError, RecursionError):
         return
-
-
-def _prune(where: Path) -> None:
-    """Remove the oldest entries beyond ``KEEP``."""
-    kept = sorted(where.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in kept[KEEP:]:
-        old.unlink(missing_ok=True)
