@@ -41,21 +41,30 @@ an undercount of what it costs on real data).
 
 Corpora are loaded by ``bench/linking_corpora.py``.
 
+Synthetic catalogues (``--synthetic N[,N...]``): N generated tables, 100 to a source, with FK
+references and descriptions drawn from a small vocabulary; figures: the index's build time,
+writing it to the on-disk cache (``structq.linking.persist``), loading it back as the next
+process would, its file size, and linking p50/p95 per question on the warm index.
+
 Run: ``python bench/linking.py [spider_en|spider_de|bird|defog|demo|en_de|zh ...] [--misses]``
+or ``python bench/linking.py --synthetic 100,1000,10000``
 """
 
 from __future__ import annotations
 
+import os
+import random
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
-from structq.capabilities import CapabilitySet
-from structq.linking import Budget, linking_index, select
+from structq.capabilities import CapabilitySet, Manifest
+from structq.linking import Budget, LinkingIndex, linking_index, persist, select
 from structq.linking.entities import estimate_tokens
 from structq.linking.route import Route, routing_prompt
 
@@ -222,7 +231,73 @@ def print_table(rows: list[Figures]) -> None:
               f"{r.p50_ms:>7.2f} {r.p95_ms:>7.2f} {r.cpu_p50_ms:>7.2f} {r.cpu_p95_ms:>7.2f}")
 
 
+WORDS = ("customer order invoice payment product shipment supplier warehouse employee department region "
+         "contract ticket campaign account ledger budget project asset vehicle route store return refund "
+         "coupon review session device license audit").split()
+
+
+def synthetic_catalogue(tables: int, seed: int = 7) -> tuple[CapabilitySet, list[str]]:
+    """``tables`` generated tables (100 to a source) and questions naming some of them."""
+    rng = random.Random(seed)
+    manifests, names = [], []
+    for first in range(0, tables, 100):
+        rows = []
+        for i in range(first, min(first + 100, tables)):
+            a, b = rng.sample(WORDS, 2)
+            name = f"{a}_{b}_{i}"
+            names.append((a, b))
+            columns = [{"name": "id", "type": "integer", "primary_key": True},
+                       {"name": f"{rng.choice(WORDS)}_amount", "type": "numeric", "description": f"{a} {rng.choice(WORDS)} total"},
+                       {"name": "status", "type": "text", "description": f"state of the {b}"},
+                       {"name": "created_at", "type": "datetime"}]
+            if i > first:
+                columns.append({"name": "parent_id", "type": "integer", "references": f"{rows[-1]['name']}.id"})
+            rows.append({"name": name, "description": f"{a} {b} records of {rng.choice(WORDS)}", "columns": columns})
+        manifests.append(Manifest.model_validate({"source": f"s{first // 100}", "kind": "sql", "url": "sqlite://",
+                                                  "tables": rows}))
+    questions = [f"total {a} amount per {b} status last month" for a, b in rng.sample(names, min(50, len(names)))]
+    return CapabilitySet(manifests), questions
+
+
+def _not_kept() -> LinkingIndex:
+    raise SystemExit("the index was not read back from the cache")
+
+
+def synthetic(sizes: list[int]) -> None:
+    """Build, keep, load back and link over synthetic catalogues of each size (figures only)."""
+    print(f"{'tables':>7} {'build s':>8} {'write s':>8} {'load s':>8} {'file MiB':>9} {'p50 ms':>7} {'p95 ms':>7}")
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["STRUCTQ_CACHE_DIR"] = cache
+        os.environ.pop("STRUCTQ_CACHE", None)
+        for size in sizes:
+            capabilities, questions = synthetic_catalogue(size)
+            fingerprint = capabilities.fingerprint()
+            started = time.perf_counter()
+            built = LinkingIndex.build(capabilities)
+            build = time.perf_counter() - started
+            started = time.perf_counter()
+            persist.cached(fingerprint, lambda: built)  # nothing kept yet: writes it
+            write = time.perf_counter() - started
+            started = time.perf_counter()
+            persist.cached(fingerprint, _not_kept)
+            load = time.perf_counter() - started
+            entry = persist.entry_path(fingerprint)
+            mib = entry.stat().st_size / 2**20 if entry else 0.0
+            linking_index(capabilities)  # warm, as a command after the load
+            times = []
+            for question in questions:
+                started = time.perf_counter()
+                select(question, capabilities)
+                times.append((time.perf_counter() - started) * 1000)
+            times.sort()
+            p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
+            print(f"{size:>7} {build:>8.2f} {write:>8.2f} {load:>8.2f} {mib:>9.1f} {statistics.median(times):>7.2f} {p95:>7.2f}")
+
+
 def main(argv: list[str]) -> None:
+    if "--synthetic" in argv:
+        synthetic([int(n) for n in argv[argv.index("--synthetic") + 1].split(",")])
+        return
     names = [a for a in argv if not a.startswith("-")] or list(CORPUS_LOADERS)
     show_misses = "--misses" in argv
     rows = []

@@ -31,7 +31,7 @@ import yaml
 
 from .yamlnodes import EXPANDED_KEYS
 
-__all__ = ["get", "put", "entries", "clear", "folder", "MIN_CHARS", "KEEP"]
+__all__ = ["get", "put", "entries", "clear", "folder", "write_entry", "MIN_CHARS", "KEEP"]
 
 MIN_CHARS = 64 * 1024
 KEEP = 32
@@ -84,22 +84,25 @@ def put(text: str, data: Any, expansions: list[tuple[str | int, ...]]) -> None:
     except ValueError:  # a date, a set or binary data: not marshal's; compose next time
         return
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=entry.parent, suffix=".tmp", delete=False) as out:
-            out.write(payload)
-        try:
-            os.replace(out.name, entry)  # atomic: a concurrent reader sees all of it or nothing
-        finally:
-            Path(out.name).unlink(missing_ok=True)
-        _prune(entry.parent)
+        write_entry(entry, payload, KEEP)
     except OSError:
         return
 
 
-def _prune(folder: Path) -> None:
-    """Remove the oldest entries beyond ``KEEP``."""
-    entries = sorted(folder.glob("*.marshal"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in entries[KEEP:]:
+def write_entry(entry: Path, payload: bytes, keep: int) -> None:
+    """Write a cache file atomically, then remove the oldest files of its kind beyond ``keep``.
+
+    Shared with the linking index cache. Raises ``OSError``; callers treat it as nothing kept.
+    """
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=entry.parent, suffix=".tmp", delete=False) as out:
+        out.write(payload)
+    try:
+        os.replace(out.name, entry)  # atomic: a concurrent reader sees all of it or nothing
+    finally:
+        Path(out.name).unlink(missing_ok=True)
+    kept = sorted(entry.parent.glob(f"*{entry.suffix}"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in kept[keep:]:
         old.unlink(missing_ok=True)
 
 

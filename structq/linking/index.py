@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .entities import Entity, entities, estimate_tokens
+from . import persist
 from .memo import Memo
 from .tokens import terms
 
@@ -184,5 +185,6 @@ _CACHE: Memo[LinkingIndex] = Memo()
 
 
 def linking_index(capabilities: "CapabilitySet") -> LinkingIndex:
-    """The index of ``capabilities``, built once per manifest fingerprint (a few kept)."""
-    return _CACHE.get(capabilities.fingerprint(), lambda: LinkingIndex.build(capabilities))
+    """The index of ``capabilities``, built once per manifest fingerprint (a few kept; on disk too)."""
+    fingerprint = capabilities.fingerprint()
+    return _CACHE.get(fingerprint, lambda: persist.cached(fingerprint, lambda: LinkingIndex.build(capabilities)))
