@@ -387,11 +387,22 @@ def test_chat_with_broken_manifests_exits_3(structq, tmp_path: Path) -> None:
 
 def test_cache_info_and_clear(structq, cli_env: dict[str, str | None]) -> None:
     cache = Path(cli_env["STRUCTQ_CACHE_DIR"])
-    paths = {"path": str(cache / "plans.sqlite"), "manifests_path": str(cache / "manifests")}
-    assert json_of(structq("cache info", "--json", manifests=None)) == {"plans": 0, "manifests": 0, **paths}
-    assert json_of(structq("cache clear", "--json", manifests=None)) == {"removed": 0, "manifests_removed": 0, **paths}
+    paths = {"path": str(cache / "plans.sqlite"), "manifests_path": str(cache / "manifests"),
+             "linking_path": str(cache / "linking")}
+    assert json_of(structq("cache info", "--json", manifests=None)) == {"plans": 0, "manifests": 0, "linking": 0, **paths}
+    assert json_of(structq("cache clear", "--json", manifests=None)) == {
+        "removed": 0, "manifests_removed": 0, "linking_removed": 0, **paths}
     human = structq("cache info", manifests=None)
     assert human.exit_code == 0 and "0 cached plans in" in human.stdout and "0 kept manifests in" in human.stdout
+    assert "0 kept linking indexes in" in human.stdout
+
+
+def test_cache_clear_empties_the_kept_linking_indexes(structq, cli_env: dict[str, str | None]) -> None:
+    """A plan with --explain-linking keeps the catalogue's index; clear removes it."""
+    assert structq("plan", "星火项目有哪些成员？", "--explain-linking").exit_code == 0
+    assert json_of(structq("cache info", "--json", manifests=None))["linking"] == 1
+    assert json_of(structq("cache clear", "--json", manifests=None))["linking_removed"] == 1
+    assert json_of(structq("cache info", "--json", manifests=None))["linking"] == 0
 
 
 def test_cache_clear_empties_the_kept_manifests_too(structq, cli_env: dict[str, str | None], tmp_path: Path) -> None:

@@ -39,6 +39,20 @@ def folder() -> Path:
     return user_cache_dir() / "linking"
 
 
+def entries() -> int:
+    """How many catalogues' indexes are kept."""
+    return len(list(folder().glob("*.pickle")))
+
+
+def clear() -> int:
+    """Remove every kept index (``structq cache clear``); how many were removed."""
+    removed = 0
+    for entry in folder().glob("*.pickle"):
+        entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
 def entry_path(fingerprint: str) -> Path | None:
     """The file of the index of ``fingerprint``, or None when the cache is off."""
     from structq.config import cache_enabled
