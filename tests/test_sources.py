@@ -41,6 +41,14 @@ def test_every_manifest_kind_has_exactly_one_source_kind(manifest_kind: str) -> 
     assert manifest.object_type.word == serving[0].object_word  # the model's shape and the kind agree
 
 
+def test_a_manifest_of_no_known_kind_is_a_config_error_naming_the_kinds() -> None:
+    manifest = Manifest.model_construct(source="crm", kind="ftp")
+    with pytest.raises(ConfigError, match="source 'crm': no source kind 'ftp'") as caught:
+        kind_of(manifest)
+    assert caught.value.hint is not None
+    assert all(name in caught.value.hint for kind in KINDS for name in kind.manifest_kinds)
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_every_kind_says_what_its_steps_carry(kind: SourceKind) -> None:
     assert kind.payload in (str, dict) and kind.payload_words and kind.object_word
