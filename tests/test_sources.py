@@ -336,24 +336,17 @@ def test_a_kinds_value_step_is_a_step_its_own_sandbox_accepts(demo_capabilities:
     assert checked == {kind_of(m).name for m in demo_capabilities}
 
 
-def test_an_executor_written_with_the_earlier_method_name_still_answers() -> None:
-    """``Executor.fetch`` was called ``run``: a registered executor of either spelling answers
-    to both names, so executors and callers written before the rename keep working."""
+def test_a_registered_executor_answers_to_fetch_only() -> None:
+    """``Executor.run`` was ``fetch``'s former name and is gone: registering adds no second name."""
     from structq.executors.base import _REGISTRY, register
 
-    class OldSpelling:
-        def run(self, query: SafeQuery) -> ResultSet:
-            return ResultSet(columns=("text",), rows=[(query.text,)])
-
-    class NewSpelling:
+    class Fetches:
         def fetch(self, query: SafeQuery) -> ResultSet:
             return ResultSet(columns=("text",), rows=[(query.text,)])
 
     query = SafeQuery(source="s", kind="sql", limit=2, max_rows=1, text="SELECT 1")
     try:
-        for kind, cls in (("old-spelling", OldSpelling), ("new-spelling", NewSpelling)):
-            executor = register(kind)(cls)()
-            assert executor.fetch(query).rows == executor.run(query).rows == [("SELECT 1",)]
+        executor = register("fetch-only")(Fetches)()
+        assert executor.fetch(query).rows == [("SELECT 1",)] and not hasattr(executor, "run")
     finally:
-        _REGISTRY.pop("old-spelling", None)
-        _REGISTRY.pop("new-spelling", None)
+        _REGISTRY.pop("fetch-only", None)
