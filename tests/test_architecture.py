@@ -191,6 +191,34 @@ def test_no_import_circles_between_units() -> None:
     assert _cycles(edges) == []
 
 
+
+def module_imports(package: str) -> dict[str, set[str]]:
+    """Module → the modules of the same ``structq`` package it imports (lazy ones included),
+    read with the same scan as the units' imports."""
+    paths = sorted(PACKAGE.joinpath(*package.split(".")[1:]).rglob("*.py"))
+    modules = {_module_name(path)[0] for path in paths}
+    edges: dict[str, set[str]] = defaultdict(set)
+    for path in paths:
+        module, base = _module_name(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            for name in _imported(node, base):
+                # ``from structq.executors import embedded`` imports the module ``embedded``
+                named = [f"{name}.{alias.name}" for alias in getattr(node, "names", ())]
+                edges[module] |= {m for m in (name, *named) if m in modules and m != module}
+    return edges
+
+
+def test_the_module_scan_sees_the_executors_imports() -> None:
+    """Guards the test below: a scan that found no edges would pass it."""
+    edges = module_imports("structq.executors")
+    assert "structq.executors.embedded_process" in edges["structq.executors.engine_daemon"]
+
+
+def test_no_two_executor_modules_import_each_other() -> None:
+    edges = module_imports("structq.executors")
+    mutual = sorted({tuple(sorted((a, b))) for a, targets in edges.items() for b in targets if a in edges.get(b, ())})
+    assert mutual == [], mutual
+
 # --- kind branches: asked of the registry and the model's neutral accessors, not by name -------
 #
 # ``structq.sources`` is the registry of source kinds, and ``capabilities.Manifest`` has

@@ -66,7 +66,7 @@ def test_generated_text_fails_only_where_the_original_fails(defog: LegitCorpus, 
         rows, error = _run_as_written(loaded["server"], query.database, query.sql)
         counts["original fails"] += error is not None
         try:
-            generated = len(loaded["executors"][query.database].run(safe).rows)
+            generated = len(loaded["executors"][query.database].fetch(safe).rows)
         except ExecutionError as exc:
             if error is None:
                 broken.append(f"{query.origin}: {exc.cause}\n  original:  {query.sql}\n  generated: {safe.text}")

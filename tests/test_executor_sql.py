@@ -680,7 +680,7 @@ def test_sqlite_timeout_stops_a_statement_inside_one_long_function_call(sqlite_t
 
 def test_in_memory_sqlite_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="in-memory"):
-        SqlExecutor(Manifest(source="s", kind="sql", url="sqlite://")).run(sql("SELECT 1 AS one"))
+        SqlExecutor(Manifest(source="s", kind="sql", url="sqlite://")).fetch(sql("SELECT 1 AS one"))
 
 
 def test_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -689,7 +689,7 @@ def test_missing_driver_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "psycopg" else real(name, *a))
     with pytest.raises(ConfigError) as caught:
-        SqlExecutor(Manifest(source="s", kind="sql", url="postgresql://u@127.0.0.1/db")).run(sql("SELECT 1 AS one"))
+        SqlExecutor(Manifest(source="s", kind="sql", url="postgresql://u@127.0.0.1/db")).fetch(sql("SELECT 1 AS one"))
     assert 'pip install "structq[postgres]"' in str(caught.value)
 
 
@@ -966,10 +966,10 @@ def test_postgres_rows_of_plain_columns_are_kept_as_psycopg_gives_them() -> None
 @pytest.mark.postgres
 def test_postgres_results_are_json_safe_whichever_way(postgres_target: Target) -> None:
     executor = postgres_target.executor()
-    plain = executor.run(sql("SELECT 1::int2 AS a, 2::int8 AS b, 'x'::text AS c, true AS d, NULL::int4 AS e, "
+    plain = executor.fetch(sql("SELECT 1::int2 AS a, 2::int8 AS b, 'x'::text AS c, true AS d, NULL::int4 AS e, "
                              "'y'::varchar(3) AS f"))
     assert plain.rows == [(1, 2, "x", True, None, "y")] and {type(row) for row in plain.rows} == {tuple}
-    checked = executor.run(sql("SELECT 1 AS a, 1.5::numeric AS b, 'NaN'::float8 AS c, "
+    checked = executor.fetch(sql("SELECT 1 AS a, 1.5::numeric AS b, 'NaN'::float8 AS c, "
                                           "DATE '2024-01-02' AS d, 10::numeric AS e"))
     assert checked.rows == [(1, 1.5, "NaN", "2024-01-02", 10)]
     assert [type(v) for v in checked.rows[0]] == [int, float, str, str, int]

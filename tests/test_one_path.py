@@ -84,10 +84,12 @@ def test_a_failed_question_adds_no_turn(make_agent) -> None:
     assert chat.turns == []
 
 
-def test_the_former_name_of_plan_result_still_imports() -> None:
-    from structq.agent import PlanResult, RunResult
+def test_the_removed_former_names_are_gone() -> None:
+    """0.x drops old names outright (``CHANGELOG.md`` says what replaces each)."""
+    import structq.agent
+    from structq.agent import Engine
 
-    assert RunResult is PlanResult and "RunResult" not in __import__("structq.agent").agent.__all__
+    assert not hasattr(structq.agent, "RunResult") and not hasattr(Engine, "execute")
 
 
 def test_structq_run_goes_the_agents_way_and_is_audited(make_agent, demo_env: dict[str, str], tmp_path: Path) -> None:

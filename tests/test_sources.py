@@ -41,6 +41,14 @@ def test_every_manifest_kind_has_exactly_one_source_kind(manifest_kind: str) -> 
     assert manifest.object_type.word == serving[0].object_word  # the model's shape and the kind agree
 
 
+def test_a_manifest_of_no_known_kind_is_a_config_error_naming_the_kinds() -> None:
+    manifest = Manifest.model_construct(source="crm", kind="ftp")
+    with pytest.raises(ConfigError, match="source 'crm': no source kind 'ftp'") as caught:
+        kind_of(manifest)
+    assert caught.value.hint is not None
+    assert all(name in caught.value.hint for kind in KINDS for name in kind.manifest_kinds)
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_every_kind_says_what_its_steps_carry(kind: SourceKind) -> None:
     assert kind.payload in (str, dict) and kind.payload_words and kind.object_word
@@ -328,24 +336,17 @@ def test_a_kinds_value_step_is_a_step_its_own_sandbox_accepts(demo_capabilities:
     assert checked == {kind_of(m).name for m in demo_capabilities}
 
 
-def test_an_executor_written_with_the_earlier_method_name_still_answers() -> None:
-    """``Executor.fetch`` was called ``run``: a registered executor of either spelling answers
-    to both names, so executors and callers written before the rename keep working."""
+def test_a_registered_executor_answers_to_fetch_only() -> None:
+    """``Executor.run`` was ``fetch``'s former name and is gone: registering adds no second name."""
     from structq.executors.base import _REGISTRY, register
 
-    class OldSpelling:
-        def run(self, query: SafeQuery) -> ResultSet:
-            return ResultSet(columns=("text",), rows=[(query.text,)])
-
-    class NewSpelling:
+    class Fetches:
         def fetch(self, query: SafeQuery) -> ResultSet:
             return ResultSet(columns=("text",), rows=[(query.text,)])
 
     query = SafeQuery(source="s", kind="sql", limit=2, max_rows=1, text="SELECT 1")
     try:
-        for kind, cls in (("old-spelling", OldSpelling), ("new-spelling", NewSpelling)):
-            executor = register(kind)(cls)()
-            assert executor.fetch(query).rows == executor.run(query).rows == [("SELECT 1",)]
+        executor = register("fetch-only")(Fetches)()
+        assert executor.fetch(query).rows == [("SELECT 1",)] and not hasattr(executor, "run")
     finally:
-        _REGISTRY.pop("old-spelling", None)
-        _REGISTRY.pop("new-spelling", None)
+        _REGISTRY.pop("fetch-only", None)

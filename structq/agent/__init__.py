@@ -31,7 +31,6 @@ from structq.errors import RepairsExhausted
 from .agent import Agent, Answer
 from .engine import Engine
 from .results import PlanResult, StepResult
-from .results import RunResult as RunResult  # PlanResult's former name, still importable
 from .plan import Plan, Step
 
 __all__ = ["Agent", "Answer", "Engine", "Plan", "PlanResult", "RepairsExhausted", "Step", "StepResult"]

@@ -35,7 +35,7 @@ from structq.safety.bounds import refusal_of
 from .breaker import UNAVAILABLE, CircuitBreaker
 from .empty import empty_when_input_empty
 from .plan import Plan, Step, step_dialect
-from .results import PlanResult, RunResult, StepResult
+from .results import PlanResult, StepResult
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["Engine", "StepResult", "PlanResult", "RunResult", "ExecutorPool"]
+__all__ = ["Engine", "StepResult", "PlanResult", "ExecutorPool"]
 
 
 class ExecutorPool:
@@ -255,9 +255,6 @@ class Engine:
             return executor.fetch(safe)
         finally:
             executor.close()
-
-    #: The earlier name of ``fetch``, kept for code written against it.
-    execute = fetch
 
     def on_step(self, step: Step, result: StepResult | None, error: StructqError | None) -> None:
         """Called once each step of a run is settled: with its result (run, or not run and

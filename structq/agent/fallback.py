@@ -31,7 +31,7 @@ from .synthesis import is_chinese, render_deterministic
 
 if TYPE_CHECKING:
     from .agent import Agent
-    from .engine import RunResult
+    from .results import PlanResult
     from .plan import Plan
 
 __all__ = ["FALLBACKS", "keyword_fallback", "label", "wants_fallback"]
@@ -89,7 +89,7 @@ def _why_not(failure: BaseException, agent: Agent) -> BaseException:
 
 
 async def keyword_fallback(agent: Agent, question: str, *, vars: dict[str, Any], today: dt.date,
-                           failure: BaseException) -> tuple[Plan, RunResult, str, list[str]]:
+                           failure: BaseException) -> tuple[Plan, PlanResult, str, list[str]]:
     """Run the keyword search for ``question`` in place of a failed plan: (plan, results, text,
     notes). Raises ``failure`` when the fallback is not configured or does not apply."""
     if not wants_fallback(agent, question, today, failure):

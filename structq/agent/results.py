@@ -14,7 +14,7 @@ from structq.errors import PlanError
 
 from .plan import Plan
 
-__all__ = ["StepResult", "PlanResult", "RunResult"]
+__all__ = ["StepResult", "PlanResult"]
 
 
 @dataclass(frozen=True)
@@ -102,10 +102,6 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"steps": [s.to_dict() for s in self.steps.values()], "notes": list(self.notes)}
-
-
-#: The former name of ``PlanResult``, still importable.
-RunResult = PlanResult
 
 
 def _column_index(columns: tuple[str, ...], name: str) -> int | None:

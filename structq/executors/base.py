@@ -86,21 +86,10 @@ def register(kind: str) -> Callable[[type], type]:
 
     def decorate(cls: type) -> type:
         cls.kind = kind
-        _answer_to_both_names(cls)
         _REGISTRY[kind] = cls
         return cls
 
     return decorate
-
-
-def _answer_to_both_names(cls: type) -> None:
-    """``fetch`` was called ``run`` before: an executor written with either name answers to
-    both, so executors and callers from before the rename keep working."""
-    fetch, run = getattr(cls, "fetch", None), getattr(cls, "run", None)
-    if fetch is None and run is not None:
-        cls.fetch = run  # type: ignore[attr-defined]
-    elif run is None and fetch is not None:
-        cls.run = fetch  # type: ignore[attr-defined]
 
 
 def executor_class(kind: str) -> type:

@@ -16,8 +16,8 @@ Loading is the only write path in structq, and it writes to this private engine 
 executors themselves never call anything but search and count.
 
 Document lines are JSON objects; an ``_id`` key, when present, becomes the document id.
-Mappings and loading live in ``embedded_index.py`` (re-exported here); this module runs the
-engine.
+Mappings and loading live in ``embedded_index.py``, the server process's output and stopping in
+``embedded_process.py`` (both re-exported here); this module runs the engine.
 
 Field types map one to one, except ``scaled_float``: it needs a ``scaling_factor``, which a
 manifest cannot declare, and any factor rounds the stored values (a factor of 100 turns 12.345
@@ -28,7 +28,6 @@ into 12.35 for every search and aggregation, silently). The embedded engine maps
 from __future__ import annotations
 
 import atexit
-import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError, SourceUnavailable
 
+from .embedded_process import drain_output, terminate
 from .embedded_index import (
     LoadProgress,
     documents_path,
@@ -78,7 +78,6 @@ EMBEDDED_URL = "embedded"
 
 _INSTALL_HINT = 'pip install "structq[embedded]"'
 _START_TIMEOUT_S = 30.0
-_STOP_GRACE_S = 5.0
 
 
 def is_embedded(url: str) -> bool:
@@ -195,27 +194,6 @@ class EmbeddedEngine:
             return
         load_index(self._client, manifest, index, progress)
         self._loaded[name] = documents_path(manifest, index) or Path()
-
-
-def drain_output(process: subprocess.Popen[str]) -> None:
-    """Keep reading the engine's stdout after start-up so a chatty engine never blocks."""
-    stream = process.stdout
-    if stream is None:
-        return
-    threading.Thread(target=lambda: all(True for _ in stream), name="osmem-stdout",
-                     daemon=True).start()
-
-
-def terminate(process: subprocess.Popen[str]) -> None:
-    """SIGTERM (quiet, immediate: the data is in memory), SIGKILL if it lingers."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=_STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from structq.errors import ConfigError, SourceUnavailable
-from structq.executors import embedded, engine_state
+from structq.executors import embedded_index, embedded_process, engine_state
 from structq.executors.engine_state import EngineState, IndexRecord
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class DaemonEngine:
             return {}
         return {name: Path(record.documents) for name, record in state.indices.items()}
 
-    def acquire(self, manifest: Manifest, progress: embedded.LoadProgress | None = None) -> str:
+    def acquire(self, manifest: Manifest, progress: embedded_index.LoadProgress | None = None) -> str:
         """Start the daemon if needed, load what changed of ``manifest``'s indices, hold a lease."""
         folder = engine_state.engine_dir()
         with self._lock, engine_state.exclusive(folder):
@@ -145,16 +145,16 @@ def _client(url: str) -> Any:
 
 
 def _mapping_hash(index: Index) -> str:
-    body = json.dumps(embedded.index_body(index), sort_keys=True, ensure_ascii=False)
+    body = json.dumps(embedded_index.index_body(index), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
 def _refresh(client: Any, state: EngineState, manifest: Manifest, index: Index,
-             progress: embedded.LoadProgress | None) -> bool:
+             progress: embedded_index.LoadProgress | None) -> bool:
     """Load ``index`` unless the engine already holds it from the same file and mapping;
     whether it loaded."""
-    name = embedded.physical_index(manifest, index.name)
-    path = embedded.documents_path(manifest, index)
+    name = embedded_index.physical_index(manifest, index.name)
+    path = embedded_index.documents_path(manifest, index)
     stat = path.stat() if path is not None and path.is_file() else None
     wanted = (str(path or ""), stat.st_size if stat else 0, stat.st_mtime_ns if stat else 0,
               _mapping_hash(index))
@@ -165,7 +165,7 @@ def _refresh(client: Any, state: EngineState, manifest: Manifest, index: Index,
     if record is not None:
         client.indices.delete(index=name, ignore_unavailable=True)
         del state.indices[name]
-    count = embedded.load_index(client, manifest, index, progress)
+    count = embedded_index.load_index(client, manifest, index, progress)
     state.indices[name] = IndexRecord(wanted[0], wanted[1], wanted[2], wanted[3], time.time(), count)
     return True
 
@@ -331,7 +331,7 @@ def serve(folder: Path, idle_s: float) -> int:
         signal.signal(number, lambda *_: stopping.set())
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     server = OsmemServer.start(addr="127.0.0.1:0", japanese=False, startup_timeout=30.0)
-    embedded.drain_output(server.process)
+    embedded_process.drain_output(server.process)
     try:
         engine_state.write_state(folder, EngineState(os.getpid(), server.process.pid, server.url,
                                                      time.time(), idle_s))
@@ -341,7 +341,7 @@ def serve(folder: Path, idle_s: float) -> int:
             if server.process.poll() is not None or _disowned(folder) or _idle(folder, idle_s):
                 break
     finally:
-        embedded.terminate(server.process)
+        embedded_process.terminate(server.process)
         with engine_state.exclusive(folder, wait_s=1.0) as held:
             state = engine_state.read_state(folder)
             if held and state is not None and state.supervisor_pid == os.getpid():

@@ -41,12 +41,13 @@ _BY_SOURCE = {name: kind for kind in KINDS for name in kind.builtin_sources}
 
 
 def kind_of(manifest: "Manifest") -> SourceKind:
-    """The kind that serves ``manifest`` (by its ``kind:``)."""
+    """The kind that serves ``manifest`` (by its ``kind:``); a ``ConfigError`` naming the known
+    kinds when none does (a manifest built in code can carry any ``kind``)."""
     try:
         return _BY_MANIFEST_KIND[manifest.kind]
     except KeyError:
-        raise ValueError(f"source {manifest.source!r}: no source kind {manifest.kind!r} "
-                         f"(known: {', '.join(sorted(_BY_MANIFEST_KIND))})") from None
+        raise ConfigError(f"source {manifest.source!r}: no source kind {manifest.kind!r}",
+                          hint=f"set kind: to one of {', '.join(sorted(_BY_MANIFEST_KIND))}") from None
 
 
 def step_kind(source: str, capabilities: "CapabilitySet") -> SourceKind:
