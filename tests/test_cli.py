@@ -397,8 +397,13 @@ def test_cache_info_and_clear(structq, cli_env: dict[str, str | None]) -> None:
     assert "0 kept linking indexes in" in human.stdout
 
 
-def test_cache_clear_empties_the_kept_linking_indexes(structq, cli_env: dict[str, str | None]) -> None:
+def test_cache_clear_empties_the_kept_linking_indexes(structq, cli_env: dict[str, str | None],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A plan with --explain-linking keeps the catalogue's index; clear removes it."""
+    from structq.linking import index
+    from structq.linking.memo import Memo
+
+    monkeypatch.setattr(index, "_CACHE", Memo())  # as in a new process: no index built in memory yet
     assert structq("plan", "星火项目有哪些成员？", "--explain-linking").exit_code == 0
     assert json_of(structq("cache info", "--json", manifests=None))["linking"] == 1
     assert json_of(structq("cache clear", "--json", manifests=None))["linking_removed"] == 1
