@@ -17,6 +17,7 @@ import pytest
 from server_support import auth, build_shop
 from test_server_api import make_client, model_plan, shop  # noqa: F401 - fixtures
 
+from structq.capabilities.nesting import MAX_DEPTH
 from structq.server.errors import TRACEBACK_CHARS, error_body
 
 DEEP = "SELECT " + "(" * 1000 + "1" + ")" * 1000 + " AS x FROM a"
@@ -69,7 +70,7 @@ def test_a_deep_local_step_is_a_refusal_not_a_500(make_client) -> None:
     response = client.post("/v1/run", json=run_plan([SHOP_STEP, {"output_key": "b", "source": "local", "query": DEEP}]),
                            headers=auth("tenant1"))
     error = refused(response, 422, "too_complex")
-    assert error["step"] == "b" and "at most 64" in error["message"]
+    assert error["step"] == "b" and f"at most {MAX_DEPTH}" in error["message"]
     assert client.get("/healthz").status_code == 200
 
 
