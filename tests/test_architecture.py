@@ -211,7 +211,7 @@ def module_imports(package: str) -> dict[str, set[str]]:
 def test_the_module_scan_sees_the_executors_imports() -> None:
     """Guards the test below: a scan that found no edges would pass it."""
     edges = module_imports("structq.executors")
-    assert "structq.executors.embedded_process" in edges["structq.executors.engine_daemon"]
+    assert "structq.executors.search.embedded_process" in edges["structq.executors.search.server_daemon"]
 
 
 def test_no_two_executor_modules_import_each_other() -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, SearchField, Table
 
-from structq.executors.embedded import is_embedded
+from structq.executors.search.embedded_server import is_embedded
 from structq.sources import objects as source_objects
 from structq.sources import per_kind
 from structq.sources.graphql import GraphqlKind
@@ -29,7 +29,7 @@ from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
-from .connect import engine_index_names, search_client, sql_connection
+from .connect import server_index_names, search_client, sql_connection
 from .documents import documents_objects
 from .api_introspect import read_graphql, read_openapi
 from .snapshot import DbObject, Member, Snapshot
@@ -251,13 +251,13 @@ def _read_search(manifest: "Manifest", scope: Scope) -> Snapshot:
         objects, notes = documents_objects(manifest, wanted)
         return Snapshot(manifest.source, manifest.kind,
                         *_declarable(objects, _INDEX_NAME, _FIELD_NAME, scope, notes), exact_types=True)
-    names = engine_index_names(manifest)
+    names = server_index_names(manifest)
     with search_client(manifest) as client:
         if scope.declared_only:
             mappings = client.indices.get_mapping(index=",".join(sorted(names)), ignore_unavailable=True)
         else:
             mappings = client.indices.get_mapping()
-    mappings = {names.get(engine_name, engine_name): body for engine_name, body in mappings.items()}
+    mappings = {names.get(server_name, server_name): body for server_name, body in mappings.items()}
     notes: list[str] = []
     objects = []
     for name in sorted(mappings):

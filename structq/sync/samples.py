@@ -19,7 +19,7 @@ from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
 from .api_introspect import no_values
-from .connect import engine_index_names, search_client, sql_connection
+from .connect import server_index_names, search_client, sql_connection
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
@@ -56,7 +56,7 @@ def _sql_counts(manifest: "Manifest", targets: list[Target], limit: int,
 
 def _search_counts(manifest: "Manifest", targets: list[Target], limit: int,
                    notes: list[str]) -> dict[Target, list[tuple[Any, int]]]:
-    engine_name = {declared: name for name, declared in engine_index_names(manifest).items()}
+    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[Target, list[tuple[Any, int]]] = {}
     with search_client(manifest) as client:
         for path in targets:
@@ -102,7 +102,7 @@ def _pluck(document: Any, path: tuple[str, ...]) -> list[Any]:
 def _search_samples(manifest: "Manifest", targets: list[Target], limit: int,
                     notes: list[str]) -> dict[Target, list[Any]]:
     """From documents' ``_source`` (text fields have no terms aggregation)."""
-    engine_name = {declared: name for name, declared in engine_index_names(manifest).items()}
+    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[Target, list[Any]] = {}
     with search_client(manifest) as client:
         for index, paths in by_object(targets).items():
