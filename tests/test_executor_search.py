@@ -548,7 +548,7 @@ def test_stopped_server_is_unavailable_quickly(kind: str) -> None:
                 proxy = None
             with pytest.raises(SourceUnavailable) as info:
                 executor.fetch(search({"size": 0}))
-            assert "unreachable" in str(info.value) and "check that the engine" in str(info.value)
+            assert "unreachable" in str(info.value) and "check that the search server" in str(info.value)
         finally:
             executor.close()
     finally:
@@ -858,6 +858,7 @@ _CHILD = textwrap.dedent("""
     import sys
     from structq.capabilities import load_manifest
     from structq.executors.search import embedded_server
+    from structq.sources import executor_for
     manifest, _ = load_manifest(sys.argv[1], env={})
     executor_for(manifest).connect()
     print(embedded_server.server_url(), flush=True)
@@ -880,7 +881,7 @@ def _port_closed(url: str, within_s: float) -> bool:
 
 
 @pytest.mark.parametrize("ending", ["exit", "sigkill"])
-def test_process_end_stops_the_engine(tmp_path: Path, ending: str) -> None:
+def test_process_end_stops_the_search_server(tmp_path: Path, ending: str) -> None:
     write_embedded(tmp_path, "emb_child", EMBEDDED_DOCS)
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(tmp_path / "reports.yaml"),

@@ -25,7 +25,7 @@ class ResultSet:
     holds exactly ``max_rows`` of them. ``query`` is what actually ran (SQL text or the
     request body), for citations and the audit log.
 
-    ``startup_ms`` is what starting the source's engine cost before the query could be sent
+    ``startup_ms`` is what starting the source's server cost before the query could be sent
     (the embedded search server: starting it, or reaching the background one, and loading
     its indices); it is not part of ``elapsed_ms``, which stays the query's own time.
 

@@ -38,8 +38,8 @@ from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
-from .api_introspect import no_values
 from .connect import server_index_names, search_client, sql_connection
+from .samples import no_values
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
