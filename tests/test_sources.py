@@ -360,7 +360,7 @@ def test_the_registry_imports_no_executor() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, structq.sources; "
-            "print(sorted(m for m in sys.modules if m.startswith('structq.executors.') and m != 'structq.executors.base'))")
+    code = ("import sys, structq.sources; print(sorted(m for m in sys.modules "
+            "if m.startswith('structq.executors.') and m != 'structq.executors.base'))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

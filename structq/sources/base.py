@@ -143,9 +143,9 @@ class SourceKind:
         try:
             module, _, name = self.executors[manifest.kind].partition(":")
         except KeyError:
+            served = ", ".join(sorted(self.executors)) or "another kind"
             raise ConfigError(f"source {manifest.source!r}: {self.name} sources have no executor for "
-                              f"kind {manifest.kind!r}",
-                              hint=f"set kind: to one of {', '.join(sorted(self.executors)) or 'another kind'}") from None
+                              f"kind {manifest.kind!r}", hint=f"set kind: to one of {served}") from None
         return getattr(importlib.import_module(module), name)
 
     def executor(self, manifest: "Manifest") -> "Executor":
