@@ -153,7 +153,7 @@ def report_search_question(command: list[str]) -> None:
             subprocess.run([*command, "engine", "stop"], env=env, stdout=subprocess.DEVNULL)
     print(f"\nsearch question via structq ask ({SEARCH_QUESTION}), median of {SEARCH_ROUNDS} interleaved rounds")
     print(f"  first command, starting the background search server  {first:6.2f} s")
-    for label, runs in (("--no-daemon (engine in the command)", cold), ("background search server, warm", warm)):
+    for label, runs in (("--no-daemon (search server in the command)", cold), ("background search server, warm", warm)):
         wall = statistics.median(t for t, _ in runs)
         rss = max(m for _, m in runs)
         print(f"  {label:<36} {wall:6.2f} s   peak RSS {rss:,} MiB")
