@@ -6,10 +6,10 @@ SQLAlchemy, sqlglot, the search clients, …) that ``import structq.cli`` and ``
 pull in — none is the goal: they load when a command needs them — and the slowest imports.
 
 Last, a search question of the demo (a verified example, no model) through ``structq ask``:
-with the embedded engine started inside the command (``--no-daemon``: start the engine, index
-the 12,854 reports, answer) and with the shared background engine already warm (target
+with the embedded search server started inside the command (``--no-daemon``: start the engine, index
+the 12,854 reports, answer) and with the shared background search server already warm (target
 ≤ 1.5 s), in interleaved rounds, with each command's peak resident memory. The demo data is
-built at full scale in a temporary folder, and the background engine it starts is stopped at
+built at full scale in a temporary folder, and the background search server it starts is stopped at
 the end. ``--no-search`` skips this part.
 Then ``structq run`` of a one-step plan on a SQLite file, whole process, next to the equivalent
 LangChain script — ``SQLDatabase.from_uri(url).run(query)`` when ``langchain_community`` is
@@ -129,7 +129,7 @@ def timed_with_memory(command: list[str], env: dict[str, str]) -> tuple[float, i
 
 
 def report_search_question(command: list[str]) -> None:
-    """Cold in-command engine vs the warm background engine, interleaved."""
+    """Cold in-command engine vs the warm background search server, interleaved."""
     import os
     import tempfile
 
@@ -139,7 +139,7 @@ def report_search_question(command: list[str]) -> None:
         root = Path(folder)
         build_demo(root / "demo")
         env = {**os.environ, "STRUCTQ_DEMO_DIR": str(root / "demo"), "STRUCTQ_STATE_DIR": str(root / "state"),
-               "STRUCTQ_ENGINE_DAEMON": "1", "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
+               "STRUCTQ_SEARCH_DAEMON": "1", "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
         ask = ["ask", SEARCH_QUESTION, "--no-answer"]
         try:
             started = time.perf_counter()
@@ -152,8 +152,8 @@ def report_search_question(command: list[str]) -> None:
         finally:
             subprocess.run([*command, "engine", "stop"], env=env, stdout=subprocess.DEVNULL)
     print(f"\nsearch question via structq ask ({SEARCH_QUESTION}), median of {SEARCH_ROUNDS} interleaved rounds")
-    print(f"  first command, starting the background engine  {first:6.2f} s")
-    for label, runs in (("--no-daemon (engine in the command)", cold), ("background engine, warm", warm)):
+    print(f"  first command, starting the background search server  {first:6.2f} s")
+    for label, runs in (("--no-daemon (search server in the command)", cold), ("background search server, warm", warm)):
         wall = statistics.median(t for t, _ in runs)
         rss = max(m for _, m in runs)
         print(f"  {label:<36} {wall:6.2f} s   peak RSS {rss:,} MiB")

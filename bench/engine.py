@@ -63,7 +63,7 @@ from structq.agent.templated import TemplatePlans  # noqa: E402
 from structq.agent.engine import StepResult  # noqa: E402
 from structq.capabilities import CapabilitySet, Manifest  # noqa: E402
 from structq.capabilities.loader import load_manifest_text  # noqa: E402
-from structq.executors import embedded  # noqa: E402
+from structq.executors.search import embedded_server  # noqa: E402
 # The test-suite's reference tables: ids 1…100,000 and 120,000 detail rows pointing at them.
 from manifest_support import manifest_text  # noqa: E402
 from test_engine import BIG, DEMO_DAY, create_reference_tables  # noqa: E402
@@ -97,7 +97,7 @@ class DirectRunner:
     """Runs the queries an engine run recorded, without the engine: the baseline.
 
     SQL goes to one plain pooled SQLAlchemy engine per source (no read-only guard, no
-    sandbox, no threads); search to one opensearch-py client on the same embedded engine.
+    sandbox, no threads); search to one opensearch-py client on the same embedded search server.
     """
 
     def __init__(self, capabilities: CapabilitySet) -> None:
@@ -134,13 +134,13 @@ class DirectRunner:
             return connection.execute(bind_direct(query, params, engine.dialect.name), dict(params)).fetchall()
 
     def search(self, manifest: Manifest, recorded: StepResult) -> dict[str, Any]:
-        """The recorded request body on the index the executor used (the embedded engine's
+        """The recorded request body on the index the executor used (the embedded search server's
         physical name). Every example's body goes to ``search`` (none is a bare count)."""
         from opensearchpy import OpenSearch
 
         if self._search is None:
-            self._search = OpenSearch(hosts=[embedded.engine_url()], timeout=30)
-        index = embedded.physical_index(manifest, recorded.index or "")
+            self._search = OpenSearch(hosts=[embedded_server.server_url()], timeout=30)
+        index = embedded_server.physical_index(manifest, recorded.index or "")
         return self._search.search(index=index, body=recorded.query)
 
 

@@ -8,7 +8,7 @@ workers and the search engine at the start and the end of the load (and at every
 to show a trend), and how many "Connection pool is full" warnings the server logged (target 0). Then, for comparison, each question once through the command line, one
 process each (``structq ask --json``), as a person would without the server: with
 ``--no-daemon`` (start-up and the search engine's index load every time), and sharing the
-background engine the server left warm (start-up only). The engine runs under a state folder
+background search server the server left warm (start-up only). The engine runs under a state folder
 of the bench's own and is stopped at the end. Figures only; nothing is asserted. Traffic goes
 to 127.0.0.1 only.
 
@@ -158,7 +158,7 @@ def main() -> None:
     ensure_demo(args.demo_dir)
     state = tempfile.mkdtemp(prefix="structq-bench-state-")  # an engine of the bench's own, stopped at the end
     env = {**os.environ, "STRUCTQ_DEMO_DIR": str(args.demo_dir), "STRUCTQ_AUDIT": "0", "STRUCTQ_LLM": "",
-           "STRUCTQ_STATE_DIR": state, "STRUCTQ_ENGINE_DAEMON": "1"}
+           "STRUCTQ_STATE_DIR": state, "STRUCTQ_SEARCH_DAEMON": "1"}
     env.pop("OPENAI_API_KEY", None)
     try:
         run(args, env)

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from search_support import load_indices, raw_client, search_executor  # noqa: E402
 from structq.errors import ExecutionError, SandboxViolation  # noqa: E402
-from structq.executors import embedded  # noqa: E402
+from structq.executors.search import embedded_server  # noqa: E402
 from structq.safety import check_dsl  # noqa: E402
 from tenant_blind_support import ALONE, MIXED, T1_DOCS, bodies, make_manifest, mixed_documents  # noqa: E402
 
@@ -51,7 +51,7 @@ def main(n: int) -> None:
     counts: collections.Counter[str] = collections.Counter()
     times: dict[str, list[float]] = {"filter context": [], "scored": []}
     with OsmemServer.start(addr="127.0.0.1:0") as server:
-        mapping = embedded.index_mapping(make_manifest().index(ALONE))
+        mapping = embedded_server.index_mapping(make_manifest().index(ALONE))
         load_indices(server.url, [(ALONE, mapping, T1_DOCS), (MIXED, mapping, mixed_documents())])
         manifest = make_manifest(server.url)
         with search_executor(manifest) as executor, raw_client(server.url) as client:

@@ -23,7 +23,7 @@ fail() { printf '==> FAILED: %s\n' "$*" >&2; exit 1; }
 
 cleanup() {
     # The demo's search engine runs in the background between commands: stop it with the check.
-    [[ -x $WORK/venv/bin/structq ]] && structq engine stop >/dev/null 2>&1 || true
+    [[ -x $WORK/venv/bin/structq ]] && structq search-server stop >/dev/null 2>&1 || true
     if [[ -n ${KEEP:-} ]]; then say "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT

@@ -16,10 +16,10 @@ __all__ = ["load_declared", "load_indices", "raw_client", "search_executor"]
 @contextmanager
 def search_executor(manifest: Any) -> Iterator[Any]:
     """structq's executor for a search ``manifest``, closed at the end."""
-    from structq.executors.base import create_executor
-    from structq.executors.search import SearchExecutor
+    from structq.sources import executor_for
+    from structq.executors.search.executor import SearchExecutor
 
-    executor = create_executor(manifest)
+    executor = executor_for(manifest)
     assert isinstance(executor, SearchExecutor)
     try:
         yield executor
@@ -62,13 +62,13 @@ def load_indices(url: str,
 
 def load_declared(url: str, manifest: Any, docs: Mapping[str, Iterable[Mapping[str, Any]]]) -> str:
     """``load_indices`` with each index mapped as ``manifest`` declares it (the mapping the
-    embedded engine would build), or unmapped where the manifest does not declare it; returns
+    embedded search server would build), or unmapped where the manifest does not declare it; returns
     ``url``, for a module fixture that loads its indices once."""
-    from structq.executors import embedded
+    from structq.executors.search import embedded_server
 
     indices = []
     for index, documents in docs.items():
         spec = manifest.index(index)
-        indices.append((index, embedded.index_mapping(spec) if spec is not None else None, documents))
+        indices.append((index, embedded_server.index_mapping(spec) if spec is not None else None, documents))
     load_indices(url, indices)
     return url

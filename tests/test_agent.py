@@ -1,5 +1,5 @@
 """The planner, the repair loop, answers, the cache, conversation and the audit log — all with
-scripted models on the demo company (SQLite + the embedded search engine). No network."""
+scripted models on the demo company (SQLite + the embedded search server). No network."""
 
 from __future__ import annotations
 

@@ -716,7 +716,7 @@ def test_structq_sandbox_checks_api_queries(manifests: Path, capabilities: Capab
 
 
 def test_api_and_search_steps_feed_each_other(demo_capabilities: CapabilitySet, capabilities: CapabilitySet) -> None:
-    """The demo's weekly reports on the embedded search engine, beside the REST source."""
+    """The demo's weekly reports on the embedded search server, beside the REST source."""
     both = CapabilitySet([*demo_capabilities, capabilities["tickets"]])
     with Engine(both) as engine:
         result = engine.run(Plan.parse({"steps": [

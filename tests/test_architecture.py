@@ -211,13 +211,40 @@ def module_imports(package: str) -> dict[str, set[str]]:
 def test_the_module_scan_sees_the_executors_imports() -> None:
     """Guards the test below: a scan that found no edges would pass it."""
     edges = module_imports("structq.executors")
-    assert "structq.executors.embedded_process" in edges["structq.executors.engine_daemon"]
+    assert "structq.executors.search.embedded_process" in edges["structq.executors.search.server_daemon"]
 
 
-def test_no_two_executor_modules_import_each_other() -> None:
-    edges = module_imports("structq.executors")
-    mutual = sorted({tuple(sorted((a, b))) for a, targets in edges.items() for b in targets if a in edges.get(b, ())})
-    assert mutual == [], mutual
+#: Import circles between modules that are still open, each with the reason it is not broken yet.
+#: A circle is broken along concepts (the shared piece moves to the module it belongs to), never
+#: by hiding an import inside a function: the walk counts those too. The list only shrinks.
+KNOWN_MODULE_CYCLES: dict[tuple[str, ...], str] = {
+    ("structq.linking.index", "structq.linking.persist"):
+        "the kept linking index and the index it reloads; being reworked with linking's own change",
+    ("structq.linking.route", "structq.linking.select"):
+        "routing and selection share the catalogue's pieces; being reworked with linking's own change",
+}
+
+
+def _module_cycles() -> set[tuple[str, ...]]:
+    return {tuple(component) for component in _cycles(module_imports("structq"))}
+
+
+def test_the_module_cycle_finder_sees_a_circle() -> None:
+    """Guards the test below: two modules of one package that import each other are found."""
+    edges = {"structq.p.a": {"structq.p.b"}, "structq.p.b": {"structq.p.a"}, "structq.p.c": {"structq.p.a"}}
+    assert _cycles(edges) == [["structq.p.a", "structq.p.b"]]
+
+
+def test_no_import_circles_between_modules() -> None:
+    """0 circles inside every package (and across them): modules of ``structq`` form a tree of
+    imports, lazy and ``TYPE_CHECKING`` imports included, so each package reads bottom-up."""
+    found = _module_cycles() - set(KNOWN_MODULE_CYCLES)
+    assert not found, "import circles between modules:\n" + "\n".join(f"  {' ↔ '.join(c)}" for c in sorted(found))
+
+
+def test_every_known_module_cycle_still_occurs() -> None:
+    stale = sorted(set(KNOWN_MODULE_CYCLES) - _module_cycles())
+    assert not stale, f"{stale} no longer occur: remove them from KNOWN_MODULE_CYCLES"
 
 # --- kind branches: asked of the registry and the model's neutral accessors, not by name -------
 #

@@ -285,6 +285,6 @@ def test_the_demo_with_only_the_core_install_answers_the_sql_examples(tmp_path, 
 
     assert len(sections) == len(list(demo_capabilities.examples())) + len(VARIANTS) and search
     for section in sections:
-        skipped = 'skipped: the embedded search engine is not installed (pip install "structq[embedded]")' in section
+        skipped = 'skipped: the embedded search server is not installed (pip install "structq[embedded]")' in section
         assert skipped == any(section.split("\n", 1)[0].endswith(q) for q in search), section[:300]
         assert skipped or "Answer" in section

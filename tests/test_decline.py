@@ -1,6 +1,6 @@
 """Declining: ``{"cannot_answer": reason, "steps": []}`` is an answer, not an error.
 
-Scripted models on the demo company (SQLite + the embedded search engine); the CLI test goes
+Scripted models on the demo company (SQLite + the embedded search server); the CLI test goes
 through a real OpenAI client against a scripted loopback server (tests/model_stub.py).
 """
 

@@ -1,7 +1,7 @@
 """The engine on real data: every verified example, scheduling, references, errors, the CLI.
 
 Each verified example in ``capabilities/`` runs through ``Engine`` on the demo company (SQLite
-+ the embedded search engine) and its rows are compared with an answer written independently
++ the embedded search server) and its rows are compared with an answer written independently
 from the question: one SQL query (joins and subqueries where the plan passes references) run
 with ``sqlite3`` on the demo database, or a Python filter over the JSONL documents the search
 index was loaded from. The expected queries are written by hand, not derived from the plans.

@@ -12,7 +12,7 @@ import pytest
 
 from structq.capabilities import Limits
 from structq.errors import ExecutionError, QueryTimeout
-from structq.executors.base import ResultSet, executor_class
+from structq.executors.base import ResultSet
 from structq.executors.local import LocalExecutor, describe_results, infer_column_type, local_manifest
 from structq.safety.query import SafeQuery
 
@@ -95,9 +95,6 @@ class TestQueries:
         for thread in threads:
             thread.join(timeout=30)
         assert outcomes == [[(2,)]] * 80
-
-    def test_registered_as_local(self) -> None:
-        assert executor_class("local") is LocalExecutor
 
 
 class TestOddColumnNames:

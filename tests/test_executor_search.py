@@ -24,19 +24,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from es_proxy import EsProxy
+from manifest_support import manifest_text
 from search_support import load_declared
 from servers import SearchServer
-from manifest_support import manifest_text
+
 from structq.capabilities import load_manifest, load_manifest_text
 from structq.capabilities.model import Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
-from structq.executors import embedded
-from structq.executors.base import ResultSet, create_executor, executor_class
-from structq.executors.search import ElasticsearchExecutor, OpenSearchExecutor, SearchExecutor
-from structq.executors.search_rows import aggregation_rows
+from structq.executors.base import ResultSet
+from structq.executors.search import embedded_server
+from structq.executors.search.executor import ElasticsearchExecutor, OpenSearchExecutor, SearchExecutor
+from structq.executors.search.rows import aggregation_rows
 from structq.safety.query import SafeQuery
+from structq.sources import executor_for, kind_of
 
 KINDS = ["opensearch", "elasticsearch"]
 INDEX = "sq_exec_reports"
@@ -133,7 +134,7 @@ def make_executor(kind: str, url_for: str) -> Iterator[Callable[..., SearchExecu
     made: list[SearchExecutor] = []
 
     def make(url: str | None = None, **options: Any) -> SearchExecutor:
-        executor = create_executor(make_manifest(kind, url or url_for, **options))
+        executor = executor_for(make_manifest(kind, url or url_for, **options))
         assert isinstance(executor, SearchExecutor)
         made.append(executor)
         return executor
@@ -165,8 +166,9 @@ def rows_as_dicts(result: ResultSet) -> list[dict[str, Any]]:
 
 
 def test_both_kinds_are_registered_on_one_implementation() -> None:
-    assert executor_class("elasticsearch") is ElasticsearchExecutor
-    assert executor_class("opensearch") is OpenSearchExecutor
+    for kind, executor in (("elasticsearch", ElasticsearchExecutor), ("opensearch", OpenSearchExecutor)):
+        manifest = make_manifest(kind, "http://127.0.0.1:9")
+        assert kind_of(manifest).executor_class(manifest) is executor
     assert issubclass(ElasticsearchExecutor, SearchExecutor)
     assert issubclass(OpenSearchExecutor, SearchExecutor)
 
@@ -380,7 +382,7 @@ def test_terms_count_errors_are_noted() -> None:
 
 @pytest.mark.parametrize("size", ["5000", 5.0, True, [10]])
 def test_a_size_that_is_not_an_integer_is_refused(size: Any) -> None:
-    executor = create_executor(make_manifest("opensearch", "http://127.0.0.1:9"))
+    executor = executor_for(make_manifest("opensearch", "http://127.0.0.1:9"))
     with pytest.raises(ExecutionError, match="whole number"):
         executor.fetch(SafeQuery(source="reports", kind="search", limit=101, max_rows=100, index=INDEX,
                                body={"size": size, "query": {"match_all": {}}}))
@@ -537,7 +539,7 @@ def test_stopped_server_is_unavailable_quickly(kind: str) -> None:
     proxy = EsProxy(server.url) if kind == "elasticsearch" else None
     try:
         _load(server.url)
-        executor = create_executor(make_manifest(kind, proxy.url if proxy else server.url))
+        executor = executor_for(make_manifest(kind, proxy.url if proxy else server.url))
         try:
             assert executor.fetch(search({"size": 0})).rows == [(30,)]
             server.stop()
@@ -546,7 +548,7 @@ def test_stopped_server_is_unavailable_quickly(kind: str) -> None:
                 proxy = None
             with pytest.raises(SourceUnavailable) as info:
                 executor.fetch(search({"size": 0}))
-            assert "unreachable" in str(info.value) and "check that the engine" in str(info.value)
+            assert "unreachable" in str(info.value) and "check that the search server" in str(info.value)
         finally:
             executor.close()
     finally:
@@ -559,7 +561,7 @@ def test_password_in_url_is_not_in_messages(kind: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    executor = create_executor(make_manifest(kind, f"http://admin:hunter2@127.0.0.1:{port}"))
+    executor = executor_for(make_manifest(kind, f"http://admin:hunter2@127.0.0.1:{port}"))
     try:
         with pytest.raises(SourceUnavailable) as info:
             executor.fetch(search({"size": 0}))
@@ -570,7 +572,7 @@ def test_password_in_url_is_not_in_messages(kind: str) -> None:
 
 
 def test_elasticsearch_kind_on_an_opensearch_server_says_so(engine_url: str) -> None:
-    executor = create_executor(make_manifest("elasticsearch", engine_url))
+    executor = executor_for(make_manifest("elasticsearch", engine_url))
     try:
         with pytest.raises(SourceUnavailable) as info:
             executor.fetch(search({"query": {"match_all": {}}}))
@@ -652,7 +654,7 @@ def test_too_many_buckets_is_the_query_s_fault(executor: SearchExecutor) -> None
 
 
 # --------------------------------------------------------------------------------------------
-# The embedded engine
+# The embedded search server
 # --------------------------------------------------------------------------------------------
 
 
@@ -683,16 +685,16 @@ EMBEDDED_DOCS = [
 @pytest.fixture
 def embedded_engine() -> Iterator[None]:
     """Each embedded test starts from a stopped engine and leaves it stopped."""
-    embedded.stop()
+    embedded_server.stop()
     yield
-    embedded.stop()
+    embedded_server.stop()
 
 
 def test_index_mapping_from_manifest_types(tmp_path: Path) -> None:
     manifest = write_embedded(tmp_path, "emb_mapping", None)
     index = manifest.index("emb_mapping")
     assert index is not None
-    assert embedded.index_mapping(index) == {"dynamic": False, "properties": {
+    assert embedded_server.index_mapping(index) == {"dynamic": False, "properties": {
         "author_id": {"type": "keyword"},
         "content": {"type": "text"},
         "week_start_date": {"type": "date"},
@@ -724,10 +726,10 @@ def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: Non
         # Starting the engine and loading the index is reported apart from the search itself.
         assert result.startup_ms > 0
         assert wide.startup_ms == 0
-        url = embedded.engine_url()
+        url = embedded_server.server_url()
         assert url is not None and url.startswith("http://127.0.0.1:")
         client = OpenSearch(hosts=[url])
-        physical = embedded.physical_index(manifest, "emb_load")
+        physical = embedded_server.physical_index(manifest, "emb_load")
         assert physical.startswith("emb_load--")
         mapping = client.indices.get_mapping(index=physical)[physical]["mappings"]
         assert mapping["properties"]["content"] == {"type": "text"}
@@ -735,13 +737,13 @@ def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: Non
         client.close()
     finally:
         executor.close()
-    assert embedded.engine_url() is not None  # kept for the next executor, stopped at exit
+    assert embedded_server.server_url() is not None  # kept for the next executor, stopped at exit
 
 
 def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) -> None:
     manifest = write_embedded(tmp_path, "emb_once", EMBEDDED_DOCS)
     calls: list[tuple[str, int, int]] = []
-    first = create_executor(manifest)
+    first = executor_for(manifest)
     second = OpenSearchExecutor(manifest, progress=lambda *a: calls.append(a))
     try:
         first.connect()
@@ -750,8 +752,8 @@ def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) 
         count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
                           index="emb_once", body={"size": 0})
         assert first.fetch(count).rows == second.fetch(count).rows == [(3,)]
-        physical = embedded.physical_index(manifest, "emb_once")
-        assert embedded.loaded_indices() == {physical: (tmp_path / "docs.jsonl").resolve()}
+        physical = embedded_server.physical_index(manifest, "emb_once")
+        assert embedded_server.loaded_indices() == {physical: (tmp_path / "docs.jsonl").resolve()}
         first.close()
         assert second.fetch(count).rows == [(3,)]  # still held by the second
     finally:
@@ -768,19 +770,19 @@ def test_a_restarted_embedded_engine_is_found_again(tmp_path: Path, embedded_eng
     manifest = write_embedded(tmp_path, "emb_restart", EMBEDDED_DOCS)
     count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10, index="emb_restart",
                       body={"size": 0})
-    executor = create_executor(manifest)
+    executor = executor_for(manifest)
     try:
         assert executor.fetch(count).rows == [(3,)]
-        old_url = embedded.engine_url()
+        old_url = embedded_server.server_url()
         if ending == "stopped":
-            embedded.stop()
+            embedded_server.stop()
         else:
-            embedded._ENGINE._server.process.kill()
-            embedded._ENGINE._server.process.wait()
+            embedded_server._SERVER._server.process.kill()
+            embedded_server._SERVER._server.process.wait()
         if ending == "refused":
-            monkeypatch.setattr(embedded, "engine_url", lambda: old_url)
+            monkeypatch.setattr(embedded_server, "server_url", lambda: old_url)
         assert executor.fetch(count).rows == [(3,)]
-        assert embedded.engine_url() is not None
+        assert embedded_server.server_url() is not None
     finally:
         executor.close()
 
@@ -812,7 +814,7 @@ def test_embedded_kind_elasticsearch_uses_the_opensearch_client(
     manifest = write_embedded(tmp_path, "emb_es", EMBEDDED_DOCS)
     text.write_text(text.read_text().replace("kind: opensearch", "kind: elasticsearch"))
     manifest, _ = load_manifest(text, env={})
-    executor = create_executor(manifest)
+    executor = executor_for(manifest)
     assert isinstance(executor, ElasticsearchExecutor)
     try:
         result = executor.fetch(SafeQuery(source="reports", kind="search", limit=11, max_rows=10,
@@ -825,18 +827,18 @@ def test_embedded_kind_elasticsearch_uses_the_opensearch_client(
 def test_missing_documents_file_says_how_to_build_it(tmp_path: Path,
                                                      embedded_engine: None) -> None:
     manifest = write_embedded(tmp_path, "emb_missing", None)
-    executor = create_executor(manifest)
+    executor = executor_for(manifest)
     with pytest.raises(SourceUnavailable) as info:
         executor.connect()
     assert "structq demo" in str(info.value) and "docs.jsonl" in str(info.value)
-    assert not embedded.loaded_indices()  # nothing half-loaded stays behind
+    assert not embedded_server.loaded_indices()  # nothing half-loaded stays behind
     executor.close()
 
 
 def test_bad_document_names_its_line(tmp_path: Path, embedded_engine: None) -> None:
     docs = [*EMBEDDED_DOCS, {"author_id": "E9", "hours": "many"}]
     manifest = write_embedded(tmp_path, "emb_bad", docs)
-    executor = create_executor(manifest)
+    executor = executor_for(manifest)
     with pytest.raises(ConfigError) as info:
         executor.connect()
     assert "docs.jsonl:4" in str(info.value) and "hours" in str(info.value)
@@ -848,18 +850,18 @@ def test_missing_embedded_extra_names_the_install(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "osmem_server", None)
     manifest = write_embedded(tmp_path, "emb_noextra", EMBEDDED_DOCS)
     with pytest.raises(ConfigError) as info:
-        embedded.EmbeddedEngine().acquire(manifest)
+        embedded_server.EmbeddedSearchServer().acquire(manifest)
     assert 'pip install "structq[embedded]"' in str(info.value)
 
 
 _CHILD = textwrap.dedent("""
     import sys
     from structq.capabilities import load_manifest
-    from structq.executors.base import create_executor
-    from structq.executors import embedded
+    from structq.executors.search import embedded_server
+    from structq.sources import executor_for
     manifest, _ = load_manifest(sys.argv[1], env={})
-    create_executor(manifest).connect()
-    print(embedded.engine_url(), flush=True)
+    executor_for(manifest).connect()
+    print(embedded_server.server_url(), flush=True)
     if sys.argv[2] == "hang":
         import time
         time.sleep(60)
@@ -879,7 +881,7 @@ def _port_closed(url: str, within_s: float) -> bool:
 
 
 @pytest.mark.parametrize("ending", ["exit", "sigkill"])
-def test_process_end_stops_the_engine(tmp_path: Path, ending: str) -> None:
+def test_process_end_stops_the_search_server(tmp_path: Path, ending: str) -> None:
     write_embedded(tmp_path, "emb_child", EMBEDDED_DOCS)
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(tmp_path / "reports.yaml"),
@@ -905,7 +907,7 @@ def test_same_index_over_two_document_files_stays_apart(tmp_path: Path, embedded
     first = write_embedded(tmp_path / "a", "emb_twice", EMBEDDED_DOCS)
     second = write_embedded(tmp_path / "b", "emb_twice", EMBEDDED_DOCS[:1])
     count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10, index="emb_twice", body={"size": 0})
-    executors = [create_executor(first), create_executor(second)]
+    executors = [executor_for(first), executor_for(second)]
     try:
         assert [e.fetch(count).rows for e in executors] == [[(3,)], [(1,)]]
     finally:

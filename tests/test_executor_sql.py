@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from structq.capabilities import Limits, Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
-from structq.executors import create_executor
+from structq.sources import executor_for
 from structq.executors.base import ResultSet
 from structq.executors.sql import SqlExecutor
 from structq.executors.values import json_safe, json_safe_row
@@ -600,8 +600,8 @@ def test_sqlite_uri_urls_and_odd_paths(tmp_path: Path) -> None:
         executor.close()
 
 
-def test_create_executor_picks_the_sql_executor(tmp_path: Path) -> None:
-    executor = create_executor(Manifest(source="s", kind="sql", url=f"sqlite:///{tmp_path / 'x.db'}"))
+def test_the_sql_kind_picks_the_sql_executor(tmp_path: Path) -> None:
+    executor = executor_for(Manifest(source="s", kind="sql", url=f"sqlite:///{tmp_path / 'x.db'}"))
     assert isinstance(executor, SqlExecutor)
 
 

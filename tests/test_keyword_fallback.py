@@ -28,7 +28,7 @@ from structq.capabilities import CapabilitySet
 from structq.cli import app
 from structq.config import Settings
 from structq.errors import ConfigError, SandboxViolation
-from structq.executors import embedded
+from structq.executors.search import embedded_server
 from structq.linking.values import FORMAT_VERSION, ValueIndex, values_fingerprint
 from structq.safety import check_dsl
 
@@ -86,7 +86,7 @@ def kb_dir(search_server: SearchServer, tmp_path_factory: pytest.TempPathFactory
     (folder / "kb.yaml").write_text(MANIFEST.format(url=search_server.url), encoding="utf-8")
     capabilities = CapabilitySet.from_path(folder)
     manifest = capabilities.get("kb")
-    load_indices(search_server.url, [(name, embedded.index_mapping(manifest.index(name)), docs)
+    load_indices(search_server.url, [(name, embedded_server.index_mapping(manifest.index(name)), docs)
                                      for name, docs in (("kb_notes", NOTES), ("kb_wiki", WIKI))])
     (folder / ".values").mkdir()
     (folder / ".values" / "kb.json").write_text(json.dumps({

@@ -1,6 +1,6 @@
 """``Agent.ask``, ``aask``, ``run`` and ``Conversation.ask`` go one way: one audit line per call,
 success or failure, and a conversation gains one turn per question. The demo company (SQLite +
-the embedded search engine); the questions are verified examples (slotted or not), so no model is
+the embedded search server); the questions are verified examples (slotted or not), so no model is
 involved."""
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import sandbox_support as support
 from es_proxy import EsProxy
+from manifest_support import manifest_text
 from search_support import load_declared, search_executor
 from search_support import raw_client as opensearch_client
 from servers import SearchServer
-from manifest_support import manifest_text
 
 from structq.agent.engine import Engine
 from structq.agent.plan import Plan, coerce_search_queries
@@ -35,10 +35,11 @@ from structq.errors import (
     SandboxViolation,
     StructqError,
 )
-from structq.executors.base import ResultSet, create_executor
-from structq.executors.search import SearchExecutor
+from structq.executors.base import ResultSet
+from structq.executors.search.executor import SearchExecutor
 from structq.safety import check_dsl
 from structq.safety.query import SafeQuery
+from structq.sources import executor_for
 
 DOCS_INDEX = "rt_docs"
 OTHER_INDEX = "rt_other"          # declared, holds another team's data
@@ -443,7 +444,7 @@ def test_other_indices_named_in_the_body_are_refused(body: dict[str, Any], code:
 
 def test_only_search_and_count_endpoints_are_ever_called(engine_url: str) -> None:
     with EsProxy(engine_url) as proxy:
-        ex = create_executor(make_manifest(proxy.url))
+        ex = executor_for(make_manifest(proxy.url))
         try:
             for body in ({}, {"size": 0}, {"size": 0, "post_filter": {"match_all": {}}},
                          {"aggs": {"a": {"terms": {"field": "author_id"}}}},

@@ -1,6 +1,6 @@
 """Search results the model can reason about: counting with ``size: 0`` through the agent, and
 what the planning and answer prompts say about result shapes and truncation. Scripted models on
-the demo company (the embedded search engine)."""
+the demo company (the embedded search server)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from sandbox_support import refused
 from search_support import load_indices, raw_client as opensearch_client, search_executor
 from servers import SearchServer
 from structq.errors import ExecutionError, SandboxViolation
-from structq.executors import embedded
-from structq.executors.search import SearchExecutor
+from structq.executors.search import embedded_server
+from structq.executors.search.executor import SearchExecutor
 from structq.safety import check_dsl
 from structq.safety.query import SafeQuery
 from tenant_blind_support import ALONE, MIXED, T1_DOCS, bodies, make_manifest, mixed_documents
@@ -34,7 +34,7 @@ UNFILTERED = make_manifest(row_filters=False)
 
 @pytest.fixture(scope="module")
 def engine_url(search_server: SearchServer) -> str:
-    mapping = embedded.index_mapping(TB.index(ALONE))
+    mapping = embedded_server.index_mapping(TB.index(ALONE))
     load_indices(search_server.url, [(ALONE, mapping, T1_DOCS), (MIXED, mapping, mixed_documents())])
     return search_server.url
 

@@ -1,5 +1,5 @@
 """``structq serve --workers 2`` on an embedded search source: the workers share the one
-background engine (``engine_daemon.py``) instead of each starting its own and indexing the
+background search server (``server_daemon.py``) instead of each starting its own and indexing the
 documents again; with the daemon turned off each worker has its own, as before.
 
 Real processes throughout (the server, its workers, the engine's supervisor, osmem-server),
@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 from server_support import ServerProcess, start_server
-from test_engine_daemon import DOCS, MANIFEST  # the same one-index notes source
+from test_search_server_daemon import DOCS, MANIFEST  # the same one-index notes source
 
-from structq.executors.engine_state import DAEMON_MODULE, live_leases
+from structq.executors.search.daemon_state import DAEMON_MODULE, live_leases
 
 PLAN = {"steps": [{"output_key": "hits", "source": "notes", "index": "notes",
                    "query": {"query": {"term": {"author": "a"}}}}]}
@@ -78,7 +78,7 @@ def workspace(tmp_path: Path):
     (manifests / "notes.jsonl").write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
     env = {"STRUCTQ_STATE_DIR": str(tmp_path / "state"), "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
     yield manifests, env, tmp_path
-    subprocess.run([sys.executable, "-m", "structq.cli", "engine", "stop"], env={**os.environ, **env},
+    subprocess.run([sys.executable, "-m", "structq.cli", "search-server", "stop"], env={**os.environ, **env},
                    capture_output=True, timeout=60)
     for entry in Path("/proc").iterdir():  # whatever a failed test left behind
         if entry.name.isdigit() and DAEMON_MODULE.encode() in _command(int(entry.name)) \
@@ -94,34 +94,34 @@ def _run_plan(server: ServerProcess) -> list[list[object]]:
 
 def test_two_workers_share_one_background_engine(workspace) -> None:
     manifests, env, root = workspace
-    server = start_server(["-m", str(manifests), "--workers", "2"], env={**env, "STRUCTQ_ENGINE_DAEMON": "1"},
+    server = start_server(["-m", str(manifests), "--workers", "2"], env={**env, "STRUCTQ_SEARCH_DAEMON": "1"},
                           log=root / "serve.log")
     try:
         _wait(lambda: len(_workers(server)) == 2, "two workers")
         workers = set(_workers(server))
-        folder = root / "state" / "engine"
+        folder = root / "state" / "search-server"
         # each worker warms its sources at start: both hold a lease on the one engine
         _wait(lambda: folder.exists() and set(live_leases(folder)) == workers, "both workers on the engine")
-        state = json.loads((folder / "engine.json").read_text())
-        assert b"osmem" in _command(state["engine_pid"])
+        state = json.loads((folder / "daemon.json").read_text())
+        assert b"osmem" in _command(state["server_pid"])
         # the one engine is the daemon's (its supervisor may have been spawned by a worker);
         # no worker started one of its own
-        assert _engines_below(server.process.pid) in ([], [state["engine_pid"]])
+        assert _engines_below(server.process.pid) in ([], [state["server_pid"]])
         for _ in range(4):  # whichever worker answers, from the one engine
             assert len(_run_plan(server)) == 1
-        record = json.loads((folder / "engine.json").read_text())
-        assert record["engine_pid"] == state["engine_pid"] and record["indices"] == state["indices"]  # loaded once
+        record = json.loads((folder / "daemon.json").read_text())
+        assert record["server_pid"] == state["server_pid"] and record["indices"] == state["indices"]  # loaded once
     finally:
         server.stop()
 
 
 def test_without_the_daemon_each_worker_has_its_own_engine(workspace) -> None:
     manifests, env, root = workspace
-    server = start_server(["-m", str(manifests), "--workers", "2"], env={**env, "STRUCTQ_ENGINE_DAEMON": "0"},
+    server = start_server(["-m", str(manifests), "--workers", "2"], env={**env, "STRUCTQ_SEARCH_DAEMON": "0"},
                           log=root / "serve.log")
     try:
         _wait(lambda: len(_engines_below(server.process.pid)) == 2, "an engine in each worker")
         assert len(_run_plan(server)) == 1
-        assert not (root / "state" / "engine" / "engine.json").exists()
+        assert not (root / "state" / "search-server" / "daemon.json").exists()
     finally:
         server.stop()

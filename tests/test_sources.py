@@ -336,17 +336,31 @@ def test_a_kinds_value_step_is_a_step_its_own_sandbox_accepts(demo_capabilities:
     assert checked == {kind_of(m).name for m in demo_capabilities}
 
 
-def test_a_registered_executor_answers_to_fetch_only() -> None:
-    """``Executor.run`` was ``fetch``'s former name and is gone: registering adds no second name."""
-    from structq.executors.base import _REGISTRY, register
+@pytest.mark.parametrize("manifest_kind", MANIFEST_KINDS)
+def test_every_manifest_kind_names_its_executor(manifest_kind: str) -> None:
+    """The registry is the only place a ``kind:`` meets its executor (executors do not
+    register themselves), and what it names answers to ``fetch`` only: ``Executor.run`` was
+    ``fetch``'s former name and is gone."""
+    manifest = Manifest.model_construct(source="s", kind=manifest_kind)
+    executor = kind_of(manifest).executor_class(manifest)
+    assert callable(executor.fetch) and callable(executor.close) and not hasattr(executor, "run")
 
-    class Fetches:
-        def fetch(self, query: SafeQuery) -> ResultSet:
-            return ResultSet(columns=("text",), rows=[(query.text,)])
 
-    query = SafeQuery(source="s", kind="sql", limit=2, max_rows=1, text="SELECT 1")
-    try:
-        executor = register("fetch-only")(Fetches)()
-        assert executor.fetch(query).rows == [("SELECT 1",)] and not hasattr(executor, "run")
-    finally:
-        _REGISTRY.pop("fetch-only", None)
+def test_a_kind_without_an_executor_for_the_manifest_is_a_config_error() -> None:
+    manifest = Manifest.model_construct(source="crm", kind="graphql")
+    sql = kind_of(Manifest.model_construct(source="db", kind="sql"))
+    with pytest.raises(ConfigError, match="source 'crm': SQL sources have no executor for kind 'graphql'") as caught:
+        sql.executor(manifest)
+    assert caught.value.hint == "set kind: to one of sql"
+
+
+def test_the_registry_imports_no_executor() -> None:
+    """Each kind names its executor as a string: importing the registry (every CLI command
+    does) loads no database driver or search client."""
+    import subprocess
+    import sys
+
+    code = ("import sys, structq.sources; print(sorted(m for m in sys.modules "
+            "if m.startswith('structq.executors.') and m != 'structq.executors.base'))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

@@ -404,7 +404,7 @@ def test_a_password_never_appears_in_messages(tmp_path: Path, url: str) -> None:
     ("embedded", "embedded"),
 ])
 def test_redact_url_is_total(url: str, shown: str) -> None:
-    from structq.executors.search import redact_url
+    from structq.executors.urls import redact_url
 
     assert redact_url(url) == shown
 
@@ -442,7 +442,7 @@ def test_profile_values_that_time_out_are_skipped(manifest: Path, monkeypatch: p
 
 def test_profile_values_on_the_embedded_engine(tmp_path: Path) -> None:
     """``url: embedded`` keeps each index under a name of its own; profiling reads that one."""
-    from structq.executors import embedded
+    from structq.executors.search import embedded_server
 
     (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps(d) for d in [
         {"_id": "1", "author_id": "E1", "status": "draft"},
@@ -462,13 +462,13 @@ def test_profile_values_on_the_embedded_engine(tmp_path: Path) -> None:
               - {name: author_id, type: keyword, description: 作者}
               - {name: status, type: keyword}
         """), encoding="utf-8")
-    embedded.stop()
+    embedded_server.stop()
     try:
         result = sync("-m", str(path), "--check", "--json", "--profile-values", "5")
         assert result.exit_code == 1, result.output
         changed = json.loads(result.stdout)["sources"][0]["changed"]
         # author_id is a described key: never profiled
         assert {c["object"]: c["to"] for c in changed} == {"emb_profiled.status": ["draft", "final"]}
-        assert embedded._ENGINE._holders == 0  # sync gave back what it acquired
+        assert embedded_server._SERVER._holders == 0  # sync gave back what it acquired
     finally:
-        embedded.stop()
+        embedded_server.stop()

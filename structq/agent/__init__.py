@@ -28,7 +28,8 @@ model, repaired on retryable errors) → run (``Engine``) → observe and revise
 
 from structq.errors import RepairsExhausted
 
-from .agent import Agent, Answer
+from .agent import Agent
+from .answer import Answer
 from .engine import Engine
 from .results import PlanResult, StepResult
 from .plan import Plan, Step

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from structq.config import Settings
 from structq.errors import ConfigError, ModelError, PlanError, RepairsExhausted, StructqError
 
+from .answer import Answer
 from .audit import AuditLog
 from .bridge import block_on
 from .cache import PlanCache, VerifiedPlans
@@ -50,40 +51,7 @@ if TYPE_CHECKING:
 
     from .conversation import Conversation
 
-__all__ = ["Agent", "Answer"]
-
-
-@dataclass
-class Answer:
-    """What ``ask`` returns: the text, its citations, the plan and every step's result."""
-
-    question: str
-    text: str
-    plan: Plan
-    results: PlanResult
-    citations: list[dict[str, Any]]
-    notes: list[str]
-    plan_source: str
-    model_calls: CallLog = field(default_factory=CallLog)
-    #: Each evaluation of a run that came back empty, and what came of it.
-    rounds: list[Round] = field(default_factory=list)
-    #: The answer check's verdict on each figure of the model-written reply (``figures``).
-    checks: list[FigureCheck] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stable shape of ``structq ask --json``."""
-        return {
-            "question": self.question,
-            "answer": self.text,
-            "citations": self.citations,
-            "plan": self.plan.to_dict(),
-            "plan_source": self.plan_source,
-            "steps": [s.to_dict() for s in self.results.steps.values()],
-            "notes": self.notes,
-            "model_calls": self.model_calls.to_list(),
-            "rounds": [r.to_dict() for r in self.rounds],
-            "checks": [c.to_dict() for c in self.checks],
-        }
+__all__ = ["Agent"]
 
 
 @dataclass(frozen=True)
@@ -289,10 +257,14 @@ class Agent:
                         request.question, request.vars, request.today, request.context, request.use_cache, log,
                         with_values=request.answer, restated=request.restated))
                 except (ConfigError, ModelError) as failure:  # planning failed: a keyword search, if configured
-                    from .fallback import keyword_fallback
+                    from .fallback import keyword_fallback, wants_fallback
 
+                    if not wants_fallback(self.settings.fallback, failure, has_model=self.has_model,
+                                          verified=self.verified.get(request.question, request.today) is not None):
+                        raise
                     plan, results, text, notes = await keyword_fallback(
-                        self, request.question, vars=request.vars, today=request.today, failure=failure)
+                        request.question, self.capabilities, self.engine, vars=request.vars, today=request.today,
+                        failure=failure)
                     outcome = Outcome(plan, "keywords", results)
             checks: tuple[FigureCheck, ...] = ()
             if outcome.plan_source != "keywords":

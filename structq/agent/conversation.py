@@ -3,21 +3,29 @@ so that "那他上个月的项目呢？" after a question about 张三 resolves 
 
 A conversation is history only: the agent reads it (``context``) before planning and adds the
 answered question to it (``record``); ``Conversation.ask`` is a shorthand for
-``agent.ask(question, conversation=…)``."""
+``agent.ask(question, conversation=…)``. It knows the agent only as something that answers
+questions in a conversation (``Answers``), so the agent may build conversations without the
+two modules depending on each other."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from .agent import Agent, Answer
+    from .answer import Answer
 
-__all__ = ["Conversation", "Turn"]
+__all__ = ["Answers", "Conversation", "Turn"]
 
 #: Rows of each step's result kept in the summary; enough to resolve "he", "those", "that project".
 SUMMARY_ROWS = 5
+
+
+class Answers(Protocol):
+    """What a conversation asks its questions of (``Agent``)."""
+
+    def ask(self, question: str, *, conversation: "Conversation", **kwargs: Any) -> "Answer": ...
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,7 @@ def summarise(answer: "Answer") -> str:
 class Conversation:
     """Questions asked in sequence on one agent; each sees the earlier turns."""
 
-    agent: "Agent"
+    agent: Answers
     turns: list[Turn] = field(default_factory=list)
     max_turns: int = 6
 

@@ -17,6 +17,10 @@ language model is configured" alone would not tell them why they did not get it)
 The result is labelled in the text, the notes and ``plan_source: "keywords"`` as what it is: the
 documents that contain the question's words, not an answer to the question. No model writes an
 answer from it.
+
+The agent decides whether its planning failure is one the fallback answers (``wants_fallback``,
+from its settings, its model and its verified examples); the fallback itself needs only the
+sources and the engine that runs its plan.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from .keywords import KeywordSearch, keyword_search
 from .synthesis import is_chinese, render_deterministic
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .results import PlanResult
+    from structq.capabilities import CapabilitySet
+
+    from .engine import Engine
     from .plan import Plan
+    from .results import PlanResult
 
 __all__ = ["FALLBACKS", "keyword_fallback", "label", "wants_fallback"]
 
@@ -40,15 +46,16 @@ __all__ = ["FALLBACKS", "keyword_fallback", "label", "wants_fallback"]
 FALLBACKS = ("keywords", "off")
 
 
-def wants_fallback(agent: Agent, question: str, today: dt.date, failure: BaseException) -> bool:
-    """Whether ``failure`` is a planning failure the keyword fallback is configured to answer."""
-    if agent.settings.fallback != "keywords":
+def wants_fallback(fallback: str, failure: BaseException, *, has_model: bool, verified: bool) -> bool:
+    """Whether ``failure`` is a planning failure the keyword fallback is configured to answer
+    (``fallback``: ``Settings.fallback``; ``verified``: a verified example matched the question)."""
+    if fallback != "keywords":
         return False
     if isinstance(failure, ModelError):
         return True
     # Without a model the only ConfigError left is "no language model is configured", unless a
     # verified example matched (its plan ran and failed on something else).
-    return isinstance(failure, ConfigError) and not agent.has_model and agent.verified.get(question, today) is None
+    return isinstance(failure, ConfigError) and not has_model and not verified
 
 
 def label(search: KeywordSearch, failure: BaseException) -> str:
@@ -67,13 +74,13 @@ def label(search: KeywordSearch, failure: BaseException) -> str:
             f"Searched {'; '.join(parts)}.")
 
 
-def _why_not(failure: BaseException, agent: Agent) -> BaseException:
+def _why_not(failure: BaseException, capabilities: CapabilitySet) -> BaseException:
     """``failure`` with the reason the keyword fallback did not run added to its first line; the
     same error otherwise (its type, code and exit status stay the caller's contract)."""
-    declared = [(f"{m.source}.{i.name}", i.draft) for m in agent.capabilities for i in m.indices]
+    declared = [(f"{m.source}.{i.name}", i.draft) for m in capabilities for i in m.indices]
     searchable = [name for name, draft in declared if not draft]
     if not declared:
-        sources = ", ".join(f"{m.source} ({m.kind})" for m in agent.capabilities)
+        sources = ", ".join(f"{m.source} ({m.kind})" for m in capabilities)
         why = f"no search source is declared (the sources are {sources}), so there is nothing to search"
     elif not searchable:
         why = (f"every search index is still a draft ({', '.join(name for name, _ in declared)}); "
@@ -88,19 +95,18 @@ def _why_not(failure: BaseException, agent: Agent) -> BaseException:
     return failure
 
 
-async def keyword_fallback(agent: Agent, question: str, *, vars: dict[str, Any], today: dt.date,
-                           failure: BaseException) -> tuple[Plan, PlanResult, str, list[str]]:
-    """Run the keyword search for ``question`` in place of a failed plan: (plan, results, text,
-    notes). Raises ``failure`` when the fallback is not configured or does not apply."""
-    if not wants_fallback(agent, question, today, failure):
-        raise failure
+async def keyword_fallback(question: str, capabilities: CapabilitySet, engine: Engine, *, vars: dict[str, Any],
+                           today: dt.date, failure: BaseException) -> tuple[Plan, PlanResult, str, list[str]]:
+    """Run the keyword search for ``question`` in place of a failed plan (once the agent found
+    that ``wants_fallback``): (plan, results, text, notes). Raises ``failure``, with the reason
+    added, when the question gives nothing to search."""
     from structq.linking import load_values
 
-    search = keyword_search(question, agent.capabilities, today, values=load_values(agent.capabilities))
+    search = keyword_search(question, capabilities, today, values=load_values(capabilities))
     if not search.searches:
-        raise _why_not(failure, agent)
+        raise _why_not(failure, capabilities)
     plan = search.plan
-    results = await agent.engine.arun(plan, vars=vars)
+    results = await engine.arun(plan, vars=vars)
     note = label(search, failure)
     notes = [note, *(n for s in search.searches for n in s.notes), *results.notes]
     return plan, results, f"{note}\n\n{render_deterministic(question, results)}", notes

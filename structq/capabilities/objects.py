@@ -197,7 +197,7 @@ class Index(_Strict):
     description: str = ""
     synonyms: list[str] = Field(default_factory=list)
     fields: list[SearchField] = Field(min_length=1)
-    #: JSON-lines documents the embedded engine loads at start (relative to the manifest).
+    #: JSON-lines documents the embedded search server loads at start (relative to the manifest).
     documents: str | None = None
     draft: bool = False
 

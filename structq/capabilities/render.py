@@ -14,13 +14,10 @@ can say why it cannot answer instead of reaching for another column.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from .model import Column, Index, Manifest, SearchField, Table
 from .render_api import api_language, render_api
-
-if TYPE_CHECKING:
-    from .catalog import CapabilitySet
 
 __all__ = ["render_capabilities", "render_manifest", "render_table", "render_index"]
 
@@ -112,6 +109,7 @@ def render_manifest(m: Manifest) -> str:
     return "\n".join(lines)
 
 
-def render_capabilities(capabilities: "CapabilitySet") -> str:
-    """Every source, separated by blank lines, in a stable order."""
+def render_capabilities(capabilities: Iterable[Manifest]) -> str:
+    """Every source, separated by blank lines, in the order given (a ``CapabilitySet``
+    iterates its manifests in a stable order)."""
     return "\n\n".join(render_manifest(m) for m in capabilities)

@@ -13,7 +13,7 @@ from .check import check
 from .sandbox import sandbox
 from .sync import sync
 from .demo import demo
-from .engine import configure_daemon, engine_app
+from .search_server import configure_daemon, search_server_app
 from .eval import eval_
 from .grants import grants
 from .feedback import feedback_app
@@ -45,8 +45,8 @@ def _root(
                                  callback=_print_version),
     no_daemon: bool = typer.Option(
         False, "--no-daemon",
-        help="Start the embedded search engine inside this command instead of sharing the "
-             "per-user background engine (also: STRUCTQ_ENGINE_DAEMON=0)."),
+        help="Start the embedded search server inside this command instead of sharing the "
+             "per-user background search server (also: STRUCTQ_SEARCH_DAEMON=0)."),
 ) -> None:
     """Answer questions about your company's data with checked, read-only query plans.
 
@@ -72,7 +72,7 @@ app.command("eval")(eval_)
 app.command()(serve)
 app.command()(mcp)
 app.add_typer(cache_app, name="cache")
-app.add_typer(engine_app, name="engine")
+app.add_typer(search_server_app, name="search-server")
 app.add_typer(feedback_app, name="feedback")
 
 

@@ -1,6 +1,6 @@
 """``structq demo``: the whole flow on the bundled demo company, offline, with no API key.
 
-Builds the demo data (once), starts the embedded search engine, and answers every verified
+Builds the demo data (once), starts the embedded search server, and answers every verified
 example question: its plan, the queries as they ran, the result tables and the answer with
 citations. With a model configured it also answers a question that is not an example.
 """
@@ -124,7 +124,7 @@ def _answer_examples(agent, out) -> None:
         try:
             with out.status("running the plan …"):
                 answer = agent.ask(example.question, today=DEMO_TODAY, answer=True)
-        except ConfigError as exc:  # e.g. the embedded search engine is not installed: the others still run
+        except ConfigError as exc:  # e.g. the embedded search server is not installed: the others still run
             out.print(f"[yellow]skipped:[/] {escape(exc.message)}" + (f" ({escape(exc.hint)})" if exc.hint else ""))
             continue
         print_plan(out, answer.plan)

@@ -67,7 +67,7 @@ def print_step(out: "Console", result: "StepResult") -> None:
         out.print(f"[yellow]{title}: {escape(result.skipped)}[/]")
         return
     flag = " [red](truncated)[/]" if result.truncated else ""
-    startup = f" (+ {result.startup_ms:.0f} ms engine start-up)" if result.startup_ms else ""
+    startup = f" (+ {result.startup_ms:.0f} ms search server start-up)" if result.startup_ms else ""
     caption = f"{result.row_count} rows, {result.elapsed_ms:.0f} ms{startup}{flag}"
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     for column in result.columns:

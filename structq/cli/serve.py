@@ -37,7 +37,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="TCP port.", min=1, max=65535)] = 8000,
     config: ConfigOpt = None,
     workers: Annotated[int, typer.Option("--workers", help="Worker processes (each keeps its own warm agent; they share "
-                                                         "the store and the background search engine).", min=1)] = 1,
+                                                         "the store and the background search server).", min=1)] = 1,
     llm, var, no_cache,
     new_token: Annotated[str | None, typer.Option("--new-token", metavar="USER",
                                                   help="Print a new API token for USER and its server.yaml entry, then exit.")] = None,
@@ -63,9 +63,9 @@ def serve(
         from structq.server.run import ServeOptions
         from structq.server.run import serve as run_server
 
-        from .engine import daemon_wanted
+        from .search_server import daemon_wanted
 
-        # every worker uses the one background search engine, unless `structq --no-daemon serve`
+        # every worker uses the one background search server, unless `structq --no-daemon serve`
         daemon = daemon_wanted(bool(ctx.find_root().params.get("no_daemon")))
         options = ServeOptions(manifests=str(resolve_manifests(manifests)), config=str(config) if config else None,
                                llm=llm, vars=parse_vars(var), no_cache=no_cache, host=host, port=port, workers=workers,

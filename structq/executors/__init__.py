@@ -1,4 +1,5 @@
-"""Executors run checked queries against sources; one registered class per source ``kind``.
+"""Executors run checked queries against sources; one class per manifest ``kind:``, named by
+its source kind (``structq.sources``).
 
 The backends import lazily (``SqlExecutor`` pulls in SQLAlchemy, ``LocalExecutor`` sqlglot) so
 importing this package stays cheap for the CLI.
@@ -9,17 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .base import Executor, ResultSet, create_executor, executor_class, register
+from .base import Executor, ResultSet
 
 __all__ = [
     "Executor",
     "LocalExecutor",
     "ResultSet",
     "SqlExecutor",
-    "create_executor",
-    "executor_class",
     "local_manifest",
-    "register",
 ]
 
 _LAZY = {

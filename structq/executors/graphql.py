@@ -9,22 +9,20 @@ data with errors is not an answer either.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
 
 from structq.capabilities.model import Manifest
 from structq.errors import ExecutionError
 from structq.safety.query import SafeQuery
 
 from .api_rows import records_of, to_table
-from .base import ResultSet, register
+from .base import ResultSet
 from .http import ApiClient
 
 __all__ = ["GraphqlExecutor"]
 
 
-@register("graphql")
 class GraphqlExecutor:
-    kind: ClassVar[str]
+    """Runs checked GraphQL documents (``kind: graphql``): one POST each."""
 
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest

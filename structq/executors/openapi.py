@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar
+from typing import Any
 
 from structq.capabilities.model import Manifest
 from structq.safety.query import SafeQuery
 
 from .api_rows import records_of, to_table
-from .base import ResultSet, register
+from .base import ResultSet
 from .http import ApiClient
 
 __all__ = ["OpenapiExecutor"]
 
 
-@register("openapi")
 class OpenapiExecutor:
-    kind: ClassVar[str]
+    """Runs checked REST requests (``kind: openapi``) on the manifest's ``url``."""
 
     def __init__(self, manifest: Manifest) -> None:
         self.manifest = manifest

@@ -312,7 +312,7 @@ def create_app(service: "Service", *, mcp: bool = True) -> FastAPI:
 
 
 # _quiet_collections: the objects a warm service holds for its lifetime (manifests, sqlglot's
-# dialects and caches, pools, the embedded engine) are moved out of the collector's reach
+# dialects and caches, pools, the embedded search server) are moved out of the collector's reach
 # (``gc.freeze``) once built and once warm. Otherwise every full collection — which a request
 # allocating many objects (a 5,000-token query) triggers every few requests — walks them all:
 # 300 ms during which the event loop, and ``/healthz``, stand still.

@@ -40,8 +40,8 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
-    #: Embedded search sources come from the per-user background engine (``engine_daemon.py``),
-    #: shared by every worker, rather than one engine (and one copy of the documents) per worker.
+    #: Embedded search sources come from the per-user background search server (``server_daemon.py``),
+    #: shared by every worker, rather than one search server (and one copy of the documents) per worker.
     daemon: bool = False
     #: The command that starts the service (``serve`` or ``mcp``), named in start-up errors.
     command: str = "serve"
@@ -89,12 +89,12 @@ def app_from_env() -> "FastAPI":
 
     options = ServeOptions(**json.loads(os.environ[_ENV]))
     configure_logging(log_format_from_env(options.log_format))
-    if options.daemon:  # a fresh process: the parent's choice of engine is not inherited
-        from structq.executors import embedded
-        from structq.executors.engine_daemon import parse_idle
+    if options.daemon:  # a fresh process: the parent's choice of search server is not inherited
+        from structq.executors.search import embedded_server
+        from structq.executors.search.server_daemon import parse_idle
 
-        idle = os.environ.get("STRUCTQ_ENGINE_IDLE")
-        embedded.use_daemon(parse_idle(idle) if idle else None)
+        idle = os.environ.get("STRUCTQ_SEARCH_DAEMON_IDLE")
+        embedded_server.use_daemon(parse_idle(idle) if idle else None)
     return create_app(make_service(options))
 
 

@@ -1,7 +1,7 @@
 """The service behind every transport (HTTP API, web page, MCP): one warm ``Agent``.
 
 One agent lives as long as the process: its executors keep their connection pools, the
-embedded search engine stays loaded, the plan cache stays open. Every operation takes the
+embedded search server stays loaded, the plan cache stays open. Every operation takes the
 caller's ``Principal``: its fixed variables are the only variables a query ever sees, and its
 sources bound what any plan may touch (``observe.GuardedEngine`` enforces that on every run).
 
@@ -363,7 +363,7 @@ class Service:
     # --- health --------------------------------------------------------------------------
 
     def warm(self) -> None:
-        """Open every source now (pools, the embedded engine's index load), not on the first question."""
+        """Open every source now (pools, the embedded search server's index load), not on the first question."""
         self.readiness()
 
     def readiness(self, *, details: bool = True) -> dict[str, str]:

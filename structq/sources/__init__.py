@@ -7,6 +7,9 @@ here (``kind_of`` for a manifest, ``step_kind`` for a step's source) instead of 
 "is it a search source?". A new kind — an HTTP API, DuckDB files — is one new module and one
 entry in ``KINDS``.
 
+This is the only registry of kinds: executors do not register themselves; each kind names
+the executor class of every manifest ``kind:`` it serves (``SourceKind.executors``).
+
 Layer: above ``executors`` and ``safety`` (a kind names its sandbox check and executor), below
 ``agent``, ``sync``, ``cli``, ``server`` and ``langchain``, which use it.
 """
@@ -27,9 +30,10 @@ from .sql import SqlKind
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
+    from structq.executors.base import Executor
 
-__all__ = ["KINDS", "Bound", "SourceKind", "builtin_sources", "is_builtin", "kind_of", "objects", "per_kind",
-           "step_kind"]
+__all__ = ["KINDS", "Bound", "SourceKind", "builtin_sources", "executor_for", "is_builtin", "kind_of", "objects",
+           "per_kind", "step_kind"]
 
 T = TypeVar("T")
 
@@ -48,6 +52,12 @@ def kind_of(manifest: "Manifest") -> SourceKind:
     except KeyError:
         raise ConfigError(f"source {manifest.source!r}: no source kind {manifest.kind!r}",
                           hint=f"set kind: to one of {', '.join(sorted(_BY_MANIFEST_KIND))}") from None
+
+
+def executor_for(manifest: "Manifest") -> "Executor":
+    """A new executor for ``manifest``'s source, from its kind (a ``ConfigError`` for a kind
+    the registry does not know)."""
+    return kind_of(manifest).executor(manifest)
 
 
 def step_kind(source: str, capabilities: "CapabilitySet") -> SourceKind:

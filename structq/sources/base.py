@@ -1,22 +1,24 @@
 """What a kind of source provides, and a step bound to its source.
 
 A ``SourceKind`` is everything the rest of structq needs to know about one kind of source:
-what a step's query is (``payload``), the objects a manifest declares (tables, indices) and
-their members (columns, fields), how a step is checked against its source's shape
-(``validate_step``) and by the sandbox (``check``), how its executor is made (``executor``),
-and how many rows a step may pass on (``intermediate_cap``). Code that would otherwise ask
+the manifest ``kind:`` values it serves (``manifest_kinds``), what a step's query is
+(``payload``), the objects a manifest declares (tables, indices) and their members (columns,
+fields), how a step is checked against its source's shape (``validate_step``) and by the
+sandbox (``check``), which executor runs it (``executors``, imported on first use by
+``executor``), and how many rows a step may pass on (``intermediate_cap``). Code that would otherwise ask
 "is this a search source?" asks the kind instead, so a new kind is one module and one entry
 in the registry (``structq.sources``).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from structq.capabilities.objects import Table
-from structq.errors import PlanError
+from structq.errors import ConfigError, PlanError
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
@@ -82,6 +84,9 @@ class SourceKind:
     #: Whether every distinct value of a member can be read in one query (a search
     #: aggregation's buckets are capped, so a search field's values are looked up one at a time).
     lists_values: ClassVar[bool] = True
+    #: Manifest ``kind:`` → its executor class, as ``"module:Class"``: imported on first use, so
+    #: importing the registry imports no database driver or client library.
+    executors: ClassVar[Mapping[str, str]] = {}
 
     def objects(self, manifest: "Manifest") -> Sequence[Any]:
         """The tables or indices ``manifest`` declares (``Manifest.objects``)."""
@@ -133,11 +138,19 @@ class SourceKind:
         return self.check(step.query, manifest, index=step.index, params=params, vars=vars, max_rows=max_rows,
                           slots=slots)
 
+    def executor_class(self, manifest: "Manifest") -> type:
+        """The class that runs ``manifest``'s queries (``executors``), imported now."""
+        try:
+            module, _, name = self.executors[manifest.kind].partition(":")
+        except KeyError:
+            served = ", ".join(sorted(self.executors)) or "another kind"
+            raise ConfigError(f"source {manifest.source!r}: {self.name} sources have no executor for "
+                              f"kind {manifest.kind!r}", hint=f"set kind: to one of {served}") from None
+        return getattr(importlib.import_module(module), name)
+
     def executor(self, manifest: "Manifest") -> "Executor":
         """A new executor for ``manifest``'s source (the engine pools it)."""
-        from structq.executors.base import create_executor
-
-        return create_executor(manifest)
+        return self.executor_class(manifest)(manifest)
 
     def intermediate_cap(self, manifest: "Manifest | None") -> int:
         """Most rows a step may pass on to later steps."""

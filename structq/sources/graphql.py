@@ -25,6 +25,7 @@ class GraphqlKind(SourceKind):
     payload_words = "a GraphQL query document"
     object_word = Operation.word
     lists_values = False
+    executors = {"graphql": "structq.executors.graphql:GraphqlExecutor"}
 
     def validate_step(self, step: StepLike, manifest: Manifest | None, earlier: Sequence[str]) -> None:
         if step.index or getattr(step, "operation", None) is not None:

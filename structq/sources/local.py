@@ -26,6 +26,7 @@ class LocalKind(SqlKind):
     name: ClassVar[str] = "local"
     manifest_kinds = ()
     builtin_sources = (LOCAL_SOURCE,)
+    executors = {}
 
     def validate_step(self, step: StepLike, manifest: "Manifest | None", earlier: Sequence[str]) -> None:
         if not isinstance(step.query, str):

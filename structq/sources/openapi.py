@@ -25,6 +25,7 @@ class OpenapiKind(SourceKind):
     payload_words = "an operation and its params"
     object_word = Operation.word
     lists_values = False
+    executors = {"openapi": "structq.executors.openapi:OpenapiExecutor"}
 
     def read_payload(self, text: str) -> Any:
         """``{"operation": …, "params": {…}}`` as JSON."""

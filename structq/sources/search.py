@@ -27,6 +27,8 @@ class SearchKind(SourceKind):
     indexed = True
     object_word = Index.word
     lists_values = False
+    executors = {"elasticsearch": "structq.executors.search.executor:ElasticsearchExecutor",
+                 "opensearch": "structq.executors.search.executor:OpenSearchExecutor"}
 
     def read_payload(self, text: str) -> Any:
         """The JSON body; a syntax error names its line and column."""

@@ -19,6 +19,7 @@ class SqlKind(SourceKind):
     manifest_kinds = ("sql",)
     payload = str
     payload_words = "SQL text"
+    executors = {"sql": "structq.executors.sql:SqlExecutor"}
 
     def check(self, query: Any, manifest: "Manifest", *, index: str | None, params: Mapping[str, Any],
               vars: Mapping[str, Any], max_rows: int | None,

@@ -20,7 +20,8 @@ Stored values are read only through samples.py (read-only, time-limited sessions
 from .diff import Change, Denial, Proposal, SourceDiff, diff_manifest
 from .history import HistoryError, Version, atomic_write, list_versions, rollback
 from .init import InitResult, init_manifest
-from .introspect import Scope, introspect
+from .introspect import introspect
+from .snapshot import Scope
 from .job import SyncError, SyncPlan, plan_sync, write_sync
 from .merge import merge_text
 from .snapshot import DbObject, Member, Snapshot

@@ -29,8 +29,8 @@ import yaml
 from structq.capabilities import load_manifest
 from structq.errors import ConfigError
 
-from .init import HEADER, url_variable
 from .api_samples import Samples, graphql_samples, openapi_samples
+from .seed import seed_head, url_variable
 from .sensitive import classify
 from .yamledit import scalar
 
@@ -101,10 +101,6 @@ def _field_line(indent: str, name: str, type_: str, description: str, denied: li
     return line + (f"  # denied: {verdict.reason}" if verdict else "")
 
 
-def _head(source: str, kind: str, variable: str) -> list[str]:
-    return [HEADER.rstrip("\n"), f"source: {source}", f"kind: {kind}", f"url: ${{{variable}}}"]
-
-
 # --- GraphQL ----------------------------------------------------------------------------------
 
 def graphql_schema(url: str, manifest: Manifest | None = None) -> Any:
@@ -157,7 +153,7 @@ def _graphql_text(source: str, variable: str, schema: Any, schema_file: str, den
     query = schema.query_type
     if query is None or not query.fields:
         raise ConfigError("the schema has no query fields a manifest can declare")
-    lines = _head(source, "graphql", variable) + [f"schema_file: {schema_file}", "operations:"]
+    lines = seed_head(source, "graphql", variable) + [f"schema_file: {schema_file}", "operations:"]
     reached: list[str] = []
 
     def reach(type_: Any) -> None:
@@ -361,7 +357,7 @@ def _spec_location(manifest: Manifest) -> str:
 
 def _openapi_text(source: str, variable: str, operations: list[dict[str, Any]], spec: str,
                   denied: list[Denied], samples: Samples) -> tuple[str, int, int, int]:
-    lines = _head(source, "openapi", variable) + [f"spec: {scalar(spec)}", "operations:"]
+    lines = seed_head(source, "openapi", variable) + [f"spec: {scalar(spec)}", "operations:"]
     readable = not_callable = count = 0
     for op in operations:
         head: list[tuple[str, Any]] = [("name", op["name"]), ("method", op["method"]), ("path", op["path"])]

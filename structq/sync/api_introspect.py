@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .snapshot import DbObject, Member, Snapshot
+from .snapshot import DbObject, Member, Scope, Snapshot
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
-
-    from .introspect import Scope
 
 __all__ = ["read_graphql", "read_openapi"]
 
@@ -69,13 +67,3 @@ def read_openapi(manifest: Manifest, scope: Scope) -> Snapshot:
         members = tuple(Member(name, type_, comment=text or None) for name, type_, text in operation["fields"])
         objects.append(DbObject(operation["name"], members, operation.get("description") or None))
     return Snapshot(manifest.source, manifest.kind, tuple(objects))
-
-
-
-def no_values(manifest: Manifest, targets: list[Any], limit: int, notes: list[str]) -> dict[Any, Any]:
-    """Values, samples and counts of an API source's fields: none are read (an API has no
-    query that lists a field's distinct values; sending one request per field to sample it
-    would be traffic nobody asked for). Denials come from the names alone."""
-    if targets:
-        notes.append(f"source {manifest.source!r}: stored values are not read from an API source")
-    return {}

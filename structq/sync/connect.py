@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError, SourceUnavailable
-from structq.executors.embedded import is_embedded
-from structq.executors.search import redact_url
+from structq.executors.search.embedded_server import is_embedded
+from structq.executors.urls import redact_url
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from structq.capabilities import Manifest
     from structq.executors.sql import Backend
 
-__all__ = ["SqlSource", "sql_connection", "search_client", "engine_index_names", "READ_TIMEOUT_S"]
+__all__ = ["SqlSource", "sql_connection", "search_client", "server_index_names", "READ_TIMEOUT_S"]
 
 #: Seconds one read of sync may run: the whole catalog read, or one column's distinct values.
 #: A large schema's catalog takes longer to read than a question's query may run, so the
@@ -108,16 +108,16 @@ _UNAVAILABLE = frozenset({"unreachable", "timeout", "auth", "wrong_product"})
 @contextmanager
 def search_client(manifest: "Manifest") -> Iterator[Any]:
     """A client for ``manifest``'s cluster, built by the search executor's client flavour
-    (the embedded engine is started and loaded on demand, and released afterwards); its
+    (the embedded search server is started and loaded on demand, and released afterwards); its
     connection failures become ``SourceUnavailable``."""
-    from structq.executors import embedded
-    from structq.executors.base import executor_class
-    from structq.executors.search_clients import OpenSearchFlavour
+    from structq.executors.search import embedded_server
+    from structq.executors.search.clients import OpenSearchFlavour
+    from structq.sources import kind_of
 
     if is_embedded(manifest.url):
-        flavour, url = OpenSearchFlavour(), embedded.acquire(manifest)
+        flavour, url = OpenSearchFlavour(), embedded_server.acquire(manifest)
     else:
-        flavour, url = executor_class(manifest.kind).flavour, manifest.url
+        flavour, url = kind_of(manifest).executor_class(manifest).flavour, manifest.url
     try:
         try:
             client = flavour.connect(url, _timeout(manifest))
@@ -140,14 +140,14 @@ def search_client(manifest: "Manifest") -> Iterator[Any]:
             flavour.close(client)
     finally:
         if is_embedded(manifest.url):
-            embedded.release()
+            embedded_server.release()
 
 
-def engine_index_names(manifest: "Manifest") -> dict[str, str]:
-    """Engine-side index name → declared name. The embedded engine keeps each declared index
+def server_index_names(manifest: "Manifest") -> dict[str, str]:
+    """Server-side index name → declared name. The embedded search server keeps each declared index
     under a name of its own (one per documents file); a real cluster uses the declared names."""
     if not is_embedded(manifest.url):
         return {i.name: i.name for i in manifest.indices}
-    from structq.executors.embedded import physical_index
+    from structq.executors.search.embedded_server import physical_index
 
     return {physical_index(manifest, i.name): i.name for i in manifest.indices}

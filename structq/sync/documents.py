@@ -1,7 +1,7 @@
 """What an ``embedded`` search source really holds: the fields of its documents files.
 
 An embedded index is built from the manifest (its mapping comes from the declared fields), so
-reading the engine's mapping back would compare the manifest with itself and always say "in
+reading the search server's mapping back would compare the manifest with itself and always say "in
 sync". The truth for such a source is its ``documents:`` file; this reads every document and
 describes the fields they carry, in the shape the mapping reader produces, so that ``sync`` and
 ``check --connect`` report a field the documents gained or lost, or values of another kind than
@@ -77,7 +77,7 @@ def _observe(document: dict[str, Any], into: dict[str, _Observed]) -> None:
 def documents_objects(manifest: Manifest, wanted: Iterable[str]) -> tuple[list[DbObject], list[str]]:
     """One object per declared index in ``wanted`` (names), described from its documents file;
     plus notes on what could not be described."""
-    from structq.executors.embedded import existing_documents, read_documents
+    from structq.executors.search.embedded_server import existing_documents, read_documents
 
     names = {name.lower() for name in wanted}
     objects, notes = [], []

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from structq.errors import ConfigError
 
 from .job import SyncPlan, plan_sync
+from .seed import seed_head, url_variable
 from .yamledit import flow_map, scalar
 
 if TYPE_CHECKING:
@@ -33,13 +34,6 @@ __all__ = ["InitResult", "init_manifest", "url_variable", "kind_of_url"]
 
 _SOURCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb", "duckdb", "mssql", "oracle")
-
-HEADER = """\
-# Drafted by `structq init` from the live source. Everything is `draft: true` until a person
-# describes it; `access: deny` marks what looked secret, `access: restricted` what looked personal
-# (the planner is told it exists, never its values); flip it to allow if not.
-"""
-
 
 @dataclass(frozen=True)
 class InitResult:
@@ -67,11 +61,6 @@ class InitResult:
         return sum(1 for o in self.plan.snapshot.objects for m in o.members if m.references)
 
 
-def url_variable(source: str) -> str:
-    """``hr`` → ``HR_URL``: the environment variable the manifest's URL is read from."""
-    return f"{source.upper()}_URL"
-
-
 def kind_of_url(url: str) -> str | None:
     """``sql`` for a database URL; None when the URL does not say (http(s): which cluster?)."""
     scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
@@ -95,7 +84,7 @@ def seed_text(source: str, kind: str, variable: str, *, schema: str | None = Non
     scope: list[tuple[str, object]] = []
     if schema:
         scope.append(("schema", schema))
-    lines = [HEADER.rstrip("\n"), f"source: {source}", f"kind: {kind}", f"url: ${{{variable}}}"]
+    lines = seed_head(source, kind, variable)
     if schema:
         lines.append(f"schema: {scalar(schema)}")
     patterns = [(key, "[" + ", ".join(scalar(p) for p in globs) + "]") for key, globs in

@@ -13,26 +13,23 @@ so new objects are proposed only where people asked for them.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, SearchField, Table
 
-from structq.executors.embedded import is_embedded
-from structq.sources import objects as source_objects
+from structq.executors.search.embedded_server import is_embedded
 from structq.sources import per_kind
 from structq.sources.graphql import GraphqlKind
 from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
-from .connect import engine_index_names, search_client, sql_connection
+from .connect import server_index_names, search_client, sql_connection
 from .documents import documents_objects
 from .api_introspect import read_graphql, read_openapi
-from .snapshot import DbObject, Member, Snapshot
+from .snapshot import DbObject, Member, Scope, Snapshot
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
@@ -51,38 +48,6 @@ _SQL_NAME = _name_pattern(Table)
 _COLUMN_NAME = _name_pattern(Column)
 _INDEX_NAME = _name_pattern(Index)
 _FIELD_NAME = _name_pattern(SearchField)
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which objects to read: declared ones always, others by include/exclude globs."""
-
-    schema: str | None = None
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    declared: frozenset[str] = frozenset()
-    #: Only the declared objects (``structq check --connect``), never new ones.
-    declared_only: bool = False
-
-    @classmethod
-    def of(cls, manifest: "Manifest", *, declared_only: bool = False) -> "Scope":
-        settings = manifest.sync
-        objects = source_objects(manifest)
-        return cls(
-            schema=(settings.schema_ if settings else None) or manifest.schema_,
-            include=tuple(settings.include) if settings else (),
-            exclude=tuple(settings.exclude) if settings else (),
-            declared=frozenset(o.name.lower() for o in objects),
-            declared_only=declared_only,
-        )
-
-    def wants(self, name: str) -> bool:
-        if name.lower() in self.declared:
-            return True
-        if self.declared_only:
-            return False
-        included = not self.include or any(fnmatch.fnmatchcase(name, p) for p in self.include)
-        return included and not any(fnmatch.fnmatchcase(name, p) for p in self.exclude)
 
 
 def introspect(manifest: "Manifest", *, declared_only: bool = False) -> Snapshot:
@@ -251,13 +216,13 @@ def _read_search(manifest: "Manifest", scope: Scope) -> Snapshot:
         objects, notes = documents_objects(manifest, wanted)
         return Snapshot(manifest.source, manifest.kind,
                         *_declarable(objects, _INDEX_NAME, _FIELD_NAME, scope, notes), exact_types=True)
-    names = engine_index_names(manifest)
+    names = server_index_names(manifest)
     with search_client(manifest) as client:
         if scope.declared_only:
             mappings = client.indices.get_mapping(index=",".join(sorted(names)), ignore_unavailable=True)
         else:
             mappings = client.indices.get_mapping()
-    mappings = {names.get(engine_name, engine_name): body for engine_name, body in mappings.items()}
+    mappings = {names.get(server_name, server_name): body for server_name, body in mappings.items()}
     notes: list[str] = []
     objects = []
     for name in sorted(mappings):

@@ -18,13 +18,12 @@ from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
-from .api_introspect import no_values
-from .connect import engine_index_names, search_client, sql_connection
+from .connect import server_index_names, search_client, sql_connection
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
 
-__all__ = ["Target", "by_object", "distinct_counts", "samples", "SAMPLE_ROWS"]
+__all__ = ["Target", "by_object", "distinct_counts", "no_values", "samples", "SAMPLE_ROWS"]
 
 Target = tuple[str, ...]  # (object, member[, sub-member…])
 
@@ -56,7 +55,7 @@ def _sql_counts(manifest: "Manifest", targets: list[Target], limit: int,
 
 def _search_counts(manifest: "Manifest", targets: list[Target], limit: int,
                    notes: list[str]) -> dict[Target, list[tuple[Any, int]]]:
-    engine_name = {declared: name for name, declared in engine_index_names(manifest).items()}
+    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[Target, list[tuple[Any, int]]] = {}
     with search_client(manifest) as client:
         for path in targets:
@@ -68,6 +67,15 @@ def _search_counts(manifest: "Manifest", targets: list[Target], limit: int,
                 values += [(None, 0)] * (limit + 1)  # more values than the buckets show
             found[path] = values
     return found
+
+
+def no_values(manifest: Manifest, targets: list[Any], limit: int, notes: list[str]) -> dict[Any, Any]:
+    """Values, samples and counts of an API source's fields: none are read (an API has no
+    query that lists a field's distinct values; sending one request per field to sample it
+    would be traffic nobody asked for). Denials come from the names alone."""
+    if targets:
+        notes.append(f"source {manifest.source!r}: stored values are not read from an API source")
+    return {}
 
 
 #: How each kind of source (by its registry name) counts distinct values:
@@ -102,7 +110,7 @@ def _pluck(document: Any, path: tuple[str, ...]) -> list[Any]:
 def _search_samples(manifest: "Manifest", targets: list[Target], limit: int,
                     notes: list[str]) -> dict[Target, list[Any]]:
     """From documents' ``_source`` (text fields have no terms aggregation)."""
-    engine_name = {declared: name for name, declared in engine_index_names(manifest).items()}
+    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[Target, list[Any]] = {}
     with search_client(manifest) as client:
         for index, paths in by_object(targets).items():

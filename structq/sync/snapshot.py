@@ -1,15 +1,55 @@
-"""What a source really holds, in one neutral shape for every engine.
+"""What a source really holds, in one neutral shape for every kind of source, and which part of
+it sync reads (``Scope``).
 
 Tables and indices are both *objects*; columns and fields are both *members*. Keeping one
-shape means the diff and the merge are written once, not once per engine: only
-``introspect.py`` knows where the facts came from.
+shape means the diff and the merge are written once, not once per kind: only
+``introspect.py`` and ``api_introspect.py`` know where the facts came from.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-__all__ = ["Member", "DbObject", "Snapshot"]
+from structq.sources import objects as source_objects
+
+if TYPE_CHECKING:
+    from structq.capabilities import Manifest
+
+__all__ = ["Member", "DbObject", "Scope", "Snapshot"]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which objects to read: declared ones always, others by include/exclude globs."""
+
+    schema: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    declared: frozenset[str] = frozenset()
+    #: Only the declared objects (``structq check --connect``), never new ones.
+    declared_only: bool = False
+
+    @classmethod
+    def of(cls, manifest: "Manifest", *, declared_only: bool = False) -> "Scope":
+        settings = manifest.sync
+        objects = source_objects(manifest)
+        return cls(
+            schema=(settings.schema_ if settings else None) or manifest.schema_,
+            include=tuple(settings.include) if settings else (),
+            exclude=tuple(settings.exclude) if settings else (),
+            declared=frozenset(o.name.lower() for o in objects),
+            declared_only=declared_only,
+        )
+
+    def wants(self, name: str) -> bool:
+        if name.lower() in self.declared:
+            return True
+        if self.declared_only:
+            return False
+        included = not self.include or any(fnmatch.fnmatchcase(name, p) for p in self.include)
+        return included and not any(fnmatch.fnmatchcase(name, p) for p in self.exclude)
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ from structq.sources.openapi import OpenapiKind
 from structq.sources.search import SearchKind
 from structq.sources.sql import SqlKind
 
-from .api_introspect import no_values
-from .connect import engine_index_names, search_client, sql_connection
+from .connect import server_index_names, search_client, sql_connection
+from .samples import no_values
 
 if TYPE_CHECKING:
     from structq.capabilities import Manifest
@@ -88,7 +88,7 @@ def _sql_values(manifest: "Manifest", targets: list[tuple[str, str]], limit: int
 
 def _search_values(manifest: "Manifest", targets: list[tuple[str, str]], limit: int,
                    notes: list[str]) -> dict[tuple[str, str], list[Any]]:
-    engine_name = {declared: name for name, declared in engine_index_names(manifest).items()}
+    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[tuple[str, str], list[Any]] = {}
     with search_client(manifest) as client:
         for name, member in targets:

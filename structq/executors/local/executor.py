@@ -17,7 +17,7 @@ from structq.capabilities.model import Limits, Manifest
 from structq.capabilities.references import LOCAL_SOURCE
 from structq.errors import ExecutionError, QueryTimeout
 
-from ..base import ResultSet, register
+from ..base import ResultSet
 from ..sql.fetch import NotAQuery, fetch, fetched_result
 from ..sql.sqlite import SQLITE_TOO_BIG_HINT, limit_sqlite, sqlite_deadline, sqlite_interrupted, sqlite_too_big
 from .inference import COLUMN_TYPES, LocalTable, describe_results, manifest_for
@@ -68,7 +68,6 @@ def _local_engine() -> "Engine":
         return _engine
 
 
-@register("local")
 class LocalExecutor:
     """Runs checked SQLite queries over earlier results. Cheap to create; one per step run
     is fine, and one instance may also run several queries, from several threads."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ExecutionError, QueryTimeout, SourceUnavailable
 
-from ..base import ResultSet, register
+from ..base import ResultSet
 from .fetch import NotAQuery, fetch, fetched_result
 from .guards import Setup, driver_message
 from .session import begin_read_only, read_only_engine, resolve
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["SqlExecutor"]
 
 
-@register("sql")
 class SqlExecutor:
     """Runs ``SafeQuery`` objects against one SQL source, read-only, time-limited and capped.
 

@@ -10,8 +10,8 @@ Pure functions over decoded JSON; no client, no I/O. Three shapes of answer:
 - **count** → one row, one column ``count`` (a body with ``size: 0`` and no aggregations),
   counted up to a bound: past it the row says "at least" (:func:`count_rows`).
 
-The manifest, not the engine, decides which fields leave this module: a field the manifest
-denies (or does not declare) is dropped even if the engine returned it.
+The manifest, not the search server, decides which fields leave this module: a field the manifest
+denies (or does not declare) is dropped even if the search server returned it.
 
 Some aggregations answer with estimates, and a number shown as exact when it is not is worse
 than no number: ``SearchTable.notes`` says so for ``terms`` counts with a ``doc_count_error_upper_bound``

@@ -2,7 +2,7 @@
 
 ``_id``, ``_score``, the allowed ``_source`` fields in manifest order, then ``_highlight`` when
 the request asked for highlighting. A field the manifest denies (or does not declare) is
-dropped even if the engine returned it — also from ``top_hits`` documents inside aggregations
+dropped even if the search server returned it — also from ``top_hits`` documents inside aggregations
 (``top_hits_documents``).
 """
 
@@ -28,7 +28,7 @@ _MISSING = object()
 @dataclass
 @dataclass
 class SearchTable:
-    """A search response as rows: columns, rows, and whether the engine held more than the rows
+    """A search response as rows: columns, rows, and whether the search server held more than the rows
     show (named apart from ``capabilities.Table``, a declared SQL table)."""
 
     columns: tuple[str, ...]
@@ -104,7 +104,7 @@ def _selected(column: _SourceColumn, includes: list[str] | None, excludes: list[
     if includes is None:
         return True
     # A pattern naming a descendant (``comments.author`` for nested ``comments``) selects the
-    # column too; the engine returns only that part of it.
+    # column too; the search server returns only that part of it.
     return any(_covers(p, path) or p.startswith(path + ".") for p in includes)
 
 
@@ -207,7 +207,7 @@ def count_rows(total: Any, bound: int) -> SearchTable:
     """How many documents matched, as one row, from ``hits.total`` of a request whose
     ``track_total_hits`` was ``bound``.
 
-    At the bound the engine stopped counting (relation ``gte``, or a value at the bound): the
+    At the bound the search server stopped counting (relation ``gte``, or a value at the bound): the
     row holds the bound, ``truncated`` is set and a note says "at least" — a count that stopped
     is never shown as exact.
     """

@@ -1,7 +1,7 @@
-"""The embedded search engine: ``url: embedded`` sources need no server of their own.
+"""The embedded search server: ``url: embedded`` sources need no server of their own.
 
 A search manifest whose ``url`` is ``embedded`` (the demo's default) is served by one
-``osmem-server`` process (an in-memory, OpenSearch-compatible engine from the ``embedded``
+``osmem-server`` process (an in-memory, OpenSearch-compatible search server from the ``embedded``
 extra), shared by every embedded source of this Python process:
 
 - started lazily, under a lock, by the first executor that needs it; bound to 127.0.0.1 on
@@ -10,18 +10,18 @@ extra), shared by every embedded source of this Python process:
   from the JSON-lines file named by its ``documents:`` — once per process, however many
   executors serve the source;
 - stopped when the last executor holding it closes, at interpreter exit (``atexit``), and by
-  the engine itself if this process dies (it watches its parent's pid and its stdin).
+  the search server itself if this process dies (it watches its parent's pid and its stdin).
 
-Loading is the only write path in structq, and it writes to this private engine only: the
+Loading is the only write path in structq, and it writes to this private search server only: the
 executors themselves never call anything but search and count.
 
 Document lines are JSON objects; an ``_id`` key, when present, becomes the document id.
 Mappings and loading live in ``embedded_index.py``, the server process's output and stopping in
-``embedded_process.py`` (both re-exported here); this module runs the engine.
+``embedded_process.py`` (both re-exported here); this module runs the search server.
 
 Field types map one to one, except ``scaled_float``: it needs a ``scaling_factor``, which a
 manifest cannot declare, and any factor rounds the stored values (a factor of 100 turns 12.345
-into 12.35 for every search and aggregation, silently). The embedded engine maps it to
+into 12.35 for every search and aggregation, silently). The embedded search server maps it to
 ``double``, which keeps the documents' values; a real cluster uses its own mapping.
 """
 
@@ -53,14 +53,14 @@ if TYPE_CHECKING:
 __all__ = [
     "EMBEDDED_URL",
     "LoadProgress",
-    "EmbeddedEngine",
+    "EmbeddedSearchServer",
     "is_embedded",
     "index_mapping",
     "index_body",
     "physical_index",
     "acquire",
     "release",
-    "engine_url",
+    "server_url",
     "loaded_indices",
     "stop",
     "use_daemon",
@@ -81,19 +81,19 @@ _START_TIMEOUT_S = 30.0
 
 
 def is_embedded(url: str) -> bool:
-    """Whether a manifest ``url`` asks for the embedded engine."""
+    """Whether a manifest ``url`` asks for the embedded search server."""
     return url.strip().lower() == EMBEDDED_URL
 
 
 # ---------------------------------------------------------------------------------------------
-# The engine
+# The search server
 # ---------------------------------------------------------------------------------------------
 
 
-class EmbeddedEngine:
+class EmbeddedSearchServer:
     """One osmem-server process and the indices loaded into it.
 
-    The engine stays up for the life of the process once started (``atexit`` stops it), even
+    The search server stays up for the life of the process once started (``atexit`` stops it), even
     when no executor holds it: every ``Agent`` builds its own executors, and stopping with the
     last one would reload every index for the next. ``acquire`` / ``release`` still count the
     holders, for diagnostics and tests.
@@ -112,7 +112,7 @@ class EmbeddedEngine:
 
     @property
     def url(self) -> str | None:
-        """The engine's URL while it runs."""
+        """The search server's URL while it runs."""
         with self._lock:
             return self._server.url if self._running() else None
 
@@ -123,7 +123,7 @@ class EmbeddedEngine:
             return dict(self._loaded)
 
     def acquire(self, manifest: Manifest, progress: LoadProgress | None = None) -> str:
-        """Start the engine if needed, load ``manifest``'s indices once, and return its URL.
+        """Start the search server if needed, load ``manifest``'s indices once, and return its URL.
 
         Each ``acquire`` must be matched by one ``release``.
         """
@@ -139,12 +139,12 @@ class EmbeddedEngine:
             return self._server.url
 
     def release(self) -> None:
-        """One holder is done. The engine keeps running (see the class docstring)."""
+        """One holder is done. The search server keeps running (see the class docstring)."""
         with self._lock:
             self._holders = max(0, self._holders - 1)
 
     def stop(self) -> None:
-        """Stop the engine now, whoever holds it (interpreter exit, tests)."""
+        """Stop the search server now, whoever holds it (interpreter exit, tests)."""
         with self._lock:
             server, self._server = self._server, None
             client, self._client = self._client, None
@@ -153,7 +153,7 @@ class EmbeddedEngine:
         if client is not None:
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - closing a client of a stopping engine
+            except Exception:  # noqa: BLE001 - closing a client of a stopping search server
                 pass
         if server is not None:
             terminate(server.process)
@@ -173,7 +173,7 @@ class EmbeddedEngine:
             from opensearchpy import OpenSearch
         except ImportError:
             raise ConfigError(
-                "the embedded search engine is not installed",
+                "the embedded search server is not installed",
                 hint=_INSTALL_HINT,
             ) from None
         try:
@@ -181,7 +181,7 @@ class EmbeddedEngine:
                                        startup_timeout=_START_TIMEOUT_S)
         except (OsmemError, OSError) as exc:
             raise SourceUnavailable(
-                f"the embedded search engine did not start: {exc}",
+                f"the embedded search server did not start: {exc}",
                 hint=f"reinstall it with {_INSTALL_HINT}",
             ) from None
         drain_output(server.process)
@@ -197,59 +197,59 @@ class EmbeddedEngine:
 
 
 # ---------------------------------------------------------------------------------------------
-# The process-wide engine
+# The process-wide search server
 # ---------------------------------------------------------------------------------------------
 
-_ENGINE: Any = EmbeddedEngine()
+_SERVER: Any = EmbeddedSearchServer()
 
 
 @atexit.register
 def _stop_at_exit() -> None:
-    _ENGINE.stop()
+    _SERVER.stop()
 
 
 def use_daemon(idle_s: float | None = None, on_start: Callable[[Any], None] | None = None) -> None:
-    """Serve embedded sources from the per-user daemon from now on (``engine_daemon.py``): the
-    CLI's choice, so that one engine outlives one command. The Python API keeps the
-    in-process engine unless it calls this. ``on_start`` is called with the daemon's state
+    """Serve embedded sources from the per-user daemon from now on (``server_daemon.py``): the
+    CLI's choice, so that one search server outlives one command. The Python API keeps the
+    in-process search server unless it calls this. ``on_start`` is called with the daemon's state
     when this process starts it."""
-    global _ENGINE
-    from structq.executors.engine_daemon import DEFAULT_IDLE_S, DaemonEngine
+    global _SERVER
+    from structq.executors.search.server_daemon import DEFAULT_IDLE_S, SearchServerDaemon
 
-    if not isinstance(_ENGINE, DaemonEngine):
-        _ENGINE.stop()
-        _ENGINE = DaemonEngine(DEFAULT_IDLE_S if idle_s is None else idle_s, on_start)
+    if not isinstance(_SERVER, SearchServerDaemon):
+        _SERVER.stop()
+        _SERVER = SearchServerDaemon(DEFAULT_IDLE_S if idle_s is None else idle_s, on_start)
 
 
 def use_in_process() -> None:
-    """Serve embedded sources from an engine of this process (the default)."""
-    global _ENGINE
-    if not isinstance(_ENGINE, EmbeddedEngine):
-        _ENGINE.stop()
-        _ENGINE = EmbeddedEngine()
+    """Serve embedded sources from a search server of this process (the default)."""
+    global _SERVER
+    if not isinstance(_SERVER, EmbeddedSearchServer):
+        _SERVER.stop()
+        _SERVER = EmbeddedSearchServer()
 
 
 def acquire(manifest: Manifest, progress: LoadProgress | None = None) -> str:
-    """The engine's URL, with ``manifest``'s indices loaded (see :meth:`EmbeddedEngine.acquire`)."""
-    return _ENGINE.acquire(manifest, progress)
+    """The search server's URL, with ``manifest``'s indices loaded (see :meth:`EmbeddedSearchServer.acquire`)."""
+    return _SERVER.acquire(manifest, progress)
 
 
 def release() -> None:
     """Give back one :func:`acquire`."""
-    _ENGINE.release()
+    _SERVER.release()
 
 
-def engine_url() -> str | None:
-    """The engine's URL while it runs, else None."""
-    return _ENGINE.url
+def server_url() -> str | None:
+    """The search server's URL while it runs, else None."""
+    return _SERVER.url
 
 
 def loaded_indices() -> dict[str, Path]:
-    """Index name → documents file, for what the engine has loaded."""
-    return _ENGINE.loaded
+    """Index name → documents file, for what the search server has loaded."""
+    return _SERVER.loaded
 
 
 def stop() -> None:
-    """Stop this process's use of the engine now (it starts again on the next ``acquire``);
-    the daemon itself is stopped by ``structq engine stop`` or its idle clock."""
-    _ENGINE.stop()
+    """Stop this process's use of the search server now (it starts again on the next ``acquire``);
+    the daemon itself is stopped by ``structq search-server stop`` or its idle clock."""
+    _SERVER.stop()

@@ -54,7 +54,7 @@ def _percent_key(key: Any) -> str:
 
 
 def _percent_order(key: Any) -> tuple[int, float, str]:
-    """Engines may return percentiles ordered as text ("25.0" before "5.0"); order by number."""
+    """Search servers may return percentiles ordered as text ("25.0" before "5.0"); order by number."""
     try:
         return (0, float(key), "")
     except (TypeError, ValueError):
@@ -114,13 +114,13 @@ def _zone(name: Any) -> _dt.tzinfo:
 
 def _epoch_ms_to_iso(value: Any, zone: _dt.tzinfo = _dt.timezone.utc) -> Any:
     """Composite ``date_histogram`` keys arrive as epoch milliseconds (a bucket's first
-    instant) with no ``key_as_string``; show them as the engine would, in the source's
+    instant) with no ``key_as_string``; show them as the search server would, in the source's
     ``time_zone`` — a ``+08:00`` month starts on the 1st there, the day before in UTC. A key
-    the engine already formatted (the source has a ``format``) is kept as it is."""
+    the search server already formatted (the source has a ``format``) is kept as it is."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         stamp = _dt.datetime.fromtimestamp(value / 1000, tz=zone)
         text = stamp.isoformat(timespec="milliseconds")
-        return text[:-6] + "Z" if text.endswith("+00:00") else text  # as the engines write UTC
+        return text[:-6] + "Z" if text.endswith("+00:00") else text  # as the search servers write UTC
     return value
 
 
@@ -171,7 +171,7 @@ class _AggWalk:
     def notes(self) -> tuple[str, ...]:
         """The notes on every estimate the walk met, in the order met."""
         counts = [
-            f"aggregation {name!r}: the document counts per bucket are estimates (the engine could not "
+            f"aggregation {name!r}: the document counts per bucket are estimates (the search server could not "
             "bound their error)" if error < 0 else
             f"aggregation {name!r}: the document counts per bucket may be off by up to {error} "
             "(terms are counted shard by shard)"
@@ -333,7 +333,7 @@ def aggregation_rows(response: Mapping[str, Any], body: Mapping[str, Any], index
 
     A ``terms`` ``by_dept`` holding a ``date_histogram`` ``by_month`` holding an ``avg``
     ``avg_score`` gives columns ``(by_dept, by_month, doc_count, avg_score)``: bucket keys
-    outermost first (``key_as_string`` when the engine gives one; the parts of a composite key
+    outermost first (``key_as_string`` when the search server gives one; the parts of a composite key
     as their own columns), then the innermost ``doc_count``, then metrics. Metrics alone give
     one row. ``after_key`` is not followed.
 

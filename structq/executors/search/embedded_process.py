@@ -1,8 +1,8 @@
 """The embedded search server's child process: keeping its output drained and stopping it.
 
-Both ways of running the server need this: in this process (``embedded.py``) and as the
-per-user daemon (``engine_daemon.py``). It lives here, below both, so that the daemon does not
-import ``embedded.py``, which imports the daemon when the CLI switches to it.
+Both ways of running the server need this: in this process (``embedded_server.py``) and as the
+per-user daemon (``server_daemon.py``). It lives here, below both, so that the daemon does not
+import ``embedded_server.py``, which imports the daemon when the CLI switches to it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ _STOP_GRACE_S = 5.0
 
 
 def drain_output(process: subprocess.Popen[str]) -> None:
-    """Keep reading the engine's stdout after start-up so a chatty engine never blocks."""
+    """Keep reading the search server's stdout after start-up so a chatty search server never blocks."""
     stream = process.stdout
     if stream is None:
         return

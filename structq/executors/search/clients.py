@@ -1,6 +1,6 @@
 """Thin adapters over the two search client libraries.
 
-The executor (``search.py``) holds all DSL handling; a flavour only knows how to build its
+The executor (``executor.py``) holds all DSL handling; a flavour only knows how to build its
 library's client and how to read that library's exceptions. Both clients expose the same
 ``search(index=…, body=…)`` call, which the executor makes
 itself, in one place.
@@ -41,14 +41,14 @@ class Failure:
 
     kind: FailureKind
     status: int | None = None
-    #: The engine's ``error.type`` (``parsing_exception``…) or the exception class name.
+    #: The search server's ``error.type`` (``parsing_exception``…) or the exception class name.
     type: str | None = None
-    #: The engine's ``error.reason`` (root cause first), or the exception's text.
+    #: The search server's ``error.reason`` (root cause first), or the exception's text.
     reason: str | None = None
 
 
-def engine_error(body: Any) -> tuple[str | None, str | None]:
-    """(type, reason) from an engine error body, preferring the root cause.
+def server_error(body: Any) -> tuple[str | None, str | None]:
+    """(type, reason) from a search server error body, preferring the root cause.
 
     ``search_phase_execution_exception`` / ``all shards failed`` says little; the root cause
     (or a shard failure's reason) names the field or clause that is wrong.
@@ -77,13 +77,13 @@ def engine_error(body: Any) -> tuple[str | None, str | None]:
     return error.get("type"), error.get("reason")
 
 
-#: Engine errors that are the query's fault whatever the HTTP status says: OpenSearch answers
+#: Search server errors that are the query's fault whatever the HTTP status says: OpenSearch answers
 #: too many buckets with 503, which would otherwise read as "source unavailable".
 QUERY_FAULTS = frozenset({"too_many_buckets_exception"})
 
 
 def _error_types(body: Any) -> set[str]:
-    """Every ``type`` named anywhere in an engine error body (causes, shard failures)."""
+    """Every ``type`` named anywhere in a search server error body (causes, shard failures)."""
     if isinstance(body, dict):
         found = {body["type"]} if isinstance(body.get("type"), str) else set()
         return found.union(*(_error_types(v) for v in body.values()))
@@ -93,9 +93,9 @@ def _error_types(body: Any) -> set[str]:
 
 
 def api_failure(status: int | None, body: Any, fallback: str) -> Failure:
-    """The failure an engine's error answer stands for: by its status, unless the body names
+    """The failure a search server's error answer stands for: by its status, unless the body names
     an error that is the query's fault (then ``rejected``, so the planner can fix it)."""
-    error_type, reason = engine_error(body)
+    error_type, reason = server_error(body)
     fault = sorted(QUERY_FAULTS & _error_types(body))
     if fault:
         return Failure("rejected", status, fault[0], reason or fallback)
@@ -105,7 +105,7 @@ def api_failure(status: int | None, body: Any, fallback: str) -> Failure:
 def _kind_for_status(status: int | None) -> FailureKind:
     if status in (401, 403):
         return "auth"
-    if status == 429:  # too many requests: the engine is busy, the query is not at fault
+    if status == 429:  # too many requests: the search server is busy, the query is not at fault
         return "server"
     if status is not None and 400 <= status < 500:
         return "rejected"
@@ -178,7 +178,7 @@ class ElasticsearchFlavour(ClientFlavour):
         if isinstance(exc, elasticsearch.ApiError):
             status = getattr(exc.meta, "status", None)
             if status == 406:  # OpenSearch refuses the client's compatible-with media type
-                error_type, reason = engine_error(exc.body)
+                error_type, reason = server_error(exc.body)
                 return Failure("wrong_product", status, error_type, reason or str(exc))
             return api_failure(status, exc.body, str(exc))
         if isinstance(exc, elastic_transport.ConnectionTimeout):
@@ -196,7 +196,7 @@ class ElasticsearchFlavour(ClientFlavour):
 
 
 class OpenSearchFlavour(ClientFlavour):
-    """``opensearch-py`` (also what the embedded engine speaks)."""
+    """``opensearch-py`` (also what the embedded search server speaks)."""
 
     label = "OpenSearch"
     module = "opensearchpy"

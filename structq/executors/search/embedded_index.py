@@ -1,10 +1,10 @@
-"""What the embedded engine holds: each manifest index's mapping, and its documents loaded.
+"""What the embedded search server holds: each manifest index's mapping, and its documents loaded.
 
 The mapping is built from the manifest's field types (``dynamic: false``, so nothing undeclared
 is searchable); the documents come from the JSON-lines file named by the index's
 ``documents:``, one object a line, an ``_id`` key becoming the document id. Loading is the
-only write path in structq, and it writes to the private embedded engine only. ``embedded.py``
-runs the engine; this module only speaks to a client it is given.
+only write path in structq, and it writes to the private embedded search server only. ``embedded_server.py``
+runs the search server; this module only speaks to a client it is given.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ __all__ = ["LoadProgress", "documents_path", "existing_documents", "index_body",
 #: ``progress(index, loaded, total)``: documents of ``index`` loaded so far, out of ``total``.
 LoadProgress = Callable[[str, int, int], None]
 
-#: Documents per bulk request. The engine's cost is mostly per request: the demo's 11,830
+#: Documents per bulk request. The search server's cost is mostly per request: the demo's 11,830
 #: reports load in about 3.6 s at 5,000 a request, 14 s at 2,000.
 _BATCH = 5000
 # A step may pass up to ``max_intermediate_rows`` (≤ 10,000,000) rows on, fetched with
-# ``size = rows + 1``; the engine's default window stops ``from + size`` at 10,000.
+# ``size = rows + 1``; the search server's default window stops ``from + size`` at 10,000.
 _MAX_RESULT_WINDOW = 10_000_001
 
 
@@ -97,7 +97,7 @@ def documents_path(manifest: Manifest, index: Index) -> Path | None:
 
 
 def physical_index(manifest: Manifest, name: str) -> str:
-    """The engine-side name of declared index ``name``: one per documents file."""
+    """The server-side name of declared index ``name``: one per documents file."""
     index = manifest.index(name)
     path = documents_path(manifest, index) if index is not None else None
     if path is None:
@@ -154,7 +154,7 @@ def _bulk_lines(index: str, batch: list[tuple[int, dict[str, Any]]]) -> list[dic
 
 def load_index(client: Any, manifest: Manifest, index: Index,
                progress: LoadProgress | None = None) -> int:
-    """Create ``index`` in the engine ``client`` speaks to and fill it from its documents file;
+    """Create ``index`` in the search server ``client`` speaks to and fill it from its documents file;
     the number of documents loaded. A failed load leaves no half-filled index behind."""
     path = existing_documents(manifest, index)
     name = physical_index(manifest, index.name)
@@ -187,15 +187,15 @@ def _bulk_load(client: Any, name: str, path: Path, progress: LoadProgress | None
 
 def _raise_rejected(name: str, path: Path, batch: list[tuple[int, dict[str, Any]]],
                     response: dict[str, Any]) -> None:
-    """Name the first document the engine refused, with its line and the engine's reason."""
+    """Name the first document the search server refused, with its line and the search server's reason."""
     for (number, _), item in zip(batch, response.get("items", [])):
         result = next(iter(item.values()), {}) if isinstance(item, dict) else {}
         error = result.get("error")
         if error:
             reason = error.get("reason") if isinstance(error, dict) else str(error)
             raise ConfigError(
-                f"{path}:{number}: the embedded engine refused this document for index "
+                f"{path}:{number}: the embedded search server refused this document for index "
                 f"{name!r}: {reason}",
                 hint="make the document match the field types declared in the manifest",
             )
-    raise ConfigError(f"{path}: the embedded engine refused documents for index {name!r}")
+    raise ConfigError(f"{path}: the embedded search server refused documents for index {name!r}")

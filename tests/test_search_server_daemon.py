@@ -1,4 +1,4 @@
-"""The embedded engine shared between commands (``structq/executors/engine_daemon.py``).
+"""The embedded search server shared between commands (``structq/executors/search/server_daemon.py``).
 
 Every test runs real ``structq`` commands as subprocesses with a state folder of its own, and
 stops the engine it started. Timing is never asserted: idle stop is observed by polling for its
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from manifest_support import manifest_text
 
-from structq.executors.engine_state import DAEMON_MODULE, pid_alive
+from structq.executors.search.daemon_state import DAEMON_MODULE, pid_alive
 
 MANIFEST = manifest_text("notes_embedded")
 
@@ -77,7 +77,7 @@ class Workspace:
                               timeout=_HANG_GUARD_S)
 
     def state(self) -> dict[str, Any] | None:
-        path = self.state_dir / "engine" / "engine.json"
+        path = self.state_dir / "search-server" / "daemon.json"
         return json.loads(path.read_text()) if path.exists() else None
 
     def supervisors(self) -> list[int]:
@@ -99,12 +99,12 @@ class Workspace:
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[Workspace]:
     env = {**os.environ, "STRUCTQ_STATE_DIR": str(tmp_path / "state"),
-           "STRUCTQ_ENGINE_DAEMON": "1", "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0",
+           "STRUCTQ_SEARCH_DAEMON": "1", "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
                                                        os.environ.get("PYTHONPATH")]))}
     space = Workspace(tmp_path, env)
     yield space
-    space.structq("engine", "stop")
+    space.structq("search-server", "stop")
     for pid in space.supervisors():  # whatever a failed test left behind
         os.kill(pid, signal.SIGKILL)
 
@@ -122,8 +122,8 @@ def test_two_commands_share_one_engine_and_load_once(workspace: Workspace) -> No
     assert workspace.run_plan() == [{"author": "a", "body": "first"}]
     first = workspace.state()
     assert first is not None
-    assert "started the embedded search engine in the background" in workspace.last_stderr
-    assert "structq engine status | stop" in workspace.last_stderr
+    assert "started the embedded search server in the background" in workspace.last_stderr
+    assert "structq search-server status | stop" in workspace.last_stderr
     assert workspace.run_plan() == [{"author": "a", "body": "first"}]
     assert "started" not in workspace.last_stderr  # said once, by the command that started it
     second = workspace.state()
@@ -140,7 +140,7 @@ def test_engine_start_up_is_reported_apart_from_the_query(workspace: Workspace) 
     ``startup_ms``, in ``--json`` and in the text output."""
     text = workspace.structq("run", str(workspace.plan), "-m", str(workspace.manifests))
     assert text.returncode == 0, text.stderr
-    assert "ms engine start-up)" in " ".join(text.stdout.split())  # the caption may wrap
+    assert "ms search server start-up)" in " ".join(text.stdout.split())  # the caption may wrap
     result = workspace.structq("run", str(workspace.plan), "-m", str(workspace.manifests), "--json")
     (step,) = json.loads(result.stdout)["steps"]
     assert step["startup_ms"] > 0  # this command still had to reach the running engine
@@ -161,19 +161,19 @@ def test_a_changed_documents_file_is_reloaded(workspace: Workspace) -> None:
 
 def test_status_and_stop(workspace: Workspace) -> None:
     workspace.run_plan()
-    report = json.loads(workspace.structq("engine", "status", "--json").stdout)
+    report = json.loads(workspace.structq("search-server", "status", "--json").stdout)
     assert report["running"] is True
     assert report["holders"] == []  # the command that used it has finished
     (index,) = report["indices"].values()
     assert index["documents_loaded"] == len(DOCS)
     assert report["memory_bytes"] is None or report["memory_bytes"] > 0
-    engine_pid = report["engine_pid"]
+    server_pid = report["server_pid"]
 
-    assert json.loads(workspace.structq("engine", "stop", "--json").stdout) == {"stopped": True}
-    wait_until(lambda: not pid_alive(engine_pid), "the engine process to exit")
+    assert json.loads(workspace.structq("search-server", "stop", "--json").stdout) == {"stopped": True}
+    wait_until(lambda: not pid_alive(server_pid), "the engine process to exit")
     assert workspace.supervisors() == []
-    assert json.loads(workspace.structq("engine", "status", "--json").stdout)["running"] is False
-    assert workspace.structq("engine", "stop").stdout.strip() == "not running"
+    assert json.loads(workspace.structq("search-server", "status", "--json").stdout)["running"] is False
+    assert workspace.structq("search-server", "stop").stdout.strip() == "not running"
 
 
 def test_idle_engine_stops_itself(workspace: Workspace) -> None:
@@ -183,17 +183,17 @@ def test_idle_engine_stops_itself(workspace: Workspace) -> None:
     at it right after the command (a loaded machine can take that long between two lines), so
     what it asserts is the outcome: the engine and its supervisor gone, the state file removed.
     """
-    workspace.env["STRUCTQ_ENGINE_IDLE"] = "1s"
+    workspace.env["STRUCTQ_SEARCH_DAEMON_IDLE"] = "1s"
     started = workspace.run_plan()
     state = workspace.state()
     if state is not None:
         assert state["idle_s"] == 1.0
     wait_until(lambda: workspace.state() is None and not workspace.supervisors(), "the idle engine to stop")
     if state is not None:
-        wait_until(lambda: not pid_alive(state["engine_pid"]), "the idle engine process to exit")
-    assert "started the embedded search engine in the background" in workspace.last_stderr
+        wait_until(lambda: not pid_alive(state["server_pid"]), "the idle engine process to exit")
+    assert "started the embedded search server in the background" in workspace.last_stderr
     assert workspace.run_plan() == started == [{"author": "a", "body": "first"}]  # and starts again
-    assert "started the embedded search engine in the background" in workspace.last_stderr
+    assert "started the embedded search server in the background" in workspace.last_stderr
 
 
 def test_concurrent_first_commands_start_one_engine(workspace: Workspace) -> None:
@@ -212,15 +212,15 @@ def test_concurrent_first_commands_start_one_engine(workspace: Workspace) -> Non
 
 @pytest.mark.parametrize("stale", ["dead_pid", "foreign_pid", "garbage"])
 def test_a_stale_state_file_is_replaced(workspace: Workspace, stale: str) -> None:
-    folder = workspace.state_dir / "engine"
+    folder = workspace.state_dir / "search-server"
     folder.mkdir(parents=True)
     finished = subprocess.run(["true"])  # its pid is free now (or reused: then it is not ours)
     del finished
     pid = {"dead_pid": 2**22 + 12345, "foreign_pid": os.getpid(), "garbage": 0}[stale]
     body = ("{not json" if stale == "garbage" else json.dumps(
-        {"supervisor_pid": pid, "engine_pid": pid, "url": "http://127.0.0.1:9",
+        {"supervisor_pid": pid, "server_pid": pid, "url": "http://127.0.0.1:9",
          "started_at": 0, "idle_s": 900, "indices": {}}))
-    (folder / "engine.json").write_text(body)
+    (folder / "daemon.json").write_text(body)
 
     assert workspace.run_plan() == [{"author": "a", "body": "first"}]
     state = workspace.state()
@@ -232,16 +232,16 @@ def test_no_daemon_keeps_the_engine_in_the_command(workspace: Workspace) -> None
     assert workspace.run_plan("--no-daemon") == [{"author": "a", "body": "first"}]
     assert workspace.state() is None
     assert workspace.supervisors() == []
-    workspace.env["STRUCTQ_ENGINE_DAEMON"] = "0"
+    workspace.env["STRUCTQ_SEARCH_DAEMON"] = "0"
     assert workspace.run_plan() == [{"author": "a", "body": "first"}]
     assert workspace.state() is None
 
 
 def test_a_bad_idle_setting_is_a_config_error(workspace: Workspace) -> None:
-    workspace.env["STRUCTQ_ENGINE_IDLE"] = "soon"
+    workspace.env["STRUCTQ_SEARCH_DAEMON_IDLE"] = "soon"
     result = workspace.structq("run", str(workspace.plan), "-m", str(workspace.manifests))
     assert result.returncode == 3
-    assert "STRUCTQ_ENGINE_IDLE='soon'" in result.stderr
+    assert "STRUCTQ_SEARCH_DAEMON_IDLE='soon'" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -253,5 +253,5 @@ def test_an_engine_nobody_can_find_stops(workspace: Workspace) -> None:
     workspace.run_plan()
     state = workspace.state()
     shutil.rmtree(workspace.state_dir)
-    wait_until(lambda: not pid_alive(state["engine_pid"]) and not workspace.supervisors(),
+    wait_until(lambda: not pid_alive(state["server_pid"]) and not workspace.supervisors(),
                "the disowned engine to stop")

@@ -1,17 +1,17 @@
-"""The embedded engine's daemon, as seen on disk: its state file, lock, leases and idle clock.
+"""The embedded search server's daemon, as seen on disk: its state file, lock, leases and idle clock.
 
-The daemon (``engine_daemon.py``) and every command that uses it meet in one folder,
-``<state dir>/engine`` (``STRUCTQ_STATE_DIR`` moves it):
+The daemon (``server_daemon.py``) and every command that uses it meet in one folder,
+``<state dir>/search-server`` (``STRUCTQ_STATE_DIR`` moves it):
 
-- ``engine.json`` — who runs it (the supervisor's and the engine's pids, the URL) and what is
-  loaded: per engine-side index, the documents file, its size and modification time, and a
+- ``daemon.json`` — who runs it (the supervisor's and the search server's pids, the URL) and what is
+  loaded: per server-side index, the documents file, its size and modification time, and a
   hash of the mapping it was built with. A later command reloads an index only when one of
   those changed;
-- ``engine.lock`` — an exclusive ``flock`` held while starting the daemon or loading an index,
-  so two commands started at once start one engine and load each index once;
-- ``leases/<pid>`` — one file per process that holds the engine; the daemon never stops while
+- ``daemon.lock`` — an exclusive ``flock`` held while starting the daemon or loading an index,
+  so two commands started at once start one search server and load each index once;
+- ``leases/<pid>`` — one file per process that holds the search server; the daemon never stops while
   a live process holds a lease (a ``structq chat`` left open for an hour keeps it);
-- ``last_used`` — touched whenever a process takes or gives back the engine; the daemon stops
+- ``last_used`` — touched whenever a process takes or gives back the search server; the daemon stops
   when no lease is live and this is older than its idle period.
 
 Everything here is plain files and pids, so it works without the daemon running, and a pid or
@@ -34,9 +34,9 @@ from structq.config import user_state_dir
 
 __all__ = [
     "DAEMON_MODULE",
-    "EngineState",
+    "DaemonState",
     "IndexRecord",
-    "engine_dir",
+    "daemon_dir",
     "exclusive",
     "read_state",
     "write_state",
@@ -51,12 +51,12 @@ __all__ = [
 ]
 
 #: The module the supervisor runs as (``python -m …``); also how a pid is recognised as ours.
-DAEMON_MODULE = "structq.executors.engine_daemon"
+DAEMON_MODULE = "structq.executors.search.server_daemon"
 
 
 @dataclass
 class IndexRecord:
-    """What an engine-side index was loaded from."""
+    """What a server-side index was loaded from."""
 
     documents: str
     size: int
@@ -67,29 +67,29 @@ class IndexRecord:
 
 
 @dataclass
-class EngineState:
-    """The contents of ``engine.json``."""
+class DaemonState:
+    """The contents of ``daemon.json``."""
 
     supervisor_pid: int
-    engine_pid: int
+    server_pid: int
     url: str
     started_at: float
     idle_s: float
     indices: dict[str, IndexRecord] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EngineState:
+    def from_json(cls, data: dict[str, Any]) -> DaemonState:
         indices = {name: IndexRecord(**record) for name, record in data.get("indices", {}).items()}
-        return cls(int(data["supervisor_pid"]), int(data["engine_pid"]), str(data["url"]),
+        return cls(int(data["supervisor_pid"]), int(data["server_pid"]), str(data["url"]),
                    float(data["started_at"]), float(data["idle_s"]), indices)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def engine_dir() -> Path:
+def daemon_dir() -> Path:
     """The folder the daemon and its users share (created on demand)."""
-    folder = user_state_dir() / "engine"
+    folder = user_state_dir() / "search-server"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -102,7 +102,7 @@ def exclusive(folder: Path, wait_s: float | None = None) -> Iterator[bool]:
     another process held the lock for that long (the supervisor's clean-up must not wait for a
     command that is itself waiting for the supervisor to exit).
     """
-    with open(folder / "engine.lock", "a+") as handle:
+    with open(folder / "daemon.lock", "a+") as handle:
         held = _lock(handle, wait_s)
         try:
             yield held
@@ -126,24 +126,24 @@ def _lock(handle: Any, wait_s: float | None) -> bool:
             time.sleep(0.02)
 
 
-def read_state(folder: Path) -> EngineState | None:
+def read_state(folder: Path) -> DaemonState | None:
     """The state file's contents, or None when there is none (or it is unreadable: stale)."""
     try:
-        return EngineState.from_json(json.loads((folder / "engine.json").read_text("utf-8")))
+        return DaemonState.from_json(json.loads((folder / "daemon.json").read_text("utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def write_state(folder: Path, state: EngineState) -> None:
+def write_state(folder: Path, state: DaemonState) -> None:
     """Replace the state file atomically (a reader never sees half of it)."""
-    temporary = folder / f"engine.json.{os.getpid()}.tmp"
+    temporary = folder / f"daemon.json.{os.getpid()}.tmp"
     temporary.write_text(json.dumps(state.to_json(), ensure_ascii=False, indent=1), "utf-8")
-    os.replace(temporary, folder / "engine.json")
+    os.replace(temporary, folder / "daemon.json")
 
 
 def remove_state(folder: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
-        (folder / "engine.json").unlink()
+        (folder / "daemon.json").unlink()
 
 
 def _leases(folder: Path) -> Path:
@@ -153,7 +153,7 @@ def _leases(folder: Path) -> Path:
 
 
 def add_lease(folder: Path, pid: int | None = None) -> None:
-    """Mark process ``pid`` (default: this one) as holding the engine."""
+    """Mark process ``pid`` (default: this one) as holding the search server."""
     (_leases(folder) / str(pid or os.getpid())).touch()
     touch(folder)
 
@@ -165,7 +165,7 @@ def drop_lease(folder: Path, pid: int | None = None) -> None:
 
 
 def live_leases(folder: Path) -> list[int]:
-    """Pids that hold the engine and still run; leases of dead processes are removed."""
+    """Pids that hold the search server and still run; leases of dead processes are removed."""
     alive = []
     for lease in _leases(folder).iterdir():
         if lease.name.isdigit() and pid_alive(int(lease.name)):
@@ -182,7 +182,7 @@ def touch(folder: Path) -> None:
 
 
 def idle_seconds(folder: Path) -> float:
-    """Seconds since the engine was last taken or given back."""
+    """Seconds since the search server was last taken or given back."""
     try:
         return max(0.0, time.time() - (folder / "last_used").stat().st_mtime)
     except FileNotFoundError:

@@ -1,8 +1,8 @@
-"""``structq engine``: the embedded search engine that commands share in the background.
+"""``structq search-server``: the embedded search server that commands share in the background.
 
-The first command that reads an ``embedded`` index starts one engine per user and later
-commands reuse it (see ``structq/executors/engine_daemon.py``); these commands show what it
-holds and stop it. ``structq --no-daemon …`` (or ``STRUCTQ_ENGINE_DAEMON=0``) starts an engine
+The first command that reads an ``embedded`` index starts one search server per user and later
+commands reuse it (see ``structq/executors/search/server_daemon.py``); these commands show what it
+holds and stop it. ``structq --no-daemon …`` (or ``STRUCTQ_SEARCH_DAEMON=0``) starts a search server
 inside one command instead, as before.
 """
 
@@ -15,51 +15,51 @@ import typer
 
 from .common import JsonOpt, console, errors_to_exit, print_json
 
-engine_app = typer.Typer(
-    help="The embedded search engine that commands share (started by the first command that "
-         "needs it, stopped after STRUCTQ_ENGINE_IDLE of disuse, default 15m).\n\n"
-         "Example:  structq engine status",
+search_server_app = typer.Typer(
+    help="The embedded search server that commands share (started by the first command that "
+         "needs it, stopped after STRUCTQ_SEARCH_DAEMON_IDLE of disuse, default 15m).\n\n"
+         "Example:  structq search-server status",
     no_args_is_help=True,
 )
 
 
 def daemon_wanted(no_daemon: bool) -> bool:
     """Whether embedded sources come from the per-user daemon: yes, unless ``--no-daemon`` or
-    ``STRUCTQ_ENGINE_DAEMON=0`` says otherwise."""
-    return not no_daemon and os.environ.get("STRUCTQ_ENGINE_DAEMON", "1").lower() not in ("0", "off", "false", "no")
+    ``STRUCTQ_SEARCH_DAEMON=0`` says otherwise."""
+    return not no_daemon and os.environ.get("STRUCTQ_SEARCH_DAEMON", "1").lower() not in ("0", "off", "false", "no")
 
 
 def configure_daemon(no_daemon: bool) -> None:
     """Called by the root command: serve embedded sources from the per-user daemon when wanted."""
     if not daemon_wanted(no_daemon):
         return
-    from structq.executors import embedded
-    from structq.executors.engine_daemon import DEFAULT_IDLE_S, parse_idle
+    from structq.executors.search import embedded_server
+    from structq.executors.search.server_daemon import DEFAULT_IDLE_S, parse_idle
 
-    idle = os.environ.get("STRUCTQ_ENGINE_IDLE")
+    idle = os.environ.get("STRUCTQ_SEARCH_DAEMON_IDLE")
     with errors_to_exit(False):
         idle_s = parse_idle(idle) if idle else DEFAULT_IDLE_S
-        embedded.use_daemon(idle_s, on_start=lambda state: _say_started(state.url, idle_s))
+        embedded_server.use_daemon(idle_s, on_start=lambda state: _say_started(state.url, idle_s))
 
 
 def _say_started(url: str, idle_s: float) -> None:
     """One line on stderr: a process that stays behind in the background is never a surprise."""
     import sys
 
-    sys.stderr.write(f"structq: started the embedded search engine in the background at {url}; it "
-                     f"stops after {_duration(idle_s)} unused (structq engine status | stop)\n")
+    sys.stderr.write(f"structq: started the embedded search server in the background at {url}; it "
+                     f"stops after {_duration(idle_s)} unused (structq search-server status | stop)\n")
 
 
-@engine_app.command("status")
+@search_server_app.command("status")
 def status(json_out: JsonOpt = False) -> None:
-    """Whether the engine runs, what it has loaded, its memory and how long it has been idle.
+    """Whether the search server runs, what it has loaded, its memory and how long it has been idle.
 
-    Example:  structq engine status --json
+    Example:  structq search-server status --json
     """
-    from structq.executors.engine_daemon import status as engine_status
+    from structq.executors.search.server_daemon import status as daemon_status
 
     with errors_to_exit(False):
-        report = engine_status()
+        report = daemon_status()
     if json_out:
         print_json(report)
         return
@@ -68,7 +68,7 @@ def status(json_out: JsonOpt = False) -> None:
         out.print(f"not running (state in {report['state_dir']})")
         return
     memory = report["memory_bytes"]
-    out.print(f"running at {report['url']} (pid {report['engine_pid']}), "
+    out.print(f"running at {report['url']} (pid {report['server_pid']}), "
               f"up {_duration(report['uptime_s'])}, idle {_duration(report['idle_s'])} "
               f"of {_duration(report['idle_stop_after_s'])}"
               + (f", {memory / 2**20:,.0f} MiB" if memory else "")
@@ -79,13 +79,13 @@ def status(json_out: JsonOpt = False) -> None:
                   f"(loaded {loaded})", soft_wrap=True)
 
 
-@engine_app.command("stop")
+@search_server_app.command("stop")
 def stop(json_out: JsonOpt = False) -> None:
-    """Stop the engine now; the next command that needs it starts it again.
+    """Stop the search server now; the next command that needs it starts it again.
 
-    Example:  structq engine stop
+    Example:  structq search-server stop
     """
-    from structq.executors.engine_daemon import stop_daemon
+    from structq.executors.search.server_daemon import stop_daemon
 
     with errors_to_exit(False):
         stopped = stop_daemon()

@@ -1,13 +1,14 @@
 """Search executors: run checked query-DSL requests on Elasticsearch or OpenSearch.
 
-One implementation, two registrations::
+One implementation, two client flavours (the source kind ``structq.sources.search`` names
+which serves which manifest ``kind:``)::
 
-    @register("elasticsearch")  ElasticsearchExecutor   the official elasticsearch client
-    @register("opensearch")     OpenSearchExecutor      opensearch-py
+    elasticsearch   ElasticsearchExecutor   the official elasticsearch client
+    opensearch      OpenSearchExecutor      opensearch-py
 
 Everything about the DSL — the request actually sent, the one endpoint, errors, hits and
-aggregations → rows (``search_rows/``) — lives in ``SearchExecutor``; a subclass only names
-its ``ClientFlavour`` (``search_clients.py``), which builds the client and reads its
+aggregations → rows (``rows/``) — lives in ``SearchExecutor``; a subclass only names
+its ``ClientFlavour`` (``clients.py``), which builds the client and reads its
 exceptions.
 
 Read-only by construction: the executor only ever calls ``search``, from
@@ -16,13 +17,13 @@ bulk, script or ``_sql`` call exists in this module.
 
 Connection URL: ``url`` in the manifest, e.g. ``https://${ES_USER}:${ES_PASSWORD}@es:9200``;
 credentials belong in environment variables interpolated by the manifest loader, never in the
-file. The URL ``embedded`` starts the in-process engine (``embedded.py``) and loads the
+file. The URL ``embedded`` starts the in-process search server (``embedded_server.py``) and loads the
 manifest's documents; it is always spoken to with the OpenSearch client.
 
 Time: each request is bounded twice — the client's request timeout and the body's
-``timeout`` (so the engine stops searching too) — both ``limits.timeout_s``. Counting is
+``timeout`` (so the search server stops searching too) — both ``limits.timeout_s``. Counting is
 bounded too: ``track_total_hits`` is never ``true`` but at most ``limits.max_count``, so the
-engine stops counting there and a count at the bound reads "at least N".
+search server stops counting there and a count at the bound reads "at least N".
 """
 
 from __future__ import annotations
@@ -35,23 +36,24 @@ from typing import Any, ClassVar
 from structq.capabilities.hints import listing
 from structq.capabilities.model import Index, Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
-from structq.executors import embedded
-from structq.executors.base import ResultSet, register
-from structq.executors.search_clients import (
+from structq.executors.base import ResultSet
+from structq.executors.urls import redact_url
+from structq.safety.query import SafeQuery
+
+from . import embedded_server
+from .clients import (
     ClientFlavour,
     ElasticsearchFlavour,
     Failure,
     OpenSearchFlavour,
-    engine_error,
+    server_error,
 )
-from structq.executors.search_rows import SearchTable, aggregation_rows, count_rows, hit_rows
-from structq.executors.urls import redact_url
-from structq.safety.query import SafeQuery
+from .rows import SearchTable, aggregation_rows, count_rows, hit_rows
 
-__all__ = ["SearchExecutor", "ElasticsearchExecutor", "OpenSearchExecutor", "redact_url"]
+__all__ = ["SearchExecutor", "ElasticsearchExecutor", "OpenSearchExecutor"]
 
 
-#: Too many requests, bad gateway, service unavailable, gateway timeout: the engine cannot
+#: Too many requests, bad gateway, service unavailable, gateway timeout: the search server cannot
 #: serve anyone right now — the source's state, not the query's fault (other 5xx stay
 #: ExecutionError).
 _UNAVAILABLE_STATUSES = frozenset({429, 502, 503, 504})
@@ -69,7 +71,7 @@ _REJECTION_HINTS = {
 #: One table, so each kind's message and advice read side by side.
 _CONNECTION_FAILURES: dict[str, tuple[type[ExecutionError], str, str]] = {
     "unreachable": (SourceUnavailable, "is unreachable ({detail})",
-                    "check that the engine is running and that the manifest's url is right"),
+                    "check that the search server is running and that the manifest's url is right"),
     "timeout": (QueryTimeout, "did not answer within {timeout_s:g} s",
                 "narrow the query with filters, or raise limits.timeout_s"),
     "auth": (SourceUnavailable, "refused the credentials (HTTP {status}: {detail})",
@@ -86,7 +88,7 @@ def _has_aggregations(body: Mapping[str, Any]) -> bool:
 def _bounded_total(asked: Any, bound: int) -> int | bool:
     """``track_total_hits`` as sent: ``false`` stays off; anything else (``true``, a number, a
     count step that did not say) counts exactly up to ``bound`` and no further, so no request
-    makes the engine count a huge index to the end."""
+    makes the search server count a huge index to the end."""
     if asked is False:
         return False
     if type(asked) is int and 0 <= asked < bound:
@@ -101,7 +103,7 @@ def _wants_count(body: Mapping[str, Any]) -> bool:
 
 def _unscored(table: SearchTable, index: Index, body: Mapping[str, Any]) -> SearchTable:
     """Hits of a row-filtered index: the sandbox runs the query in filter context (relevance
-    would read other tenants' term statistics), so the engine's score is the same constant
+    would read other tenants' term statistics), so the search server's score is the same constant
     for every hit. An empty ``_score`` says so, rather than a number that reads as "not
     relevant"; without a sort, a note tells why the hits come in no particular order."""
     at = table.columns.index("_score")
@@ -125,14 +127,13 @@ class SearchExecutor:
     ``max_rows + 1``), an aggregation left buckets out, or a count stopped at its bound.
 
     The client is created on first use and shared by threads (both clients are thread-safe);
-    ``close()`` releases it, and the embedded engine when this executor holds it.
+    ``close()`` releases it, and the embedded search server when this executor holds it.
     """
 
-    kind: ClassVar[str]
     flavour: ClassVar[ClientFlavour]
 
     def __init__(self, manifest: Manifest, *,
-                 progress: embedded.LoadProgress | None = None) -> None:
+                 progress: embedded_server.LoadProgress | None = None) -> None:
         if manifest.object_type is not Index:
             raise ConfigError(
                 f"source {manifest.source!r} is of kind {manifest.kind!r}, not a search source",
@@ -143,9 +144,9 @@ class SearchExecutor:
         self._lock = threading.Lock()
         self._client: Any = None
         self._client_flavour: ClientFlavour = self.flavour
-        #: The URL the client speaks to: the embedded engine's changes when it restarts.
+        #: The URL the client speaks to: the embedded search server's changes when it restarts.
         self._client_url: str | None = None
-        self._holds_engine = False
+        self._holds_server = False
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -154,13 +155,13 @@ class SearchExecutor:
         return self.manifest.limits.timeout_s
 
     def connect(self) -> None:
-        """Create the client now (starting and loading the embedded engine if the source
+        """Create the client now (starting and loading the embedded search server if the source
         uses it) rather than on the first query — so a CLI can show load progress."""
         self._connection()
 
     def fetch(self, query: SafeQuery) -> ResultSet:
         """Run ``query``; rows as described on the class. Making the client — which starts
-        the embedded engine and loads its indices on first use — is timed apart
+        the embedded search server and loads its indices on first use — is timed apart
         (``startup_ms``), so a step's ``elapsed_ms`` is the search's own time."""
         startup_ms = self._start_up()
         started = time.perf_counter()
@@ -191,7 +192,7 @@ class SearchExecutor:
         return 0.0 if client is before else (time.perf_counter() - started) * 1000
 
     def close(self) -> None:
-        """Close the client; give back the embedded engine (stopped when nobody holds it)."""
+        """Close the client; give back the embedded search server (stopped when nobody holds it)."""
         with self._lock:
             self._drop_client()
 
@@ -221,7 +222,7 @@ class SearchExecutor:
         return index
 
     def _request_body(self, query: SafeQuery) -> dict[str, Any]:
-        """The body as sent: the sandbox's body, with the engine-side timeout and the row cap.
+        """The body as sent: the sandbox's body, with the server-side timeout and the row cap.
 
         The sandbox already caps ``size`` at ``max_rows + 1``; capping again here means a
         hand-built or buggy query still cannot fetch more, and truncation stays detectable.
@@ -250,24 +251,24 @@ class SearchExecutor:
         return body
 
     def _call(self, query: SafeQuery, body: dict[str, Any]) -> dict[str, Any]:
-        """The only place that talks to the engine, and only to ``search``.
+        """The only place that talks to the search server, and only to ``search``.
 
-        An embedded engine that refuses the connection has died since the client was made:
-        the client is dropped, the engine started (and loaded) again, and the request sent
+        An embedded search server that refuses the connection has died since the client was made:
+        the client is dropped, the search server started (and loaded) again, and the request sent
         once more. A server of the manifest's is never retried: its outage is the answer.
         """
         for attempt in range(2):
             client, flavour = self._connection()
             index = query.index
-            if self._holds_engine:  # the embedded engine keeps each declared index under its own name
-                index = embedded.physical_index(self.manifest, query.index)
+            if self._holds_server:  # the embedded search server keeps each declared index under its own name
+                index = embedded_server.physical_index(self.manifest, query.index)
             try:
                 response = client.search(index=index, body=body)
             except Exception as exc:
                 failure = flavour.failure(exc)
                 if failure is None:
                     raise
-                if attempt == 0 and failure.kind == "unreachable" and self._holds_engine:
+                if attempt == 0 and failure.kind == "unreachable" and self._holds_server:
                     self._forget(client)
                     continue
                 raise self._error(failure, flavour, query) from exc
@@ -275,10 +276,10 @@ class SearchExecutor:
         raise AssertionError("the second attempt returns or raises")
 
     def _connection(self) -> tuple[Any, ClientFlavour]:
-        """The client, made on first use — and made again when the embedded engine it spoke
+        """The client, made on first use — and made again when the embedded search server it spoke
         to has stopped or restarted on another port since."""
         with self._lock:
-            if self._client is not None and self._holds_engine and embedded.engine_url() != self._client_url:
+            if self._client is not None and self._holds_server and embedded_server.server_url() != self._client_url:
                 self._drop_client()
             if self._client is None:
                 url, flavour = self._url_and_flavour()
@@ -301,18 +302,18 @@ class SearchExecutor:
                 self._drop_client()
 
     def _drop_client(self) -> None:
-        """Close the client and give back the embedded engine; the caller holds the lock."""
+        """Close the client and give back the embedded search server; the caller holds the lock."""
         client, self._client, self._client_url = self._client, None, None
         if client is not None:
             self._client_flavour.close(client)
-        if self._holds_engine:
-            self._holds_engine = False
-            embedded.release()
+        if self._holds_server:
+            self._holds_server = False
+            embedded_server.release()
 
     def _url_and_flavour(self) -> tuple[str, ClientFlavour]:
-        if embedded.is_embedded(self.manifest.url):
-            url = embedded.acquire(self.manifest, progress=self._progress)
-            self._holds_engine = True
+        if embedded_server.is_embedded(self.manifest.url):
+            url = embedded_server.acquire(self.manifest, progress=self._progress)
+            self._holds_server = True
             return url, OpenSearchFlavour()
         return self.manifest.url, self.flavour
 
@@ -331,7 +332,7 @@ class SearchExecutor:
         if (shards.get("failed") or 0) > 0:
             failures = shards.get("failures") or [{}]
             reason = failures[0].get("reason") if isinstance(failures[0], Mapping) else None
-            error_type, text = engine_error({"error": reason}) if reason else (None, None)
+            error_type, text = server_error({"error": reason}) if reason else (None, None)
             raise ExecutionError(
                 f"the search on {query.index!r} failed on {shards['failed']} of "
                 f"{shards.get('total', '?')} shards"
@@ -351,7 +352,7 @@ class SearchExecutor:
     def _error(self, failure: Failure, flavour: ClientFlavour, query: SafeQuery) -> ExecutionError:
         source = self.manifest.source
         where = f"{flavour.label} source {source!r}"
-        if not embedded.is_embedded(self.manifest.url):
+        if not embedded_server.is_embedded(self.manifest.url):
             where += f" at {redact_url(self.manifest.url)}"
         common: dict[str, Any] = {"source": source, "query": str(query), "cause": failure.reason}
         detail = ": ".join(p for p in (failure.type, failure.reason) if p)
@@ -365,34 +366,32 @@ class SearchExecutor:
                 f"{flavour.label} rejected the query on index {query.index!r} "
                 f"(HTTP {failure.status}): {detail}", **common,
                 hint=_REJECTION_HINTS.get(failure.type or "",
-                                          "fix the query: the engine's reason names the clause or field"),
+                                          "fix the query: the search server's reason names the clause or field"),
             )
         if failure.kind == "server" and failure.status in _UNAVAILABLE_STATUSES:
             return SourceUnavailable(
                 f"{where} is unavailable (HTTP {failure.status}: "
                 f"{detail or 'no reason given'})", **common,
-                hint="the engine, or a proxy in front of it, cannot serve requests now; "
+                hint="the search server, or a proxy in front of it, cannot serve requests now; "
                      "try again later",
             )
         if failure.kind == "server":
             status = f"HTTP {failure.status}" if failure.status else "an unreadable answer"
             error = ExecutionError(
                 f"{where} failed with {status} ({detail or 'no reason given'})", **common,
-                hint="an engine fault, not the query's: try again later",
+                hint="a search server fault, not the query's: try again later",
             )
             error.retryable = False  # rewriting the query would not help
             return error
         return ExecutionError(f"{where}: the request failed ({detail})", **common)
 
 
-@register("elasticsearch")
 class ElasticsearchExecutor(SearchExecutor):
     """Elasticsearch through the official client."""
 
     flavour = ElasticsearchFlavour()
 
 
-@register("opensearch")
 class OpenSearchExecutor(SearchExecutor):
     """OpenSearch through opensearch-py; also the executor of ``url: embedded`` sources."""
 
