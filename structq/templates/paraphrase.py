@@ -28,7 +28,10 @@ Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an exampl
 3. every word of the example is in the question, except *subject nouns*: a table's name or
    synonym (``员工`` in ``绩效为D的员工有多少人``) may be left implied;
 4. the score — the example's words found in the question, over the example's words — is at
-   least ``THRESHOLD``; and no other example also qualifies.
+   least ``THRESHOLD``; and no other example also qualifies;
+5. a plain word the example writes against a column slot's value (``区`` in ``华东区``) is,
+   when the question has it, written against the same slot's value on the same side (order
+   may change, attachment not: ``研发部区在职的华东员工`` swaps the values).
 
 The result says which words matched and which were implied (``Paraphrase.why``), so an answer
 planned from it can show why.
@@ -263,6 +266,9 @@ class _Shape:
     words: tuple[Word, ...]
     #: Words that stand in the example's steps as written (a searched phrase): never implied.
     literal: frozenset[str] = field(default_factory=frozenset)
+    #: Slot → the example's words written against its value (``区`` in ``华东区``): in the
+    #: question too, when it has them (rule 5).
+    attached: dict[str, tuple[tuple[Word, str], ...]] = field(default_factory=dict)
 
 
 class Paraphrases:
@@ -290,12 +296,28 @@ class Paraphrases:
         key = (template.example.question, today)
         if key not in self._shapes:
             words: list[Word] = []
-            for part in template.parts:
-                if isinstance(part, str):
-                    words += [w for w in self.vocabulary.read(part, today) if w.kind != "filler"]
+            attached: dict[str, list[tuple[Word, str]]] = {}
+            parts = template.parts
+            for at, part in enumerate(parts):
+                if not isinstance(part, str):
+                    continue
+                read = self.vocabulary.read(part, today)
+                if not read:
+                    continue
+                words += [w for w in read if w.kind != "filler"]
+                # A plain word against a column slot's value qualifies it (华东区, 星火项目组);
+                # periods and numbers sit anywhere.
+                before, after = (parts[at - 1] if at > 0 else None), (parts[at + 1] if at + 1 < len(parts) else None)
+                if isinstance(before, Hole) and before.slot.kind == "column" and read[0].start == 0 \
+                        and read[0].kind == "word":
+                    attached.setdefault(before.name, []).append((read[0], "after"))
+                if isinstance(after, Hole) and after.slot.kind == "column" and read[-1].end == len(part) \
+                        and read[-1].kind == "word":
+                    attached.setdefault(after.name, []).append((read[-1], "before"))
             literal = frozenset(w.text for w in words if w.kind == "word" and len(w.text) > 1
                                 and w.text in _steps_text(template.example))
-            self._shapes[key] = _Shape(template, tuple(template.holes), tuple(words), literal)
+            self._shapes[key] = _Shape(template, tuple(template.holes), tuple(words), literal,
+                                       {name: tuple(ws) for name, ws in attached.items()})
         return self._shapes[key]
 
     def _judge(self, shape: _Shape, asked: list[Word], text: str, lookup: Lookup | None) -> _Verdict:
@@ -310,6 +332,9 @@ class Paraphrases:
                                 else f"slot {hole.name!r}: no value of its kind in the question")
             used.add(fits[0][0])
             filled[hole.name] = fits[0][1]
+            loose = _detached(shape.attached.get(hole.name, ()), words, words[fits[0][0]], text)
+            if loose is not None:
+                return _Verdict(None, f"{loose!r} is not written against the value of slot {hole.name!r}")
         rest = [w for i, w in enumerate(words) if i not in used]
         example = _drop_implied_tables(list(shape.words))
         rest = _drop_implied_tables(rest)
@@ -329,6 +354,17 @@ class Paraphrases:
         if score < THRESHOLD:
             return _Verdict(None, f"score {score:.2f} below {THRESHOLD} (implied: {', '.join(implied)})")
         return _Verdict(Paraphrase(shape.template, filled, score, tuple(matched), tuple(implied)), "")
+
+
+def _detached(attached: Sequence[tuple[Word, str]], words: list[Word], value: Word, text: str) -> str | None:
+    """An example word written against a slot's value (``区`` after ``华东``) that the question
+    has, but not against that slot's value on the same side (``研发部区 … 华东员工``: swapped)."""
+    for word, side in attached:
+        found = [w for w in words if w.same(word)]
+        if found and not any(w.start >= value.end and not text[value.end:w.start].strip() if side == "after"
+                             else w.end <= value.start and not text[w.end:value.start].strip() for w in found):
+            return word.text
+    return None
 
 
 def _steps_text(example: Example) -> str:

@@ -38,7 +38,7 @@ CLASSES: dict[str, frozenset[str]] = {
     "which": frozenset(["哪些", "哪个", "哪家", "哪位", "哪", "什么", "谁", "是谁", "列出", "给出", "显示", "找出",
                         "查询", "which", "who", "whom", "list", "show"]),
     "people": frozenset(["人", "人数", "people", "person", "persons", "headcount"]),
-    "top": frozenset(["最高", "最多", "最大", "最好", "最强", "前", "top", "highest", "most", "largest", "biggest",
+    "top": frozenset(["最高", "最多", "最大", "最好", "最强", "前", "排前", "排名前", "top", "highest", "most", "largest", "biggest",
                       "best", "greatest"]),
     "bottom": frozenset(["最低", "最少", "最小", "最差", "lowest", "least", "fewest", "smallest", "worst", "bottom"]),
     "average": frozenset(["平均", "平均值", "均值", "average", "mean", "avg"]),
