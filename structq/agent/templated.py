@@ -174,5 +174,5 @@ def plan_for(match: Match) -> Plan:
     """The example's plan, carrying the example, the slot values and the parameters to bind."""
     plan = Plan.from_example(match.example)
     use = TemplateUse(example=match.example.question, slots=match.shown, params=match.params, how=match.how,
-                      score=round(match.score, 2), why=match.why)
+                      score=round(match.score, 2), why=match.why if match.how == "paraphrase" else "")
     return plan.model_copy(update={"template": use})

@@ -26,7 +26,7 @@ __all__ = ["CLASSES", "FILLERS", "SAME", "lemma", "number_word"]
 FILLERS = frozenset("""
     的 了 是 为 评为 被评为 有 在 吗 呢 吧 啊 请 帮我 帮忙 一下 都 也 还 仍 仍然 就 能 会 要 想 我 我们 你
     公司 里 中 其中 这 那 这些 那些 该 此 目前 现在 当前 个 份 名 位 家 条 项 笔 得 地 所有 全部 一共 总共
-    共 合计 总计 总 分别 过 着 呀 一 共计
+    共 合计 总计 总 分别 过 着 呀 共计
     the a an of in on at to from during within is are was were be been being did do does have has had
     there that this these those please me us i we our you your currently still all total overall
     altogether with whose s what
