@@ -141,7 +141,7 @@ def main() -> None:
     print(f"must not match:  {refusals:3d}  answered {refused['wrong']:3d} (wrong)"
           f"              abstained {refused['abstained']:3d}"
           f"  ({len(data['must_not_match'])} of the strict matcher's, {len(data['near_misses'])} near-misses)")
-    print(f"wrong in all:    {counts['wrong'] + refused['wrong']}")
+    print(f"wrong in all:    {counts['wrong'] + paraphrased['wrong'] + refused['wrong']}")
     for name, times in (("cold", cold), ("warm", warm)):
         ordered = sorted(times)
         p95 = ordered[int(0.95 * (len(ordered) - 1))]

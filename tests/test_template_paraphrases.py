@@ -32,6 +32,9 @@ TODAY: dt.date = QUESTIONS["today"]
 NOT_TAKEN = {
     "东北地区在职的财务部员工有哪些？",  # 地区 (a column's synonym) where the example writes 区 against the value
     "上个月有多少员工绩效是C？",  # "how many employees" without 人: no example counts employees that way
+    "星火项目组有哪些成员？",  # 项目组 names the table only; the example's 项目 also names a search field
+    "北斗项目负责人是谁？",  # 项目负责人 is a member role's meaning, read as that value
+    "2026年第三季度各部门的周报分别有多少份？",  # 提交 (submitted) left out: a plain word is never implied
 }
 REFUSAL = {"cannot_answer": "scripted: the model was asked", "steps": []}
 ASKED_OF_THE_MODEL = QUESTIONS["near_misses"] + QUESTIONS["must_not_match"]

@@ -331,7 +331,12 @@ class Paraphrases:
         return self._shapes[key]
 
     def _judge(self, shape: _Shape, asked: list[Word], text: str, lookup: Lookup | None) -> _Verdict:
-        """Rules 1–4 for one example (see the module docstring)."""
+        """Rules 1–5 for one example (see the module docstring)."""
+        # A word of the example the question lacks is a refusal no stored value can change:
+        # known before any look-up (an entity slot's value is read from the data).
+        lacking = next((w for w in shape.words if not w.soft and not any(a.same(w) for a in asked)), None)
+        if lacking is not None:
+            return _Verdict(None, f"the question does not say {lacking.text!r}")
         words = _with_entities(asked, shape.holes, text, lookup)
         filled: dict[str, Filled] = {}
         used: set[int] = set()

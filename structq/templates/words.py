@@ -35,7 +35,7 @@ FILLERS = frozenset("""
 #: Class name → its words. Multi-word entries are matched as a phrase ("how many" before "how").
 CLASSES: dict[str, frozenset[str]] = {
     "how-many": frozenset(["多少", "几", "how many", "how much", "number of", "count"]),
-    "which": frozenset(["哪些", "哪个", "哪家", "哪位", "哪", "什么", "谁", "是谁", "列出", "给出", "显示", "找出",
+    "which": frozenset(["哪些", "哪个", "哪家", "哪位", "哪", "哪一", "哪一个", "哪一家", "哪一位", "什么", "谁", "是谁", "列出", "给出", "显示", "找出",
                         "查询", "which", "who", "whom", "list", "show"]),
     "people": frozenset(["人", "人数", "people", "person", "persons", "headcount"]),
     "top": frozenset(["最高", "最多", "最大", "最好", "最强", "前", "排前", "排名前", "top", "highest", "most", "largest", "biggest",
