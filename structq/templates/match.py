@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .fillers import Filled, Lookup, read_coded, read_integer, read_period
@@ -85,10 +86,16 @@ class TemplateSet:
         built = [(Template.build(m, ex, capabilities, synonyms), bool(ex.slots)) for m, ex in capabilities.examples()]
         self.templates = [t for t, slotted in built if slotted]
         self.capabilities = capabilities
-        #: Paraphrase matching over the slotted examples and the unslotted ones whose dates
-        #: cannot move (no period in the question, no ``today``): None when turned off.
-        self.paraphrases = Paraphrases(capabilities, [t for t, slotted in built if slotted or _fixed(t.example)]) \
-            if paraphrases else None
+        self._built = built if paraphrases else None
+
+    @cached_property
+    def paraphrases(self) -> Paraphrases | None:
+        """Paraphrase matching over the slotted examples and the unslotted ones whose dates
+        cannot move (no period in the question, no ``today``); None when turned off. Read
+        on first use, so an agent that never needs it does not pay for it."""
+        if self._built is None:
+            return None
+        return Paraphrases(self.capabilities, [t for t, slotted in self._built if slotted or _fixed(t.example)])
 
     def __len__(self) -> int:
         return len(self.templates)
