@@ -142,6 +142,9 @@ def test_what_a_paraphrase_may_change(templates: TemplateSet, question: str, exa
     ("研发部区在职的华东员工有哪些？", "{region}区在职的{department}员工有哪些",
      "'区' is not written against the value of slot 'region'"),  # the values swapped
     ("火星项目有哪些成员？", "{project}项目的成员有哪些", "slot 'project': no value of its kind"),  # not stored
+    ("2024年第一季度华北区销售额小于1000万且回款周期超过60天的合同有哪些？",
+     "{quarter}{region}区销售额超过1000万且回款周期小于60天的合同有哪些",
+     "'超过' does not stand after '销售额' as in the example"),  # the comparisons swapped
 ])
 def test_a_near_miss_is_refused_by_the_rule_it_breaks(templates: TemplateSet, question: str, shape: str,
                                                       reason: str) -> None:

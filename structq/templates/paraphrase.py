@@ -33,7 +33,9 @@ Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an exampl
    least ``THRESHOLD``; and no other example also qualifies;
 5. a plain word the example writes against a column slot's value (``区`` in ``华东区``) is,
    when the question has it, written against the same slot's value on the same side (order
-   may change, attachment not: ``研发部区在职的华东员工`` swaps the values).
+   may change, attachment not: ``研发部区在职的华东员工`` swaps the values);
+6. a comparison or negation stands between the same words as in the example
+   (``销售额小于1000万且回款周期超过60天`` swaps the example's two comparisons).
 
 The result says which words matched and which were implied (``Paraphrase.why``), so an answer
 planned from it can show why.
@@ -272,6 +274,8 @@ class _Shape:
     #: Slot → the example's words written against its value (``区`` in ``华东区``): in the
     #: question too, when it has them (rule 5).
     attached: dict[str, tuple[tuple[Word, str], ...]] = field(default_factory=dict)
+    #: The example's words and holes in order (fillers left out), for rule 6.
+    sequence: tuple[Word | Hole, ...] = ()
 
 
 class Paraphrases:
@@ -306,15 +310,18 @@ class Paraphrases:
         key = (template.example.question, today)
         if key not in self._shapes:
             words: list[Word] = []
+            sequence: list[Word | Hole] = []
             attached: dict[str, list[tuple[Word, str]]] = {}
             parts = template.parts
             for at, part in enumerate(parts):
                 if not isinstance(part, str):
+                    sequence.append(part)
                     continue
                 read = self.vocabulary.read(part, today)
                 if not read:
                     continue
                 words += [w for w in read if w.kind != "filler"]
+                sequence += [w for w in read if w.kind != "filler"]
                 # A plain word against a column slot's value qualifies it (华东区, 星火项目组);
                 # periods and numbers sit anywhere.
                 before, after = (parts[at - 1] if at > 0 else None), (parts[at + 1] if at + 1 < len(parts) else None)
@@ -327,7 +334,7 @@ class Paraphrases:
             literal = frozenset(w.text for w in words if w.kind == "word" and len(w.text) > 1
                                 and w.text in _steps_text(template.example))
             self._shapes[key] = _Shape(template, tuple(template.holes), tuple(words), literal,
-                                       {name: tuple(ws) for name, ws in attached.items()})
+                                       {name: tuple(ws) for name, ws in attached.items()}, tuple(sequence))
         return self._shapes[key]
 
     def _judge(self, shape: _Shape, asked: list[Word], text: str, lookup: Lookup | None) -> _Verdict:
@@ -340,33 +347,44 @@ class Paraphrases:
         words = _with_entities(asked, shape.holes, text, lookup)
         filled: dict[str, Filled] = {}
         used: set[int] = set()
+        holes_at: list[int] = []
         for hole in shape.holes:
             fits = [(i, f) for i, w in enumerate(words) if i not in used and (f := _fill(hole, w)) is not None]
             if len(fits) != 1:
                 return _Verdict(None, f"slot {hole.name!r}: {len(fits)} values in the question" if fits
                                 else f"slot {hole.name!r}: no value of its kind in the question")
             used.add(fits[0][0])
+            holes_at.append(fits[0][0])
             filled[hole.name] = fits[0][1]
             loose = _detached(shape.attached.get(hole.name, ()), words, words[fits[0][0]], text)
             if loose is not None:
                 return _Verdict(None, f"{loose!r} is not written against the value of slot {hole.name!r}")
-        rest = [w for i, w in enumerate(words) if i not in used]
-        example = _drop_implied_tables(list(shape.words))
-        rest = _drop_implied_tables(rest)
+        at = {hole.name: i for hole, i in zip(shape.holes, holes_at, strict=True)}
+        free = [i for i in range(len(words)) if i not in used]
+        named = _tables_named(list(shape.words)), _tables_named([words[i] for i in free])
+        # A table's noun beside a column only that table has says nothing more (either side).
+        example = [(k, w) for k, w in enumerate(shape.sequence) if isinstance(w, Word) and not _implied(w, named[0])]
+        rest = [i for i in free if not _implied(words[i], named[1])]
         matched, implied = [f"{h.name} (slot)" for h in shape.holes], []
         # A noun for the people counted (员工 in 员工有多少人) adds nothing when both count people.
-        people = all(any(w.kind == "class" and w.key == "people" for w in side) for side in (example, rest))
-        for word in example:
-            pair = next((i for i, w in enumerate(rest) if w.same(word)), None)
+        people = all(any(w.kind == "class" and w.key == "people" for w in side)
+                     for side in ([w for _, w in example], [words[i] for i in rest]))
+        paired = {k: at[h.name] for k, h in enumerate(shape.sequence) if isinstance(h, Hole)}
+        for k, word in example:
+            pair = next((i for i in rest if words[i].same(word)), None)
             if pair is not None:
-                found = rest.pop(pair)
-                matched.append(word.text if found.text == word.text else f"{found.text}~{word.text}")
+                rest.remove(pair)
+                paired[k] = pair
+                matched.append(word.text if words[pair].text == word.text else f"{words[pair].text}~{word.text}")
             elif people and word.soft and word.text not in shape.literal:
                 implied.append(word.text)
             else:
                 return _Verdict(None, f"the question does not say {word.text!r}")
         if rest:
-            return _Verdict(None, "the question adds " + ", ".join(repr(w.text) for w in rest))
+            return _Verdict(None, "the question adds " + ", ".join(repr(words[i].text) for i in rest))
+        loose = _unbound(shape.sequence, paired)
+        if loose is not None:
+            return _Verdict(None, loose)
         score = len(matched) / (len(matched) + len(implied))
         if score < THRESHOLD:
             return _Verdict(None, f"score {score:.2f} below {THRESHOLD} (implied: {', '.join(implied)})")
@@ -389,13 +407,36 @@ def _steps_text(example: Example) -> str:
                     for s in example.steps)
 
 
-def _drop_implied_tables(words: list[Word]) -> list[Word]:
-    """A table's noun beside a word naming only columns of that table says nothing more
-    (``项目`` beside ``预算`` if only projects had a budget); beside a word naming columns of
-    several tables (金额: of sales and of contracts) it says which, and stays."""
+def _tables_named(words: list[Word]) -> set[str]:
+    """The tables a word of ``words`` names through columns of that table alone (``预算``, if
+    only projects had a budget); a word naming columns of several tables (金额: of sales and
+    of contracts) names none, so a table's noun beside it says which, and counts."""
     owners = [{c.rsplit(".", 1)[0] for c in w.key} for w in words if w.kind == "concept" and not w.soft]
-    tables = {table for found in owners if len(found) == 1 for table in found}
-    return [w for w in words if not (w.soft and w.key <= tables)]
+    return {table for found in owners if len(found) == 1 for table in found}
+
+
+def _implied(word: Word, tables: set[str]) -> bool:
+    return word.soft and word.key <= tables
+
+
+#: Question words that bind the words beside them: a comparison its column and its number
+#: (销售额超过1000万), a negation what it negates.
+BINDING = frozenset({"more-than", "less-than", "at-least", "at-most", "not"})
+
+
+def _unbound(sequence: Sequence[Word | Hole], paired: dict[int, int]) -> str | None:
+    """Rule 6: a comparison or negation of the example stands between the same words in the
+    question (``销售额小于1000万且回款周期超过60天`` swaps two comparisons; moving a whole
+    condition is fine)."""
+    for k, item in enumerate(sequence):
+        if not (isinstance(item, Word) and item.kind == "class" and item.key in BINDING) or k not in paired:
+            continue
+        for side in (-1, 1):
+            if k + side in paired and paired[k + side] != paired[k] + side:
+                other = sequence[k + side]
+                name = other.text if isinstance(other, Word) else "{" + other.name + "}"
+                return f"{item.text!r} does not stand {'after' if side < 0 else 'before'} {name!r} as in the example"
+    return None
 
 
 def _fill(hole: Hole, word: Word) -> Filled | None:
