@@ -14,7 +14,7 @@ A word is one of (``Word.kind``):
 - ``period`` (the date grammar's), ``number``, ``value`` (a code or meaning of a coded column),
   ``entity`` (a stored value of an example's entity slot, looked up in the data);
 - ``concept``: a column or table, by the set of objects that declare the word as a name or
-  synonym (两 words mean the same only when exactly the same columns declare them);
+  synonym (two words mean the same only when exactly the same columns declare them);
 - ``class``: a question word of one of ``words.CLASSES`` (how-many, top, each, not, …);
 - ``word``: anything else, compared as written (English by lemma).
 
@@ -27,8 +27,10 @@ Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an exampl
    period, number, metric, grouping, negation, comparison or plain word is another question);
 3. every word of the example is in the question, except a table's name or synonym naming the
    people an example counts (``员工`` in ``绩效为D的员工有多少人``), which a question that
-   counts people too (``有几个人``) may leave implied. Any other noun left out may change what
-   is listed (``销售额最高的10个`` could be customers or products), so it is not implied;
+   counts people too (``有几个人``) may leave implied, and a table's noun beside a word naming
+   columns of that table alone (on either side: it says nothing more). Any other noun left out
+   may change what is listed (``销售额最高的10个`` could be customers or products), so it is
+   not implied;
 4. the score — the example's words found in the question, over the example's words — is at
    least ``THRESHOLD``; and no other example also qualifies;
 5. a plain word the example writes against a column slot's value (``区`` in ``华东区``) is,
@@ -66,7 +68,7 @@ __all__ = ["THRESHOLD", "Paraphrase", "Paraphrases", "Word"]
 
 #: The least share of an example's words a paraphrase must contain (rule 4). Calibrated on the
 #: demo's question sets (``bench/templates.py``): every near-miss there is refused at any value
-#: (rules 1–3 refuse them), and 0.8 is the highest value that keeps every paraphrase that leaves
+#: (the other rules refuse them), and 0.8 is the highest value that keeps every paraphrase that leaves
 #: one noun implied among six words (0.83); a question leaving more of a short example implied
 #: is planned afresh.
 THRESHOLD = 0.8
@@ -97,6 +99,8 @@ class Word:
         return self.kind == "concept" and all(o.count(".") == 1 for o in self.key)
 
     def same(self, other: Word) -> bool:
+        """Whether the two mean the same: values sharing a column's code (优秀 and A), periods
+        of the same days, anything else by its key."""
         if self.kind != other.kind:
             return False
         if self.kind == "value":
@@ -480,7 +484,7 @@ def _with_entities(words: list[Word], holes: Sequence[Hole], text: str, lookup: 
 
 def _entity_spans(words: list[Word]) -> Iterator[tuple[int, int]]:
     """Runs of at most ``ENTITY_WORDS`` words that may name a stored value: a plain word in
-    them, and no period, question word or filler."""
+    them, and no period or question word."""
     for start in range(len(words)):
         for end in range(start + 1, min(len(words), start + ENTITY_WORDS) + 1):
             run = words[start:end]
