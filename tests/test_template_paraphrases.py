@@ -184,3 +184,37 @@ def test_ask_shows_the_example_the_score_and_the_slots(offline) -> None:
                                          "score 1.00 (5 of 5 words); slots: n = 3")
     assert answer.to_dict()["plan"]["template"]["how"] == "paraphrase"
     assert model.calls == 0
+
+
+# --- reading a question as words ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question, words", [
+    ("哪十一个项目的预算最多？", [("class", "哪"), ("number", "十一"), ("concept", "项目"), ("word", "预算"),
+                                 ("class", "最多")]),
+    ("预算最多的一个项目是哪一个", [("word", "预算"), ("class", "最多"), ("number", "一"), ("concept", "项目"),
+                                   ("class", "哪一个")]),
+    ("Which projects aren't in progress?", [("class", "Which"), ("concept", "projects"), ("class", "aren"),
+                                            ("class", "t"), ("word", "progress")]),
+    ("a grade of A", [("word", "grade"), ("value", "A")]),  # the article is no grade (and a filler)
+    ("2026年3月每个部门有多少人绩效是A", [("period", "2026年3月"), ("class", "每个"), ("concept", "部门"),
+                                       ("class", "多少"), ("class", "人"), ("concept", "绩效"), ("value", "A")]),
+])
+def test_a_question_reads_as_its_meaningful_words(templates: TemplateSet, question: str,
+                                                  words: list[tuple[str, str]]) -> None:
+    from structq.templates import match_text
+
+    assert templates.paraphrases is not None
+    read = templates.paraphrases.vocabulary.read(match_text(question), TODAY)
+    assert [(w.kind, w.text) for w in read if w.kind != "filler"] == words
+
+
+def test_a_paraphrase_runs_the_examples_own_steps(offline) -> None:
+    from structq.agent.plan import Plan
+
+    agent, _ = offline
+    answer = agent.ask("2026年3月每个部门有多少人绩效是A？", today=TODAY, answer=False)
+    example = next(e for _, e in agent.capabilities.examples() if e.question == answer.plan.template.example)  # type: ignore[union-attr]
+    assert answer.plan.steps == Plan.from_example(example).steps
+    assert answer.plan.template.params == {"month_start": "2026-03-01", "month_end": "2026-03-31",  # type: ignore[union-attr]
+                                           "month_next": "2026-04-01", "grade": "A"}

@@ -146,8 +146,10 @@ class Vocabulary:
         self.entries: dict[tuple[str, ...], tuple[str, Any]] = {}
         concepts: dict[str, dict[str, set[str]]] = {"column": {}, "table": {}}
         values: dict[str, set[tuple[str, str]]] = {}
-        #: Short Latin codes (``A``) match only as written, not an article's ``a``.
-        self.cased: dict[str, str] = {}
+        #: Short Latin codes (``A``) as written → their entry: they match only so, never an
+        #: article's ``a`` (which stays what the other entries make it, a filler).
+        self.cased: dict[str, tuple[str, Any]] = {}
+        cased: dict[str, str] = {}
         for manifest in capabilities:
             for obj in manifest.objects:
                 owner = f"{manifest.source}.{obj.name}"
@@ -161,7 +163,7 @@ class Vocabulary:
                         for text in {str(code), str(meaning or code)}:
                             values.setdefault(_fold(text), set()).add((column, str(code)))
                             if text.isascii() and len(text) <= 2:
-                                self.cased[_fold(text)] = text
+                                cased[_fold(text)] = text
         for name, members in CLASSES.items():
             for term in members:
                 self._add(term, ("class", name))
@@ -173,7 +175,10 @@ class Vocabulary:
         for term, columns in concepts["column"].items():
             self._add(term, ("concept", frozenset(columns)))
         for term, pairs in values.items():
-            self._add(term, ("value", frozenset(pairs)))
+            if term in cased:
+                self.cased[cased[term]] = ("value", frozenset(pairs))
+            else:
+                self._add(term, ("value", frozenset(pairs)))
         # Words written two ways: read as the other way, a manifest's word when it is one (卖 → 销售).
         for term, same in SAME.items():
             self._add(term, self.entries.get(tuple(u for u, _, _ in _units(_fold(same))), ("word", _fold(same))))
@@ -247,13 +252,10 @@ class Vocabulary:
             window = units[i:i + size]
             # An entry never ends inside a Latin word or number (``A`` is not found in ``AB``).
             key = tuple(lemma(u) if u.isascii() and u.isalpha() else u for u, _, _ in window)
-            entry = self.entries.get(key) or self.entries.get(tuple(u for u, _, _ in window))
-            if entry is None:
-                continue
-            folded = "".join(u for u, _, _ in window)
-            if entry[0] == "value" and folded in self.cased and text[window[0][1]:window[-1][2]] != self.cased[folded]:
-                continue
-            return size, entry
+            entry = (self.cased.get(text[window[0][1]:window[-1][2]]) if size == 1 else None) \
+                or self.entries.get(key) or self.entries.get(tuple(u for u, _, _ in window))
+            if entry is not None:
+                return size, entry
         return 0, None
 
 
