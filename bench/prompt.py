@@ -23,7 +23,11 @@ prompt's characters (system and user message, as ``Planner.messages`` builds the
 90th percentile over the questions that need a planning call) and the model calls per question
 (0 planning calls for a question a verified example or a template answers; then one answer
 call; no repairs or replans counted), for the verified examples shown: all of them
-(``STRUCTQ_PLAN_EXAMPLES=0``, as before) and the default few most relevant. Run it with
+(``STRUCTQ_PLAN_EXAMPLES=0``, as before) and the default few most relevant. The template
+column counts the questions planned from a slotted example before and after paraphrase
+matching (word for word only → with paraphrases), and lists each paraphrase with its example
+and score;
+calls per question are given before → after. Run it with
 ``PYTHONPATH`` at another tree to measure that tree (a Planner without the ``examples``
 setting shows all of them).
 """
@@ -270,23 +274,47 @@ def question_sets(paths: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         capabilities = demo_capabilities(Path(tmp))
         agent = Agent(capabilities, settings=Settings(llm=None, cache_enabled=False, audit_enabled=False))
-        print(f"{'question set':<28} {'questions':>9} {'planned':>7} {'examples':>9} "
+        words_only = _words_only(capabilities)
+        print(f"{'question set':<28} {'questions':>9} {'verified':>8} {'template':>12} {'planned':>7} {'examples':>9} "
               f"{'prompt median':>13} {'p90':>7} {'calls/question':>14}")
         for path in paths:
             evalset = EvalSet.from_file(path)
             today = evalset.today or TODAY
             questions = [item.question for item in evalset.questions]
-            without_model = [q for q in questions
-                             if agent.verified.get(q, today) is not None or agent.templates.plan(q, today) is not None]
-            planned = [q for q in questions if q not in without_model]
-            calls = (2 * len(planned) + len(without_model)) / len(questions)
+            verified = [q for q in questions if agent.verified.get(q, today) is not None]
+            rest = [q for q in questions if q not in verified]
+            before = [q for q in rest if words_only is not None
+                      and words_only.match(q, today, lambda c, t: agent.templates.lookup(c, t)).match is not None]
+            after = [q for q in rest if agent.templates.plan(q, today) is not None]
+            planned = [q for q in rest if q not in after]
+            calls = {name: (2 * (len(rest) - len(hits)) + len(questions) - len(rest) + len(hits)) / len(questions)
+                     for name, hits in (("before", before), ("after", after))}
+            hits = f"{len(before)}→{len(after)}" if words_only is not None else str(len(after))
             for label, examples in (("all", 0), ("default", None)):
                 sizes = planning_prompts(capabilities, planned, today, examples) if planned else [0]
-                print(f"{Path(path).name:<28} {len(questions):>9} {len(planned):>7} {label:>9} "
-                      f"{statistics.median(sizes):>13,.0f} {percentile(sizes, 0.9):>7,} {calls:>14.2f}")
+                print(f"{Path(path).name:<28} {len(questions):>9} {len(verified):>8} {hits:>12} {len(planned):>7} "
+                      f"{label:>9} {statistics.median(sizes):>13,.0f} {percentile(sizes, 0.9):>7,} "
+                      f"{calls['before']:>6.2f}→{calls['after']:.2f}")
+            for q in after:
+                use = agent.templates.plan(q, today).template  # type: ignore[union-attr]
+                if use is not None and use.how == "paraphrase":
+                    print(f"    paraphrase: {q}  ← {use.example}  (score {use.score:.2f})")
         agent.close()
-    print("\nprompt: characters of the planning prompt of the questions that need a planning call; "
-          "calls: planning (0 for verified/template questions) + answer, per question")
+    print("\nverified: the example's own question; template: planned from a slotted example or a paraphrase of an "
+          "example, before→after paraphrase matching (word-for-word matching only, then both);\n"
+          "prompt: characters of the planning prompt of the questions that still need a planning call (after); "
+          "calls: planning (0 for verified/template questions) + answer, per question, before→after")
+
+
+def _words_only(capabilities: CapabilitySet):
+    """The matcher before paraphrases (None in a tree whose ``TemplateSet`` has no such switch)."""
+    import inspect
+
+    from structq.templates import TemplateSet
+
+    if "paraphrases" not in inspect.signature(TemplateSet.__init__).parameters:
+        return None
+    return TemplateSet(capabilities, paraphrases=False)
 
 
 def main() -> None:

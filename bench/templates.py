@@ -3,7 +3,11 @@ and that nothing is answered wrong.
 
 The set (``bench/templates_questions.yaml``, apart from ``capabilities/eval.yaml``) holds
 variants of the demo's slotted examples (other values, periods, wording) with the example and
-the slot parameters each must get, and questions that no template may answer. Each question
+the slot parameters each must get, paraphrases of the examples (other words, other order) with
+the same, and questions that no template may answer: the strict matcher's ``must_not_match``
+and the paraphrase matcher's ``near_misses`` (another metric, grouping, order, period, N, a
+negation, an extra filter). Paraphrases are also counted before paraphrase matching (the
+strict matcher alone). Each question
 goes through ``TemplatePlans.outcome`` of an agent with no model over the demo company:
 
 - correct: answered from the expected example with the expected parameters;
@@ -12,7 +16,9 @@ goes through ``TemplatePlans.outcome`` of an agent with no model over the demo c
 
 Matching time is per question, wall clock: "cold" the first time (an entity slot's value is
 looked up in the database), "warm" asked again (lookups cached by the agent). Targets: 0
-wrong, at least 80% of the variants correct, matching at most 5 ms a question.
+wrong, at least 80% of the variants correct, matching at most 5 ms a question; the paraphrase
+threshold (``structq.templates.THRESHOLD``) is set from this run: no near-miss answered, and
+the lowest score of a paraphrase answered right is printed.
 
 Run: ``python bench/templates.py [--dir DEMO_DIR] [--misses]`` (builds the demo once into
 ``--dir``, default ``$STRUCTQ_DEMO_DIR`` or the user data folder, as ``structq demo`` does).
@@ -67,7 +73,12 @@ def main() -> None:
     agent = Agent(CapabilitySet.from_path(CAPABILITIES), llm=None,
                   settings=Settings(cache_enabled=False, audit_enabled=False))
     load_ms = (time.perf_counter() - started) * 1000
+    from structq.templates import THRESHOLD, TemplateSet
+
+    strict = TemplateSet(agent.capabilities, paraphrases=False)  # before paraphrase matching
     counts = {"correct": 0, "wrong": 0, "abstained": 0}
+    paraphrased = {"correct": 0, "wrong": 0, "abstained": 0, "before": 0}
+    scores: list[float] = []
     refused = {"wrong": 0, "abstained": 0}
     cold: list[float] = []
     warm: list[float] = []
@@ -89,7 +100,23 @@ def main() -> None:
         else:
             counts["wrong"] += 1
             misses.append(f"WRONG      {item['q']}  → {match.example.question} {got}")
-    for question in data["must_not_match"]:
+    for item in data["paraphrases"]:
+        outcome, ms = _timed(agent, item["q"], today)
+        cold.append(ms)
+        warm.append(_timed(agent, item["q"], today)[1])
+        before = strict.match(item["q"], today, lambda column, text: agent.templates.lookup(column, text))
+        paraphrased["before"] += before.match is not None
+        match = outcome.match
+        if match is None:
+            paraphrased["abstained"] += 1
+            misses.append(f"abstained  {item['q']}  ({outcome.reason})")
+        elif match.example.question == item["example"] and all(match.params.get(k) == v for k, v in item["params"].items()):
+            paraphrased["correct"] += 1
+            scores.append(match.score)
+        else:
+            paraphrased["wrong"] += 1
+            misses.append(f"WRONG      {item['q']}  → {match.example.question} {match.params}")
+    for question in data["must_not_match"] + data["near_misses"]:
         outcome, ms = _timed(agent, question, today)
         cold.append(ms)
         warm.append(_timed(agent, question, today)[1])
@@ -104,9 +131,17 @@ def main() -> None:
     print(f"templates: {len(agent.templates.set)} slotted examples (compiled with the manifests in {load_ms:.0f} ms)")
     print(f"variants:        {variants:3d}  answered {counts['correct'] + counts['wrong']:3d}  correct {counts['correct']:3d}"
           f"  wrong {counts['wrong']:3d}  abstained {counts['abstained']:3d}  ({counts['correct'] / variants:.0%} correct)")
-    print(f"must not match:  {len(data['must_not_match']):3d}  answered {refused['wrong']:3d} (wrong)"
-          f"              abstained {refused['abstained']:3d}")
-    print(f"wrong in all:    {counts['wrong'] + refused['wrong']}")
+    total = len(data["paraphrases"])
+    print(f"paraphrases:     {total:3d}  answered {paraphrased['correct'] + paraphrased['wrong']:3d}"
+          f"  correct {paraphrased['correct']:3d}  wrong {paraphrased['wrong']:3d}  abstained {paraphrased['abstained']:3d}"
+          f"  (recall {paraphrased['correct'] / total:.0%}; before paraphrase matching {paraphrased['before']} answered)")
+    if scores:
+        print(f"  scores of the paraphrases matched: min {min(scores):.2f}  (threshold {THRESHOLD})")
+    refusals = len(data["must_not_match"]) + len(data["near_misses"])
+    print(f"must not match:  {refusals:3d}  answered {refused['wrong']:3d} (wrong)"
+          f"              abstained {refused['abstained']:3d}"
+          f"  ({len(data['must_not_match'])} of the strict matcher's, {len(data['near_misses'])} near-misses)")
+    print(f"wrong in all:    {counts['wrong'] + paraphrased['wrong'] + refused['wrong']}")
     for name, times in (("cold", cold), ("warm", warm)):
         ordered = sorted(times)
         p95 = ordered[int(0.95 * (len(ordered) - 1))]

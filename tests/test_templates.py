@@ -254,10 +254,16 @@ def test_entity_slot_is_looked_up_in_the_data(agent: Agent, question: str, value
     "请问2026年3月研发部绩效为A的有几人？",                 # extra words before
     "2026年3月研发部绩效为A或B的有几人？",                 # two values in one slot
     "2026年3月研发部绩效不为A的有几人？",                  # a negation
-    "最近立项的5个项目中有哪些？",
+    "最近立项的5个项目中有哪些已暂停？",                    # a word no example has
 ])
 def test_extra_words_abstain(agent: Agent, question: str) -> None:
     assert outcome(agent, question).match is None
+
+
+def test_words_that_change_nothing_match_as_a_paraphrase_only(agent: Agent) -> None:
+    found = outcome(agent, "最近立项的5个项目中有哪些？").match  # 中 and 有: fillers
+    assert found is not None and found.how == "paraphrase" and found.params == {"n": 5}
+    assert TemplateSet(agent.capabilities, paraphrases=False).match("最近立项的5个项目中有哪些？", TODAY).match is None
 
 
 def test_two_candidate_examples_abstain(agent: Agent) -> None:
@@ -322,7 +328,7 @@ def test_integer_slot_limits_rows_and_json_names_the_example(agent: Agent) -> No
     document = answer.to_dict()
     assert document["plan_source"] == "template"
     assert document["plan"]["template"] == {"example": "最近立项的5个项目是哪些？", "slots": {"n": "2"},
-                                             "params": {"n": 2}}
+                                             "params": {"n": 2}, "how": "words", "score": 1.0, "why": ""}
 
 
 def test_entity_value_is_bound_with_its_stored_spelling(agent: Agent) -> None:
@@ -356,7 +362,7 @@ def test_search_body_slot_is_a_whole_string(demo_capabilities: CapabilitySet) ->
 
 def test_without_a_model_an_unmatched_question_lists_the_closest_examples(agent: Agent) -> None:
     with pytest.raises(ConfigError) as caught:
-        agent.ask("2026年3月研发部绩效为A的有几个人呢？", today=TODAY)
+        agent.ask("2026年3月研发部绩效为A的有几个人，分别是谁？", today=TODAY)  # a paraphrase, and another question
     assert caught.value.message == "no language model is configured"
     assert "{month}{dept}绩效为{grade}的有几人" in caught.value.hint and "--llm" in caught.value.hint
     assert caught.value.suggestions[0] == "{month}{dept}绩效为{grade}的有几人"
@@ -492,4 +498,4 @@ def test_cli_says_which_example_and_values_answered(demo_cli, tmp_path: Path) ->
     lines = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     assert lines and all(line["plan_source"] == "template" for line in lines)
     assert lines[-1]["plan"]["template"] == {"example": "星火项目的成员有哪些？", "slots": {"project": "天宫"},
-                                             "params": {"project": "天宫"}}
+                                             "params": {"project": "天宫"}, "how": "words", "score": 1.0, "why": ""}

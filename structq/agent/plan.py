@@ -87,6 +87,11 @@ class TemplateUse(BaseModel):
     example: str
     slots: dict[str, str] = Field(default_factory=dict)
     params: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    #: How the question matched: ``words`` (the example's wording, other values) or
+    #: ``paraphrase`` (its words in other wording; ``score`` and ``why`` say how close).
+    how: str = "words"
+    score: float = 1.0
+    why: str = ""
 
 
 class Plan(BaseModel):

@@ -275,7 +275,7 @@ class Planner:
         if self._templates is None:
             from structq.templates import TemplateSet
 
-            self._templates = TemplateSet(self.capabilities)
+            self._templates = TemplateSet(self.capabilities, paraphrases=False)  # its own words: never a paraphrase
         found = self._templates.match(example.question, today).match
         return dict(found.params) if found is not None and found.example.question == example.question else None
 

@@ -28,7 +28,7 @@ from .plan import Plan, TemplateUse
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet
-    from structq.templates import Match, Outcome, TemplateSet
+    from structq.templates import Match, TemplateMatch, TemplateSet
 
     from .engine import Engine
 
@@ -91,13 +91,13 @@ class TemplatePlans:
         #: (view, column) → all the column's values, when they fit under the row limit (read once), else None.
         self._known = _Recent()
 
-    def outcome(self, question: str, today: dt.date, vars: Mapping[str, Any] | None = None) -> Outcome:
+    def outcome(self, question: str, today: dt.date, vars: Mapping[str, Any] | None = None) -> TemplateMatch:
         """The match (or why there is none) for ``question`` on ``today``, entity slots looked
         up in the data the caller with ``vars`` may read."""
-        from structq.templates import Outcome
+        from structq.templates import TemplateMatch
 
-        if not len(self.set):
-            return Outcome(None, "the manifests declare no slotted examples")
+        if not len(self.set) and self.set.paraphrases is None:
+            return TemplateMatch(None, "the manifests declare no slotted examples")
         view = self.engine.view(vars)
         return self.set.match(question, today, lambda column, text: self.lookup(column, text, vars, view))
 
@@ -173,5 +173,6 @@ class TemplatePlans:
 def plan_for(match: Match) -> Plan:
     """The example's plan, carrying the example, the slot values and the parameters to bind."""
     plan = Plan.from_example(match.example)
-    use = TemplateUse(example=match.example.question, slots=match.shown, params=match.params)
+    use = TemplateUse(example=match.example.question, slots=match.shown, params=match.params, how=match.how,
+                      score=round(match.score, 2), why=match.why if match.how == "paraphrase" else "")
     return plan.model_copy(update={"template": use})

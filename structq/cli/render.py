@@ -133,4 +133,7 @@ def print_template(out: Console, template: "TemplateUse") -> None:
     from rich.markup import escape
 
     slots = ", ".join(f"{name} = {value}" for name, value in template.slots.items())
+    if template.how == "paraphrase":  # the words it rests on, so a reader can judge the match
+        out.print(f"[dim]from the verified example {escape(template.example)!r} as a {escape(template.why)}[/]")
+        return
     out.print(f"[dim]from the verified example {escape(template.example)!r} with {escape(slots)}[/]")

@@ -9,10 +9,14 @@ Precision over recall. A question is answered from a template only when
    a whole number in range, a code or meaning of the column, an entity found in the data;
 4. no other template also matches.
 
+When none does, the question may still be a *paraphrase* of a verified example (slotted or
+not): the same words in another order and wording, every slot filled (``paraphrase``). The
+match then says so (``Match.how``, ``Match.why``: the score and the words it rests on).
+
 The example's own question is answered with the example's own values (an entity it names is
 not looked up again: a person verified it with the example).
 
-Anything else abstains (``Outcome.match`` is None, ``Outcome.reason`` says why): a wrong
+Anything else abstains (``TemplateMatch.match`` is None, ``TemplateMatch.reason`` says why): a wrong
 answer from a template is a defect, an abstention is not.
 """
 
@@ -21,9 +25,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .fillers import Filled, Lookup, read_coded, read_integer, read_period
+from .paraphrase import Paraphrases
 from .pattern import Hole, Template, synonym_groups
 from .text import match_text, normalise_question
 
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
     from structq.periods import PeriodMatch
 
-__all__ = ["Match", "Outcome", "TemplateSet"]
+__all__ = ["Match", "TemplateMatch", "TemplateSet"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,12 @@ class Match:
 
     template: Template
     filled: dict[str, Filled]
+    #: ``words``: the example's wording with other values; ``paraphrase``: its words in other wording.
+    how: str = "words"
+    #: The share of the example's words the question contains (1.0 for ``words``).
+    score: float = 1.0
+    #: Why it matched, for people (a paraphrase: the score, the words implied, the slots).
+    why: str = "the example's words, with its slots filled"
 
     @property
     def example(self) -> Example:
@@ -57,8 +69,8 @@ class Match:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What matching found: a match, or why there is none."""
+class TemplateMatch:
+    """What matching a question to the verified examples found: a match, or why there is none."""
 
     match: Match | None
     reason: str
@@ -69,16 +81,26 @@ class Outcome:
 class TemplateSet:
     """The manifests' slotted examples, compiled once."""
 
-    def __init__(self, capabilities: CapabilitySet) -> None:
+    def __init__(self, capabilities: CapabilitySet, *, paraphrases: bool = True) -> None:
         synonyms = synonym_groups(capabilities)
-        self.templates = [Template.build(m, ex, capabilities, synonyms)
-                          for m, ex in capabilities.examples() if ex.slots]
+        built = [(Template.build(m, ex, capabilities, synonyms), bool(ex.slots)) for m, ex in capabilities.examples()]
+        self.templates = [t for t, slotted in built if slotted]
         self.capabilities = capabilities
+        self._built = built if paraphrases else None
+
+    @cached_property
+    def paraphrases(self) -> Paraphrases | None:
+        """Paraphrase matching over the slotted examples and the unslotted ones whose dates
+        cannot move (no period in the question, no ``today``); None when turned off. Read
+        on first use, so an agent that never needs it does not pay for it."""
+        if self._built is None:
+            return None
+        return Paraphrases(self.capabilities, [t for t, slotted in self._built if slotted or _fixed(t.example)])
 
     def __len__(self) -> int:
         return len(self.templates)
 
-    def match(self, question: str, today: dt.date, lookup: Lookup | None = None) -> Outcome:
+    def match(self, question: str, today: dt.date, lookup: Lookup | None = None) -> TemplateMatch:
         """The one template that answers ``question`` on ``today``, or why none does.
 
         ``lookup`` finds an entity slot's value as stored (without it, entity slots never fill).
@@ -119,13 +141,26 @@ class TemplateSet:
                 continue
             found.append(Match(template, filled))
         if len(found) == 1:
-            return Outcome(found[0], "matched", fitted)
+            return TemplateMatch(found[0], "matched", fitted)
         if len(found) > 1:
             shapes = "; ".join(repr(m.template.shape) for m in found)
-            return Outcome(None, f"more than one verified example fits ({shapes})", fitted)
-        if reasons:
-            return Outcome(None, "; ".join(reasons), fitted)
-        return Outcome(None, "no verified example has this shape", fitted)
+            return TemplateMatch(None, f"more than one verified example fits ({shapes})", fitted)
+        strict = "; ".join(reasons) if reasons else "no verified example has this shape"
+        if self.paraphrases is None:
+            return TemplateMatch(None, strict, fitted)
+        paraphrase, why = self.paraphrases.match(question, today, lookup)
+        if paraphrase is None:
+            return TemplateMatch(None, f"{strict}; {why}", fitted)
+        return TemplateMatch(Match(paraphrase.template, paraphrase.filled, "paraphrase", paraphrase.score,
+                                   paraphrase.why), "matched as a paraphrase", fitted)
+
+
+def _fixed(example: Example) -> bool:
+    """An unslotted example a paraphrase may plan from: its question names no period (its
+    dates are the ones written) and is not pinned to a day."""
+    from structq.periods import find_periods
+
+    return example.today is None and not find_periods(match_text(example.question), dt.date.today())
 
 
 def _as_written(column: str, text: str) -> str:

@@ -1,0 +1,119 @@
+"""The words a paraphrase may change: those that carry no constraint, and those that mean the same.
+
+Paraphrase matching (``paraphrase``) reads a question as a handful of meaningful words. The
+manifests give the schema's words (column and table names and synonyms, coded values); this
+module gives the question words every manifest shares, in Chinese and English:
+
+- ``FILLERS``: particles, copulas, measure words, politeness, "total" and "all" — words that
+  never change which rows a plan reads or how it aggregates them, and are skipped;
+- ``CLASSES``: words grouped by what they ask for. Words of one class are interchangeable
+  (最高 = 最多 = top, 各 = 每个 = each, 多少 = 几 = how many), and every class is a constraint:
+  a question with a class its example lacks (a negation, an order, a comparison, another
+  question word), or lacking one its example has, is not the example's question;
+- ``SAME``: single words written two ways (签约 and 签, 人数 and 人).
+
+English words are compared by ``lemma`` (sold → sale, customers → customer). A word nowhere in
+these lists or the manifests is compared as written.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["CLASSES", "FILLERS", "SAME", "lemma", "number_word"]
+
+FILLERS = frozenset("""
+    的 了 是 为 评为 被评为 有 在 吗 呢 吧 啊 请 帮我 帮忙 一下 都 也 还 仍 仍然 就 能 会 要 想 我 我们 你
+    公司 里 中 其中 这 那 这些 那些 该 此 目前 现在 当前 个 份 名 位 家 条 项 笔 得 地 所有 全部 一共 总共
+    共 合计 总计 总 分别 过 着 呀 共计
+    the a an of in on at to from during within is are was were be been being did do does have has had
+    there that this these those please me us i we our you your currently still all total overall
+    altogether with whose s what
+""".split())
+
+#: Class name → its words. Multi-word entries are matched as a phrase ("how many" before "how").
+CLASSES: dict[str, frozenset[str]] = {
+    "how-many": frozenset(["多少", "几", "how many", "how much", "number of", "count"]),
+    "which": frozenset(["哪些", "哪个", "哪家", "哪位", "哪", "哪一", "哪一个", "哪一家", "哪一位", "什么", "谁", "是谁", "列出", "给出", "显示", "找出",
+                        "查询", "which", "who", "whom", "list", "show"]),
+    "people": frozenset(["人", "人数", "people", "person", "persons", "headcount"]),
+    "top": frozenset(["最高", "最多", "最大", "最好", "最强", "前", "排前", "排名前", "top", "highest", "most", "largest", "biggest",
+                      "best", "greatest"]),
+    "bottom": frozenset(["最低", "最少", "最小", "最差", "lowest", "least", "fewest", "smallest", "worst", "bottom"]),
+    "average": frozenset(["平均", "平均值", "均值", "average", "mean", "avg"]),
+    "distinct": frozenset(["不同", "不重复", "去重", "different", "distinct", "unique"]),
+    "not": frozenset(["不", "没", "没有", "未", "非", "无", "除了", "除", "不是", "not", "no", "without", "except",
+                      "excluding", "never", "neither", "nor", "other than", "cannot",
+                      # "n't" reaches matching as a word ending in n and a "t" (quotes are dropped)
+                      "t", "didn", "doesn", "don", "isn", "aren", "wasn", "weren", "hasn", "haven", "hadn",
+                      "couldn", "shouldn", "wouldn"]),
+    "more-than": frozenset(["超过", "大于", "高于", "多于", "以上", "more than", "greater than", "over", "above",
+                            "exceeding", "exceed", ">"]),
+    "less-than": frozenset(["小于", "低于", "少于", "不到", "以下", "less than", "fewer than", "under", "below",
+                            "<"]),
+    "at-least": frozenset(["至少", "不少于", "不低于", "at least", ">="]),
+    "at-most": frozenset(["至多", "不超过", "不多于", "at most", "<="]),
+    "and": frozenset(["和", "与", "及", "以及", "并且", "且", "并", "同时", "and", "also", "both"]),
+    "or": frozenset(["或", "或者", "还是", "or", "either"]),
+    "by": frozenset(["按", "按照", "依", "根据", "by", "according to"]),
+    "each": frozenset(["各", "各个", "每", "每个", "每一个", "each", "every", "per", "for each"]),
+    "order": frozenset(["排序", "排列", "排名", "降序", "升序", "sort", "sorted", "order", "ordered", "rank",
+                        "ranked"]),
+    "share": frozenset(["占比", "比例", "百分比", "比率", "share", "percentage", "ratio", "proportion"]),
+    "change": frozenset(["增长", "增长率", "变化", "同比", "环比", "下降", "growth", "change", "increase",
+                         "decrease"]),
+}
+
+#: A word → the word it is read as (both then compare equal).
+SAME: dict[str, str] = {
+    "签约": "签", "签订": "签", "签署": "签", "sign": "签",
+    "卖": "销售", "卖出": "销售", "售出": "销售",
+    "提及": "提到", "mention": "提到",
+    "写": "写", "撰写": "写", "write": "写",
+}
+
+#: English irregular forms → their lemma (the regular ones lose their endings in ``lemma``).
+_IRREGULAR = {
+    "sold": "sale", "sell": "sale", "sells": "sale", "selling": "sale", "sales": "sale",
+    "bought": "buy", "buys": "buy", "buying": "buy",
+    "left": "leave", "leaves": "leave", "leaving": "leave",
+    "wrote": "write", "written": "write", "writes": "write", "writing": "write",
+    "signed": "sign", "signs": "sign", "signing": "sign",
+    "people": "people", "persons": "person", "children": "child", "men": "man", "women": "woman",
+    "data": "data", "status": "status", "this": "this", "has": "has", "was": "was", "is": "is", "does": "does",
+    "mentioned": "mention", "mentions": "mention", "mentioning": "mention",
+}
+
+_NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "fifty": 50,
+    "hundred": 100,
+}
+
+_VOWEL_Y = re.compile(r"[aeiou]y$")
+
+
+@lru_cache(maxsize=16384)
+def lemma(word: str) -> str:
+    """An English word without its inflection (``customers`` → ``customer``, ``bought`` →
+    ``buy``); other words as given. Both sides of every comparison go through it."""
+    if not word.isascii() or not word.isalpha() or len(word) <= 3:
+        return _IRREGULAR.get(word, word)
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
+        if word.endswith(suffix):
+            return word[: -len(suffix)] + replacement
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        return word[:-2]
+    return word
+
+
+def number_word(word: str) -> int | None:
+    """``five`` → 5 (a few English number words); anything else None."""
+    return _NUMBER_WORDS.get(word)
