@@ -22,7 +22,7 @@ from sqlglot.dialects.dialect import Dialect
 from structq.capabilities import Column
 from structq.capabilities.hints import listing
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["check_enum_literals", "CASE_INSENSITIVE_DIALECTS"]
 

@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from structq.errors import PlanError
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["bind_references", "REFERENCE_PREFIX", "ReferenceValues"]
 

@@ -30,14 +30,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ...query import MAX_PATTERN_CHARS
+from ..context import Check
+from ..walk import Instances
 from .growth import StringAggregates
-from .walk import Instances
 
 __all__ = ["check_patterns", "MAX_PATTERN_CHARS", "pattern_of"]
-
-#: The longest LIKE / GLOB / SIMILAR TO / regular-expression pattern a query may write.
-MAX_PATTERN_CHARS = 100
 
 #: Binary predicates whose right-hand side is a pattern.
 _MATCHES = (exp.Like, exp.ILike, exp.Glob, exp.SimilarTo, exp.RegexpLike, exp.RegexpILike)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["read_double_quoted_strings"]
 

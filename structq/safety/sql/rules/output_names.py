@@ -40,7 +40,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["is_star_item", "name_expanded", "record_output_names", "write_aliases"]
 

@@ -33,13 +33,12 @@ from sqlglot import exp
 
 from structq.capabilities import Table
 
-from .context import Check
-from .keys import group_by_dependents
-from .tables import qualify_tables, qualifying_schema
+from ...query import qualifying_schema, variable_parameter
+from ..context import Check
+from ..keys import group_by_dependents
+from .tables import qualify_tables
 
-__all__ = ["confine_reads", "VARIABLE_PREFIX"]
-
-VARIABLE_PREFIX = "var_"
+__all__ = ["confine_reads"]
 
 
 def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
@@ -55,10 +54,11 @@ def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
                 f"table {table!r} has a row filter that needs the variable {name!r}, which was not supplied",
                 f"pass vars={{{name!r}: …}}; without it the table cannot be read",
             )
-        bound = exp.Placeholder(this=VARIABLE_PREFIX + name)
+        parameter = variable_parameter(name)
+        bound = exp.Placeholder(this=parameter)
         placeholder.replace(bound)
         check.bind_nodes.append(bound)
-        check.bind(VARIABLE_PREFIX + name, check.variables[name], ("var", name))
+        check.bind(parameter, check.variables[name], ("var", name))
     return predicate
 
 

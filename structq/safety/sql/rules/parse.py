@@ -24,11 +24,11 @@ from sqlglot.errors import ParseError, TokenError
 
 from structq.capabilities.references import Reference, replace_references
 
-from ..bounds import check_text, check_tokens
-from .context import Check
-from .dialects import parse_text
-from .schema import PLAIN_NAME_LENGTH, PLAIN_NAMES
-from .walk import shared_filters, wanted_by_shared
+from ...bounds import check_text, check_tokens
+from ..context import Check
+from ..dialects import parse_text
+from ..schema import PLAIN_NAME_LENGTH, PLAIN_NAMES
+from ..walk import shared_filters, wanted_by_shared
 
 __all__ = ["parse", "FORBIDDEN"]
 

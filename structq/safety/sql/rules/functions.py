@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..functions import allowed_families, is_allowed, written_name
-from .context import Check
+from ...functions import allowed_families, is_allowed, written_name
+from ..context import Check
 
 __all__ = ["check_functions"]
 

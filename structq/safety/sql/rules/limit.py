@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["enforce_limit"]
 

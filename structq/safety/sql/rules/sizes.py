@@ -25,7 +25,7 @@ import re
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["check_sizes", "format_padding", "MAX_WIDTH"]
 

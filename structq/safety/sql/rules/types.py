@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["check_types", "ALLOWED_TYPES"]
 

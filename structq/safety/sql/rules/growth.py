@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 from .sizes import MAX_WIDTH, format_padding
-from .walk import Instances
+from ..walk import Instances
 
 __all__ = ["check_growth", "StringAggregates", "MAX_GROWTH", "MAX_CONSTANT_CHARS"]
 
