@@ -43,7 +43,7 @@ class SafeQuery:
     - ``names``: the result columns' names as the query wrote them, which the executor gives
       the result instead of the engine's (``max(kapazität)``, ``sbCustId``); None: the engine's.
     - ``switches``: PostgreSQL only, ``{switch: list}``: a boolean parameter that picks how a
-      long list is searched, hashed or plain ``= ANY`` (``safety/sql/references.py``). The
+      long list is searched, hashed or plain ``= ANY`` (``safety/sql/rules/references.py``). The
       sandbox binds False; the executor may send True instead, when the list will be hashed
       (``executors/sql/postgresql.py``), and reports the value it sent in the result's
       ``params``. Either value selects the same rows.

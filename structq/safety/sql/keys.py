@@ -1,4 +1,4 @@
-"""PostgreSQL's grouping by a primary key, kept through the second wall (``confine.py``).
+"""PostgreSQL's grouping by a primary key, kept through the second wall (``rules/confine.py``).
 
 PostgreSQL lets a select group by a table's primary key and still read the table's other
 columns outside aggregates (``SELECT s.id, s.name, count(*) … GROUP BY s.id``): they depend

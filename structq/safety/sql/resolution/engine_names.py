@@ -37,7 +37,7 @@ select (other than the alias of the very column it names, ``t.x AS x``), before 
   which reads a grouped column before the alias) a name that is also a FROM item's column is
   refused (``ambiguous_column``: rename the alias), as qualification would read the column.
 
-The projection of every table (``confine.py``, the second wall) stands behind this: even a
+The projection of every table (``rules/confine.py``, the second wall) stands behind this: even a
 name resolved wrongly can only reach declared columns.
 """
 

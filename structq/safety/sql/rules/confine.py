@@ -1,4 +1,4 @@
-"""Pass 11 (the second wall): every read of a declared table becomes a derived table.
+"""The second wall: every read of a declared table becomes a derived table of its allowed columns.
 
 ``FROM employees e`` becomes ``FROM (SELECT <allowed columns> FROM employees [WHERE <filter>])
 AS e``, keeping the alias (and the schema qualifier, index hints, ``ONLY``, a sample), wherever
@@ -7,9 +7,10 @@ The filter stays *inside* the derived table so an outer join keeps its meaning (
 outer WHERE would turn a LEFT JOIN into an inner one; one in the ON clause would not hide the
 rows of the preserved side).
 
-Every table is read this way, not only those with a row filter or a denied column: the passes
-before this one resolve each name (the first wall, ``columns.py``) and refuse every way they know of to read a column that no column node
-names (``implicit.py``: whole rows, ``t.*`` in an expression, NATURAL joins). This rewrite is
+Every table is read this way, not only those with a row filter or a denied column: the rules
+before this one resolve each name (the first wall, ``check_columns``) and refuse every way
+they know of to read a column that no column node names (``columns.py``: whole rows, ``t.*``
+in an expression, NATURAL joins). This rewrite is
 the wall behind them: whatever name the engine resolves differently than the checks did —
 an output alias inside an ORDER BY expression that is also an undeclared column, a whole-row
 value, a NATURAL join's common columns — it can only find the declared, allowed columns; an
@@ -18,8 +19,8 @@ merge such a derived table into the outer query (``tests/test_sandbox_plans.py``
 the plans over the corpora), so it costs nothing at run time.
 
 Tables a filter's own subqueries read are qualified with the manifest's schema like the
-query's (``tables.py``). The filter's ``:var`` becomes the bound parameter ``var_<name>`` with the caller's value; a
-variable the caller did not supply is an error (``missing_variable``), never a silent
+query's (``tables.py``). The filter's ``:var`` becomes the bound parameter ``var_<name>``
+(``safety.query.variable_parameter``) with the caller's value; a variable the caller did not supply is an error (``missing_variable``), never a silent
 no-filter.
 
 PostgreSQL does not see a table's primary key through a derived table: a select that groups

@@ -1,4 +1,4 @@
-"""Pass 5: every function called is on the dialect's allowlist or in the manifest's ``functions``.
+"""Every function called is on the dialect's allowlist or in the manifest's ``functions``.
 
 The lists live in ``structq/safety/functions.py``. A schema-qualified call (``evil.lower(x)``,
 ``pg_catalog.pg_sleep(1)``) is refused whatever its name: the qualifier picks a function the

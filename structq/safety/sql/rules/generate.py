@@ -2,7 +2,7 @@
 
 Comments are never kept. A person reading the query in a log must see what ran, and a
 comment can say otherwise (``/* read-only */``); MySQL even executes ``/*! … */`` comments,
-so echoing one would run text no pass has checked. Optimizer hints (``/*+ … */``) are not
+so echoing one would run text no rule has checked. Optimizer hints (``/*+ … */``) are not
 comments to sqlglot and are refused earlier (``statement.py``).
 
 Every bound value appears as ``:name``, the ``sqlalchemy.text()`` form, whatever the dialect
@@ -82,10 +82,10 @@ def _plain(check: Check) -> bool:
     """Whether the tree surely holds none of what the dialect's select steps rewrite
     (``dialects.generate_text``: DISTINCT ON, QUALIFY, SEMI / ANTI and FULL joins, ``UNNEST``),
     without a walk: every select and call of the query's own text is in ``Check.queries`` and
-    ``Check.functions``, and the passes after the scan write only copies of what the tree
+    ``Check.functions``, and the rules after the scan write only copies of what the tree
     holds, plain selects (the LIMIT wrapper, SQLite's lists, the derived tables of confined reads)
     and no call of that kind (as
-    ``portable.py``: ``_may_hold_rewritten``) — but for row filters, parsed from the manifest."""
+    ``_may_hold_rewritten`` below) — but for row filters, parsed from the manifest."""
     if check.names.filters:
         return False
     for node in check.functions:
@@ -134,7 +134,7 @@ def _may_hold_rewritten(check: Check) -> bool:
     tree cost ~11 µs per MySQL query of the corpora, a third of generating its text).
 
     Calls and operators of the query's own text were all listed by ``parse.scan``
-    (``Check.functions``). The passes after it add only columns, aliases, literals,
+    (``Check.functions``). The rules after it add only columns, aliases, literals,
     placeholders and the selects and casts that bind references, or copies of expressions
     already in the tree (GROUP BY and ORDER BY terms, the outermost select under LIMIT) — no
     new call of a kind the query did not have — except the row filters that ``confine_reads``

@@ -1,10 +1,10 @@
-"""Pass 9a: a query may not build strings much larger than the data it reads.
+"""A query builds no string much larger than the data it reads.
 
 One call that builds a huge value (``repeat('a', id * 500000)``) or matches a pattern against
 one runs inside a single step no engine interrupts: PostgreSQL's ``LIKE`` ignores cancel until
 it is done, SQLite checks its interrupt flag only between VM steps, MariaDB its kill flag only
 between rows. ``sizes.py`` makes every count and width a number of at most ``MAX_WIDTH``; this
-pass bounds what those numbers can add up to:
+rule bounds what those numbers can add up to:
 
 - **constants**: a string built only from literals (``repeat(repeat('a', 1000), 1000)``,
   thousands of ``repeat('x', 1000) || …``) is at most ``MAX_CONSTANT_CHARS`` characters;

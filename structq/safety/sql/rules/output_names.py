@@ -1,6 +1,6 @@
-"""Pass 1b: the names the query wrote for its result columns, before any rewrite.
+"""The result columns keep the names the query wrote for them, whatever the rewrites and the engine.
 
-Later passes rewrite the select list (columns qualified, identifiers lower-cased for matching,
+Later rules rewrite the select list (columns qualified, identifiers lower-cased for matching,
 functions written in upper case), and an engine names an unaliased result column after the
 text it received: ``max(kapazität)`` would come back as ``MAX(stadion.kapazität)`` on SQLite,
 ``max`` on PostgreSQL, and ``sbCustId`` as ``sbcustid``. Plans refer to columns by name
@@ -16,7 +16,7 @@ recorded here (``SafeQuery.names``), the same on every engine:
   executor names its tables' columns: a result's columns can always be told apart.
 
 - a column a star expanded to (``SELECT *``, ``t.*``): known only after expansion, so this
-  pass records the other items' names and ``check_columns`` completes the list
+  rule records the other items' names and ``check_columns`` completes the list
   (``name_expanded``) with each expanded column's name: the manifest's spelling for a table's
   column (``Shop_ID``, where the rewritten query aliases it ``shop_id`` for matching); a
   derived table's or CTE's column by its name there as written (``x.*`` over
@@ -31,7 +31,7 @@ that cannot be told from the items around them — no names are recorded and the
 names stand.
 
 The SQL that runs writes each output alias the query wrote as it was written
-(``write_aliases``), although the passes match names in lower case: it is shown to the user
+(``write_aliases``), although the rules match names in lower case: it is shown to the user
 as what ran, and ``customer.CustomerId AS customerid`` is not what ``AS CustomerId`` said.
 """
 
@@ -326,7 +326,7 @@ def _written(check: Check, text: str) -> str:
 
 def write_aliases(check: Check) -> None:
     """Write back each output alias (``expr AS alias``) the query wrote in the case it was
-    written; every other name stays as the passes matched it.
+    written; every other name stays as the rules matched it.
 
     Only where the engine still matches it with every name that referred to it:
 

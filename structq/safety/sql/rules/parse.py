@@ -1,4 +1,4 @@
-"""Pass 1: text → one sqlglot tree, plus the single walk that indexes (and normalises) it.
+"""The text is one bounded statement: one sqlglot tree, indexed (and normalised) by a single walk.
 
 References (``<members>``, ``<members.employee_id>``) are not SQL, so each is swapped for a
 placeholder with a per-call random name before parsing. Which ``<…>`` are references is
@@ -193,7 +193,7 @@ def _kind(cls: type) -> int:
 
 
 def scan(check: Check) -> None:
-    """One walk over the tree, filing the nodes later passes look at.
+    """One walk over the tree, filing the nodes later rules look at.
 
     The same walk normalises every identifier for matching without regard to case
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every

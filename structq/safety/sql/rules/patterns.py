@@ -1,4 +1,4 @@
-"""Pass 9b: LIKE, GLOB, SIMILAR TO and regular-expression patterns are short literals.
+"""LIKE, GLOB, SIMILAR TO and regular-expression patterns are short literals.
 
 Matching time grows with the pattern and with the text matched, and no engine stops one
 match once it has started: PostgreSQL's ``LIKE`` ignores ``statement_timeout`` and cancel

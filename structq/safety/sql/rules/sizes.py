@@ -1,4 +1,4 @@
-"""Pass 5b: string-building functions may not be asked for huge strings by a constant.
+"""No string-building function is asked for a huge string by a constant.
 
 ``randomblob`` and ``zeroblob`` are off the function allowlist because one call allocates as
 much as it is told to. Allowed functions can be told the same: SQLite's
