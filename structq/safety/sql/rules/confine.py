@@ -72,10 +72,10 @@ def _confined(check: Check, node: exp.Table, table: Table, predicate: exp.Expr |
             "select from the table in a subquery first",
         )
     names = check.names
-    source = node.copy()
-    source.set("alias", None)
+    item = node.copy()
+    item.set("alias", None)
     inner = exp.Select(expressions=[exp.Column(this=names.identifier(c.name)) for c in table.allowed_columns])
-    inner = inner.from_(source, copy=False)
+    inner = inner.from_(item, copy=False)
     if predicate is not None:
         inner = inner.where(_bind_variables(check, table.name, predicate), copy=False)
     written = node.args.get("alias")

@@ -6,7 +6,7 @@ allowlist never looked at. So is PostgreSQL's ``a OPERATOR(schema.op) b``, which
 function behind an operator of any schema; the plain operators (``+``, ``||``, ``->>``) are
 nodes of their own and stay allowed.
 
-A function in FROM (``json_each(…)``, ``generate_series(…)``) is a table source, not a call:
+A function in FROM (``json_each(…)``, ``generate_series(…)``) is a FROM item, not a call:
 ``resolve_tables`` checked it against the dialect's table functions, so it is not looked up
 here again — where it is called as a scalar it is an ordinary call and must be on the list.
 """

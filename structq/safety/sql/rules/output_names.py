@@ -116,7 +116,7 @@ def record_output_names(check: Check) -> None:
         expressions = select.expressions
         if len(expressions) == 1 and is_star_item(expressions[0]):  # ``SELECT *``: nothing to read
             check.written_names = [None]
-            check.sources_written = _sources_written(check)
+            check.sources_written = _outputs_of_from_items(check)
             return
         stars = [is_star_item(projection) for projection in expressions]
         if not any(stars):
@@ -129,7 +129,7 @@ def record_output_names(check: Check) -> None:
             return
     if stars:
         check.written_names = names
-        check.sources_written = _sources_written(check)
+        check.sources_written = _outputs_of_from_items(check)
     else:
         check.output_names = _told_apart(names)  # type: ignore[arg-type]  # no None without a star
 
@@ -182,11 +182,11 @@ def _names_of_tokens(check: Check, select: exp.Select, stars: list[bool] | None)
     return names
 
 
-def _sources_written(check: Check) -> dict[str, dict[str, str]]:
+def _outputs_of_from_items(check: Check) -> dict[str, dict[str, str]]:
     """Alias of each derived table and CTE (and of a table that reads a CTE under an alias of
     its own) → its outputs' names as written, by their names lower-cased for matching: what a
     star over it is named by. One whose list is not made of columns and aliased items only, a
-    CTE with a column list, and an alias the query gives more than one source (which one a
+    CTE with a column list, and an alias the query gives more than one FROM item (which one a
     star reads is then a matter of scopes) are left out."""
     named: list[tuple[str, dict[str, str] | None]] = []
     for subquery in check.subqueries:
@@ -214,7 +214,7 @@ def _sources_written(check: Check) -> dict[str, dict[str, str]]:
 
 
 def _outputs_written(check: Check, query: exp.Expr) -> dict[str, str] | None:
-    """A query's outputs as written, by their lower-case names (``_sources_written``)."""
+    """A query's outputs as written, by their lower-case names (``_outputs_of_from_items``)."""
     select = _outer_select(query)
     names = _names_of_identifiers(select, check.parsed_text, None) if select is not None else None
     if names is None:
@@ -263,8 +263,8 @@ def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr
 
 def _expanded_name(check: Check, projection: exp.Expr, inner: exp.Expr) -> str:
     """A star's column: a table's column as its node is written (the manifest's spelling, once
-    ``check_columns`` respelled it), a derived table's or CTE's as its source wrote it
-    (``_sources_written``). A USING column is written ``COALESCE(a.id, b.id) AS id``: named
+    ``check_columns`` respelled it), a derived table's or CTE's as its own select list wrote it
+    (``_outputs_of_from_items``). A USING column is written ``COALESCE(a.id, b.id) AS id``: named
     as its first column is."""
     if type(inner) is exp.Coalesce:
         inner = inner.this

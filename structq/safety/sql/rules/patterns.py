@@ -153,11 +153,11 @@ def check_patterns(check: Check) -> None:
         longest = max(lengths, default=0) or 0
         if longest > MAX_PATTERN_CHARS:
             raise _refuse(check, node, f"the pattern is {longest} characters long, more than {MAX_PATTERN_CHARS}")
-        source = aggregates.source(node, subject)
-        if source is not None:
+        origin = aggregates.origin(node, subject)
+        if origin is not None:
             raise check.fail(
                 "pattern",
                 f"{node.sql(check.dialect)[:200]!r} may match text built by the aggregate "
-                f"{source.sql(check.dialect)[:80]!r}, whose size grows with the number of rows",
+                f"{origin.sql(check.dialect)[:80]!r}, whose size grows with the number of rows",
                 "match the rows before aggregating them (WHERE name LIKE … before GROUP BY), not the aggregated text",
             )
