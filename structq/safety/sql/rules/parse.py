@@ -203,7 +203,8 @@ def scan(check: Check) -> None:
     those make no second walk. It notes an identifier that needs quotes
     sqlglot would not write (``Check.quote_names``): a copy of it may be written bare later.
     What it finds for a name that is visible and needs no quotes is the same every time, so
-    the source remembers it (``Derived.plain_names``) and a name seen before costs one look-up.
+    the manifest's derived state remembers it (``Derived.plain_names``) and a name seen before
+    costs one look-up.
     """
     global _kinds_for
     assert check.tree is not None
