@@ -8,14 +8,16 @@ Why this order:
 
 - ``parse`` comes first: every other rule reads the tree and the indexes it builds;
   ``record_output_names`` reads the select list before any rule rewrites it;
-- checks run on the tree as written, after ``resolve_tables`` and ``check_columns`` have
-  qualified it, so each sees which table and column every name reads;
-  ``read_double_quoted_strings`` must turn SQLite's ``"x"`` into a string before the columns
-  are resolved, and ``check_sizes`` bounds the numbers ``check_growth`` multiplies;
-  ``check_patterns`` shares ``check_growth``'s walk of the unchanged tree;
-- rewrites run once every check has passed: ``confine_reads`` (the second wall) after the
-  checks that read the query's own columns, ``bind_references`` after it (a row filter brings
-  parameters of its own), ``enforce_limit`` on the final query;
+- ``check_statement_kind`` and ``reject_placeholders`` need only the tree as parsed;
+- ``resolve_tables`` and ``check_columns`` then say what each name reads, and qualify it
+  (``read_double_quoted_strings`` between them: SQLite's ``"x"`` must be a string, or stay a
+  name, before columns are resolved); the checks that depend on what a name reads —
+  functions, types, sizes, growth, patterns, enum literals — come after them, on the tree
+  as written and qualified. ``check_sizes`` bounds the numbers ``check_growth`` multiplies,
+  and ``check_patterns`` shares ``check_growth``'s walk of the unchanged tree;
+- rewrites run once every check has passed, so no check ever reads a rewrite:
+  ``confine_reads`` (the second wall), ``bind_references``, then ``enforce_limit`` on the
+  query as it will run;
 - ``generate`` is last: the text that runs is written from the tree every rule has seen.
 
 Helpers several rules share sit beside this package (``context``, ``dialects``, ``schema``,
