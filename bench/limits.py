@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 
 from structq.executors.sql import limit_sqlite
-from structq.safety.sql.growth import MAX_CONSTANT_CHARS, MAX_GROWTH
-from structq.safety.sql.patterns import MAX_PATTERN_CHARS
+from structq.safety.sql.rules.growth import MAX_CONSTANT_CHARS, MAX_GROWTH
+from structq.safety.query import MAX_PATTERN_CHARS
 
 RE_CUTOFF_S = 2.0
 

@@ -6,7 +6,7 @@ in it is collected: module-level imports AND imports inside functions, methods a
 still a dependency, and a lazy import against the direction closes an import circle as surely as
 an eager one. Relative imports are resolved against the importing module's package.
 
-Each import is reduced to the top-level unit it lands in (``structq.safety.sql.parse`` →
+Each import is reduced to the top-level unit it lands in (``structq.safety.sql.rules.parse`` →
 ``safety``, ``structq/errors.py`` → ``errors``) and checked against ``ALLOWED``: one row per unit,
 listing what it may import. An import outside its row fails unless it is one of the named
 ``EXCEPTIONS`` below, each with the reason it is still there; an exception that no longer occurs
@@ -319,3 +319,68 @@ def test_no_new_local_source_comparisons() -> None:
     """Ask ``sources.is_builtin(source)`` (or whether the source has a manifest) instead."""
     found = _count(_compares_with_local)
     assert found == LOCAL_SOURCE_COMPARISONS, f"sources compared with 'local': {found}"
+
+
+# --- inside packages: no circles; the sandboxes' rules stay inside the sandbox ------------------
+
+def _packages() -> list[str]:
+    """Every package of structq, as a dotted name (``structq``, ``structq.safety.sql.rules``…)."""
+    return sorted(".".join(p.relative_to(PACKAGE.parent).parts[:-1]) for p in PACKAGE.rglob("__init__.py"))
+
+
+def test_the_package_scan_sees_the_sandbox_packages() -> None:
+    """Guards the tests below: the rules package is found, and its modules' imports seen."""
+    assert {"structq.safety.sql", "structq.safety.sql.rules", "structq.safety.sql.resolution"} <= set(_packages())
+    edges = module_imports("structq.safety.sql")
+    assert "structq.safety.sql.rules.tables" in edges["structq.safety.sql.rules.confine"]
+
+
+def test_no_import_circles_inside_the_sandbox_packages() -> None:
+    """``structq.safety`` and every package in it import in one direction."""
+    for package in [p for p in _packages() if p == "structq.safety" or p.startswith("structq.safety.")]:
+        assert _cycles(module_imports(package)) == [], package
+
+
+def test_a_rule_imports_only_rules_that_run_before_it() -> None:
+    """A rule may use what an earlier rule defines (``output_names`` for ``check_columns``), never
+    a later one's: reading the rules in ``RULES`` order, each module's dependencies are read."""
+    from structq.safety.sql import RULES
+
+    order = list(dict.fromkeys(rule.__module__ for rule in RULES))
+    edges = module_imports("structq.safety.sql")
+    later = [f"{module} → {target}" for i, module in enumerate(order) for target in edges.get(module, ())
+             if target in order[i + 1:]]
+    assert not later, later
+
+
+#: The sandboxes' packages: outside ``structq.safety`` only their ``__all__`` may be imported,
+#: never a rule or helper module inside them. What an executor needs of a rewrite is on
+#: ``structq.safety.query`` (``SafeQuery``, ``qualifying_schema``, ``variable_parameter``…).
+_SANDBOX_PACKAGES = ("structq.safety.sql", "structq.safety.dsl")
+
+
+def _public(package: str) -> set[str]:
+    init = PACKAGE.joinpath(*package.split(".")[1:], "__init__.py")
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def test_nothing_outside_the_sandbox_imports_its_internals() -> None:
+    public = {package: _public(package) for package in _SANDBOX_PACKAGES}
+    reaching: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module, package = _module_name(path)
+        if module == "structq.safety" or module.startswith("structq.safety."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            for name in _imported(node, package):
+                where = f"{path.relative_to(PACKAGE.parent).as_posix()}:{getattr(node, 'lineno', 0)}"
+                for sandbox in _SANDBOX_PACKAGES:
+                    if name.startswith(sandbox + "."):
+                        reaching.append(f"{where}: {name}")
+                    elif name == sandbox and isinstance(node, ast.ImportFrom):
+                        reaching += [f"{where}: {name}.{a.name}" for a in node.names if a.name not in public[sandbox]]
+    assert public["structq.safety.sql"] >= {"check_sql"}
+    assert not reaching, "sandbox internals imported from outside structq.safety:\n" + "\n".join(reaching)

@@ -78,7 +78,7 @@ def test_every_page_is_in_the_site_navigation() -> None:
     assert not missing, f"pages missing from mkdocs.yml's nav: {missing}"
 
 
-#: A module path in backticks: ``structq/safety/sql/confine.py``, or one inside the package
+#: A module path in backticks: ``structq/safety/sql/rules/confine.py``, or one inside the package
 #: written from its subpackage (``agent/figures.py``), or a test or benchmark file.
 _MODULE_PATH = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.py)`")
 
@@ -102,7 +102,7 @@ def _module_paths() -> list[tuple[str, str, Path]]:
 def test_the_module_path_scan_finds_the_paths() -> None:
     """Guards the test below: a scan that silently found nothing would pass it."""
     written = {w for _, w, _ in _module_paths()}
-    assert {"structq/safety/sql/confine.py", "agent/figures.py", "tests/test_architecture.py"} <= written
+    assert {"structq/safety/sql/rules/confine.py", "agent/figures.py", "tests/test_architecture.py"} <= written
 
 
 def test_every_module_path_on_a_page_exists() -> None:

@@ -268,7 +268,7 @@ def test_a_list_is_hashed_only_where_a_scan_is_known_to_be_small(
         numbers_url: str, table: str, size: int, sent: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
     """A switch stays False (the plain ``= ANY``, which may use an index) unless every table the
     query reads is a plain, analyzed table with at most ``ROWS_PER_VALUE`` rows per value."""
-    from structq.safety.sql import references
+    from structq.safety.sql.rules import references
 
     monkeypatch.setattr(references, "PG_SWITCHED_LIST", 500)  # so that 700 values are switched
     picks = f"SELECT v FROM vals WHERE kind = 'wide' AND id <= {size}"

@@ -1,4 +1,4 @@
-"""``engine_names.RULES`` is what the engines do, asked of the real SQLite, PostgreSQL and MariaDB.
+"""``resolution.engine_names.READINGS`` is what the engines do, asked of the real SQLite, PostgreSQL and MariaDB.
 
 For each place a name can sit (``Place``), two probes on ``t(x, y)`` = (1, 30), (2, 20), (3, 10):
 
@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 from structq.capabilities import load_manifest_text
 from structq.errors import SandboxViolation
 from structq.safety import check_sql
-from structq.safety.sql.engine_names import ALIAS, COLUMN, EITHER, RULES, Place
+from structq.safety.sql.resolution.engine_names import ALIAS, COLUMN, EITHER, READINGS, Place
 
 ROWS = [(1, 30), (2, 20), (3, 10)]
 
@@ -86,7 +86,7 @@ def test_rules_match_the_engine(target: tuple[str, Engine], probe: Probe) -> Non
     dialect, engine = target
     shadow = _rows(engine, probe.sql.replace("{n}", "x"), probe.ordered)
     alias_only = _rows(engine, probe.sql.replace("{n}", "z"), probe.ordered)
-    rule = RULES[dialect].get(probe.place)
+    rule = READINGS[dialect].get(probe.place)
     if rule is None:  # a place the dialect does not have: the engine refuses the syntax
         assert shadow is None and alias_only is None, (shadow, alias_only)
         return
@@ -140,4 +140,4 @@ def test_mariadb_having_reads_a_grouped_column_else_the_alias(request: pytest.Fi
                     for p in having}
     finally:
         engine.dispose()
-    assert RULES["mysql"][Place.HAVING][0] == EITHER and observed == {ALIAS, COLUMN}
+    assert READINGS["mysql"][Place.HAVING][0] == EITHER and observed == {ALIAS, COLUMN}

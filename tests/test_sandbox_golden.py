@@ -59,7 +59,7 @@ def _cases(path: Path) -> list[Case]:
     return cases
 
 
-FILES = sorted(FIXTURES.glob("*.sql"))
+FILES = sorted(FIXTURES.glob("rewrites_*.sql"))  # the per-rule files: test_sandbox_rules_golden.py
 CASES = [case for path in FILES for case in _cases(path)]
 
 

@@ -19,8 +19,8 @@ from corpora import hostile_manifest
 from structq.errors import SandboxViolation
 from structq.safety import SafeQuery, check_sql
 from structq.safety.sql import CODES
-from structq.safety.sql.growth import MAX_CONSTANT_CHARS, MAX_GROWTH
-from structq.safety.sql.patterns import MAX_PATTERN_CHARS
+from structq.safety.sql.rules.growth import MAX_CONSTANT_CHARS, MAX_GROWTH
+from structq.safety.query import MAX_PATTERN_CHARS
 
 
 def check(query: str, dialect: str, **params: list[object]) -> SafeQuery:

@@ -274,7 +274,7 @@ def test_postgres_long_lists_are_a_shape_of_their_own() -> None:
     """PostgreSQL writes a list of ``PG_SWITCHED_LIST`` values or more with a switch: crossing
     that length is checked again (the new form replaces the remembered one), and a remembered
     long form binds the switch False again."""
-    from structq.safety.sql.references import PG_SWITCHED_LIST
+    from structq.safety.sql.rules.references import PG_SWITCHED_LIST
 
     source = manifest("postgres")
     short, long = [f"E{i}" for i in range(PG_SWITCHED_LIST - 1)], [f"E{i}" for i in range(PG_SWITCHED_LIST)]

@@ -40,7 +40,7 @@ from structq.capabilities import Manifest
 from structq.errors import SandboxViolation
 from structq.safety import SafeQuery, check_sql
 from structq.safety.sql import memo
-from structq.safety.sql.confine import confine_reads
+from structq.safety.sql.rules.confine import confine_reads
 
 Plan = list[tuple[Any, ...]]
 

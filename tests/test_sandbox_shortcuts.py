@@ -9,12 +9,12 @@ a walk of the tree, just before ``check_growth`` runs, over every query of the t
 corpora (legit and hostile) and of the limit tests: the same nodes, each once. (Their order
 may differ from the walk's, which decides no outcome: each node is checked on its own.)
 
-``names.record_output_names`` finds a star of columns in the select list from the stars
+``output_names.record_output_names`` finds a star of columns in the select list from the stars
 ``parse.scan`` listed, instead of searching each projection; compared with that search. It
 names a list of columns, aliased items and stars from their identifiers' positions, without
 reading the tokens; compared with the names read from the tokens.
 
-``strings.py`` reads the names the query gives columns from the aliases ``parse.scan`` listed;
+``double_quoted_strings.py`` reads the names the query gives columns from the aliases ``parse.scan`` listed;
 compared with a walk of the tree.
 
 ``parse.scan`` reads a name it has seen on the same source from ``Derived.plain_names``
@@ -42,16 +42,18 @@ from test_sandbox_limits import ACCEPTED, REFUSED
 import structq.safety.sql as sandbox
 from structq.capabilities import Manifest
 from structq.errors import PlanError, SandboxViolation
-from structq.safety.sql import dialects, memo, names, strings, walk
+from structq.safety.sql import dialects, memo, walk
+from structq.safety.sql.rules import double_quoted_strings as strings
+from structq.safety.sql.rules import output_names as names
 from structq.safety.sql.dialects import dialect
 from structq.safety.sql.schema import PLAIN_NAME_LENGTH, derived
-from structq.safety.sql.growth import check_growth
+from structq.safety.sql.rules.growth import check_growth
 from structq.safety.sql.quoting import needs_quotes_bare, reserved_in_any_case, reserved_words
 
 
 #: The module (the package exports its pass function under the same name).
-generate_pass = importlib.import_module("structq.safety.sql.generate")
-parse_pass = importlib.import_module("structq.safety.sql.parse")
+generate_pass = importlib.import_module("structq.safety.sql.rules.generate")
+parse_pass = importlib.import_module("structq.safety.sql.rules.parse")
 
 
 def _shared_nodes_as_walked(check: sandbox.Check) -> None:

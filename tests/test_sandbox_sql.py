@@ -391,7 +391,7 @@ def test_a_long_postgres_list_gets_a_switch_bound_false() -> None:
     """From ``PG_SWITCHED_LIST`` values on, PostgreSQL's list is written with a switch that
     picks the hashed branch or the plain one (``references._switch``); both are the plain
     comparison, so the sandbox binds False and the executor may choose."""
-    from structq.safety.sql.references import PG_SWITCHED_LIST
+    from structq.safety.sql.rules.references import PG_SWITCHED_LIST
 
     query = "SELECT employee_id FROM employee_performance WHERE employee_id IN (<members>)"
     short = check(query, "postgres", params={"members": [f"E{i}" for i in range(PG_SWITCHED_LIST - 1)]})
@@ -409,7 +409,7 @@ def test_a_long_postgres_list_gets_a_switch_bound_false() -> None:
 
 def test_each_long_postgres_list_gets_its_own_switch() -> None:
     """The same reference twice, and a reference whose name would collide with a switch."""
-    from structq.safety.sql.references import PG_SWITCHED_LIST
+    from structq.safety.sql.rules.references import PG_SWITCHED_LIST
 
     many = [f"E{i}" for i in range(PG_SWITCHED_LIST)]
     result = check("SELECT employee_id FROM employee_performance WHERE employee_id IN (<members>) "
@@ -425,7 +425,7 @@ def test_each_long_postgres_list_gets_its_own_switch() -> None:
 def test_a_switched_list_keeps_the_compared_expression_s_own_parameters() -> None:
     """The compared expression is written twice; a row-filter variable or reference in it is
     bound once, under its one name."""
-    from structq.safety.sql.references import PG_SWITCHED_LIST
+    from structq.safety.sql.rules.references import PG_SWITCHED_LIST
 
     many = list(range(PG_SWITCHED_LIST))
     result = check("SELECT name FROM employees WHERE employee_id + <top.n> IN (<ids>)", "postgres",

@@ -1,5 +1,5 @@
 """Reference lists on SQLite of any length up to the intermediate-row cap and values of any
-width (``structq.safety.sql.references``): a JSON list longer than one SQLite value may be is
+width (``structq.safety.sql.rules.references``): a JSON list longer than one SQLite value may be is
 bound in parts, and a value too wide for a part is bound alone — all still bound parameters
 of the one query the sandbox checked. Run end to end on a real SQLite file; the split itself
 is pinned by a property over small part sizes."""
@@ -18,7 +18,7 @@ from structq.agent import Engine, Plan
 from structq.capabilities import CapabilitySet
 from structq.capabilities.loader import load_manifest_text
 from structq.executors.sql.sqlite import SQLITE_MAX_VALUE_BYTES
-from structq.safety.sql import references
+from structq.safety.sql.rules import references
 
 MANIFEST = """\
 source: keys

@@ -12,7 +12,7 @@ Both sandboxes refuse, before any parser or walk sees the query:
 - a search body holding a number no engine reads alike (``NaN``, ``Infinity``, an integer
   outside 64 bits) — ``invalid_value``.
 
-And the last line behind the passes: ``refusal_for`` turns whatever else a pass raises on a
+And the last line behind the rules: ``refusal_for`` turns whatever else a rule raises on a
 hostile query (a ``RecursionError`` the pre-scan did not foresee, a sqlglot ``OptimizeError``)
 into a refusal, so that ``check_sql`` and ``check_dsl`` raise nothing but ``SandboxViolation``
 and ``PlanError``: a query the sandbox cannot analyse is refused, never run and never a crash.

@@ -130,7 +130,7 @@ _KEY_VALUE = ("key", "value")
 
 #: Functions allowed in FROM as a table source (they read no table), per dialect, by the name
 #: a person writes, with the columns they return: the sandbox resolves a query's columns
-#: against them (``sql/table_functions.py``) as against a declared table's.
+#: against them (``sql/resolution/table_functions.py``) as against a declared table's.
 TABLE_FUNCTION_COLUMNS: dict[str, dict[str, tuple[str, ...]]] = {
     "sqlite": {"json_each": _JSON_EACH_SQLITE, "json_tree": _JSON_EACH_SQLITE},
     "postgres": {

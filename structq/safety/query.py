@@ -3,6 +3,13 @@
 Executors run only ``SafeQuery`` objects; nothing else reaches a database. The SQL text is
 regenerated from the checked tree (never the caller's text) and written with SQLAlchemy
 ``text()`` placeholders (``:name``) whatever the dialect; values travel in ``params``.
+
+What an executor must know of the SQL sandbox's rewrites to run their output is defined here,
+once, so that no executor reaches into the sandbox's rules: the schema every table of the
+text is qualified with (``qualifying_schema``, which the executor pins the session to as a
+second guard), the parameter a row-filter variable is bound as (``variable_parameter``, which
+the executor also hands to the database's row-level security), and the longest pattern a
+query may match with (``MAX_PATTERN_CHARS``, SQLite's own limit on every connection).
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ import re
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
-__all__ = ["SafeQuery"]
+__all__ = ["SafeQuery", "MAX_PATTERN_CHARS", "SYSTEM_SCHEMAS", "qualifying_schema",
+           "variable_parameter"]
 
 #: How ``text()`` escapes a colon that is not a bind (``'10\:30'``), and how SQLAlchemy undoes it
 #: before sending (``sqlalchemy.sql.compiler.BIND_PARAMS_ESC``).
@@ -35,7 +43,7 @@ class SafeQuery:
     - ``names``: the result columns' names as the query wrote them, which the executor gives
       the result instead of the engine's (``max(kapazität)``, ``sbCustId``); None: the engine's.
     - ``switches``: PostgreSQL only, ``{switch: list}``: a boolean parameter that picks how a
-      long list is searched, hashed or plain ``= ANY`` (``safety/sql/references.py``). The
+      long list is searched, hashed or plain ``= ANY`` (``safety/sql/rules/references.py``). The
       sandbox binds False; the executor may send True instead, when the list will be hashed
       (``executors/sql/postgresql.py``), and reports the value it sent in the result's
       ``params``. Either value selects the same rows.
@@ -111,3 +119,29 @@ _FIELDS = frozenset(f.name for f in fields(SafeQuery))
 #: The fields with a default value, and those with a factory (``SafeQuery.built``).
 _DEFAULTS = {f.name: f.default for f in fields(SafeQuery) if f.default is not MISSING}
 _FACTORIES = tuple((f.name, f.default_factory) for f in fields(SafeQuery) if f.default_factory is not MISSING)
+
+
+#: Schemas that hold the engine's catalogs and settings, never business tables (lower case).
+SYSTEM_SCHEMAS = frozenset(
+    "information_schema pg_catalog pg_toast pg_temp mysql performance_schema sys sqlite_temp_master temp".split()
+)
+
+#: The longest LIKE / GLOB / SIMILAR TO / regular-expression pattern a query may write.
+MAX_PATTERN_CHARS = 100
+
+#: Row-filter variable ``name`` is bound as the parameter ``var_<name>``.
+_VARIABLE_PREFIX = "var_"
+
+
+def qualifying_schema(schema: str | None, dialect: str) -> str | None:
+    """The schema every table of a checked query's text is qualified with, or None: the
+    manifest's ``schema`` on any dialect but SQLite (whose connection holds one database),
+    unless it names a system schema, which no query may read."""
+    if not schema or dialect == "sqlite" or schema.lower() in SYSTEM_SCHEMAS:
+        return None
+    return schema
+
+
+def variable_parameter(name: str) -> str:
+    """The parameter of ``SafeQuery.params`` that holds the row-filter variable ``name``."""
+    return _VARIABLE_PREFIX + name

@@ -43,8 +43,7 @@ class SqlExecutor:
         self._backend, self._url = resolve(manifest)
         self._engine: Engine | None = None
         self._lock = threading.Lock()
-        from structq.safety.sql.confine import VARIABLE_PREFIX
-        from structq.safety.sql.tables import qualifying_schema
+        from structq.safety.query import qualifying_schema, variable_parameter
 
         schema = qualifying_schema(manifest.schema_, manifest.sql_dialect)
         #: Run after the backend's set-up on every connection (``Backend.pin_schema``).
@@ -52,7 +51,7 @@ class SqlExecutor:
         #: The caller variables the manifest's row filters use, by the parameter the sandbox
         #: binds each to: each transaction hands them to the database's row-level security
         #: too (``Backend.row_settings``, ``structq grants``).
-        self._row_variables = {name: VARIABLE_PREFIX + name for row_filter in manifest.policies.row_filters
+        self._row_variables = {name: variable_parameter(name) for row_filter in manifest.policies.row_filters
                                for name in row_filter.variables}
 
     def __repr__(self) -> str:

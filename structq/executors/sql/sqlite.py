@@ -70,7 +70,7 @@ def limit_sqlite(dbapi_connection: sqlite3.Connection) -> None:
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_VALUE_BYTES)
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, SQLITE_MAX_SQL_BYTES)
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    from structq.safety.sql.patterns import MAX_PATTERN_CHARS  # sqlglot: not at import time
+    from structq.safety.query import MAX_PATTERN_CHARS  # structq.safety loads sqlglot: not at import time
 
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, _UTF8_MAX_BYTES * MAX_PATTERN_CHARS)
     install_regexp(dbapi_connection)

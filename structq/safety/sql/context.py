@@ -1,9 +1,9 @@
-"""The state one ``check_sql`` call threads through its passes.
+"""The state one ``check_sql`` call threads through its rules.
 
 sqlglot's optimizer rules are functions tree → tree. Ours need a little more than the tree
-(the manifest, the caller's values, what earlier passes found), so each pass is a function
-``Check → None`` that reads and updates this one object. Passes run in a fixed order
-(``RULES`` in ``__init__.py``); a pass may rely on everything the passes before it recorded.
+(the manifest, the caller's values, what earlier rules found), so each rule is a function
+``Check → None`` that reads and updates this one object. Rules run in a fixed order
+(``rules.RULES``); a rule may rely on everything the rules before it recorded.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ def violation(code: str, message: str, hint: str, check: Check | None = None) ->
 
 @dataclass(eq=False, slots=True)
 class Check:
-    """Inputs, the tree being checked, and what the passes learn about it."""
+    """Inputs, the tree being checked, and what the rules learn about it."""
 
     text: str
     manifest: Manifest
     dialect: Dialect
     #: ``manifest.sql_dialect`` (the name ``dialect`` was made from), read once: it is a
-    #: property of the manifest, which passes would otherwise compute a dozen times a check.
+    #: property of the manifest, which rules would otherwise compute a dozen times a check.
     sql_dialect: str
     references: Mapping[str, Sequence[Any]]
     variables: Mapping[str, Any]
@@ -47,17 +47,17 @@ class Check:
     #: never spliced. Any other ``:name`` the author wrote is refused.
     slots: Mapping[str, Any] = field(default_factory=dict)
 
-    #: The parsed statement; passes rewrite it in place.
+    #: The parsed statement; rules rewrite it in place.
     tree: exp.Expr | None = None
     #: The text sqlglot parsed (references swapped for placeholders); node positions
     #: (``node.meta["start"]``) index into it.
     parsed_text: str = ""
-    #: The tokens of ``parsed_text`` (``names.py`` reads the select list as written from them).
+    #: The tokens of ``parsed_text`` (``rules/output_names.py`` reads the select list as written from them).
     tokens: list[Token] = field(default_factory=list)
     #: Placeholder name → reference text (``members`` or ``members.employee_id``).
     placeholders: dict[str, str] = field(default_factory=dict)
 
-    # Gathered by the single walk after parsing (``parse.scan``), so that later passes need
+    # Gathered by the single walk after parsing (``parse.scan``), so that later rules need
     # not walk the whole tree again.
     tables: list[exp.Table] = field(default_factory=list)
     columns: list[exp.Column] = field(default_factory=list)
@@ -79,11 +79,11 @@ class Check:
     #: Every ``exp.Query`` node: selects, set operations, subqueries (the root included).
     queries: list[exp.Query] = field(default_factory=list)
     #: Whether the tree may hold a node some shared filter wants (``walk.py``): ``parse.scan``
-    #: saw one, or ``qualify_columns`` rebuilt the tree (``columns.py``). See ``shared_nodes``.
+    #: saw one, or ``qualify_columns`` rebuilt the tree (``rules/columns.py``). See ``shared_nodes``.
     shared_wanted: bool = False
     #: The nodes ``parse.scan`` saw that some shared filter wants, in its order.
     shared_seen: list[exp.Expr] = field(default_factory=list)
-    #: Whether ``shared_seen`` is still every such node of the tree: false once a pass copies
+    #: Whether ``shared_seen`` is still every such node of the tree: false once a rule copies
     #: expressions into it or takes some out, or rebuilds it (``qualify_columns``).
     shared_seen_current: bool = True
     #: Whether some identifier of the query needs quotes sqlglot would not write (``quoting.py``:
@@ -101,20 +101,20 @@ class Check:
     column_tables: dict[int, tuple[exp.Column, Table]] = field(default_factory=dict)
 
     # The output.
-    #: The result columns' names as the query wrote them (``names.py``); None: the engine's.
+    #: The result columns' names as the query wrote them (``rules/output_names.py``); None: the engine's.
     output_names: tuple[str, ...] | None = None
     #: With a star in the outermost select list: each item's name as written, None for a star
-    #: (``names.py``), for ``check_columns`` to complete once the stars are expanded.
+    #: (``rules/output_names.py``), for ``check_columns`` to complete once the stars are expanded.
     written_names: list[str | None] | None = None
-    #: Then also: each derived table's and CTE's outputs as written (``names.py``).
+    #: Then also: each derived table's and CTE's outputs as written (``rules/output_names.py``).
     sources_written: dict[str, dict[str, str]] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     #: Where each parameter's value comes from, for ``memo.py`` to bind the same query again
     #: with new values: ``("var", name)``, ``("slot", name)`` or a reference's form
-    #: (``references.reference_value``). A name given two origins is never remembered.
+    #: (``rules/references.py``). A name given two origins is never remembered.
     origins: dict[str, set[tuple[Any, ...]]] = field(default_factory=dict)
     expanding: set[str] = field(default_factory=set)
-    #: PostgreSQL: each long list's switch parameter → the list's parameter (``references.py``).
+    #: PostgreSQL: each long list's switch parameter → the list's parameter (``rules/references.py``).
     switches: dict[str, str] = field(default_factory=dict)
     read_columns: set[str] = field(default_factory=set)
     sql: str = ""
@@ -132,16 +132,16 @@ class Check:
 
     def shared_nodes(self, wanted: Instances) -> list[exp.Expr]:
         """``wanted(self.tree)`` for a filter made with ``shared=True``: every shared filter is
-        answered by the walk of the first call (``walk.py``), so only passes that change
+        answered by the walk of the first call (``walk.py``), so only rules that change
         nothing in the tree, run one after the other, may call this.
 
         No walk is made when no such node can be in the tree (``shared_wanted`` is false):
-        the parsed tree held none, and the passes before the callers (``check_growth``,
+        the parsed tree held none, and the rules before the callers (``check_growth``,
         ``check_patterns``) write only columns, identifiers, aliases, parentheses, literals and
         the ``DUAL`` keyword, or copies of nodes already in the tree — all but
-        ``qualify_columns``, which sets ``shared_wanted``. Nor is one made while no pass has
+        ``qualify_columns``, which sets ``shared_wanted``. Nor is one made while no rule has
         copied nodes into the tree (``shared_seen_current``): the nodes are those the scan
-        listed, none of which a pass removes (they replace columns, literals and aliases only).
+        listed, none of which a rule removes (they replace columns, literals and aliases only).
         The order can then differ from the walk's (an alias added above an expression moves
         it down a level), which changes no outcome: each node is checked on its own, and the
         growth factors multiply.
@@ -162,5 +162,5 @@ class Check:
         self.origins.setdefault(name, set()).add(origin)
 
     def fail(self, code: str, message: str, hint: str) -> SandboxViolation:
-        """The violation to raise; passes write ``raise check.fail(...)``."""
+        """The violation to raise; rules write ``raise check.fail(...)``."""
         return violation(code, message, hint, self)

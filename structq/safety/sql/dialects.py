@@ -75,7 +75,7 @@ def _readers(name: str, of: Dialect) -> tuple[Tokenizer, Parser]:
 
 def parse_text(name: str, text: str, inspect: Callable[[list[Token]], None] | None = None) -> tuple[list, list[Token]]:
     """``dialect(name).parse(text)`` with this thread's tokenizer and parser for ``name``;
-    returns the statements and the tokens they were parsed from (``names.py`` reads the select
+    returns the statements and the tokens they were parsed from (``rules/output_names.py`` reads the select
     list from them: the parser reads tokens and never changes one, so they are what a second
     ``tokenize`` would return, at no second cost). ``inspect`` sees the tokens before the parser
     does (and may refuse them: ``bounds.check_tokens``)."""

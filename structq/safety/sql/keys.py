@@ -1,4 +1,4 @@
-"""PostgreSQL's grouping by a primary key, kept through the second wall (``confine.py``).
+"""PostgreSQL's grouping by a primary key, kept through the second wall (``rules/confine.py``).
 
 PostgreSQL lets a select group by a table's primary key and still read the table's other
 columns outside aggregates (``SELECT s.id, s.name, count(*) … GROUP BY s.id``): they depend
@@ -63,8 +63,8 @@ def _extend(scope: Scope, group: exp.Group, keys: dict[int, frozenset[str]]) -> 
     """Append to ``group`` the columns read per group of each table whose key it holds."""
     select = scope.expression
     grouped = {(c.table, c.name.lower()) for c in group.expressions if isinstance(c, exp.Column)}
-    for alias, source in scope.sources.items():
-        key = keys.get(id(source))
+    for alias, item in scope.sources.items():  # sqlglot's word for a scope's FROM items
+        key = keys.get(id(item))
         if key is None or any((alias, name) not in grouped for name in key):
             continue
         for column in scope.columns:

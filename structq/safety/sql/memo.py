@@ -44,7 +44,7 @@ from structq.capabilities import Manifest
 
 from ..query import SafeQuery
 from .context import Check
-from .references import ReferenceValues
+from .rules.references import ReferenceValues
 
 __all__ = ["SIZE", "Stats", "checked", "clear", "stats"]
 

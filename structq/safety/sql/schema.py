@@ -1,4 +1,4 @@
-"""What the passes derive from a manifest once and reuse: sqlglot schemas and parsed filters.
+"""What the rules derive from a manifest once and reuse: sqlglot schemas and parsed filters.
 
 A manifest is immutable once loaded, so these are derived once per manifest object and kept
 as long as it lives (``safety/per_object.py``): on a 1,000-table manifest deriving costs what
@@ -65,7 +65,7 @@ class Derived:
     #: Lower-case names of the tables that deny at least one column.
     partial: frozenset[str]
     #: Lower-case table name → its allowed columns, lower-case name → manifest spelling, in
-    #: manifest order (what ``engine_names.py`` looks a name up in).
+    #: manifest order (what ``resolution/engine_names.py`` looks a name up in).
     allowed: dict[str, dict[str, str]]
     #: Lower-case table name → its entry; per lower-case table name, lower-case column name →
     #: its entry, denied ones included (``Manifest.table`` / ``Table.column`` as dictionaries).
@@ -75,13 +75,13 @@ class Derived:
     #: (its spelling, whether that needs quotes, ``table.column`` for ``SafeQuery.columns``).
     readable: dict[str, dict[str, tuple[str, bool, str]]]
     #: Lower-case name of every column of every table, denied ones included (the names a
-    #: double-quoted SQLite name could mean: ``strings.py``).
+    #: double-quoted SQLite name could mean: ``rules/double_quoted_strings.py``).
     column_names: frozenset[str]
     #: Whether each table and column name, as the manifest spells it, needs quotes in the
     #: source's dialect (``needs_quotes``).
     quoted: dict[str, bool]
     #: Lower-case names of the tables with a column whose ``values`` are enforced (not
-    #: ``draft``): the only ones ``enums.py`` has anything to check on.
+    #: ``draft``): the only ones ``rules/enum_literals.py`` has anything to check on.
     enum_tables: frozenset[str]
     #: The words the source's engine reserves (``quoting.py``); the lower-case names of the
     #: tables whose name or a column's needs quotes sqlglot would not write; whether the

@@ -1,21 +1,21 @@
 """The nodes of a tree that are instances of some classes, with one dictionary lookup per node.
 
-Several passes walk the whole tree after qualification (the tree has changed since
+Several rules walk the whole tree after qualification (the tree has changed since
 ``parse.scan`` indexed it: stars expanded, aliases written, expressions copied by
 ``qualify_columns``), each looking for a handful of node classes. Testing each node with a
 chain of ``isinstance`` calls (and a Python call per test) costs more than the walk itself;
 deciding once per class, and skipping every other node with one lookup, gives the same nodes
 in the same order.
 
-Passes that read the same tree one after the other, none of them changing it, share one walk
+Rules that read the same tree one after the other, none of them changing it, share one walk
 (``Shared``): ``check_growth`` and ``check_patterns`` each walked the whole tree, a few
 microseconds per walk on a short query and ~0.1× a parse each over the corpora; one walk that
-files each node under every filter it matches gives each pass the same nodes in the same order.
+files each node under every filter it matches gives each rule the same nodes in the same order.
 A filter made with ``shared=True`` is answered by that walk (``Check.shared_nodes``), which
-is valid only while no pass changes the tree: only passes that read it may use one. Most
+is valid only while no rule changes the tree: only rules that read it may use one. Most
 queries hold no node any shared filter wants (no ``LIKE``, ``repeat``, ``||``…: nine in ten
 over the corpora), and ``parse.scan`` tells (``wanted_by_shared``); their walk is not made.
-The others are answered from the nodes ``parse.scan`` listed (``shared_filed``) while no pass
+The others are answered from the nodes ``parse.scan`` listed (``shared_filed``) while no rule
 has copied nodes into the tree since (``Check.shared_nodes``), and by the walk after.
 """
 
@@ -57,7 +57,7 @@ class Instances:
 
 
 class Shared:
-    """Several ``Instances`` filters answered by one pass: ``file(tree.bfs())`` lists, per
+    """Several ``Instances`` filters answered by one walk: ``file(tree.bfs())`` lists, per
     filter (in the order given), the nodes ``filter(tree)`` would yield, in the same order."""
 
     def __init__(self, *filters: Instances) -> None:

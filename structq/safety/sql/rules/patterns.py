@@ -1,4 +1,4 @@
-"""Pass 9b: LIKE, GLOB, SIMILAR TO and regular-expression patterns are short literals.
+"""LIKE, GLOB, SIMILAR TO and regular-expression patterns are short literals.
 
 Matching time grows with the pattern and with the text matched, and no engine stops one
 match once it has started: PostgreSQL's ``LIKE`` ignores ``statement_timeout`` and cancel
@@ -30,14 +30,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ...query import MAX_PATTERN_CHARS
+from ..context import Check
+from ..walk import Instances
 from .growth import StringAggregates
-from .walk import Instances
 
 __all__ = ["check_patterns", "MAX_PATTERN_CHARS", "pattern_of"]
-
-#: The longest LIKE / GLOB / SIMILAR TO / regular-expression pattern a query may write.
-MAX_PATTERN_CHARS = 100
 
 #: Binary predicates whose right-hand side is a pattern.
 _MATCHES = (exp.Like, exp.ILike, exp.Glob, exp.SimilarTo, exp.RegexpLike, exp.RegexpILike)
@@ -155,11 +153,11 @@ def check_patterns(check: Check) -> None:
         longest = max(lengths, default=0) or 0
         if longest > MAX_PATTERN_CHARS:
             raise _refuse(check, node, f"the pattern is {longest} characters long, more than {MAX_PATTERN_CHARS}")
-        source = aggregates.source(node, subject)
-        if source is not None:
+        origin = aggregates.origin(node, subject)
+        if origin is not None:
             raise check.fail(
                 "pattern",
                 f"{node.sql(check.dialect)[:200]!r} may match text built by the aggregate "
-                f"{source.sql(check.dialect)[:80]!r}, whose size grows with the number of rows",
+                f"{origin.sql(check.dialect)[:80]!r}, whose size grows with the number of rows",
                 "match the rows before aggregating them (WHERE name LIKE … before GROUP BY), not the aggregated text",
             )

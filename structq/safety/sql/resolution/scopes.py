@@ -3,7 +3,7 @@
 An alias means different tables in different scopes (``FROM employees e`` in the outer query,
 ``FROM departments e`` in a subquery), so a flat alias → table map can mislabel a column — and
 then check an enum literal against the wrong column, or report the wrong column as read. After
-qualification every column names a source of its own scope, or of an enclosing one when the
+qualification every column names a FROM item of its own scope, or of an enclosing one when the
 subquery is correlated; sqlglot's scopes say which.
 """
 
@@ -17,12 +17,12 @@ from structq.capabilities import Table
 __all__ = ["column_tables"]
 
 
-def _source(scope: Scope | None, name: str) -> object:
-    """The source ``name`` stands for in ``scope``, looking outwards for correlated columns."""
+def _from_item(scope: Scope | None, name: str) -> object:
+    """The FROM item ``name`` stands for in ``scope``, looking outwards for correlated columns."""
     while scope is not None:
-        source = scope.sources.get(name)
-        if source is not None:
-            return source
+        item = scope.sources.get(name)  # sqlglot's word for the FROM items of a scope
+        if item is not None:
+            return item
         scope = scope.parent
     return None
 
@@ -34,8 +34,7 @@ def column_tables(tree: exp.Expr, reads: list[tuple[exp.Table, Table]]) -> dict[
     for scope in traverse_scope(tree):
         for column in scope.columns:
             if column.table:
-                source = _source(scope, column.table)
-                table = entries.get(id(source))
+                table = entries.get(id(_from_item(scope, column.table)))
                 if table is not None:
                     found[id(column)] = (column, table)
     return found

@@ -1,4 +1,4 @@
-"""Pass 4a: SQLite's double-quoted strings (``WHERE country = "USA"``) become string literals.
+"""SQLite's double-quoted strings (``WHERE country = "USA"``) become string literals.
 
 SQLite reads ``"x"`` as a column when one of that name is in scope and as the string ``'x'``
 otherwise; sqlglot always reads an identifier. Queries written for SQLite (Spider's gold SQL
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["read_double_quoted_strings"]
 
@@ -28,7 +28,7 @@ def _query_names(check: Check) -> set[str]:
     """Lower-case names the query itself gives columns: aliases, CTE and derived-table columns
     (the declared columns' names come from ``schema.Derived.column_names``, once per manifest).
 
-    From the aliases ``parse.scan`` listed, not a walk of the tree: the passes since add only
+    From the aliases ``parse.scan`` listed, not a walk of the tree: the rules since add only
     table aliases without columns (``tables.py``, for a table written in another spelling),
     which give no column a name.
     """

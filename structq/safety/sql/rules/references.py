@@ -1,4 +1,4 @@
-"""Pass 8: bind each ``<key>`` / ``<key.column>`` reference as a parameter, by context.
+"""Each ``<key>`` / ``<key.column>`` reference is bound as a parameter, by context, never spliced.
 
 Inside ``IN (<ref>)`` (the sole element) a reference is a list, written per dialect so that
 any size up to the intermediate-row cap works in ONE statement, aggregates included:
@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from structq.errors import PlanError
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["bind_references", "REFERENCE_PREFIX", "ReferenceValues"]
 

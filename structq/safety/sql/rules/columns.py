@@ -1,4 +1,4 @@
-"""Pass 4: every column resolves against the manifest, and denied columns appear nowhere.
+"""Every column resolves against the manifest, none is read unnamed, and denied ones appear nowhere.
 
 Denied columns first, by name, before qualification: a column spelled like a denied column of
 a table the query reads is refused when its qualifier points at such a table, or when it has
@@ -6,34 +6,51 @@ no qualifier at all (it could bind to the denied one; the hint says to qualify i
 deliberately conservative: it never depends on how a database resolves ambiguous names.
 
 A derived table without an alias (SQLite's ``SELECT a FROM (SELECT …)``) gets one first
-(``_d1``…): its columns can then be qualified like any other source's, and the query means
+(``_d1``…): its columns can then be qualified like any other FROM item's, and the query means
 the same.
 
-Then every name that is also an output alias is resolved as the engine resolves it
-(``engine_names.py``, the first wall): qualified with its source where the engine reads the
-column, refused where the engine would read a column the manifest does not declare.
-
-Then every column is resolved against the **allowed** columns only, so a denied column does
-not exist as far as resolution knows: sqlglot's ``qualify_columns`` (with a schema of the
-allowed columns) and ``validate_qualify_columns`` make every column ``alias.column``, expand
-``SELECT *`` / ``t.*`` to the allowed columns, and report anything unresolved, which is refused
-(a shape ``qualify_columns`` itself cannot handle, where it fails an assertion, is refused as
+Then the names are resolved (``resolution/``, behind its invariant): every name that is also
+an output alias as the engine resolves it (``resolution/engine_names.py``, the first wall),
+table functions in FROM as FROM items with known columns (``resolution/table_functions.py``),
+and every column against the **allowed** columns only, so a denied column does not exist as
+far as resolution knows: sqlglot's ``qualify_columns`` (with a schema of the allowed columns)
+and ``validate_qualify_columns`` make every column ``alias.column``, expand ``SELECT *`` /
+``t.*`` to the allowed columns, and report anything unresolved, which is refused (a shape
+``qualify_columns`` itself cannot handle, where it fails an assertion, is refused as
 ``unsupported``). Only those two steps of ``qualify`` run (identifiers were normalised by
 ``resolve_tables``; aliasing every table and quoting every identifier buy nothing here).
 
-Table functions in FROM are sources with known columns (``table_functions.py``).
-
 Qualification names every projection (``COUNT(*) AS _col_0``); on the outermost select those
 invented aliases are removed again so result columns keep the names the database gives them.
-The columns a star of the outermost select expanded to are named last (``names.name_expanded``).
+The columns a star of the outermost select expanded to are named last
+(``output_names.name_expanded``).
 
-Columns read without a column node naming them — whole rows (PostgreSQL's ``to_json(t)``),
-``t.*`` outside a select list, stars qualification could not expand, NATURAL / USING joins it
-could not rewrite — are refused by ``implicit.py``.
+No column is read without a column node that names it. The denied-column and unknown-column
+checks look at column nodes; some SQL reads columns that no node names, and would carry a
+denied (or undeclared) column past both checks:
+
+- a whole row: PostgreSQL lets a FROM item's name stand for its row — ``SELECT p FROM t p``,
+  ``to_json(p)``, ``CAST(p AS text)``, ``ARRAY[p]``, ``ORDER BY p``, ``(p).id_card`` — and
+  ``t.*`` anywhere but as a select item means the same (``ARRAY[p.*]``, ``(p.*)::text``,
+  ``(p.*).id_card``). A star is expanded (to the allowed columns) only as a select item;
+  qualification turns a bare FROM item's name into a ``TableColumn`` node;
+- a star that qualification could not expand: ``(SELECT p.*)`` correlated to an outer FROM
+  item has no FROM of its own, stays a star, and its derived table then has unknown columns,
+  so ``z.id_card`` over it passes validation and reaches the engine;
+- a field of a composite value (``(x).field``): the sandbox cannot tell which columns a
+  composite carries, so field access is refused outright;
+- a NATURAL join, or USING, that qualification could not rewrite into ``ON a.x = b.x`` over
+  allowed columns: the engine would join on whatever columns the two sides really share,
+  denied ones included (``t NATURAL JOIN (SELECT 'x1' AS id_card) s`` is an equality oracle).
+
+``t.*`` outside a select list and field access are refused on the columns as parsed
+(``_refuse_unnamed_before``); whole rows, stars left unexpanded and joins left unrewritten on
+the tree after ``qualify_columns`` (``_refuse_unnamed_after``).
 
 Names match without regard to case (``schema.py``). Last, each column is mapped to the table
-it reads, scope by scope (``scopes.py``), for the enum check and for ``SafeQuery.columns``,
-and written in the manifest's spelling, quoted where needed (``"Name"`` on PostgreSQL).
+it reads, scope by scope (``resolution/scopes.py``), for the enum check and for
+``SafeQuery.columns``, and written in the manifest's spelling, quoted where needed (``"Name"``
+on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -48,12 +65,12 @@ from structq.capabilities.hints import closest, listing
 
 from structq.capabilities import Table
 
-from . import implicit
-from .context import Check
-from .engine_names import check_output_names
-from .names import name_expanded
-from .scopes import column_tables
-from .table_functions import declare_function_columns, settle_function_columns
+from ..context import Check
+from ..resolution.engine_names import check_output_names
+from ..resolution.scopes import column_tables
+from ..resolution.table_functions import declare_function_columns, settle_function_columns
+from ..walk import Instances
+from .output_names import name_expanded
 
 __all__ = ["check_columns"]
 
@@ -173,7 +190,7 @@ def _name_derived_tables(check: Check) -> None:
 def _strip_schema_qualifiers(check: Check) -> None:
     """``schema.table.column`` → ``table.column`` for the manifest's schema; refuse any other.
 
-    The table part names a source of the query (the row filter may have replaced the table
+    The table part names a FROM item of the query (the row filter may have replaced the table
     with a derived table of that alias), so the schema part adds nothing but a way to point
     elsewhere.
     """
@@ -209,8 +226,95 @@ def _qualify(check: Check) -> dict[int, tuple[exp.Column, Table]]:
             "the columns of this query could not be resolved",
             "name the columns you need (t.a, t.b) and give every output column its own name",
         ) from None
-    implicit.check_after(check, tree)
+    _refuse_unnamed_after(check, tree)
     return column_tables(tree, check.reads)
+
+
+# -- no column read unnamed ---------------------------------------------------------------
+
+_ROW_HINT = "name the columns you need (t.a, t.b) instead of the whole row"
+#: The nodes ``_refuse_unnamed_after`` looks at.
+_WATCHED = Instances(exp.Column, exp.Table, exp.Subquery, exp.TableColumn, exp.Star, exp.Join)
+
+
+def _whole_row(check: Check, name: str) -> Exception:
+    return check.fail("unsupported", f"{name!r} names a table, not a column: a whole row cannot be read", _ROW_HINT)
+
+
+def _refuse_unnamed_before(check: Check) -> None:
+    """Refuse ``t.*`` outside a select list and any field access."""
+    for star in check.stars:  # ``t.*`` is a column whose name is a star (``parse.scan`` lists both)
+        column = star.parent
+        if not isinstance(column, exp.Column) or column.this is not star:
+            continue
+        in_select_list = isinstance(column.parent, exp.Select) and column.arg_key == "expressions"
+        if not in_select_list:
+            raise check.fail(
+                "unsupported",
+                f"{column.sql(check.dialect)} is allowed only as an item of a select list",
+                _ROW_HINT,
+            )
+    for dot in check.dots:
+        if isinstance(dot.expression, exp.Func) or isinstance(dot.parent, exp.DataType):
+            continue  # a schema-qualified call or type: the function / type checks refuse it
+        raise check.fail(
+            "unsupported",
+            f"field access {dot.sql(check.dialect)!r} is not supported",
+            "read declared columns only (t.column)",
+        )
+
+
+def _row_names(nodes: list[exp.Expr]) -> set[str]:
+    """Names of the FROM items (tables, derived tables) whose whole row a bare name would read;
+    table functions read no table, and their alias names their value (``generate_series(…) g``)."""
+    names = set()
+    for node in nodes:
+        if isinstance(node, exp.Table):
+            if not isinstance(node.this, exp.Func):
+                names.add(node.alias_or_name)
+        elif node.alias:
+            names.add(node.alias)
+    return names
+
+
+def _refuse_unnamed_after(check: Check, tree: exp.Expr) -> None:
+    """After ``qualify_columns``: refuse whole rows, unexpanded stars and unexpanded joins."""
+    columns: list[exp.Column] = []
+    from_items: list[exp.Expr] = []
+    for node in _WATCHED(tree):
+        if isinstance(node, exp.Column):
+            columns.append(node)
+        elif isinstance(node, (exp.Table, exp.Subquery)):
+            from_items.append(node)
+        elif isinstance(node, exp.TableColumn):
+            raise _whole_row(check, node.name)
+        elif isinstance(node, exp.Star):
+            if not isinstance(node.parent, exp.Count):
+                raise check.fail(
+                    "unsupported",
+                    f"{(node.parent if isinstance(node.parent, exp.Column) else node).sql(check.dialect)} "
+                    "could not be expanded: its columns are not known",
+                    "name the columns you need (t.a, t.b); a star is expanded only over declared tables "
+                    "and subqueries, not over table functions or a correlated outer FROM item",
+                )
+        elif isinstance(node, exp.Join) and (node.method == "NATURAL" or node.args.get("using")):
+            raise check.fail(
+                "unsupported",
+                f"the join {node.sql(check.dialect)!r} would join on columns the sandbox cannot see",
+                "write the join condition explicitly: JOIN t ON a.x = t.x",
+            )
+    names = _row_names(from_items)
+    for column in columns:
+        if column.table or not isinstance(column.this, exp.Identifier) or column.name not in names:
+            continue
+        # Only a whole term of a select's own ORDER BY names an output column (``SELECT x AS p
+        # … ORDER BY p``); inside an expression (``ORDER BY p || 'x'``) or a window's ORDER BY,
+        # PostgreSQL reads the name as the row.
+        ordered = column.parent
+        order = ordered.parent if isinstance(ordered, exp.Ordered) else None
+        select = order.parent if isinstance(order, exp.Order) else None
+        if not (isinstance(select, exp.Select) and column.name in select.named_selects):
+            raise _whole_row(check, column.name)
 
 
 def _respell(column: exp.Column, name: str, quoted: bool) -> None:
@@ -229,7 +333,7 @@ def check_columns(check: Check) -> None:
     tree = check.tree
     assert tree is not None
     _check_denied(check)
-    implicit.check_before(check)
+    _refuse_unnamed_before(check)
     _strip_schema_qualifiers(check)
     _name_derived_tables(check)
     check_output_names(check)

@@ -1,4 +1,4 @@
-"""Pass 11 (the second wall): every read of a declared table becomes a derived table.
+"""The second wall: every read of a declared table becomes a derived table of its allowed columns.
 
 ``FROM employees e`` becomes ``FROM (SELECT <allowed columns> FROM employees [WHERE <filter>])
 AS e``, keeping the alias (and the schema qualifier, index hints, ``ONLY``, a sample), wherever
@@ -7,9 +7,10 @@ The filter stays *inside* the derived table so an outer join keeps its meaning (
 outer WHERE would turn a LEFT JOIN into an inner one; one in the ON clause would not hide the
 rows of the preserved side).
 
-Every table is read this way, not only those with a row filter or a denied column: the passes
-before this one resolve each name (the first wall, ``columns.py``) and refuse every way they know of to read a column that no column node
-names (``implicit.py``: whole rows, ``t.*`` in an expression, NATURAL joins). This rewrite is
+Every table is read this way, not only those with a row filter or a denied column: the rules
+before this one resolve each name (the first wall, ``check_columns``) and refuse every way
+they know of to read a column that no column node names (``columns.py``: whole rows, ``t.*``
+in an expression, NATURAL joins). This rewrite is
 the wall behind them: whatever name the engine resolves differently than the checks did —
 an output alias inside an ORDER BY expression that is also an undeclared column, a whole-row
 value, a NATURAL join's common columns — it can only find the declared, allowed columns; an
@@ -18,8 +19,8 @@ merge such a derived table into the outer query (``tests/test_sandbox_plans.py``
 the plans over the corpora), so it costs nothing at run time.
 
 Tables a filter's own subqueries read are qualified with the manifest's schema like the
-query's (``tables.py``). The filter's ``:var`` becomes the bound parameter ``var_<name>`` with the caller's value; a
-variable the caller did not supply is an error (``missing_variable``), never a silent
+query's (``tables.py``). The filter's ``:var`` becomes the bound parameter ``var_<name>``
+(``safety.query.variable_parameter``) with the caller's value; a variable the caller did not supply is an error (``missing_variable``), never a silent
 no-filter.
 
 PostgreSQL does not see a table's primary key through a derived table: a select that groups
@@ -33,13 +34,12 @@ from sqlglot import exp
 
 from structq.capabilities import Table
 
-from .context import Check
-from .keys import group_by_dependents
-from .tables import qualify_tables, qualifying_schema
+from ...query import qualifying_schema, variable_parameter
+from ..context import Check
+from ..keys import group_by_dependents
+from .tables import qualify_tables
 
-__all__ = ["confine_reads", "VARIABLE_PREFIX"]
-
-VARIABLE_PREFIX = "var_"
+__all__ = ["confine_reads"]
 
 
 def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
@@ -55,10 +55,11 @@ def _bind_variables(check: Check, table: str, predicate: exp.Expr) -> exp.Expr:
                 f"table {table!r} has a row filter that needs the variable {name!r}, which was not supplied",
                 f"pass vars={{{name!r}: …}}; without it the table cannot be read",
             )
-        bound = exp.Placeholder(this=VARIABLE_PREFIX + name)
+        parameter = variable_parameter(name)
+        bound = exp.Placeholder(this=parameter)
         placeholder.replace(bound)
         check.bind_nodes.append(bound)
-        check.bind(VARIABLE_PREFIX + name, check.variables[name], ("var", name))
+        check.bind(parameter, check.variables[name], ("var", name))
     return predicate
 
 
@@ -71,10 +72,10 @@ def _confined(check: Check, node: exp.Table, table: Table, predicate: exp.Expr |
             "select from the table in a subquery first",
         )
     names = check.names
-    source = node.copy()
-    source.set("alias", None)
+    item = node.copy()
+    item.set("alias", None)
     inner = exp.Select(expressions=[exp.Column(this=names.identifier(c.name)) for c in table.allowed_columns])
-    inner = inner.from_(source, copy=False)
+    inner = inner.from_(item, copy=False)
     if predicate is not None:
         inner = inner.where(_bind_variables(check, table.name, predicate), copy=False)
     written = node.args.get("alias")

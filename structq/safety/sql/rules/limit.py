@@ -1,4 +1,4 @@
-"""Pass 9: the outermost result is limited to ``max_rows + 1`` rows.
+"""The outermost result is limited to ``max_rows + 1`` rows.
 
 One row more than ``max_rows`` lets the executor tell that the result was truncated. An
 integer LIMIT larger than that is lowered, a smaller one kept, a missing one added; OFFSET is
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["enforce_limit"]
 

@@ -1,10 +1,10 @@
-"""Pass 6: a literal compared with an enum column (one with ``values``) must be a legal value.
+"""A literal compared with an enum column (one with ``values``) is one of its legal values.
 
 A model that writes ``performance_grade = '优秀'`` where the column stores ``'A'`` gets an
 empty result and a confident wrong answer; refusing with the legal values and their meanings
 lets the planner repair the query. Comparisons checked: ``=``, ``!=``/``<>``, ``<=>``,
 ``IN (…)`` and their negations (``NOT IN`` wraps an ``IN``). Runs after qualification, which
-mapped each column to the table it reads in its own scope (``scopes.py``): a reused alias
+mapped each column to the table it reads in its own scope (``resolution/scopes.py``): a reused alias
 cannot point the check at another table's column.
 
 Only values a person wrote or accepted are enforced: a ``draft`` column's ``values`` came from
@@ -22,7 +22,7 @@ from sqlglot.dialects.dialect import Dialect
 from structq.capabilities import Column
 from structq.capabilities.hints import listing
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["check_enum_literals", "CASE_INSENSITIVE_DIALECTS"]
 

@@ -1,10 +1,10 @@
-"""Pass 9a: a query may not build strings much larger than the data it reads.
+"""A query builds no string much larger than the data it reads.
 
 One call that builds a huge value (``repeat('a', id * 500000)``) or matches a pattern against
 one runs inside a single step no engine interrupts: PostgreSQL's ``LIKE`` ignores cancel until
 it is done, SQLite checks its interrupt flag only between VM steps, MariaDB its kill flag only
 between rows. ``sizes.py`` makes every count and width a number of at most ``MAX_WIDTH``; this
-pass bounds what those numbers can add up to:
+rule bounds what those numbers can add up to:
 
 - **constants**: a string built only from literals (``repeat(repeat('a', 1000), 1000)``,
   thousands of ``repeat('x', 1000) || …``) is at most ``MAX_CONSTANT_CHARS`` characters;
@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 from .sizes import MAX_WIDTH, format_padding
-from .walk import Instances
+from ..walk import Instances
 
 __all__ = ["check_growth", "StringAggregates", "MAX_GROWTH", "MAX_CONSTANT_CHARS"]
 
@@ -90,10 +90,10 @@ def _replace_factor(check: Check, node: exp.Replace | exp.RegexpReplace) -> int:
         )
     if isinstance(node, exp.RegexpReplace):
         return 1 + len(to)  # each match may become the replacement with \0 / \& copies of itself
-    source = _literal_text(node.expression)
-    if not source:
+    replaced = _literal_text(node.expression)
+    if not replaced:
         return max(1, len(to))
-    return max(1, -(-len(to) // len(source)))
+    return max(1, -(-len(to) // len(replaced)))
 
 
 def _factor(check: Check, node: exp.Expr) -> int | None:
@@ -153,7 +153,7 @@ class StringAggregates:
         self.check = check
         self._found: list[tuple[exp.Expr, exp.Expr | None]] | None = None
 
-    def source(self, node: exp.Expr, subject: exp.Expr | None) -> exp.Expr | None:
+    def origin(self, node: exp.Expr, subject: exp.Expr | None) -> exp.Expr | None:
         """A string aggregate whose text could reach ``node`` (a match or a multiplying call):
         one inside ``subject``, else the first of another query level than ``node``'s. (A tree
         without any has none inside ``subject`` either: no search of it.)"""
@@ -269,12 +269,12 @@ def check_growth(check: Check) -> None:
             continue
         if factor is None:
             continue  # padding and widths: a fixed number of characters, added to the data's
-        source = aggregates.source(node, node if _is_builder(node) else node.this)
-        if source is not None and factor > 1:
+        origin = aggregates.origin(node, node if _is_builder(node) else node.this)
+        if origin is not None and factor > 1:
             raise check.fail(
                 "string_size",
                 f"{node.sql(check.dialect)[:200]!r} may multiply text built by the aggregate "
-                f"{source.sql(check.dialect)[:80]!r}, whose size grows with the number of rows",
+                f"{origin.sql(check.dialect)[:80]!r}, whose size grows with the number of rows",
                 "transform the values before aggregating them",
             )
         # A call that shrinks values (``repeat(x, 0)``) offsets no other: the product bounds

@@ -1,19 +1,20 @@
-"""Pass 2: the statement must be a read-only query, with nothing that writes hidden inside.
+"""The statement is a read-only query, with nothing that writes hidden inside.
 
 The root must be a SELECT or a set operation (UNION / INTERSECT / EXCEPT), possibly with
 CTEs. Anywhere in the tree — writable CTEs, subqueries, set-operation branches — there may be
 no write, DDL, command, transaction, PRAGMA, ATTACH, COPY, ``INTO``, locking clause or
-optimizer hint (``parse.FORBIDDEN`` lists the node kinds). Placeholders the author wrote (``:x``, ``?``,
-``%s``, ``$1``, ``@x``, ``@@x``) are refused too: only the sandbox binds values.
+optimizer hint (``parse.FORBIDDEN`` lists the node kinds): each would change data, lock rows or
+steer the engine, and the query's text only reads. Placeholders, which ``parse`` lists with
+those nodes, are left to ``placeholders.py``.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
-__all__ = ["check_statement_kind", "reject_placeholders"]
+__all__ = ["check_statement_kind"]
 
 _QUERY_ROOTS = (exp.Select, exp.Union, exp.Intersect, exp.Except)
 #: Transaction-control and maintenance statements that some sqlglot versions parse as a
@@ -60,15 +61,4 @@ def check_statement_kind(check: Check) -> None:
             raise check.fail(_code(statement), f"{_describe(statement)} is not allowed{where}", _READ_ONLY_HINT)
     if not isinstance(tree, _QUERY_ROOTS):
         raise check.fail("not_a_query", f"a {tree.key.upper()} statement is not a query", _READ_ONLY_HINT)
-
-
-def reject_placeholders(check: Check) -> None:
-    """Values reach the query only as references (``<key>``) and row-filter variables."""
-    for node in check.forbidden:
-        raise check.fail(
-            "placeholder",
-            f"the query contains the placeholder {node.sql(check.dialect)!r}",
-            "write literal values, or <step> / <step.column> to use an earlier step's result; "
-            "the sandbox binds all parameters itself",
-        )
 

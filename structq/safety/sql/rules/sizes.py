@@ -1,4 +1,4 @@
-"""Pass 5b: string-building functions may not be asked for huge strings by a constant.
+"""No string-building function is asked for a huge string by a constant.
 
 ``randomblob`` and ``zeroblob`` are off the function allowlist because one call allocates as
 much as it is told to. Allowed functions can be told the same: SQLite's
@@ -25,7 +25,7 @@ import re
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["check_sizes", "format_padding", "MAX_WIDTH"]
 

@@ -1,6 +1,6 @@
-"""Pass 1b: the names the query wrote for its result columns, before any rewrite.
+"""The result columns keep the names the query wrote for them, whatever the rewrites and the engine.
 
-Later passes rewrite the select list (columns qualified, identifiers lower-cased for matching,
+Later rules rewrite the select list (columns qualified, identifiers lower-cased for matching,
 functions written in upper case), and an engine names an unaliased result column after the
 text it received: ``max(kapazität)`` would come back as ``MAX(stadion.kapazität)`` on SQLite,
 ``max`` on PostgreSQL, and ``sbCustId`` as ``sbcustid``. Plans refer to columns by name
@@ -16,7 +16,7 @@ recorded here (``SafeQuery.names``), the same on every engine:
   executor names its tables' columns: a result's columns can always be told apart.
 
 - a column a star expanded to (``SELECT *``, ``t.*``): known only after expansion, so this
-  pass records the other items' names and ``check_columns`` completes the list
+  rule records the other items' names and ``check_columns`` completes the list
   (``name_expanded``) with each expanded column's name: the manifest's spelling for a table's
   column (``Shop_ID``, where the rewritten query aliases it ``shop_id`` for matching); a
   derived table's or CTE's column by its name there as written (``x.*`` over
@@ -31,7 +31,7 @@ that cannot be told from the items around them — no names are recorded and the
 names stand.
 
 The SQL that runs writes each output alias the query wrote as it was written
-(``write_aliases``), although the passes match names in lower case: it is shown to the user
+(``write_aliases``), although the rules match names in lower case: it is shown to the user
 as what ran, and ``customer.CustomerId AS customerid`` is not what ``AS CustomerId`` said.
 """
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["is_star_item", "name_expanded", "record_output_names", "write_aliases"]
 
@@ -116,7 +116,7 @@ def record_output_names(check: Check) -> None:
         expressions = select.expressions
         if len(expressions) == 1 and is_star_item(expressions[0]):  # ``SELECT *``: nothing to read
             check.written_names = [None]
-            check.sources_written = _sources_written(check)
+            check.sources_written = _outputs_of_from_items(check)
             return
         stars = [is_star_item(projection) for projection in expressions]
         if not any(stars):
@@ -129,7 +129,7 @@ def record_output_names(check: Check) -> None:
             return
     if stars:
         check.written_names = names
-        check.sources_written = _sources_written(check)
+        check.sources_written = _outputs_of_from_items(check)
     else:
         check.output_names = _told_apart(names)  # type: ignore[arg-type]  # no None without a star
 
@@ -182,11 +182,11 @@ def _names_of_tokens(check: Check, select: exp.Select, stars: list[bool] | None)
     return names
 
 
-def _sources_written(check: Check) -> dict[str, dict[str, str]]:
+def _outputs_of_from_items(check: Check) -> dict[str, dict[str, str]]:
     """Alias of each derived table and CTE (and of a table that reads a CTE under an alias of
     its own) → its outputs' names as written, by their names lower-cased for matching: what a
     star over it is named by. One whose list is not made of columns and aliased items only, a
-    CTE with a column list, and an alias the query gives more than one source (which one a
+    CTE with a column list, and an alias the query gives more than one FROM item (which one a
     star reads is then a matter of scopes) are left out."""
     named: list[tuple[str, dict[str, str] | None]] = []
     for subquery in check.subqueries:
@@ -214,7 +214,7 @@ def _sources_written(check: Check) -> dict[str, dict[str, str]]:
 
 
 def _outputs_written(check: Check, query: exp.Expr) -> dict[str, str] | None:
-    """A query's outputs as written, by their lower-case names (``_sources_written``)."""
+    """A query's outputs as written, by their lower-case names (``_outputs_of_from_items``)."""
     select = _outer_select(query)
     names = _names_of_identifiers(select, check.parsed_text, None) if select is not None else None
     if names is None:
@@ -263,8 +263,8 @@ def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr
 
 def _expanded_name(check: Check, projection: exp.Expr, inner: exp.Expr) -> str:
     """A star's column: a table's column as its node is written (the manifest's spelling, once
-    ``check_columns`` respelled it), a derived table's or CTE's as its source wrote it
-    (``_sources_written``). A USING column is written ``COALESCE(a.id, b.id) AS id``: named
+    ``check_columns`` respelled it), a derived table's or CTE's as its own select list wrote it
+    (``_outputs_of_from_items``). A USING column is written ``COALESCE(a.id, b.id) AS id``: named
     as its first column is."""
     if type(inner) is exp.Coalesce:
         inner = inner.this
@@ -326,7 +326,7 @@ def _written(check: Check, text: str) -> str:
 
 def write_aliases(check: Check) -> None:
     """Write back each output alias (``expr AS alias``) the query wrote in the case it was
-    written; every other name stays as the passes matched it.
+    written; every other name stays as the rules matched it.
 
     Only where the engine still matches it with every name that referred to it:
 

@@ -1,9 +1,9 @@
-"""Part of ``check_columns``: a table function in FROM is a source with known columns.
+"""A table function in FROM is a FROM item with known columns.
 
 ``json_each(users.profile)``, ``generate_series(…) AS g``, ``jsonb_each_text(…)`` read no
 table, but the query reads their columns, and qualification must know them: without them,
 SQLite's ``SELECT value FROM users, json_each(users.profile)`` is ambiguous (``value`` could
-be a column of either source) and PostgreSQL's ``g`` over ``generate_series(…) g`` unknown.
+be a column of either FROM item) and PostgreSQL's ``g`` over ``generate_series(…) g`` unknown.
 The columns each function returns are listed with it (``functions.TABLE_FUNCTION_COLUMNS``).
 
 Before qualification, each table function gets an alias (its own name when the query gave it
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..functions import ALIAS, TABLE_FUNCTION_COLUMNS, table_function
-from .context import Check
+from ...functions import ALIAS, TABLE_FUNCTION_COLUMNS, table_function
+from ..context import Check
 
 __all__ = ["declare_function_columns", "settle_function_columns"]
 
@@ -31,28 +31,28 @@ __all__ = ["declare_function_columns", "settle_function_columns"]
 _COLUMN_LISTS = frozenset({"postgres"})
 
 
-def _may_have_column(check: Check, source: exp.Expr, name: str) -> bool:
-    """Whether another source of the select could have a column ``name`` (in doubt: yes)."""
-    if not isinstance(source, exp.Table):
+def _may_have_column(check: Check, item: exp.Expr, name: str) -> bool:
+    """Whether another FROM item of the select could have a column ``name`` (in doubt: yes)."""
+    if not isinstance(item, exp.Table):
         return True  # a derived table or a CTE: its columns are not known yet
-    if isinstance(source.this, exp.Func):
-        function = table_function(source.this, check.sql_dialect)
+    if isinstance(item.this, exp.Func):
+        function = table_function(item.this, check.sql_dialect)
         return function is None or name in TABLE_FUNCTION_COLUMNS[check.sql_dialect][function]
-    if check.with_clauses and source.name.lower() not in check.names.columns:
+    if check.with_clauses and item.name.lower() not in check.names.columns:
         return True
-    return name.lower() in check.names.columns.get(source.name.lower(), {})
+    return name.lower() in check.names.columns.get(item.name.lower(), {})
 
 
 def _bare_alias_is_the_value(check: Check, table: exp.Table, alias: str, column: str) -> None:
     """PostgreSQL: ``j`` for the one column of ``jsonb_array_elements(…) AS j`` is ``j.value``
-    — unless another source of the select may have a column ``j``, which PostgreSQL would
+    — unless another FROM item of the select may have a column ``j``, which PostgreSQL would
     read instead (then the name is left alone, and qualification decides)."""
     select = table.find_ancestor(exp.Select)
     if select is None:
         return
     from_ = select.args.get("from_")
-    sources = ([from_.this] if from_ is not None else []) + [j.this for j in select.args.get("joins") or ()]
-    if any(_may_have_column(check, s, alias) for s in sources if s is not table):
+    items = ([from_.this] if from_ is not None else []) + [j.this for j in select.args.get("joins") or ()]
+    if any(_may_have_column(check, s, alias) for s in items if s is not table):
         return
     for node in check.columns:
         if node.table or node.name != alias or not isinstance(node.this, exp.Identifier):
@@ -91,7 +91,7 @@ def declare_function_columns(check: Check) -> list[exp.TableAlias]:
 
 
 def _name_unnest_columns(check: Check) -> list[exp.TableAlias]:
-    """PostgreSQL's ``unnest(array) AS n`` in FROM, a source of its own in sqlglot: one
+    """PostgreSQL's ``unnest(array) AS n`` in FROM, a FROM item of its own in sqlglot: one
     column, named after the alias (``unnest`` without one)."""
     if check.sql_dialect != "postgres":
         return []

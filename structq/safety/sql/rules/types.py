@@ -1,4 +1,4 @@
-"""Pass 5a: every data type a query names (cast targets, typed literals) is on an allowlist.
+"""Every data type a query names (cast targets, typed literals) is on an allowlist.
 
 A cast can be a catalog read. On PostgreSQL ``CAST('secrets' AS regclass)`` answers whether an
 undeclared table exists, ``CAST(CAST(10 AS oid) AS regrole)`` names a role, and ``regproc``,
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
 __all__ = ["check_types", "ALLOWED_TYPES"]
 

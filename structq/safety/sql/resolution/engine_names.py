@@ -9,9 +9,9 @@ SQLite and PostgreSQL the column. sqlglot's qualification follows one rule for a
 resolved and what the engine reads could differ — a declared-looking query reading an
 undeclared column, or a rewrite that changes the value the engine would have used.
 
-``RULES`` is the engines' behaviour, written once: per dialect and per place a name can sit
+``READINGS`` is the engines' behaviour, written once: per dialect and per place a name can sit
 (``Place``), which the engine tries first — the select's output aliases or the columns of its
-sources — and whether it falls back to the other when the first has no such name.
+FROM items — and whether it falls back to the other when the first has no such name.
 ``tests/test_sandbox_engine_names.py`` asks the real engines (SQLite, PostgreSQL, MariaDB)
 for every entry: a table whose column and an output alias share a name with different values,
 and a name that is an alias only.
@@ -19,9 +19,9 @@ and a name that is an alias only.
 What ``check_output_names`` does with an unqualified name that is an output alias of its own
 select (other than the alias of the very column it names, ``t.x AS x``), before qualification:
 
-- where the engine reads the *column* first: if exactly one source of the select declares it,
-  the name is qualified with that source, so qualification cannot take it for the alias
-  (several, or a source whose columns are not known yet: ``ambiguous_column``). If none
+- where the engine reads the *column* first: if exactly one FROM item of the select declares it,
+  the name is qualified with that FROM item, so qualification cannot take it for the alias
+  (several, or a FROM item whose columns are not known yet: ``ambiguous_column``). If none
   does, the engine would read whatever column the table really has by that name — an
   undeclared one, perhaps. Where the engine has no fallback to the alias (PostgreSQL's ORDER BY
   expressions and HAVING, a WHERE everywhere) it would fail or read that column: refused
@@ -30,14 +30,14 @@ select (other than the alias of the very column it names, ``t.x AS x``), before 
   query as sent has no such column — every table is read through its projection — so the
   engine reads the alias; the name is replaced by a copy of the alias's expression, which makes
   that explicit: the text sent never depends on what columns the table really has;
-- a name that is also a source's name (``p`` of ``FROM t p``) is left to ``implicit.py``: where
-  the engine reads it, it is a whole row;
+- a name that is also a FROM item's name (``p`` of ``FROM t p``) is left to
+  ``rules/columns.py``: where the engine reads it, it is a whole row;
 - where the engine reads the *alias* first: as a bare ORDER BY term (or DISTINCT ON term),
   qualification reads it as the alias too; elsewhere (MariaDB's window clauses, and its HAVING,
-  which reads a grouped column before the alias) a name that is also a source's column is
+  which reads a grouped column before the alias) a name that is also a FROM item's column is
   refused (``ambiguous_column``: rename the alias), as qualification would read the column.
 
-The projection of every table (``confine.py``, the second wall) stands behind this: even a
+The projection of every table (``rules/confine.py``, the second wall) stands behind this: even a
 name resolved wrongly can only reach declared columns.
 """
 
@@ -47,9 +47,9 @@ from enum import Enum
 
 from sqlglot import exp
 
-from .context import Check
+from ..context import Check
 
-__all__ = ["Place", "RULES", "check_output_names", "place_of"]
+__all__ = ["Place", "READINGS", "check_output_names", "place_of"]
 
 
 class Place(str, Enum):
@@ -78,7 +78,7 @@ EITHER = "either"
 #: either way; the fallback tells why an engine failed or answered). Observed on SQLite 3.40,
 #: PostgreSQL 15 and MariaDB 10.11 (``tests/test_sandbox_engine_names.py``); a place a
 #: dialect does not have (DISTINCT ON outside PostgreSQL) is absent.
-RULES: dict[str, dict[Place, tuple[str, bool]]] = {
+READINGS: dict[str, dict[Place, tuple[str, bool]]] = {
     "sqlite": {
         Place.ORDER_TERM: (ALIAS, True),
         Place.ORDER_EXPRESSION: (COLUMN, True),
@@ -178,24 +178,24 @@ def _output_aliases(select: exp.Select) -> dict[str, exp.Expr]:
     return out
 
 
-def _source_columns(check: Check, select: exp.Select) -> list[tuple[str, set[str] | None]]:
-    """Each source of ``select``: the name it goes by, and its columns (None: not known)."""
+def _from_item_columns(check: Check, select: exp.Select) -> list[tuple[str, set[str] | None]]:
+    """Each FROM item of ``select``: the name it goes by, and its columns (None: not known)."""
     tables = {id(node): table for node, table in check.reads}
     allowed = check.names.allowed
     ctes = {cte.alias.lower(): cte for with_ in check.with_clauses for cte in with_.expressions}
-    sources: list[tuple[str, set[str] | None]] = []
+    items: list[tuple[str, set[str] | None]] = []
     from_ = select.args.get("from_")
     nodes = ([from_.this] if from_ is not None else []) + [join.this for join in select.args.get("joins") or []]
     for node in nodes:
         if isinstance(node, exp.Table) and id(node) in tables:
-            sources.append((node.alias_or_name, set(allowed[tables[id(node)].name.lower()])))
+            items.append((node.alias_or_name, set(allowed[tables[id(node)].name.lower()])))
         elif isinstance(node, exp.Table) and node.name.lower() in ctes and not node.args.get("db"):
-            sources.append((node.alias_or_name, _query_columns(ctes[node.name.lower()])))
+            items.append((node.alias_or_name, _query_columns(ctes[node.name.lower()])))
         elif isinstance(node, exp.Subquery):
-            sources.append((node.alias, _query_columns(node)))
+            items.append((node.alias, _query_columns(node)))
         else:
-            sources.append((node.alias_or_name, None))
-    return sources
+            items.append((node.alias_or_name, None))
+    return items
 
 
 def _query_columns(node: exp.Expr) -> set[str] | None:
@@ -227,7 +227,7 @@ def check_output_names(check: Check) -> None:
     aliases = {a.alias.lower() for a in check.aliases if isinstance(a, exp.Alias)}
     if not aliases:
         return
-    rules = RULES.get(check.sql_dialect)
+    rules = READINGS.get(check.sql_dialect)
     if rules is None:
         return
     for column in list(check.columns):
@@ -242,11 +242,11 @@ def check_output_names(check: Check) -> None:
         if name not in outputs:
             continue
         first, fallback = rules.get(place, (COLUMN, False))
-        sources = _source_columns(check, select)
-        if any(alias.lower() == name for alias, _ in sources):
-            continue  # also a source's name: a whole row where the engine reads it (``implicit.py``)
-        owners = [alias for alias, columns in sources if columns is not None and name in columns]
-        unknown = any(columns is None for _, columns in sources)
+        items = _from_item_columns(check, select)
+        if any(alias.lower() == name for alias, _ in items):
+            continue  # also a FROM item's name: a whole row where the engine reads it (``rules/columns.py``)
+        owners = [alias for alias, columns in items if columns is not None and name in columns]
+        unknown = any(columns is None for _, columns in items)
         if first in (ALIAS, EITHER):
             if first == ALIAS and place in _ALIAS_TERMS:
                 continue

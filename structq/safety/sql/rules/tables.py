@@ -1,10 +1,24 @@
-"""Pass 3: every real table read must be declared in the manifest.
+"""Every table read is declared; every other FROM item (a CTE, a table function, DUAL) is what the engine reads.
 
 A table name is a CTE reference only where that CTE is visible: in the query body of its
 WITH, in later CTEs of the same WITH, and in its own body when the WITH is RECURSIVE. Anywhere
 else the name means the real table — ``WITH t AS (SELECT * FROM t)`` reads the real ``t`` —
 so the check (and the row filter) applies. In doubt a name counts as a real table: that can
 only refuse a query, never let one through unchecked.
+
+The CTEs of a WITH are first written in the order they depend on. In ``WITH RECURSIVE a AS
+(SELECT … FROM b), b AS (…)`` the name ``b`` in ``a`` is the later CTE on PostgreSQL and
+MariaDB: with RECURSIVE every CTE of the WITH sees every other. SQLite resolves a later CTE's
+name so even without RECURSIVE. sqlglot's scopes, and the rule of ``is_cte_reference``, see
+only earlier CTEs (and, with RECURSIVE, the CTE itself), so such a query would be refused — ``b`` an undeclared table — or ``b`` checked as a real table
+of that name while the engine reads the CTE.
+
+Where the engine resolves forward references, the order of the CTEs does not change what the
+query means, so the CTEs are reordered so that each comes after the ones it names (otherwise
+keeping the order written). Every reference then points backwards, and the checks and the
+engine agree on what each name is — in the query that runs, which is the reordered one. CTEs
+that name each other in a cycle are left as written (no engine runs mutual recursion; the
+names then fail as tables).
 
 A table may be qualified with the manifest's ``schema`` (``consumer_div.users``): that is
 where the declared tables live, so the qualified name reaches the same object. Any other
@@ -47,17 +61,13 @@ from sqlglot.dialects.dialect import Dialect
 
 from structq.capabilities.hints import closest, listing
 
-from ..functions import TABLE_FUNCTIONS, is_table_function, written_name
-from .context import Check
-from .ctes import order_ctes
-from .schema import identifier
+from ...functions import TABLE_FUNCTIONS, is_table_function, written_name
+from ...query import SYSTEM_SCHEMAS, qualifying_schema
+from ..context import Check
+from ..schema import identifier
 
-__all__ = ["resolve_tables", "is_cte_reference", "qualifying_schema", "qualify_tables", "SYSTEM_SCHEMAS"]
+__all__ = ["resolve_tables", "is_cte_reference", "qualify_tables"]
 
-#: Schemas that hold the engine's catalogs and settings, never business tables (lower case).
-SYSTEM_SCHEMAS = frozenset(
-    "information_schema pg_catalog pg_toast pg_temp mysql performance_schema sys sqlite_temp_master temp".split()
-)
 
 
 #: What a table reference may carry besides its name (see the module docstring).
@@ -174,18 +184,51 @@ def _check_qualifier(check: Check, table: exp.Table) -> None:
         table.set("db", identifier(schema, check.dialect))
 
 
-def qualifying_schema(schema: str | None, dialect: str) -> str | None:
-    """The schema every emitted table is qualified with, or None (see the module docstring)."""
-    if not schema or dialect == "sqlite" or schema.lower() in SYSTEM_SCHEMAS:
-        return None
-    return schema
-
-
 def qualify_tables(tree: exp.Expr, schema: str, dialect: Dialect) -> None:
     """Qualify every real, unqualified table of ``tree`` with ``schema`` (row-filter subqueries)."""
     for table in tree.find_all(exp.Table):
         if not isinstance(table.this, exp.Func) and not table.args.get("db") and not is_cte_reference(table):
             table.set("db", identifier(schema, dialect))
+
+
+# -- the CTEs of a WITH, in the order they depend on ----------------------------------------
+
+#: Dialects that resolve a later CTE's name without RECURSIVE.
+_FORWARD_ALWAYS = frozenset({"sqlite"})
+
+
+def _dependencies(ctes: list[exp.CTE]) -> list[set[int]]:
+    """Per CTE, the positions of the other CTEs of the WITH whose names its body reads."""
+    positions = {cte.alias.lower(): i for i, cte in enumerate(ctes)}
+    found: list[set[int]] = []
+    for i, cte in enumerate(ctes):
+        names = {t.name.lower() for t in cte.this.find_all(exp.Table) if not t.args.get("db")}
+        found.append({positions[n] for n in names if n in positions and positions[n] != i})
+    return found
+
+
+def _ordered(dependencies: list[set[int]]) -> list[int] | None:
+    """A stable topological order, or None for a cycle."""
+    done: list[int] = []
+    pending = list(range(len(dependencies)))
+    while pending:
+        ready = next((i for i in pending if dependencies[i] <= set(done)), None)
+        if ready is None:
+            return None
+        done.append(ready)
+        pending.remove(ready)
+    return done
+
+
+def order_ctes(check: Check) -> None:
+    """Reorder the CTEs of each WITH whose engine resolves forward references."""
+    for with_ in check.with_clauses:
+        if not (with_.args.get("recursive") or check.sql_dialect in _FORWARD_ALWAYS):
+            continue
+        ctes = list(with_.expressions)
+        order = _ordered(_dependencies(ctes))
+        if order is not None and order != list(range(len(ctes))):
+            with_.set("expressions", [ctes[i] for i in order])
 
 
 def resolve_tables(check: Check) -> None:

@@ -1,4 +1,4 @@
-"""Pass 5: every function called is on the dialect's allowlist or in the manifest's ``functions``.
+"""Every function called is on the dialect's allowlist or in the manifest's ``functions``.
 
 The lists live in ``structq/safety/functions.py``. A schema-qualified call (``evil.lower(x)``,
 ``pg_catalog.pg_sleep(1)``) is refused whatever its name: the qualifier picks a function the
@@ -6,7 +6,7 @@ allowlist never looked at. So is PostgreSQL's ``a OPERATOR(schema.op) b``, which
 function behind an operator of any schema; the plain operators (``+``, ``||``, ``->>``) are
 nodes of their own and stay allowed.
 
-A function in FROM (``json_each(…)``, ``generate_series(…)``) is a table source, not a call:
+A function in FROM (``json_each(…)``, ``generate_series(…)``) is a FROM item, not a call:
 ``resolve_tables`` checked it against the dialect's table functions, so it is not looked up
 here again — where it is called as a scalar it is an ordinary call and must be on the list.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..functions import allowed_families, is_allowed, written_name
-from .context import Check
+from ...functions import allowed_families, is_allowed, written_name
+from ..context import Check
 
 __all__ = ["check_functions"]
 

@@ -1,4 +1,4 @@
-"""Pass 1: text → one sqlglot tree, plus the single walk that indexes (and normalises) it.
+"""The text is one bounded statement: one sqlglot tree, indexed (and normalised) by a single walk.
 
 References (``<members>``, ``<members.employee_id>``) are not SQL, so each is swapped for a
 placeholder with a per-call random name before parsing. Which ``<…>`` are references is
@@ -24,11 +24,11 @@ from sqlglot.errors import ParseError, TokenError
 
 from structq.capabilities.references import Reference, replace_references
 
-from ..bounds import check_text, check_tokens
-from .context import Check
-from .dialects import parse_text
-from .schema import PLAIN_NAME_LENGTH, PLAIN_NAMES
-from .walk import shared_filters, wanted_by_shared
+from ...bounds import check_text, check_tokens
+from ..context import Check
+from ..dialects import parse_text
+from ..schema import PLAIN_NAME_LENGTH, PLAIN_NAMES
+from ..walk import shared_filters, wanted_by_shared
 
 __all__ = ["parse", "FORBIDDEN"]
 
@@ -193,7 +193,7 @@ def _kind(cls: type) -> int:
 
 
 def scan(check: Check) -> None:
-    """One walk over the tree, filing the nodes later passes look at.
+    """One walk over the tree, filing the nodes later rules look at.
 
     The same walk normalises every identifier for matching without regard to case
     (``schema.py``: ``names_dialect``, whose ``normalize_identifier`` lower-cases every
@@ -203,7 +203,8 @@ def scan(check: Check) -> None:
     those make no second walk. It notes an identifier that needs quotes
     sqlglot would not write (``Check.quote_names``): a copy of it may be written bare later.
     What it finds for a name that is visible and needs no quotes is the same every time, so
-    the source remembers it (``Derived.plain_names``) and a name seen before costs one look-up.
+    the manifest's derived state remembers it (``Derived.plain_names``) and a name seen before
+    costs one look-up.
     """
     global _kinds_for
     assert check.tree is not None
