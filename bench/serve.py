@@ -40,15 +40,18 @@ QUESTIONS = [
 
 def rss_mb(pid: int) -> float:
     """Resident memory of ``pid`` and its children (uvicorn workers, the search engine)."""
-    total = 0
-    for p in [pid, *_children(pid)]:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total / 1024
+    return sum(_rss_kb(p) for p in [pid, *_children(pid)]) / 1024
+
+
+def _rss_kb(pid: int) -> int:
+    """Resident memory of one process (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _children(pid: int) -> list[int]:
@@ -63,17 +66,14 @@ def _children(pid: int) -> list[int]:
 
 def engine_rss_mb(pid: int) -> float:
     """Resident memory of the search engine processes (osmem-server) among ``pid``'s descendants."""
-    total = 0
-    for p in _children(pid):
-        try:
-            if b"osmem" not in Path(f"/proc/{p}/cmdline").read_bytes():
-                continue
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total / 1024
+    return sum(_rss_kb(p) for p in _children(pid) if _is_engine(p)) / 1024
+
+
+def _is_engine(pid: int) -> bool:
+    try:
+        return b"osmem" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 #: Seconds the server is left alone after it is ready, before its idle memory is read.
