@@ -18,7 +18,8 @@ with SQLAlchemy, the query run and its rows printed) — in interleaved rounds, 
 peak resident memory (target ≤ 1.5×), and the heavy packages ``structq run`` imports.
 Figures only; nothing is asserted.
 
-Run: ``python bench/cli.py [--no-search]``
+Run: ``python bench/cli.py [--no-search] [--run-only] [--rounds N] [--before CHECKOUT]``
+(``--before /path/to/main``: that checkout's ``structq run`` joins the same interleaved rounds).
 """
 
 from __future__ import annotations
@@ -73,10 +74,10 @@ class Import:
         return self.module.split(".", 1)[0]
 
 
-def import_times(code: str) -> list[Import]:
+def import_times(code: str, env: dict[str, str] | None = None) -> list[Import]:
     """Every module imported while running ``code``, from ``python -X importtime``."""
     result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
-                            check=False)
+                            check=False, env=env)
     imports = []
     for line in result.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
@@ -97,9 +98,9 @@ def heavy_imports(imports: list[Import]) -> dict[str, tuple[int, float]]:
     return found
 
 
-def report_imports(label: str, code: str) -> None:
+def report_imports(label: str, code: str, env: dict[str, str] | None = None) -> None:
     """The heavy packages ``code`` imports, its total import time and its slowest top-level imports."""
-    imports = import_times(code)
+    imports = import_times(code, env)
     heavy = heavy_imports(imports)
     top_level = sorted((i for i in imports if i.depth == 0), key=lambda i: -i.cumulative_us)
     total_ms = sum(i.cumulative_us for i in top_level) / 1000
@@ -115,17 +116,27 @@ def report_imports(label: str, code: str) -> None:
 
 SEARCH_QUESTION = "2026年10月有哪些周报提到了灰度发布？"
 SEARCH_ROUNDS = 3
-#: Runs a command and prints the peak resident memory of its largest process (kB), as the last line.
+#: Runs a command and prints, as the last line, the peak resident memory of its largest process
+#: (kB) and the CPU seconds (user + system) its processes used.
 _PEAK_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
-             "stdout=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+             "stdout=subprocess.DEVNULL); used = resource.getrusage(resource.RUSAGE_CHILDREN); "
+             "print(used.ru_maxrss, used.ru_utime + used.ru_stime)")
 
 
 def timed_with_memory(command: list[str], env: dict[str, str]) -> tuple[float, int]:
     """Wall seconds and peak RSS (MiB) of one run of ``command``."""
+    wall, rss, _ = timed_with_cpu(command, env)
+    return wall, rss
+
+
+def timed_with_cpu(command: list[str], env: dict[str, str]) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds of one run of ``command``. On a busy machine
+    the CPU seconds vary less than the wall time: waiting for a core is not counted."""
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], env=env, check=True,
                             capture_output=True, text=True)
-    return time.perf_counter() - started, int(result.stdout.split()[-1]) // 1024
+    rss_kb, cpu_s = result.stdout.split()[-2:]
+    return time.perf_counter() - started, int(rss_kb) // 1024, float(cpu_s)
 
 
 def report_search_question(command: list[str]) -> None:
@@ -179,8 +190,10 @@ else:
 """
 
 
-def report_run(command: list[str]) -> None:
-    """Whole-process ``structq run`` of a one-step plan vs the LangChain script, interleaved."""
+def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None = None) -> None:
+    """Whole-process ``structq run`` of a one-step plan vs the LangChain script, interleaved; with
+    ``before`` (another checkout of structq, e.g. the main branch), its ``structq run`` too, in
+    the same rounds, so that the ratios before and after a change come from one run."""
     import json
     import os
     import sqlite3
@@ -198,35 +211,57 @@ def report_run(command: list[str]) -> None:
         query = "SELECT count(*) AS n FROM items"
         (root / "plan.json").write_text(json.dumps({"steps": [{"output_key": "n", "source": "shop", "query": query}]}))
         env = {**os.environ, "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
-        ours = [*command, "run", "-m", str(root / "shop.yaml"), str(root / "plan.json")]
-        theirs = [sys.executable, "-c", _SQLDATABASE, url, query]
-        runs: dict[str, list[tuple[float, int]]] = {"structq run": [], "LangChain SQLDatabase": []}
-        for _ in range(RUN_ROUNDS):
-            runs["structq run"].append(timed_with_memory(ours, env))
-            runs["LangChain SQLDatabase"].append(timed_with_memory(theirs, env))
-    walls = {label: statistics.median(t for t, _ in measured) for label, measured in runs.items()}
-    ratios = sorted(a[0] / b[0] for a, b in zip(*runs.values()))
-    print(f"\none-step plan on SQLite, whole process, median of {RUN_ROUNDS} interleaved rounds")
+        run_args = ["run", "-m", str(root / "shop.yaml"), str(root / "plan.json")]
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {"structq run": ([*command, *run_args], env)}
+        if before is not None:
+            before_env = {**env, "PYTHONPATH": os.pathsep.join([str(before), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+            commands[f"structq run ({before.name})"] = ([sys.executable, "-m", "structq.cli", *run_args], before_env)
+        commands["LangChain SQLDatabase"] = ([sys.executable, "-c", _SQLDATABASE, url, query], env)
+        runs: dict[str, list[tuple[float, int, float]]] = {label: [] for label in commands}
+        for _ in range(rounds):
+            for label, (argv, its_env) in commands.items():
+                runs[label].append(timed_with_cpu(argv, its_env))
+        report_imports("structq run of the plan (in-process)",
+                       f"import sys; sys.argv = ['structq', *{run_args!r}]; {ENTRY_POINT}", env)
+    walls = {label: statistics.median(t for t, _, _ in measured) for label, measured in runs.items()}
+    cpus = {label: statistics.median(c for _, _, c in measured) for label, measured in runs.items()}
+    baseline = runs["LangChain SQLDatabase"]
+    print(f"\none-step plan on SQLite, whole process, median of {rounds} interleaved rounds")
     for label, measured in runs.items():
-        print(f"  {label:<24} {walls[label]:6.2f} s   peak RSS {max(m for _, m in measured):,} MiB")
-    ratio = walls["structq run"] / walls["LangChain SQLDatabase"]
-    verdict = "met" if ratio <= RUN_TARGET else "MISSED"
-    print(f"  ratio {ratio:.2f}× [{ratios[0]:.2f}–{ratios[-1]:.2f} per round] (target ≤ {RUN_TARGET}×: {verdict})")
+        print(f"  {label:<28} {walls[label]:6.2f} s wall  {cpus[label]:6.2f} s CPU   "
+              f"peak RSS {max(m for _, m, _ in measured):,} MiB")
+    for label, measured in runs.items():
+        if label == "LangChain SQLDatabase":
+            continue
+        ratio = walls[label] / walls["LangChain SQLDatabase"]
+        ratios = sorted(a[0] / b[0] for a, b in zip(measured, baseline))
+        verdict = "met" if ratio <= RUN_TARGET else "MISSED"
+        print(f"  {label} ratio {ratio:.2f}× wall [{ratios[0]:.2f}–{ratios[-1]:.2f} per round], "
+              f"{cpus[label] / cpus['LangChain SQLDatabase']:.2f}× CPU (target ≤ {RUN_TARGET}×: {verdict})")
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-search", action="store_true", help="skip the search question")
+    parser.add_argument("--run-only", action="store_true", help="only the structq run comparison")
+    parser.add_argument("--rounds", type=int, default=RUN_ROUNDS, help="rounds of the structq run comparison")
+    parser.add_argument("--before", type=Path, help="another checkout of structq whose structq run joins the rounds")
+    args = parser.parse_args()
     command = structq_command()
-    baseline = median_wall([sys.executable, "-c", "pass"])
-    help_time = median_wall([*command, "--help"])
-    print(f"median of {RUNS} runs")
-    print(f"  python -c pass      {baseline:6.3f} s")
-    verdict = "met" if help_time < TARGET_S else "MISSED"
-    print(f"  structq --help      {help_time:6.3f} s   (target < {TARGET_S} s: {verdict})")
-    print(f"  structq's own share {help_time - baseline:6.3f} s")
-    report_imports('python -X importtime -c "import structq.cli"', "import structq.cli")
-    report_imports("structq --help (in-process)", HELP_CODE)
-    report_run(command)
-    if "--no-search" not in sys.argv[1:]:
+    if not args.run_only:
+        baseline = median_wall([sys.executable, "-c", "pass"])
+        help_time = median_wall([*command, "--help"])
+        print(f"median of {RUNS} runs")
+        print(f"  python -c pass      {baseline:6.3f} s")
+        verdict = "met" if help_time < TARGET_S else "MISSED"
+        print(f"  structq --help      {help_time:6.3f} s   (target < {TARGET_S} s: {verdict})")
+        print(f"  structq's own share {help_time - baseline:6.3f} s")
+        report_imports('python -X importtime -c "import structq.cli"', "import structq.cli")
+        report_imports("structq --help (in-process)", HELP_CODE)
+    report_run(command, args.rounds, args.before)
+    if not (args.run_only or args.no_search):
         report_search_question(command)
 
 

@@ -5,7 +5,7 @@ search engine), waits until ``/readyz`` says every source answers, then runs CLI
 concurrent clients that ask verified questions (SQL and search) in turn for SECONDS seconds.
 Prints requests/s, p50/p95/p99 latency, errors (target 0), and the RSS of the server, its
 workers and the search engine at the start and the end of the load (and at every fifth of it,
-to show a trend), and how many "Connection pool is full" warnings the server logged (target 0). Then, for comparison, each question once through the command line, one
+to show a trend), the idle RSS after IDLE_S seconds with the search engine's share, and how many "Connection pool is full" warnings the server logged (target 0). Then, for comparison, each question once through the command line, one
 process each (``structq ask --json``), as a person would without the server: with
 ``--no-daemon`` (start-up and the search engine's index load every time), and sharing the
 background search server the server left warm (start-up only). The engine runs under a state folder
@@ -40,15 +40,18 @@ QUESTIONS = [
 
 def rss_mb(pid: int) -> float:
     """Resident memory of ``pid`` and its children (uvicorn workers, the search engine)."""
-    total = 0
-    for p in [pid, *_children(pid)]:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total / 1024
+    return sum(_rss_kb(p) for p in [pid, *_children(pid)]) / 1024
+
+
+def _rss_kb(pid: int) -> int:
+    """Resident memory of one process (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def _children(pid: int) -> list[int]:
@@ -59,6 +62,22 @@ def _children(pid: int) -> list[int]:
         except OSError:
             pass
     return kids + [g for k in kids for g in _children(k)]
+
+
+def engine_rss_mb(pid: int) -> float:
+    """Resident memory of the search engine processes (osmem-server) among ``pid``'s descendants."""
+    return sum(_rss_kb(p) for p in _children(pid) if _is_engine(p)) / 1024
+
+
+def _is_engine(pid: int) -> bool:
+    try:
+        return b"osmem" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+#: Seconds the server is left alone after it is ready, before its idle memory is read.
+IDLE_S = 20
 
 
 def free_port() -> int:
@@ -171,7 +190,10 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> None:
     log = Path(tempfile.mkdtemp(prefix="structq-bench-log-")) / "serve.log"
     process = start(env, port, args.workers, log)
     try:
-        before = rss_mb(process.pid)
+        time.sleep(IDLE_S)
+        before, engine = rss_mb(process.pid), engine_rss_mb(process.pid)
+        print(f"idle after {IDLE_S} s: RSS {before:.0f} MB, of which the search engine {engine:.0f} MB "
+              f"(STRUCTQ_SEARCH_MEMORY={env.get('STRUCTQ_SEARCH_MEMORY', 'unset')})", flush=True)
         latencies, errors, rss = asyncio.run(load(f"http://127.0.0.1:{port}", args.clients, args.seconds, process.pid))
     finally:
         process.terminate()

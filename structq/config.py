@@ -5,12 +5,15 @@ Kept free of heavy imports: the CLI reads it before deciding what else to load.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 import os
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Settings", "DEFAULT_OPENAI_MODEL", "default_demo_dir", "user_cache_dir", "user_state_dir", "threads_from_env"]
+__all__ = ["Settings", "DEFAULT_OPENAI_MODEL", "DEFAULT_SEARCH_MEMORY", "default_demo_dir", "user_cache_dir",
+           "user_state_dir", "threads_from_env", "search_memory", "search_memory_bound"]
 
 APP = "structq"
 
@@ -154,3 +157,55 @@ def _seconds(name: str, text: str) -> float:
     if not seconds > 0:  # also NaN
         raise ConfigError(f"{name}={text!r} is not a positive number of seconds", hint=f"set {name} to e.g. 60")
     return seconds
+
+
+#: The embedded search server's memory bound unless ``STRUCTQ_SEARCH_MEMORY`` says otherwise.
+#: Indexing the demo's 12,854 reports (7.9 MB of JSON lines) peaks at ~820 MiB without a bound
+#: (Go's collector lets the heap grow to twice what is live before it collects) and ~520 MiB
+#: with this one; what stays live is ~250 MiB. Documents of more than ~15 MB need a higher
+#: bound (docs/serving.md).
+DEFAULT_SEARCH_MEMORY = "512MiB"
+_GO_MEMORY = re.compile(r"[0-9]+(B|KiB|MiB|GiB|TiB)?")
+
+
+def search_memory(env: Mapping[str, str] | None = None) -> str | None:
+    """The embedded search server's soft memory bound, in the form Go's ``GOMEMLIMIT`` reads
+    (``512MiB``), or None for no bound of structq's own.
+
+    osmem-server is a Go program: its heap has no limit but ``GOMEMLIMIT``, near which the
+    collector runs more often (a soft bound: the live data is never dropped; documents that
+    need more than the bound make indexing slower, not fail). ``STRUCTQ_SEARCH_MEMORY`` sets
+    it (``0``/``off``: none); unset, ``DEFAULT_SEARCH_MEMORY`` applies, unless the user's own
+    ``GOMEMLIMIT`` is set, which is then kept."""
+    from structq.errors import ConfigError
+
+    env = os.environ if env is None else env
+    text = env.get("STRUCTQ_SEARCH_MEMORY", "").strip()
+    if not text:
+        return None if env.get("GOMEMLIMIT") else DEFAULT_SEARCH_MEMORY
+    if text.lower() in ("0", "off", "none"):
+        return None
+    if not _GO_MEMORY.fullmatch(text):
+        raise ConfigError(f"STRUCTQ_SEARCH_MEMORY={text!r} is not an amount of memory",
+                          hint="set it like 512MiB or 2GiB (units B, KiB, MiB, GiB, TiB), or to off")
+    return text
+
+
+@contextmanager
+def search_memory_bound() -> Iterator[None]:
+    """Around the start of the embedded search server: its bound (``search_memory``) in
+    ``GOMEMLIMIT``, which the server process inherits (its launcher passes no environment of
+    its own), and this process's own ``GOMEMLIMIT`` back afterwards."""
+    bound = search_memory()
+    if bound is None:
+        yield
+        return
+    before = os.environ.get("GOMEMLIMIT")
+    os.environ["GOMEMLIMIT"] = bound
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("GOMEMLIMIT", None)
+        else:
+            os.environ["GOMEMLIMIT"] = before

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,16 +31,12 @@ from structq.errors import ConfigError, ModelError, PlanError, RepairsExhausted,
 from .answer import Answer
 from .audit import AuditLog
 from .bridge import block_on
-from .cache import PlanCache, VerifiedPlans
-from .decline import decline_text
 from .engine import Engine, PlanResult
 from .llm import CallBounds, CallLog, model_name, resolve_model
-from .loop import Round, revise
 from .plan import Plan
 from .planner import Attempt, Planner
 from .figures import FigureCheck
 from .synthesis import Written, citations, render_deterministic, synthesize
-from .templated import TemplatePlans
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,7 +46,10 @@ if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet
     from structq.linking import Budget, Selection
 
+    from .cache import PlanCache, VerifiedPlans
     from .conversation import Conversation
+    from .loop import Round
+    from .templated import TemplatePlans
 
 __all__ = ["Agent"]
 
@@ -128,8 +128,6 @@ class Agent:
         self._llm_spec = llm if llm is not None else self.settings.llm
         self._model: Any = None
         self._engine = engine if engine is not None else Engine(capabilities, threads=self.settings.threads)
-        self.verified = VerifiedPlans(capabilities)
-        self.templates = TemplatePlans(capabilities, self._engine)
         self.cache = cache if cache is not None else (self._default_cache() if self.settings.cache_enabled else None)
         self.audit = audit if audit is not None else (
             AuditLog(self.settings.audit_path, include_answer=self.settings.audit_answers)
@@ -145,7 +143,25 @@ class Agent:
     def _default_cache() -> PlanCache:
         from structq.config import user_cache_dir
 
+        from .cache import PlanCache
+
         return PlanCache(user_cache_dir() / "plans.sqlite", best_effort=True)
+
+    # Built on first use, not with the agent: a saved plan (``run``, ``structq run``) needs
+    # neither, and indexing the slotted examples of a large catalogue takes a while.
+    @functools.cached_property
+    def verified(self) -> VerifiedPlans:
+        """The verified example questions, whose plans run with no model call."""
+        from .cache import VerifiedPlans
+
+        return VerifiedPlans(self.capabilities)
+
+    @functools.cached_property
+    def templates(self) -> TemplatePlans:
+        """The slotted examples: verified plans with other values in their slots."""
+        from .templated import TemplatePlans
+
+        return TemplatePlans(self.capabilities, self._engine)
 
     @property
     def engine(self) -> Engine:
@@ -309,6 +325,8 @@ class Agent:
         return None, None
 
     def _cache_key(self, question: str, today: dt.date, context: str) -> str:
+        from .cache import PlanCache
+
         return PlanCache.key(question, fingerprint=self.capabilities.fingerprint(), model=model_name(self.model),
                              today=today.isoformat(), context=context)
 
@@ -343,6 +361,8 @@ class Agent:
                 continue
             rounds = []
             if self.settings.max_replans and not plan.declined:
+                from .loop import revise
+
                 plan, results, rounds = await revise(
                     planner, self.engine, question, plan, results, vars=vars, today=today, context=context, log=log,
                     max_replans=self.settings.max_replans, with_values=with_values)
@@ -358,6 +378,8 @@ class Agent:
                 context: str = "") -> Written:
         """The answer text; the model that writes it sees the conversation's last turns (``context``)."""
         if results.plan.declined:  # ran nothing: the reason and what can be asked, no answer call
+            from .decline import decline_text
+
             return Written(decline_text(question, results.plan, self.capabilities), [])
         if use_model and self.has_model:
             return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings),

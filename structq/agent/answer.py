@@ -7,13 +7,15 @@ the CLI, the server, the LangChain tool — needs the answer and not the agent t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .figures import FigureCheck
 from .llm import CallLog
-from .loop import Round
 from .plan import Plan
 from .results import PlanResult
+
+if TYPE_CHECKING:
+    from .loop import Round
 
 __all__ = ["Answer"]
 

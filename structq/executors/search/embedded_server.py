@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from structq.config import search_memory_bound
 from structq.errors import ConfigError, SourceUnavailable
 
 from .embedded_process import drain_output, terminate
@@ -177,8 +178,8 @@ class EmbeddedSearchServer:
                 hint=_INSTALL_HINT,
             ) from None
         try:
-            server = OsmemServer.start(addr="127.0.0.1:0", japanese=False,
-                                       startup_timeout=_START_TIMEOUT_S)
+            with search_memory_bound():
+                server = OsmemServer.start(addr="127.0.0.1:0", japanese=False, startup_timeout=_START_TIMEOUT_S)
         except (OsmemError, OSError) as exc:
             raise SourceUnavailable(
                 f"the embedded search server did not start: {exc}",

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from structq.config import search_memory, search_memory_bound
 from structq.errors import ConfigError, SourceUnavailable
 from structq.executors.search import daemon_state, embedded_index, embedded_process
 from structq.executors.search.daemon_state import DaemonState, IndexRecord
@@ -232,6 +233,7 @@ def _spawn(folder: Path, idle_s: float) -> DaemonState:
     except ImportError:
         raise ConfigError("the embedded search server is not installed",
                           hint='pip install "structq[embedded]"') from None
+    search_memory()  # a wrong STRUCTQ_SEARCH_MEMORY is this command's ConfigError, not a daemon that fails
     log = folder / "daemon.log"
     with open(log, "ab") as stderr:
         process = subprocess.Popen(
@@ -330,7 +332,8 @@ def serve(folder: Path, idle_s: float) -> int:
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stopping.set())
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    server = OsmemServer.start(addr="127.0.0.1:0", japanese=False, startup_timeout=30.0)
+    with search_memory_bound():
+        server = OsmemServer.start(addr="127.0.0.1:0", japanese=False, startup_timeout=30.0)
     embedded_process.drain_output(server.process)
     try:
         daemon_state.write_state(folder, DaemonState(os.getpid(), server.process.pid, server.url,
