@@ -64,11 +64,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .fetch import Statement, bind
+from .fetch import Read, Statement, bind
 from .guards import Backend, Setup, connect_timeout, milliseconds
 from .pg_arrays import (HASHABLE_ARRAYS, TEXT_KINDS, PgTextArray, int_array, pg_int_array, register_dumpers,
                         registered, text_array)
 from .pg_describe import describe
+from .pg_stream import read_chunked
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -200,6 +201,10 @@ class PostgresBackend(Backend):
                if name in switches):
             serial(dbapi_connection)
         return bind(query), params
+
+    def read(self, connection: "Connection", statement: Statement, size: int) -> Read | None:
+        """The rows in chunks (``pg_stream``): held once, as Python rows, however many."""
+        return read_chunked(connection, statement, size)
 
     def plain_columns(self, description: Any) -> bool:
         """Columns of types psycopg loads as ``int``, ``str`` or ``bool`` (``_PLAIN_COLUMNS``)."""
