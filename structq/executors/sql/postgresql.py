@@ -42,6 +42,13 @@ JOIN (step 1 ~26 ms, step 2 ~55 ms, of which ~25 ms planning); now ~48-51 ms, 1.
   gets the right estimate and a hash join, after a hash aggregate that spills to disk: ~62 ms.
   As a subplan (``NOT NOT (x IN (SELECT unnest(…)))``, not pulled up) it is hashed: ~29 ms.
   ``= ANY(ARRAY(SELECT unnest(…)))``: a run-time parameter, never hashed.
+- Parallel workers: a parallel plan reaches each worker written out as text and read back,
+  the array constant included, and each worker hashes the whole array again. With a million
+  codes (~10 MB of array) the statement took 1.7-2.0 s with two workers against ~1.0 s alone
+  (100k: 0.85 s against 0.73 s; 30k: even; 10k: workers win, 0.19 s against 0.26 s). So a
+  statement whose switch is set for ``SERIAL_LIST_MIN`` values or more runs ``serial``: the
+  switch already says the tables are small for the list, so a shared scan saves less than
+  shipping the list costs. A plain ``= ANY`` (large tables) keeps its workers.
 - A temporary table filled with ``COPY``: not allowed — every transaction here is ``READ
   ONLY``, which refuses ``CREATE`` (temporary tables included) and ``COPY FROM``.
 - Sending: a binary array is written from ``array`` slices in C (100k ints ~1.5 ms; their text
@@ -51,7 +58,8 @@ JOIN (step 1 ~26 ms, step 2 ~55 ms, of which ~25 ms planning); now ~48-51 ms, 1.
   estimated per element any more where it would have.
 - Reading step 1's 100k rows: ~9 ms of server work and transfer, ~9 ms for psycopg to make the
   tuples (binary results would save ~1 ms); checking every value JSON-safe took another 5 ms,
-  which ``plain_columns`` skips for columns psycopg loads as ``int``, ``str`` or ``bool``.
+  which ``plain_columns`` skips for columns psycopg loads as ``int``, ``str`` or ``bool``. Rows
+  are read in chunks (``pg_stream``), so libpq never holds a whole long result beside them.
 
 Every statement is prepared (``prepare_threshold=0``) and psycopg deallocates its prepared
 statements at each rollback, so every execution is planned with its own values: a custom
@@ -114,14 +122,8 @@ _PLAIN_COLUMNS = frozenset({16, 19, 20, 21, 23, 25, 26, 1042, 1043})
 
 def serial(dbapi_connection: Any) -> None:
     """No parallel workers for the rest of this transaction (``set_config``'s ``is_local``:
-    the rollback at its end forgets it).
-
-    A parallel plan is written out as text and read back by every worker, constants included,
-    and each worker builds its own hash of an ``= ANY`` array: for a list of a million codes
-    that is ~10 MB of array per worker, which took 1.7 s of a 2 s statement whose scan, alone
-    in one process, took 1.0 s (120k rows per 100k values: 0.85 s parallel, 0.73 s alone).
-    The switch is set only where a scan of at most ``ROWS_PER_VALUE`` rows per value is what
-    runs, so sharing it among workers saves less than shipping them the list costs."""
+    the rollback at its end forgets it): each worker would receive, and hash, the whole list
+    (the module's notes, "Parallel workers")."""
     dbapi_connection.execute("SELECT set_config('max_parallel_workers_per_gather', '0', true)")
 
 
