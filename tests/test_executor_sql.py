@@ -1018,6 +1018,10 @@ def test_postgres_reads_rows_in_chunks(postgres_target: Target) -> None:
             with _rolled_back(connection), pytest.raises(sa.exc.DBAPIError) as caught:
                 read_chunked(connection, (sa.text("SELECT 1 / (id - 7) AS x FROM ids ORDER BY id"), {}), IDS)
             assert caught.value.orig.sqlstate == "22012" and not caught.value.connection_invalidated
+            # Still the extended protocol, one statement only: nothing can follow the query.
+            with _rolled_back(connection), pytest.raises(sa.exc.DBAPIError) as caught:
+                read_chunked(connection, (sa.text("SELECT 1 AS a; SELECT 2 AS b"), {}), 10)
+            assert caught.value.orig.sqlstate == "42601"
             assert connection.execute(sa.text("SELECT 2")).scalar() == 2
     finally:
         engine.dispose()
