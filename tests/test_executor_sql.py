@@ -995,11 +995,9 @@ def test_postgres_reads_rows_in_chunks(postgres_target: Target) -> None:
     """Rows come in chunks of ``CHUNK_ROWS`` (libpq 17 or later), the same rows in the same
     order as SQLAlchemy reads them, at most the size asked for; a driver error is SQLAlchemy's
     ``DBAPIError`` as from ``execute``, with the server's state."""
-    from psycopg import capabilities
+    from structq.executors.sql.pg_stream import CHUNK_ROWS, chunked_rows, read_chunked
 
-    from structq.executors.sql.pg_stream import CHUNK_ROWS, read_chunked
-
-    if not capabilities.has_stream_chunked():
+    if not chunked_rows():
         pytest.skip("libpq older than 17 has no chunked rows: results are read whole, as before")
     engine = sa.create_engine(sa.make_url(postgres_target.reader_url).set(drivername="postgresql+psycopg"))
     query = sa.text("SELECT id, 'x' || id AS code FROM ids WHERE id > :low ORDER BY id")
@@ -1025,6 +1023,19 @@ def test_postgres_reads_rows_in_chunks(postgres_target: Target) -> None:
             assert connection.execute(sa.text("SELECT 2")).scalar() == 2
     finally:
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_without_chunked_rows_reads_as_before(postgres_target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where psycopg or libpq cannot read in chunks (psycopg before 3.2, libpq before 17), rows
+    are read through SQLAlchemy: the same results."""
+    from structq.executors.sql import pg_stream
+
+    monkeypatch.setattr(pg_stream, "chunked_rows", lambda: False)
+    executor = postgres_target.executor()
+    assert executor.fetch(sql("SELECT id, name FROM items WHERE id < 0")).columns == ("id", "name")
+    long = executor.fetch(sql("SELECT id FROM ids ORDER BY id", max_rows=IDS))
+    assert long.row_count == IDS and long.rows[-1] == (IDS,) and long.truncated is False
 
 
 @contextmanager

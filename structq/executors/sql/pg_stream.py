@@ -4,8 +4,9 @@ Part of the PostgreSQL backend. psycopg's ordinary cursor keeps the whole result
 memory while it makes the Python rows from it: a million text codes held ~30 MiB there on top
 of the ~115 MiB of rows. With libpq 17 or later the server's rows arrive in chunks of
 ``CHUNK_ROWS`` (``Cursor.stream`` in chunked-rows mode) and each chunk is freed once its rows
-are made; reading them was no slower (a million codes: 0.51 s against 0.69 s). Older libpq
-has no chunked mode, and the result is read through SQLAlchemy as before.
+are made; reading them was no slower (a million codes, under load: 0.49–0.51 s against
+0.69–0.89 s). Older libpq
+(or psycopg before 3.2) has no chunked mode, and the result is read through SQLAlchemy as before.
 
 The statement is the one SQLAlchemy would send (the ``text()`` clause compiled for psycopg,
 parameters by name); a driver error is raised as SQLAlchemy's ``DBAPIError``, as it would be
@@ -23,7 +24,7 @@ from .fetch import NotAQuery, Read, Statement
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-__all__ = ["CHUNK_ROWS", "read_chunked"]
+__all__ = ["CHUNK_ROWS", "chunked_rows", "read_chunked"]
 
 #: Rows per chunk: enough that a chunk's round of work outweighs its fixed cost, few enough
 #: that a chunk's result is small next to the rows.
@@ -32,12 +33,12 @@ CHUNK_ROWS = 10_000
 
 def read_chunked(connection: "Connection", statement: Statement, size: int) -> Read | None:
     """At most ``size`` rows of ``statement``: (column names, the DB-API ``description``, the
-    rows as tuples); None when it cannot be read in chunks here (libpq older than 17, a
+    rows as tuples); None when it cannot be read in chunks here (``chunked_rows``, a
     parameter SQLAlchemy would expand or convert), and ``fetch`` reads it as before."""
-    from psycopg import Error, ProgrammingError, capabilities
+    from psycopg import Error, ProgrammingError
     from psycopg.rows import tuple_row
 
-    if not capabilities.has_stream_chunked():
+    if not chunked_rows():
         return None
     clause, params = statement
     dialect = connection.dialect
@@ -65,6 +66,14 @@ def read_chunked(connection: "Connection", statement: Statement, size: int) -> R
     finally:
         cursor.close()
     return columns, description, rows
+
+
+def chunked_rows() -> bool:
+    """Whether psycopg (3.2 or later) and its libpq (17 or later) can read rows in chunks."""
+    import psycopg
+
+    capabilities = getattr(psycopg, "capabilities", None)
+    return capabilities is not None and capabilities.has_stream_chunked()
 
 
 def _columns_of_unnamed(dbapi_connection: Any) -> tuple[str, ...]:
