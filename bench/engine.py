@@ -24,8 +24,11 @@
 
 (d) Text references: a step passing N = 100k / 1M text codes to the next step, next to the one
     JOIN on the codes, on the same databases as (b) (``--text-sizes``). Targets ≤ 2× at 100k,
-    ≤ 3× at 1M; the peak memory of one engine run at the largest size is read in a child
-    process (its maximum resident set, and the growth over the same process before the run).
+    ≤ 3× at 1M; next to each, the codes read with the driver's own cursor alone (the floor
+    under any plan that passes them through the client). The peak memory of one engine run at
+    the largest size is read in a child process (its maximum resident set, and the growth over
+    the same process before the run); on PostgreSQL also with step 1's rows read whole, as
+    before they were read in chunks (``executors/sql/pg_stream.py``).
 
 (c) The fixed cost of one SQLite step: the statement-deadline guard alone around ``SELECT 1``,
     and a whole one-step engine run, with the process's one deadline thread (now) next to a
@@ -274,17 +277,6 @@ def bench_references(label: str, url: str, sizes: list[int], runs: int) -> None:
         with plain.connect() as connection:
             return connection.execute(text(join_query(n))).fetchall()
 
-    def driver_fetch(n: int) -> list[Any]:
-        """The N ids read with the driver's own cursor, nothing else: what passing them through
-        the client costs at the least on this driver."""
-        connection = plain.raw_connection()
-        try:
-            cursor = connection.cursor()
-            cursor.execute(f"SELECT id FROM ids WHERE id <= {n}")
-            return cursor.fetchall()
-        finally:
-            connection.close()
-
     try:
         with Engine(capabilities) as engine:
             for n in sizes:
@@ -292,7 +284,8 @@ def bench_references(label: str, url: str, sizes: list[int], runs: int) -> None:
                 got = [tuple(r) for r in engine.run(plan).final.rows]
                 want = [tuple(_plain(v) for v in r) for r in join(n)]
                 figures = interleaved_ms({"engine": lambda: engine.run(plan), "join": lambda: join(n),
-                                          "driver": lambda: driver_fetch(n)}, runs, 1)
+                                          "driver": lambda: driver_read(plain, f"SELECT id FROM ids WHERE id <= {n}")},
+                                         runs, 1)
                 engine_ms, join_ms = figures["engine"], figures["join"]
                 ratio = engine_ms / join_ms
                 verdict = ("ok" if ratio <= REFERENCE_TARGET else "MISSED") if n >= ROWS else "-"
@@ -303,6 +296,18 @@ def bench_references(label: str, url: str, sizes: list[int], runs: int) -> None:
                       f"{fetch_ms:>9.1f} {in_ms:>8.1f} {figures['driver']:>8.1f}  {same}")
     finally:
         plain.dispose()
+
+
+def driver_read(plain: Any, query: str) -> list[Any]:
+    """``query``'s rows read with the driver's own cursor, nothing else: what passing a step's
+    values through the client costs at the least on this driver."""
+    connection = plain.raw_connection()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(query)
+        return cursor.fetchall()
+    finally:
+        connection.close()
 
 
 def _plain(value: Any) -> Any:
@@ -455,8 +460,9 @@ def bench_text_references(label: str, url: str, sizes: list[int], runs: int) -> 
                 plan = text_reference_plan(n)
                 got = [tuple(r) for r in engine.run(plan).final.rows]
                 want = [tuple(_plain(v) for v in r) for r in join(n)]
-                times: dict[str, list[float]] = {"engine": [], "join": []}
-                variants = (("engine", functools.partial(engine.run, plan)), ("join", functools.partial(join, n)))
+                times: dict[str, list[float]] = {"engine": [], "join": [], "driver": []}
+                variants = (("engine", functools.partial(engine.run, plan)), ("join", functools.partial(join, n)),
+                            ("driver", functools.partial(driver_read, plain, f"SELECT code FROM codes WHERE id <= {n}")))
                 for _ in range(runs):
                     for name, fn in variants:
                         start = time.perf_counter()
@@ -467,26 +473,37 @@ def bench_text_references(label: str, url: str, sizes: list[int], runs: int) -> 
                 target = TEXT_TARGETS.get(n)
                 verdict = "-" if target is None else ("ok" if engine_ms / join_ms <= target else "MISSED")
                 same = "same" if got == want else f"DIFFERENT {got} vs {want}"
+                driver_ms = statistics.median(times["driver"])
                 print(f"  {label:<20}{n:>10,} {engine_ms:>9.1f} {join_ms:>9.1f} {engine_ms / join_ms:>6.2f}× "
-                      f"[{ratios[0]:.2f}–{ratios[-1]:.2f}]  {verdict:<7}{same}", flush=True)
+                      f"[{ratios[0]:.2f}–{ratios[-1]:.2f}]  {verdict:<7}{driver_ms:>8.1f} "
+                      f"{driver_ms / join_ms:>5.2f}×  {same}", flush=True)
         print(f"  {label:<20}{'peak':>10} {peak_memory(url, max(sizes))}", flush=True)
+        if url.startswith("postgresql"):
+            print(f"  {label:<20}{'whole':>10} {peak_memory(url, max(sizes), whole=True)}  (step 1's rows "
+                  "read whole, as before chunked reading)", flush=True)
     finally:
         plain.dispose()
 
 
-def peak_memory(url: str, n: int) -> str:
+def peak_memory(url: str, n: int, *, whole: bool = False) -> str:
     """One engine run of the N-code plan in a child process: its peak resident set, and how
-    much it grew over the same process just before the run."""
+    much it grew over the same process just before the run; with ``whole``, PostgreSQL's rows
+    read through SQLAlchemy's cursor, whole in libpq's memory first (as before ``pg_stream``)."""
     import subprocess
 
-    out = subprocess.run([sys.executable, __file__, "--peak-of", url, str(n)], capture_output=True,
-                         text=True, check=False)
+    out = subprocess.run([sys.executable, __file__, "--peak-of", url, str(n), *(["--whole"] if whole else [])],
+                         capture_output=True, text=True, check=False)
     if out.returncode != 0:
         return "failed: " + (out.stderr.strip().splitlines() or ["?"])[-1]
     return out.stdout.strip()
 
 
-def report_peak(url: str, n: int) -> None:
+def report_peak(url: str, n: int, whole: bool) -> None:
+    if whole:
+        from structq.executors.sql.guards import Backend
+        from structq.executors.sql.postgresql import PostgresBackend
+
+        PostgresBackend.read = Backend.read  # type: ignore[method-assign]
     with Engine(text_capabilities(url, n)) as engine:
         engine.run(Plan.parse({"steps": [{"output_key": "one", "source": "codes",
                                           "query": "SELECT code FROM codes WHERE id = 1"}]}))
@@ -509,7 +526,9 @@ def resident_peak_mib() -> float:
 def bench_all_text_references(sizes: list[int], runs: int, databases: set[str]) -> None:
     print(f"\n(d) N text codes passed to the next step vs one JOIN on them — median of {runs} "
           "alternating runs, ms, [range of the per-run ratios]")
-    print(f"  {'database':<20}{'N':>10} {'engine':>9} {'join':>9} {'ratio':>7}")
+    print("   (driver: the N codes read with the driver's own cursor alone, and that ÷ the JOIN: the floor\n"
+          "    under any plan that passes them through the client)")
+    print(f"  {'database':<20}{'N':>10} {'engine':>9} {'join':>9} {'ratio':>7} {'':<21}{'driver':>8} {'floor':>6}")
     if "sqlite" in databases:
         with tempfile.TemporaryDirectory(prefix="structq-bench-") as tmp:
             bench_text_references("SQLite", f"sqlite:///{Path(tmp) / 'codes.db'}", sizes, runs)
@@ -622,11 +641,12 @@ def main() -> None:
     parser.add_argument("--text-runs", type=int, default=5, help="alternating runs per size for (d)")
     parser.add_argument("--only", choices=["examples", "references", "text-references", "step-cost"])
     parser.add_argument("--peak-of", nargs=2, metavar=("URL", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--whole", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--databases", default="sqlite,postgresql,mariadb",
                         help="comma-separated databases for (b): sqlite, postgresql, mariadb")
     args = parser.parse_args()
     if args.peak_of:
-        report_peak(args.peak_of[0], int(args.peak_of[1]))
+        report_peak(args.peak_of[0], int(args.peak_of[1]), args.whole)
         return
     sizes = [min(int(s), ROWS) for s in args.sizes.split(",")]
     if args.only in (None, "examples"):

@@ -16,6 +16,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -320,6 +321,20 @@ class TestReading:
         result = target.executor().fetch(sql("SELECT id FROM ids ORDER BY id", max_rows=IDS))
         assert result.row_count == IDS and result.truncated is False
         assert result.rows[-1] == (IDS,)
+
+    def test_an_empty_result_keeps_its_columns(self, target: Target) -> None:
+        """No row comes back (on PostgreSQL, no chunk carries the columns): still named."""
+        result = target.executor().fetch(sql("SELECT id, name AS label, price FROM items WHERE id < 0"))
+        assert result.columns == ("id", "label", "price") and result.rows == [] and result.truncated is False
+
+    def test_a_result_cut_off_leaves_the_connection_usable(self, target: Target) -> None:
+        """Rows past the cap are not read (on PostgreSQL the statement still sending them is
+        cancelled); the pooled connection serves the next query."""
+        executor = target.executor(max_rows=5, max_intermediate_rows=5)
+        for _ in range(3):
+            cut = executor.fetch(sql("SELECT id FROM ids ORDER BY id", max_rows=100_000))
+            assert cut.truncated is True and cut.rows == [(i,) for i in range(1, 6)]
+            assert executor.fetch(sql("SELECT count(*) AS n FROM ids")).rows == [(IDS,)]
 
 
 class TestReferences:
@@ -973,3 +988,61 @@ def test_postgres_results_are_json_safe_whichever_way(postgres_target: Target) -
                                           "DATE '2024-01-02' AS d, 10::numeric AS e"))
     assert checked.rows == [(1, 1.5, "NaN", "2024-01-02", 10)]
     assert [type(v) for v in checked.rows[0]] == [int, float, str, str, int]
+
+
+@pytest.mark.postgres
+def test_postgres_reads_rows_in_chunks(postgres_target: Target) -> None:
+    """Rows come in chunks of ``CHUNK_ROWS`` (libpq 17 or later), the same rows in the same
+    order as SQLAlchemy reads them, at most the size asked for; a driver error is SQLAlchemy's
+    ``DBAPIError`` as from ``execute``, with the server's state."""
+    from structq.executors.sql.pg_stream import CHUNK_ROWS, chunked_rows, read_chunked
+
+    if not chunked_rows():
+        pytest.skip("libpq older than 17 has no chunked rows: results are read whole, as before")
+    engine = sa.create_engine(sa.make_url(postgres_target.reader_url).set(drivername="postgresql+psycopg"))
+    query = sa.text("SELECT id, 'x' || id AS code FROM ids WHERE id > :low ORDER BY id")
+    try:
+        with engine.connect() as connection:
+            want = [tuple(row) for row in connection.execute(query, {"low": 10})]
+            assert len(want) > 2 * CHUNK_ROWS
+            connection.rollback()
+            for size in (len(want) + 1, len(want), CHUNK_ROWS + 1, 3):
+                with _rolled_back(connection):  # as the executor's transaction is
+                    columns, description, rows = read_chunked(connection, (query, {"low": 10}), size)
+                assert columns == ("id", "code") and [c.type_code for c in description] == [23, 25]
+                assert rows == want[:size]
+            with _rolled_back(connection):
+                assert read_chunked(connection, (query, {"low": IDS}), 10)[::2] == (("id", "code"), [])
+            with _rolled_back(connection), pytest.raises(sa.exc.DBAPIError) as caught:
+                read_chunked(connection, (sa.text("SELECT 1 / (id - 7) AS x FROM ids ORDER BY id"), {}), IDS)
+            assert caught.value.orig.sqlstate == "22012" and not caught.value.connection_invalidated
+            # Still the extended protocol, one statement only: nothing can follow the query.
+            with _rolled_back(connection), pytest.raises(sa.exc.DBAPIError) as caught:
+                read_chunked(connection, (sa.text("SELECT 1 AS a; SELECT 2 AS b"), {}), 10)
+            assert caught.value.orig.sqlstate == "42601"
+            assert connection.execute(sa.text("SELECT 2")).scalar() == 2
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_without_chunked_rows_reads_as_before(postgres_target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where psycopg or libpq cannot read in chunks (psycopg before 3.2, libpq before 17), rows
+    are read through SQLAlchemy: the same results."""
+    from structq.executors.sql import pg_stream
+
+    monkeypatch.setattr(pg_stream, "chunked_rows", lambda: False)
+    executor = postgres_target.executor()
+    assert executor.fetch(sql("SELECT id, name FROM items WHERE id < 0")).columns == ("id", "name")
+    long = executor.fetch(sql("SELECT id FROM ids ORDER BY id", max_rows=IDS))
+    assert long.row_count == IDS and long.rows[-1] == (IDS,) and long.truncated is False
+
+
+@contextmanager
+def _rolled_back(connection: sa.Connection) -> Iterator[None]:
+    """A transaction on ``connection``, rolled back at the end whatever happened in it."""
+    transaction = connection.begin()
+    try:
+        yield
+    finally:
+        transaction.rollback()

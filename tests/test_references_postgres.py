@@ -130,6 +130,57 @@ def test_hundred_thousand_values_of_each_type_give_the_subquery_rows(
     assert _switched([result.steps["found"].params]) == [hashed]  # the value sent is the one reported
 
 
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``max_parallel_workers_per_gather`` in each executor transaction once its statement is
+    bound: what the query then runs with."""
+    from structq.executors.sql.postgresql import PostgresBackend
+
+    seen: list[str] = []
+    statement = PostgresBackend.statement
+
+    def spy(self: Any, dbapi_connection: Any, query: Any) -> Any:
+        bound = statement(self, dbapi_connection, query)
+        seen.append(dbapi_connection.execute("SHOW max_parallel_workers_per_gather").fetchone()[0])
+        return bound
+
+    monkeypatch.setattr(PostgresBackend, "statement", spy)
+    return seen
+
+
+@pytest.mark.parametrize("hashed", [True, False], ids=["hashed", "plain"])
+@pytest.mark.parametrize("column", ["n", "code", "day"])
+def test_a_long_hashed_list_runs_without_parallel_workers(
+        items_url: str, column: str, hashed: bool, workers: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Just under ``SERIAL_LIST_MIN`` values the server may share the scan among workers; from
+    it on, a statement whose list is hashed runs alone (each worker would read the whole list);
+    a plain ``= ANY`` keeps its workers. The rows are the subquery's every way, for numbers,
+    text and dates alike."""
+    from structq.executors.sql import postgresql
+
+    if not hashed:
+        monkeypatch.setattr(postgresql, "ROWS_PER_VALUE", 0)
+    manifest, _ = load_manifest_text(MANIFEST.format(url=items_url), "<items>")
+    default = _rows(items_url, "SELECT current_setting('max_parallel_workers_per_gather')")[0][0]
+    assert default != "0"
+    for size in (postgresql.SERIAL_LIST_MIN - 1, postgresql.SERIAL_LIST_MIN):
+        picks = f"SELECT {column} FROM picks WHERE id <= {size}"
+        plan = Plan.parse({"steps": [
+            {"output_key": "picked", "source": "items", "query": picks},
+            {"output_key": "found", "source": "items",
+             "query": f"SELECT id, {column} FROM items WHERE {column} IN (<picked>)"},
+        ]})
+        workers.clear()
+        with Engine(CapabilitySet([manifest])) as engine:
+            result = engine.run(plan)
+        assert len(result.steps["picked"].rows) == size
+        want = _rows(items_url, f"SELECT id, {column} FROM items WHERE {column} IN ({picks})")
+        assert collections.Counter(result.final.rows) == collections.Counter(want) and want
+        assert _switched([result.steps["found"].params]) == [hashed]
+        serial = hashed and size >= postgresql.SERIAL_LIST_MIN
+        assert workers == [default, "0" if serial else default]
+
+
 # --------------------------------------------------------------------------------------------
 # Lists of ints against every integer width (and numbers that are not integers)
 # --------------------------------------------------------------------------------------------

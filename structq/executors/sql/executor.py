@@ -101,7 +101,7 @@ class SqlExecutor:
                     # Inside the guard: binding may ask the server something (PostgreSQL).
                     statement = self._backend.statement(dbapi_connection, query)
                     fetched = fetch(connection, query, self.row_cap, statement=statement,
-                                    plain=self._backend.plain_columns)
+                                    plain=self._backend.plain_columns, reader=self._backend.read)
                 connection.rollback()  # read-only anyway; never commit
         except DBAPIError as exc:
             raise self._translate(exc.orig, exc.connection_invalidated, phase, query,

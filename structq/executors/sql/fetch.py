@@ -8,20 +8,21 @@ JSON-safe tuples; ``fetched_result`` reports the run as a ``ResultSet`` the same
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base import ResultSet
 from ..values import json_safe_rows
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
     from sqlalchemy.engine import Connection, CursorResult
     from sqlalchemy.sql.elements import TextClause
 
     from structq.safety.query import SafeQuery
 
-__all__ = ["Fetched", "NotAQuery", "Statement", "bind", "fetch", "fetched_result"]
+__all__ = ["Fetched", "NotAQuery", "Read", "Reader", "Statement", "bind", "fetch", "fetched_result"]
 
 
 def bind(query: "SafeQuery", expanding: frozenset[str] | None = None) -> "TextClause":
@@ -41,10 +42,19 @@ Statement = tuple["TextClause", dict[str, Any]]
 #: What ``fetch`` returns: the column names, the JSON-safe rows and whether rows were cut off.
 Fetched = tuple[tuple[str, ...], list[tuple[Any, ...]], bool]
 
+#: What a backend's own reader returns: the column names, the DB-API cursor's ``description``
+#: (None when no row came) and the rows as the driver's tuples.
+Read = tuple[tuple[str, ...], Any, list[tuple[Any, ...]]]
+
+#: A backend's own way to read at most N rows of a statement (``Backend.reader``): None when
+#: it cannot read this one, which is then read through SQLAlchemy.
+Reader = Callable[["Connection", Statement, int], "Read | None"]
+
 
 def fetch(
     connection: "Connection", query: "SafeQuery", row_cap: int | None = None, *,
-    statement: Statement | None = None, plain: "Callable[[Any], bool] | None" = None,
+    statement: Statement | None = None, plain: Callable[[Any], bool] | None = None,
+    reader: Reader | None = None,
 ) -> Fetched:
     """Run ``query`` on ``connection``: (columns, JSON-safe rows, truncated).
 
@@ -54,20 +64,33 @@ def fetch(
     ``bind(query)`` with ``query.params``). ``plain`` tells from the DB-API cursor's
     ``description`` that every column's values come from the driver JSON-safe (``int``,
     ``str``, ``bool``, None: ``Backend.plain_columns``); the driver's tuples are then kept as
-    they are instead of being checked value by value (100k rows: ~5 ms).
+    they are instead of being checked value by value (100k rows: ~5 ms). ``reader`` is the
+    backend's own way to read the rows (``Backend.reader``), tried first.
     """
     max_rows = query.max_rows if row_cap is None else min(query.max_rows, row_cap)
-    clause, params = statement if statement is not None else (bind(query), dict(query.params))
+    statement = statement if statement is not None else (bind(query), dict(query.params))
+    size = min(query.limit, max_rows + 1)
+    read = reader(connection, statement, size) if reader is not None else None
+    if read is not None:
+        columns, description, rows = read
+        kept = plain is not None and description is not None and plain(description)
+        return _capped(columns, rows, kept, max_rows)
+    clause, params = statement
     result = connection.execute(clause, params)
     try:
         if not result.returns_rows:
             raise NotAQuery()
         columns = tuple(result.keys())
         described = plain is not None and plain(result.cursor.description)  # before the rows close it
-        rows, tuples = _fetch_rows(result, min(query.limit, max_rows + 1))
+        rows, tuples = _fetch_rows(result, size)
         kept = described and tuples
     finally:
         result.close()
+    return _capped(columns, rows, kept, max_rows)
+
+
+def _capped(columns: tuple[str, ...], rows: list[Any], kept: bool, max_rows: int) -> Fetched:
+    """At most ``max_rows`` of ``rows`` (one more tells truncation), JSON-safe unless ``kept``."""
     truncated = len(rows) > max_rows
     rows = rows[:max_rows] if truncated else rows
     return columns, rows if kept else json_safe_rows(rows), truncated

