@@ -28,7 +28,7 @@
     under any plan that passes them through the client). The peak memory of one engine run at
     the largest size is read in a child process (its maximum resident set, and the growth over
     the same process before the run); on PostgreSQL also with step 1's rows read whole, as
-    before they were read in chunks (``executors/sql/pg_stream.py``).
+    before they were read in chunks (``executors/sql/postgresql/stream.py``).
 
 (c) The fixed cost of one SQLite step: the statement-deadline guard alone around ``SELECT 1``,
     and a whole one-step engine run, with the process's one deadline thread (now) next to a
@@ -341,7 +341,7 @@ def server_urls(stack: ExitStack, databases: set[str], name: str = "bench_engine
         # beside PyMySQL (the only one before), each on its own copy of the tables.
         from sqlalchemy import make_url
 
-        from structq.executors.sql.mysql_drivers import DRIVERS
+        from structq.executors.sql.mysql.drivers import DRIVERS
 
         for driver in DRIVERS.values():
             if driver.installed():
@@ -488,7 +488,7 @@ def bench_text_references(label: str, url: str, sizes: list[int], runs: int) -> 
 def peak_memory(url: str, n: int, *, whole: bool = False) -> str:
     """One engine run of the N-code plan in a child process: its peak resident set, and how
     much it grew over the same process just before the run; with ``whole``, PostgreSQL's rows
-    read through SQLAlchemy's cursor, whole in libpq's memory first (as before ``pg_stream``)."""
+    read through SQLAlchemy's cursor, whole in libpq's memory first (as before ``postgresql/stream.py``)."""
     import subprocess
 
     out = subprocess.run([sys.executable, __file__, "--peak-of", url, str(n), *(["--whole"] if whole else [])],

@@ -521,7 +521,7 @@ class MariaDBServer(DatabaseServer):
     read-only accounts use passwords."""
 
     label = "MariaDB"
-    #: URLs name the driver structq prefers (``mysql_drivers.py``), so the suite runs on it;
+    #: URLs name the driver structq prefers (``executors/sql/mysql/drivers.py``), so the suite runs on it;
     #: ``test_executor_sql.py`` runs its guards once more on PyMySQL.
     drivername = "mysql+mysqldb" if importlib.util.find_spec("MySQLdb") else "mysql+pymysql"
     service_account = "mysql"

@@ -620,7 +620,7 @@ def test_the_sql_kind_picks_the_sql_executor(tmp_path: Path) -> None:
     assert isinstance(executor, SqlExecutor)
 
 
-#: What a plain MySQL URL runs with here: mysqlclient when installed (``mysql_drivers.py``).
+#: What a plain MySQL URL runs with here: mysqlclient when installed (``executors/sql/mysql/drivers.py``).
 PREFERRED_MYSQL = "mysql+mysqldb" if importlib.util.find_spec("MySQLdb") else "mysql+pymysql"
 
 
@@ -803,7 +803,7 @@ class TestListBinding:
     ])
     def test_text_lists_keep_every_value_whole(self, target: Target, values: list[Any]) -> None:
         """Each text is one value, whatever it holds (``mysql.render_list`` on MariaDB,
-        ``pg_arrays.text_array`` on PostgreSQL)."""
+        ``postgresql.arrays.text_array`` on PostgreSQL)."""
         expected = sum(1 for i in range(1, ITEMS + 1) if CATEGORIES[i % len(CATEGORIES)] in values)
         predicate, params, expanding = target.dialect.in_list("category", "ref", values)
         got = target.executor().fetch(sql("SELECT count(*) AS n FROM items WHERE " + predicate, params=params,
@@ -995,7 +995,7 @@ def test_postgres_reads_rows_in_chunks(postgres_target: Target) -> None:
     """Rows come in chunks of ``CHUNK_ROWS`` (libpq 17 or later), the same rows in the same
     order as SQLAlchemy reads them, at most the size asked for; a driver error is SQLAlchemy's
     ``DBAPIError`` as from ``execute``, with the server's state."""
-    from structq.executors.sql.pg_stream import CHUNK_ROWS, chunked_rows, read_chunked
+    from structq.executors.sql.postgresql.stream import CHUNK_ROWS, chunked_rows, read_chunked
 
     if not chunked_rows():
         pytest.skip("libpq older than 17 has no chunked rows: results are read whole, as before")
@@ -1029,7 +1029,7 @@ def test_postgres_reads_rows_in_chunks(postgres_target: Target) -> None:
 def test_postgres_without_chunked_rows_reads_as_before(postgres_target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where psycopg or libpq cannot read in chunks (psycopg before 3.2, libpq before 17), rows
     are read through SQLAlchemy: the same results."""
-    from structq.executors.sql import pg_stream
+    from structq.executors.sql.postgresql import stream as pg_stream
 
     monkeypatch.setattr(pg_stream, "chunked_rows", lambda: False)
     executor = postgres_target.executor()

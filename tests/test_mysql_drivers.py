@@ -1,4 +1,4 @@
-"""MySQL/MariaDB sources run with mysqlclient or PyMySQL (``mysql_drivers.py``): which one a
+"""MySQL/MariaDB sources run with mysqlclient or PyMySQL (``executors/sql/mysql/drivers.py``): which one a
 URL gets, and that both read the same values and keep the same guards on a real MariaDB.
 
 The behavioural suite of ``test_executor_sql.py`` runs once per driver; this file holds what
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from structq.capabilities import Limits, Manifest
 from structq.errors import ConfigError, ExecutionError, QueryTimeout
 from structq.executors.sql import SqlExecutor
-from structq.executors.sql.mysql_drivers import MYSQLCLIENT, PYMYSQL, MySQLDriver, driver_for
+from structq.executors.sql.mysql.drivers import MYSQLCLIENT, PYMYSQL, MySQLDriver, driver_for
 from structq.executors.sql.session import MYSQL
 from structq.safety.query import SafeQuery
 

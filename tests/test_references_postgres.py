@@ -3,7 +3,7 @@ rows of the equivalent subquery, NULLs and duplicates included.
 
 The engine binds ``col IN (<ref>)`` on PostgreSQL as ``col = ANY(:array)``, and a list of
 ``PG_SWITCHED_LIST`` values or more with a switch between that and a hashed form the planner
-estimates nothing for (see ``executors/sql/postgresql.py`` for why): ints go as a binary
+estimates nothing for (see ``executors/sql/postgresql/`` for why): ints go as a binary
 array of the type the server infers for the list, other values through psycopg. Both sides of
 the switch are run here, and what the executor sent is looked at (``sent``). A step's values
 come back JSON-safe — a date as ISO text — so a date column is compared with text values here,
@@ -334,7 +334,7 @@ def test_describing_a_wrong_statement_leaves_the_transaction_usable(numbers_url:
     import psycopg
     from sqlalchemy import make_url
 
-    from structq.executors.sql.pg_describe import describe as _describe
+    from structq.executors.sql.postgresql.describe import describe as _describe
 
     url = make_url(numbers_url)
     with (psycopg.connect(host=url.host, port=url.port, user=url.username, dbname=url.database) as connection,

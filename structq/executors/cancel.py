@@ -32,7 +32,7 @@ def _postgres_cancel(dbapi_connection: Any, connect_timeout: float) -> Callable[
 
 
 def _mysql_kill_query(login: Any, thread_id: int, connect_timeout: float) -> None:
-    """``KILL QUERY thread_id`` over a new connection opened from ``login`` (``sql/mysql.py``)."""
+    """``KILL QUERY thread_id`` over a new connection opened from ``login`` (``sql/mysql/``)."""
     killer = login.connect(connect_timeout)
     try:
         cursor = killer.cursor()

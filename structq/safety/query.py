@@ -45,7 +45,7 @@ class SafeQuery:
     - ``switches``: PostgreSQL only, ``{switch: list}``: a boolean parameter that picks how a
       long list is searched, hashed or plain ``= ANY`` (``safety/sql/rules/references.py``). The
       sandbox binds False; the executor may send True instead, when the list will be hashed
-      (``executors/sql/postgresql.py``), and reports the value it sent in the result's
+      (``executors/sql/postgresql/``), and reports the value it sent in the result's
       ``params``. Either value selects the same rows.
     - ``limit``: the most rows the executor fetches (``max_rows + 1``), so that one row more
       than ``max_rows`` tells that the result was truncated.

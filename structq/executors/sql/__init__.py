@@ -17,9 +17,9 @@ server in the driver's error. Everything else is shared:
 - ``fetch.py``     binding (``bind``), fetching (``fetch``) and reporting (``fetched_result``);
 - ``guards.py``    the ``Backend`` base class, the client-side ``Backstop`` timer (servers);
 - ``deadlines.py`` the one deadline thread behind every SQLite statement;
-- ``sqlite.py``, ``postgresql.py``, ``mysql.py``  one backend each (PostgreSQL's lists:
-  ``pg_arrays.py`` packs them, ``pg_describe.py`` asks the server their types; MySQL's two
-  drivers: ``mysql_drivers.py``);
+- ``sqlite.py``, ``postgresql/``, ``mysql/``  one backend each; a backend with more than one
+  concern is a package (PostgreSQL: ``arrays.py`` packs lists, ``describe.py`` asks the server
+  their types, ``stream.py`` reads long results in chunks; MySQL: ``drivers.py``, its two drivers);
 - ``session.py``   URL → backend, the read-only engine and transaction (``sync`` uses them too);
 - ``executor.py``  ``SqlExecutor``: fetch, translate errors;
 - ``grants.py``    the least-privilege SQL for a source's database account (``structq grants``):

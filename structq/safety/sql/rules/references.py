@@ -19,7 +19,7 @@ any size up to the intermediate-row cap works in ONE statement, aggregates inclu
   bound, never spliced;
 - MySQL and other dialects: ``col IN :ref`` with ``ref`` in ``SafeQuery.expanding``: SQLAlchemy
   expands it, or the MySQL executor sends the whole list as one parameter written by the
-  connection's own escaping (``executors/sql/mysql.py``; the drivers interpolate client-side,
+  connection's own escaping (``executors/sql/mysql/``; the drivers interpolate client-side,
   there is no placeholder cap); an empty list makes the condition ``FALSE`` (what ``IN`` over
   an empty subquery is, for NULL too).
 
@@ -117,7 +117,7 @@ def _switch(check: Check, test: exp.EQ, reference: str) -> None:
     ``CASE`` it sees no ``= ANY`` clause, estimates nothing per element and cannot use an index,
     and the executor still hashes the array. The sandbox binds False (plain); the PostgreSQL
     executor sends True when the list will be hashed and the tables are small enough for a
-    scan (``executors/sql/postgresql.py``).
+    scan (``executors/sql/postgresql/``).
     """
     name = test.expression.this.this.name  # the list's parameter
     switch = name + "_hashed"

@@ -20,7 +20,7 @@ JOIN (step 1 ~26 ms, step 2 ~55 ms, of which ~25 ms planning); now ~48-51 ms, 1.
   whenever the values are small, compare every row with every element (20k small ids against
   120k unindexed rows: 5-8 s instead of 20 ms). So before binding a list of ints (``HASHED_MIN``
   values or more), or any switched list, the server is asked what type it infers for each list
-  parameter left untyped (``pg_describe``: Parse and Describe in a savepoint, pipelined with the
+  parameter left untyped (``describe.py``: Parse and Describe in a savepoint, pipelined with the
   table sizes, one round trip, ~0.1 ms), and the ints go as that type (``pg_int_array``); a
   list of text is sent untyped by psycopg and gets that type anyway. Typed like the column,
   the planner prices the hashed scan right and may now prefer it to an index where the two
@@ -62,7 +62,7 @@ JOIN (step 1 ~26 ms, step 2 ~55 ms, of which ~25 ms planning); now ~48-51 ms, 1.
 - Reading step 1's 100k rows: ~9 ms of server work and transfer, ~9 ms for psycopg to make the
   tuples (binary results would save ~1 ms); checking every value JSON-safe took another 5 ms,
   which ``plain_columns`` skips for columns psycopg loads as ``int``, ``str`` or ``bool``. Rows
-  are read in chunks (``pg_stream``), so libpq never holds a whole long result beside them.
+  are read in chunks (``stream.py``), so libpq never holds a whole long result beside them.
 
 Every statement is prepared (``prepare_threshold=0``) and psycopg deallocates its prepared
 statements at each rollback, so every execution is planned with its own values: a custom
@@ -75,12 +75,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .fetch import Read, Statement, bind
-from .guards import Backend, Setup, connect_timeout, milliseconds
-from .pg_arrays import (HASHABLE_ARRAYS, TEXT_KINDS, PgTextArray, int_array, pg_int_array, register_dumpers,
+from ..fetch import Read, Statement, bind
+from ..guards import Backend, Setup, connect_timeout, milliseconds
+from .arrays import (HASHABLE_ARRAYS, TEXT_KINDS, PgTextArray, int_array, pg_int_array, register_dumpers,
                         registered, text_array)
-from .pg_describe import describe
-from .pg_stream import read_chunked
+from .describe import describe
+from .stream import read_chunked
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -165,7 +165,7 @@ class PostgresBackend(Backend):
         ``x``'s: ``int4 = ANY(int2[])`` or ``int8 = ANY(int4[])`` compares every row with every
         element. So when a list of ints could be hashed (``HASHED_MIN`` values or more) or is
         switched, the server is asked once what type it infers for each list parameter
-        (``pg_describe.describe``), and the ints go as that type (``pg_int_array``). Lists of text
+        (``describe.describe``), and the ints go as that type (``pg_int_array``). Lists of text
         (dates included) go untyped and get the inferred type on their own, written as one
         array literal (``text_array``); other lists are adapted by psycopg as before.
 
@@ -208,7 +208,7 @@ class PostgresBackend(Backend):
         return bind(query), params
 
     def read(self, connection: "Connection", statement: Statement, size: int) -> Read | None:
-        """The rows in chunks (``pg_stream``): held once, as Python rows, however many."""
+        """The rows in chunks (``stream.py``): held once, as Python rows, however many."""
         return read_chunked(connection, statement, size)
 
     def plain_columns(self, description: Any) -> bool:

@@ -1,7 +1,7 @@
 """What the server infers for a statement's list parameters, and how large its tables are,
 in one pipelined round trip that runs nothing.
 
-Part of the PostgreSQL backend: ``postgresql.py`` says why a list is typed as the value it is
+The backend (``__init__.py``) says why a list is typed as the value it is
 compared with and when a long list's switch is set; this module asks the server both facts.
 """
 

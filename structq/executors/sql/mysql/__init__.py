@@ -1,4 +1,4 @@
-"""MySQL and MariaDB (mysqlclient or PyMySQL, ``mysql_drivers.py``): a read-only session and
+"""MySQL and MariaDB (mysqlclient or PyMySQL, ``drivers.py``): a read-only session and
 transaction, the server's statement time limit, ``KILL QUERY`` as the backstop; every list bound as one
 parameter, written at once."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .fetch import Statement, bind
-from .guards import SOCKET_GRACE_S, Backend, Setup, connect_timeout, milliseconds
-from .mysql_drivers import DRIVERS, PYMYSQL, MySQLDriver, driver_for
+from ..fetch import Statement, bind
+from ..guards import SOCKET_GRACE_S, Backend, Setup, connect_timeout, milliseconds
+from .drivers import DRIVERS, PYMYSQL, MySQLDriver, driver_for
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

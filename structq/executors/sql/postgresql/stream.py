@@ -1,6 +1,6 @@
 """PostgreSQL results read in chunks, so that a long result is held once, as its Python rows.
 
-Part of the PostgreSQL backend. psycopg's ordinary cursor keeps the whole result in libpq's
+psycopg's ordinary cursor keeps the whole result in libpq's
 memory while it makes the Python rows from it: a million text codes held ~30 MiB there on top
 of the ~115 MiB of rows. With libpq 17 or later the server's rows arrive in chunks of
 ``CHUNK_ROWS`` (``Cursor.stream`` in chunked-rows mode) and each chunk is freed once its rows
@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any
 
-from .fetch import NotAQuery, Read, Statement
+from ..fetch import NotAQuery, Read, Statement
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

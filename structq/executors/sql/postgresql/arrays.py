@@ -1,8 +1,8 @@
 """PostgreSQL binary arrays of ints, written in C from ``array`` slices, typed as asked; lists
 of text written as one array literal.
 
-Part of the PostgreSQL backend (``postgresql.py`` says why lists are typed like the value they
-are compared with): ``int_array`` packs a list of ints (NULLs allowed) as ``int2[]``,
+The backend (``__init__.py``) says why lists are typed like the value they are compared with.
+``int_array`` packs a list of ints (NULLs allowed) as ``int2[]``,
 ``int4[]`` or ``int8[]``; ``text_array`` writes a list of text as the text-format literal
 psycopg would write, in a few passes over one joined string instead of a regular expression
 per value (a million codes: ~0.1 s instead of ~2 s); ``on_connect`` registers the dumpers that
@@ -125,7 +125,7 @@ def pg_int_array(values: list[Any], like: int | None = None) -> _PgIntArray | No
     """``values`` as a binary array when they are exact ints within 64 bits, NULLs allowed
     (at least one int); else None.
 
-    ``like`` is the integer array type the server wants for the list (``pg_describe.describe``: the type
+    ``like`` is the integer array type the server wants for the list (``describe.describe``: the type
     of the value compared with it): the list goes as that type, without the values the type
     cannot hold, which equal no value of it. Otherwise the list gets the narrowest type that
     holds every value (``int2[]``, ``int4[]``, ``int8[]``), as psycopg would type it. Either way
