@@ -52,9 +52,11 @@ or ``python bench/linking.py --synthetic 100,1000,10000``
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -236,12 +238,12 @@ WORDS = ("customer order invoice payment product shipment supplier warehouse emp
          "coupon review session device license audit").split()
 
 
-def synthetic_catalogue(tables: int, seed: int = 7) -> tuple[CapabilitySet, list[str]]:
-    """``tables`` generated tables (100 to a source) and questions naming some of them."""
+def synthetic_manifests(tables: int, seed: int = 7) -> tuple[list[dict], list[str]]:
+    """``tables`` generated tables (100 to a source), as manifest documents, and questions naming some of them."""
     rng = random.Random(seed)
     manifests, names = [], []
     for first in range(0, tables, 100):
-        rows = []
+        rows: list[dict] = []
         for i in range(first, min(first + 100, tables)):
             a, b = rng.sample(WORDS, 2)
             name = f"{a}_{b}_{i}"
@@ -253,10 +255,15 @@ def synthetic_catalogue(tables: int, seed: int = 7) -> tuple[CapabilitySet, list
             if i > first:
                 columns.append({"name": "parent_id", "type": "integer", "references": f"{rows[-1]['name']}.id"})
             rows.append({"name": name, "description": f"{a} {b} records of {rng.choice(WORDS)}", "columns": columns})
-        manifests.append(Manifest.model_validate({"source": f"s{first // 100}", "kind": "sql", "url": "sqlite://",
-                                                  "tables": rows}))
+        manifests.append({"source": f"s{first // 100}", "kind": "sql", "url": "sqlite://", "tables": rows})
     questions = [f"total {a} amount per {b} status last month" for a, b in rng.sample(names, min(50, len(names)))]
-    return CapabilitySet(manifests), questions
+    return manifests, questions
+
+
+def synthetic_catalogue(tables: int, seed: int = 7) -> tuple[CapabilitySet, list[str]]:
+    """``synthetic_manifests`` loaded as a capability set."""
+    manifests, questions = synthetic_manifests(tables, seed)
+    return CapabilitySet([Manifest.model_validate(m) for m in manifests]), questions
 
 
 def _not_kept() -> LinkingIndex:
@@ -265,7 +272,8 @@ def _not_kept() -> LinkingIndex:
 
 def synthetic(sizes: list[int]) -> None:
     """Build, keep, load back and link over synthetic catalogues of each size (figures only)."""
-    print(f"{'tables':>7} {'build s':>8} {'write s':>8} {'load s':>8} {'file MiB':>9} {'p50 ms':>7} {'p95 ms':>7}")
+    print(f"{'tables':>7} {'build s':>8} {'write s':>8} {'load s':>8} {'file MiB':>9} {'p50 ms':>7} {'p95 ms':>7} "
+          f"{'cpu p50':>7} {'cpu p95':>7}")
     with tempfile.TemporaryDirectory() as cache:
         os.environ["STRUCTQ_CACHE_DIR"] = cache
         os.environ.pop("STRUCTQ_CACHE", None)
@@ -284,19 +292,75 @@ def synthetic(sizes: list[int]) -> None:
             entry = persist.entry_path(fingerprint)
             mib = entry.stat().st_size / 2**20 if entry else 0.0
             linking_index(capabilities)  # warm, as a command after the load
-            times = []
+            times, cpu_times = [], []
             for question in questions:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.thread_time()
                 select(question, capabilities)
                 times.append((time.perf_counter() - started) * 1000)
-            times.sort()
-            p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
-            print(f"{size:>7} {build:>8.2f} {write:>8.2f} {load:>8.2f} {mib:>9.1f} {statistics.median(times):>7.2f} {p95:>7.2f}")
+                cpu_times.append((time.thread_time() - cpu) * 1000)
+            print(f"{size:>7} {build:>8.2f} {write:>8.2f} {load:>8.2f} {mib:>9.1f} {_percentile(times, 50):>7.2f} "
+                  f"{_percentile(times, 95):>7.2f} {_percentile(cpu_times, 50):>7.2f} {_percentile(cpu_times, 95):>7.2f}")
+
+
+def _percentile(values: list[float], share: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, len(ordered) * share // 100)]
+
+
+def _run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak resident memory (MiB) of one process running ``command``.
+
+    The peak is that child's own (``os.wait4``'s resource usage, the figure
+    ``resource.getrusage(RUSAGE_CHILDREN)`` reports for the largest child), so each run counts
+    alone however large an earlier one was."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    errors = child.stderr.read().decode(errors="replace") if child.stderr else ""
+    if child.returncode:
+        raise SystemExit(f"{' '.join(command[:4])} … failed ({child.returncode}): {errors[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024  # kB on Linux
+
+
+#: Warm runs per size: the figure printed is their median.
+WARM_RUNS = 3
+
+
+def whole_process(sizes: list[int]) -> None:
+    """``structq plan --explain-linking`` as a user runs it: a new process over a folder of manifests,
+    cold (nothing kept: manifests parsed, index built and kept) and warm (both read back)."""
+    print(f"\nwhole process: structq plan --explain-linking --json (warm: median of {WARM_RUNS})")
+    print(f"{'tables':>7} {'cold s':>7} {'cold MiB':>9} {'warm s':>7} {'warm MiB':>9}")
+    warm: dict[int, float] = {}
+    root = Path(__file__).resolve().parent.parent
+    for size in sizes:
+        manifests, questions = synthetic_manifests(size)
+        with tempfile.TemporaryDirectory() as folder:
+            catalogue, cache = Path(folder) / "catalogue", Path(folder) / "cache"
+            catalogue.mkdir()
+            for m in manifests:  # JSON is YAML, and much faster to write
+                (catalogue / f"{m['source']}.yaml").write_text(json.dumps(m), encoding="utf-8")
+            env = {k: v for k, v in os.environ.items() if k not in ("STRUCTQ_CACHE", "STRUCTQ_LLM")}
+            env.update(STRUCTQ_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join(
+                [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+            command = [sys.executable, "-m", "structq", "plan", questions[0], "--explain-linking", "--json",
+                       "-m", str(catalogue)]
+            cold, cold_mib = _run(command, env)
+            runs = sorted(_run(command, env) for _ in range(WARM_RUNS))
+            warm[size], warm_mib = runs[len(runs) // 2]
+        print(f"{size:>7} {cold:>7.2f} {cold_mib:>9.0f} {warm[size]:>7.2f} {warm_mib:>9.0f}")
+    if 100 in warm and 5000 in warm:
+        print(f"warm 5,000 tables ÷ warm 100 tables: {warm[5000] / warm[100]:.2f}× (target ≤ 3×)")
 
 
 def main(argv: list[str]) -> None:
     if "--synthetic" in argv:
-        synthetic([int(n) for n in argv[argv.index("--synthetic") + 1].split(",")])
+        sizes = [int(n) for n in argv[argv.index("--synthetic") + 1].split(",")]
+        synthetic(sizes)
+        if "--no-process" not in argv:
+            whole_process(sizes)
         return
     names = [a for a in argv if not a.startswith("-")] or list(CORPUS_LOADERS)
     show_misses = "--misses" in argv

@@ -75,7 +75,7 @@ def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, s
                        f"{len(reaches)} sources ({tables} tables: {some}) are named in {' and '.join(named)} "
                        f"with no {LANGUAGE_NAMES.get(language, language)} description or synonym, so its words "
                        "cannot reach them (`structq describe --languages` adds synonyms)")
-    unit = max(index.tables.idf.values(), default=1.0) or 1.0
+    unit = index.tables.max_idf
     best = max((scores.get(i, 0.0) for i in kept), default=0.0) if kept else max(scores.values(), default=0.0)
     strength = best / unit
     if strength < MIN_SCORE and not matched_values:

@@ -34,6 +34,9 @@ K1, B = 1.2, 0.75
 W_NAME, W_SYNONYM, W_DESCRIPTION = 3.0, 3.0, 1.5
 W_COLUMN_NAME, W_COLUMN_SYNONYM, W_COLUMN_DESCRIPTION, W_VALUES = 1.0, 1.0, 0.6, 0.5
 W_EXAMPLE, W_SOURCE = 1.0, 0.3
+#: How many documents a common term nominates per query (``_Bm25``): the bound on linking's
+#: work per question term, calibrated on ``bench/linking.py`` (docs/performance.md, "Linking index cache").
+NOMINATE = 500
 _TABLE_REF = re.compile(r"\b(?:from|join)\s+[`\"\[]?([\w.]+)", re.I)
 
 
@@ -43,29 +46,57 @@ def _add(bag: Counter, text: str, weight: float) -> None:
 
 
 class _Bm25:
-    """A BM25 scorer over weighted bags of terms."""
+    """A BM25 scorer over weighted bags of terms, whose cost per query does not grow with the
+    number of documents.
+
+    Postings are kept per term (document → its BM25 term-frequency factor, computed once). A
+    term found in at most ``NOMINATE`` documents is a *rare* term: every document holding it
+    becomes a candidate. A *common* term (``id``, ``status``, a word in every table's
+    description) nominates only its ``NOMINATE`` best documents (highest factor: the term is
+    in their name, or most of what they say); its weight is then added to every candidate that
+    holds it. So each candidate's score is exact, the candidates are at most ``NOMINATE`` per
+    query term, and a common term — whose inverse document frequency is low anyway — cannot
+    drag ten thousand tables into the ranking.
+    """
 
     def __init__(self, bags: list[Counter]) -> None:
-        #: term → (document, its BM25 term-frequency factor), computed once
-        self.postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self.postings: dict[str, dict[int, float]] = defaultdict(dict)
         lengths = [sum(bag.values()) for bag in bags]
         avg = (sum(lengths) / len(lengths)) if lengths else 1.0
         for doc, bag in enumerate(bags):
             norm = K1 * (1 - B + B * (lengths[doc] / (avg or 1.0)))
             for term, tf in bag.items():
-                self.postings[term].append((doc, tf * (K1 + 1) / (tf + norm)))
+                self.postings[term][doc] = tf * (K1 + 1) / (tf + norm)
+        self.postings = dict(self.postings)
         total = len(bags)
         self.idf = {t: math.log(1 + (total - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()}
+        #: The largest idf (the unit of ``confidence.MIN_SCORE``), computed once.
+        self.max_idf = max(self.idf.values(), default=1.0) or 1.0
+        #: Common term → the documents it nominates, best first.
+        self.leaders: dict[str, tuple[int, ...]] = {
+            t: tuple(sorted(p, key=lambda doc, p=p: (-p[doc], doc))[:NOMINATE])  # type: ignore[misc]
+            for t, p in self.postings.items() if len(p) > NOMINATE}
 
     def score(self, query: dict[str, float]) -> dict[int, float]:
-        out: dict[int, float] = defaultdict(float)
+        """Candidate document → BM25 score of ``query`` (term → weight)."""
+        out: dict[int, float] = {}
+        common: list[tuple[float, dict[int, float]]] = []
         for term, qw in query.items():
-            idf = self.idf.get(term)
-            if idf is None:
+            postings = self.postings.get(term)
+            if postings is None:
                 continue
-            weight = qw * idf
-            for doc, factor in self.postings[term]:
-                out[doc] += weight * factor
+            weight = qw * self.idf[term]
+            leaders = self.leaders.get(term)
+            if leaders is None:
+                for doc, factor in postings.items():
+                    out[doc] = out.get(doc, 0.0) + weight * factor
+            else:
+                common.append((weight, postings))
+                for doc in leaders[: max(1, int(NOMINATE * min(qw, 1.0)))]:  # a weak term nominates fewer
+                    out.setdefault(doc, 0.0)
+        for weight, postings in common:  # every candidate is nominated: add what the common terms say of it
+            for doc in out.keys() & postings.keys():
+                out[doc] += weight * postings[doc]
         return out
 
 
@@ -99,10 +130,14 @@ class LinkingIndex:
     names: list[tuple[frozenset[str], int]]
     #: Estimated tokens of each source's header lines (paid once when any of its tables is kept)
     source_tokens: dict[str, int]
+    #: A term → the ``names`` entries filed under it (each under its rarest term, so the
+    #: entries looked at per question are few however many tables share a word)
+    named_by: dict[str, list[int]]
 
     def named(self, query_terms: set[str]) -> set[int]:
         """Tables whose name or a synonym is written in the question (all its words/bigrams)."""
-        return {i for needed, i in self.names if needed <= query_terms}
+        return {self.names[k][1] for term in query_terms for k in self.named_by.get(term, ())
+                if self.names[k][0] <= query_terms}
 
     @classmethod
     def build(cls, capabilities: "CapabilitySet") -> "LinkingIndex":
@@ -146,12 +181,17 @@ class LinkingIndex:
                 needed = frozenset(t for t, w in terms(phrase) if w >= 1.0 and not t.startswith("#"))
                 if needed:
                     names.append((needed, i))
+        counts = Counter(term for needed, _ in names for term in needed)
+        named_by: dict[str, list[int]] = defaultdict(list)
+        for k, (needed, _) in enumerate(names):
+            named_by[min(needed, key=lambda term: (counts[term], term))].append(k)
         from structq.capabilities.render import render_manifest
 
         headers = {m.source: estimate_tokens(render_manifest(m.model_copy(update={"tables": [], "indices": []}))) + 8
                    for m in capabilities}
         return cls(found, position, _Bm25(bags), _Bm25(column_bags), column_keys, _graph(found, position),
-                   examples, sum(e.tokens for e in found) + sum(headers.values()), names, headers)
+                   examples, sum(e.tokens for e in found) + sum(headers.values()), names, headers,
+                   dict(named_by))
 
     def paths_from(self, start: int, max_hops: int) -> dict[int, int]:
         """Shortest FK paths from ``start``: each reachable table → the table before it."""

@@ -29,7 +29,7 @@ __all__ = ["cached", "entry_path", "folder", "KEEP"]
 
 KEEP = 8
 #: Raise when ``LinkingIndex`` or what it holds changes shape: old entries become misses.
-_FORMAT = "structq-linking-index-1"
+_FORMAT = "structq-linking-index-2"
 
 
 def folder() -> Path:
