@@ -307,21 +307,20 @@ def _percentile(values: list[float], share: int) -> float:
     return ordered[min(len(ordered) - 1, len(ordered) * share // 100)]
 
 
-def _run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (MiB) of one process running ``command``.
+#: Runs a command from a process of its own (so no memory of this one is counted) and prints its wall
+#: seconds and its peak resident memory (kB) — ``getrusage(RUSAGE_CHILDREN)`` — as the last line.
+_TIMED = ("import resource, subprocess, sys, time; started = time.perf_counter(); "
+          "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+          "print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
 
-    The peak is that child's own (``os.wait4``'s resource usage, the figure
-    ``resource.getrusage(RUSAGE_CHILDREN)`` reports for the largest child), so each run counts
-    alone however large an earlier one was."""
-    started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    errors = child.stderr.read().decode(errors="replace") if child.stderr else ""
-    if child.returncode:
-        raise SystemExit(f"{' '.join(command[:4])} … failed ({child.returncode}): {errors[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024  # kB on Linux
+
+def _run(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak resident memory (MiB) of one process running ``command``."""
+    done = subprocess.run([sys.executable, "-S", "-c", _TIMED, *command], env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(command[:4])} … failed: {done.stderr[-2000:]}")
+    seconds, peak = done.stdout.split()[-2:]
+    return float(seconds), int(peak) / 1024
 
 
 #: Warm runs per size: the figure printed is their median.

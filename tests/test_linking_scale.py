@@ -70,3 +70,77 @@ def test_the_table_a_rare_word_names_is_kept_among_thousands_that_share_the_rest
     selection = select(QUESTION, large)
     assert selection.pruned
     assert selection.keeps(f"s{RARE // PER_SOURCE}", f"t{RARE}")
+
+
+# --- incremental rebuild: one changed manifest, one part built ----------------------------------
+
+
+def _source(name: str, words: str, *, example: bool = False) -> dict[str, Any]:
+    tables = [{"name": f"{name}_{w}", "description": f"{w} of {name}",
+               "columns": [{"name": "id", "type": "integer", "primary_key": True},
+                           {"name": f"{w}_amount", "type": "numeric"}]} for w in words.split()]
+    manifest: dict[str, Any] = {"source": name, "kind": "sql", "url": "sqlite://", "tables": tables}
+    if example:  # a verified example whose question is added to a table of this source
+        manifest["examples"] = [{"question": "quarterly revenue by region", "steps": [
+            {"output_key": "x", "source": name, "query": f"SELECT id FROM {tables[0]['name']}"}]}]
+    return manifest
+
+
+def _catalogue(changed: str = "refund") -> CapabilitySet:
+    return CapabilitySet([Manifest.model_validate(m) for m in (
+        _source("sales", "order invoice customer", example=True),
+        _source("support", f"ticket {changed} agent"),
+        _source("people", "employee department salary"))])
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
+    """No index or part held in memory, as in a new process; the cache folder in ``tmp_path``."""
+    from structq.linking import index as index_module, parts
+
+    monkeypatch.setattr(index_module, "_CACHE", index_module.Memo())
+    monkeypatch.setattr(parts, "_HELD", {})
+    monkeypatch.setenv("STRUCTQ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("STRUCTQ_CACHE", raising=False)
+    return parts
+
+
+def _same(a: LinkingIndex, b: LinkingIndex) -> bool:
+    return (a.entities == b.entities and a.tables.postings == b.tables.postings
+            and a.columns.postings == b.columns.postings and a.examples == b.examples and a.names == b.names
+            and a.graph == b.graph and a.total_tokens == b.total_tokens and a.reach == b.reach)
+
+
+def test_a_changed_manifest_rebuilds_only_its_part(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from structq.linking import linking_index
+
+    monkeypatch.setenv("STRUCTQ_CACHE", "0")  # in memory only
+    before = fresh.built
+    first = linking_index(_catalogue())
+    held = dict(fresh._HELD)
+    assert fresh.built == before + 3
+    changed = _catalogue("chargeback")
+    second = linking_index(changed)
+    assert fresh.built == before + 4  # the support manifest's part, nothing else
+    reused = [key for key, part in fresh._HELD.items() if held.get(key) is part]
+    assert len(reused) == 2 and len(fresh._HELD) == 3  # the same objects, not copies
+    assert _same(second, LinkingIndex.build(changed))  # merged from reused parts = built afresh
+    assert _same(first, LinkingIndex.build(_catalogue()))  # the merges changed no part they read
+    assert select("chargeback tickets", changed).keeps("support", "support_chargeback")
+
+
+def test_the_next_process_reads_the_unchanged_parts_from_the_cache(fresh: Any, tmp_path: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from structq.linking import index as index_module, linking_index
+
+    linking_index(_catalogue())
+    folder = tmp_path / "cache" / "linking" / "parts"
+    assert len(list(folder.glob("*.pickle"))) == 3
+    monkeypatch.setattr(index_module, "_CACHE", index_module.Memo())  # a new process
+    monkeypatch.setattr(fresh, "_HELD", {})
+    before = fresh.built
+    changed = _catalogue("chargeback")
+    merged = linking_index(changed)
+    assert fresh.built == before + 1
+    assert len(list(folder.glob("*.pickle"))) == 4
+    assert _same(merged, LinkingIndex.build(changed))

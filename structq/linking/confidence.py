@@ -26,11 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .languages import LANGUAGE_NAMES, question_language, reach
+from .languages import LANGUAGE_NAMES, question_language
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet
-
     from .index import LinkingIndex
 
 __all__ = ["Confidence", "judge", "MIN_SCORE", "CLOSE"]
@@ -57,7 +55,7 @@ class Confidence:
                 "signals": self.signals}
 
 
-def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, scores: dict[int, float],
+def judge(index: "LinkingIndex", question: str, scores: dict[int, float],
           kept: set[int], *, matched_values: bool = False, bridged: frozenset[str] = frozenset(),
           notes: dict[str, Any] | None = None) -> Confidence:
     """The confidence of a selection: ``scores`` are the tables' linking scores, ``kept`` the
@@ -65,7 +63,7 @@ def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, s
     more measurements to show with the verdict (the lexicon's words)."""
     reasons: list[str] = []
     language = question_language(question)
-    reaches = reach(capabilities)
+    reaches = index.reach
     unreachable = [r for r in reaches.values() if not r.reachable_from(language) and r.names not in bridged]
     if unreachable:
         tables = sum(r.tables for r in unreachable)

@@ -19,7 +19,7 @@ from structq.capabilities.render import render_index, render_table
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
 
-__all__ = ["Member", "Entity", "entities", "estimate_tokens"]
+__all__ = ["Member", "Entity", "entities", "estimate_tokens", "manifest_entities"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -113,6 +113,11 @@ _ENTITY: dict[type, Callable[[Any, "Manifest"], Entity]] = {Table: _table_entity
                                                             Operation: _operation_entity}
 
 
+def manifest_entities(manifest: "Manifest") -> list[Entity]:
+    """Every table and index of one manifest, in its order."""
+    return [_ENTITY[type(obj)](obj, manifest) for obj in manifest.objects]
+
+
 def entities(capabilities: "CapabilitySet") -> list[Entity]:
     """Every table and index, in manifest order."""
-    return [_ENTITY[type(obj)](obj, m) for m in capabilities for obj in m.objects]
+    return [e for m in capabilities for e in manifest_entities(m)]

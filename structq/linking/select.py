@@ -299,7 +299,7 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
         bridged = frozenset({"latin"}) if crossing.covered >= BRIDGE_SHARE else frozenset()
         lexicon = ({"lexicon": {zh: list(en) for zh, en in crossing.words},
                     "lexicon_covered": round(crossing.covered, 2)} if crossing.words else None)
-        confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches),
+        confidence = judge(index, question, scores, set(builder.kept), matched_values=bool(matches),
                            bridged=bridged, notes=lexicon)
     kept = builder.finish()
     shown = [m for m in matches if (m.source, m.table.lower()) in kept]  # hints only for tables shown
