@@ -68,7 +68,7 @@ class _Bm25:
         self.max_idf = max(self.idf.values(), default=1.0) or 1.0
         #: Common term → the documents it nominates, best first.
         self.leaders: dict[str, tuple[int, ...]] = {
-            t: tuple(sorted(p, key=lambda doc, p=p: (-p[doc], doc))[:NOMINATE])  # type: ignore[misc]
+            t: tuple(sorted(p, key=p.__getitem__, reverse=True)[:NOMINATE])  # ties: in document order
             for t, p in self.postings.items() if len(p) > NOMINATE}
 
     def score(self, query: dict[str, float]) -> dict[int, float]:
