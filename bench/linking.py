@@ -306,6 +306,7 @@ def synthetic(sizes: list[int]) -> None:
     for size in sizes:
         with tempfile.TemporaryDirectory() as cache:  # one per size: the catalogues share their first manifests
             os.environ["STRUCTQ_CACHE_DIR"] = cache
+            parts_module._HELD = {}  # nor the parts of the previous size
             capabilities, questions = synthetic_catalogue(size)
             fingerprint = capabilities.fingerprint()
             started = time.perf_counter()
