@@ -42,19 +42,28 @@ an undercount of what it costs on real data).
 Corpora are loaded by ``bench/linking_corpora.py``.
 
 Synthetic catalogues (``--synthetic N[,N...]``): N generated tables, 100 to a source, with FK
-references and descriptions drawn from a small vocabulary; figures: the index's build time,
-writing it to the on-disk cache (``structq.linking.persist``), loading it back as the next
-process would, its file size, and linking p50/p95 per question on the warm index.
+references and descriptions drawn from a small vocabulary (so every word is common: the hard
+case for bounded candidate sets); figures: the index's build time, writing it to the on-disk
+cache (``structq.linking.persist``), loading it back as the next process would, its file size,
+linking p50/p95 per question on the warm index (wall clock and the thread's CPU time), and
+linking the catalogue again after one manifest changed, with the previous parts held in memory
+and read from disk (``structq.linking.parts``; how many parts were built). Then, unless
+``--no-process``, whole processes: ``structq plan QUESTION --explain-linking --json`` over the
+catalogue written as manifest files, cold (empty cache folder) and warm (median of three), wall
+seconds, CPU seconds and peak RSS (``getrusage(RUSAGE_CHILDREN)`` in a small process of its
+own), and the warm 5,000 ÷ warm 100 ratio. No model is called. Figures only, no thresholds.
 
 Run: ``python bench/linking.py [spider_en|spider_de|bird|defog|demo|en_de|zh ...] [--misses]``
-or ``python bench/linking.py --synthetic 100,1000,10000``
+or ``python bench/linking.py --synthetic 100,1000,5000,10000 [--no-process]``
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +74,7 @@ import sqlglot
 from sqlglot import exp
 from structq.capabilities import CapabilitySet, Manifest
 from structq.linking import Budget, LinkingIndex, linking_index, persist, select
+from structq.linking import parts as parts_module
 from structq.linking.entities import estimate_tokens
 from structq.linking.route import Route, routing_prompt
 
@@ -236,12 +246,12 @@ WORDS = ("customer order invoice payment product shipment supplier warehouse emp
          "coupon review session device license audit").split()
 
 
-def synthetic_catalogue(tables: int, seed: int = 7) -> tuple[CapabilitySet, list[str]]:
-    """``tables`` generated tables (100 to a source) and questions naming some of them."""
+def synthetic_manifests(tables: int, seed: int = 7) -> tuple[list[dict], list[str]]:
+    """``tables`` generated tables (100 to a source), as manifest documents, and questions naming some of them."""
     rng = random.Random(seed)
     manifests, names = [], []
     for first in range(0, tables, 100):
-        rows = []
+        rows: list[dict] = []
         for i in range(first, min(first + 100, tables)):
             a, b = rng.sample(WORDS, 2)
             name = f"{a}_{b}_{i}"
@@ -253,23 +263,50 @@ def synthetic_catalogue(tables: int, seed: int = 7) -> tuple[CapabilitySet, list
             if i > first:
                 columns.append({"name": "parent_id", "type": "integer", "references": f"{rows[-1]['name']}.id"})
             rows.append({"name": name, "description": f"{a} {b} records of {rng.choice(WORDS)}", "columns": columns})
-        manifests.append(Manifest.model_validate({"source": f"s{first // 100}", "kind": "sql", "url": "sqlite://",
-                                                  "tables": rows}))
+        manifests.append({"source": f"s{first // 100}", "kind": "sql", "url": "sqlite://", "tables": rows})
     questions = [f"total {a} amount per {b} status last month" for a, b in rng.sample(names, min(50, len(names)))]
-    return CapabilitySet(manifests), questions
+    return manifests, questions
+
+
+def synthetic_catalogue(tables: int, seed: int = 7) -> tuple[CapabilitySet, list[str]]:
+    """``synthetic_manifests`` loaded as a capability set."""
+    manifests, questions = synthetic_manifests(tables, seed)
+    return CapabilitySet([Manifest.model_validate(m) for m in manifests]), questions
 
 
 def _not_kept() -> LinkingIndex:
     raise SystemExit("the index was not read back from the cache")
 
 
+def _with_one_change(size: int, manifest: int, seed: int = 7) -> CapabilitySet:
+    """The synthetic catalogue of ``size`` with one table's description changed in manifest number ``manifest``."""
+    manifests, _ = synthetic_manifests(size, seed)
+    table = manifests[manifest]["tables"][0]
+    table["description"] += f" (revised {manifest})"
+    return CapabilitySet([Manifest.model_validate(m) for m in manifests])
+
+
+def _relink(capabilities: CapabilitySet) -> tuple[float, int]:
+    """Seconds to link ``capabilities`` (a catalogue never seen whole) and the parts built for it."""
+    before = parts_module.built
+    started = time.perf_counter()
+    linking_index(capabilities)
+    return time.perf_counter() - started, parts_module.built - before
+
+
 def synthetic(sizes: list[int]) -> None:
-    """Build, keep, load back and link over synthetic catalogues of each size (figures only)."""
-    print(f"{'tables':>7} {'build s':>8} {'write s':>8} {'load s':>8} {'file MiB':>9} {'p50 ms':>7} {'p95 ms':>7}")
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["STRUCTQ_CACHE_DIR"] = cache
-        os.environ.pop("STRUCTQ_CACHE", None)
-        for size in sizes:
+    """Build, keep, load back, link over and change one manifest of synthetic catalogues of each size (figures only).
+
+    ``1 changed`` is linking the catalogue with one manifest changed while this process holds the
+    parts of the previous version; ``from disk`` the same with the parts read from the cache
+    folder, as the next command does."""
+    print(f"{'tables':>7} {'build s':>8} {'write s':>8} {'load s':>8} {'file MiB':>9} {'p50 ms':>7} {'p95 ms':>7} "
+          f"{'cpu p50':>7} {'cpu p95':>7} {'1 changed s':>11} {'from disk s':>11} {'parts built':>11}")
+    os.environ.pop("STRUCTQ_CACHE", None)
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as cache:  # one per size: the catalogues share their first manifests
+            os.environ["STRUCTQ_CACHE_DIR"] = cache
+            parts_module._HELD = {}  # nor the parts of the previous size
             capabilities, questions = synthetic_catalogue(size)
             fingerprint = capabilities.fingerprint()
             started = time.perf_counter()
@@ -284,19 +321,98 @@ def synthetic(sizes: list[int]) -> None:
             entry = persist.entry_path(fingerprint)
             mib = entry.stat().st_size / 2**20 if entry else 0.0
             linking_index(capabilities)  # warm, as a command after the load
-            times = []
+            times, cpu_times = [], []
             for question in questions:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.thread_time()
                 select(question, capabilities)
                 times.append((time.perf_counter() - started) * 1000)
-            times.sort()
-            p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
-            print(f"{size:>7} {build:>8.2f} {write:>8.2f} {load:>8.2f} {mib:>9.1f} {statistics.median(times):>7.2f} {p95:>7.2f}")
+                cpu_times.append((time.thread_time() - cpu) * 1000)
+            parts_module.parts(capabilities)  # every part held and kept, as after a first command
+            changed, changed_built = _relink(_with_one_change(size, 0))
+            parts_module._HELD = {}  # a new process: the parts are on disk only
+            from_disk, disk_built = _relink(_with_one_change(size, len(capabilities) - 1))
+            print(f"{size:>7} {build:>8.2f} {write:>8.2f} {load:>8.2f} {mib:>9.1f} {_percentile(times, 50):>7.2f} "
+                  f"{_percentile(times, 95):>7.2f} {_percentile(cpu_times, 50):>7.2f} {_percentile(cpu_times, 95):>7.2f} "
+                  f"{changed:>11.2f} {from_disk:>11.2f} {f'{changed_built}, {disk_built} of {len(capabilities)}':>11}")
+
+
+def _percentile(values: list[float], share: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, len(ordered) * share // 100)]
+
+
+#: Runs a command from a process of its own (so no memory of this one is counted) and prints its wall
+#: seconds, its CPU seconds and its peak resident memory (kB) — ``getrusage(RUSAGE_CHILDREN)`` — as the last line.
+_TIMED = ("import resource, subprocess, sys, time; started = time.perf_counter(); "
+          "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+          "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+          "print(time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)")
+
+
+def _run(command: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak resident memory (MiB) of one process running ``command``."""
+    done = subprocess.run([sys.executable, "-S", "-c", _TIMED, *command], env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(command[:4])} … failed: {done.stderr[-2000:]}")
+    seconds, cpu, peak = done.stdout.split()[-3:]
+    return float(seconds), float(cpu), int(peak) / 1024
+
+
+#: Warm runs per size: the figure printed is their median.
+WARM_RUNS = 3
+#: Rounds of the warm 5,000 ÷ warm 100 ratio, each running the two one after the other.
+RATIO_ROUNDS = 5
+
+
+def _plan_command(size: int, root: Path) -> tuple[list[str], dict[str, str]]:
+    """``structq plan --explain-linking`` over the synthetic catalogue of ``size`` written under ``root``."""
+    manifests, questions = synthetic_manifests(size)
+    catalogue, cache = root / f"catalogue-{size}", root / f"cache-{size}"
+    catalogue.mkdir()
+    for m in manifests:  # JSON is YAML, and much faster to write
+        (catalogue / f"{m['source']}.yaml").write_text(json.dumps(m), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("STRUCTQ_CACHE", "STRUCTQ_LLM")}
+    here = Path(__file__).resolve().parent.parent
+    env.update(STRUCTQ_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join(
+        [str(here), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return [sys.executable, "-m", "structq", "plan", questions[0], "--explain-linking", "--json",
+            "-m", str(catalogue)], env
+
+
+def whole_process(sizes: list[int]) -> None:
+    """``structq plan --explain-linking`` as a user runs it: a new process over a folder of manifests,
+    cold (nothing kept: manifests parsed, index built and kept) and warm (both read back). The
+    warm 5,000 ÷ warm 100 ratio is taken round by round, the two runs next to each other, so a
+    change in the machine's load between sizes does not enter it."""
+    print(f"\nwhole process: structq plan --explain-linking --json (warm: median of {WARM_RUNS}; "
+          "cpu: the process's user + system seconds)")
+    print(f"{'tables':>7} {'cold s':>7} {'cold cpu':>8} {'cold MiB':>9} {'warm s':>7} {'warm cpu':>8} {'warm MiB':>9}")
+    with tempfile.TemporaryDirectory() as folder:
+        commands = {}
+        for size in sizes:
+            commands[size] = command, env = _plan_command(size, Path(folder))
+            cold = _run(command, env)
+            runs = sorted(_run(command, env) for _ in range(WARM_RUNS))
+            warm = runs[len(runs) // 2]
+            print(f"{size:>7} {cold[0]:>7.2f} {cold[1]:>8.2f} {cold[2]:>9.0f} {warm[0]:>7.2f} {warm[1]:>8.2f} "
+                  f"{warm[2]:>9.0f}")
+        if 100 in commands and 5000 in commands:
+            walls, cpus = [], []
+            for _ in range(RATIO_ROUNDS):
+                small, large = _run(*commands[100]), _run(*commands[5000])
+                walls.append(large[0] / small[0])
+                cpus.append(large[1] / small[1])
+            print(f"warm 5,000 tables ÷ warm 100 tables, {RATIO_ROUNDS} rounds: {statistics.median(walls):.2f}× wall "
+                  f"[{min(walls):.2f}–{max(walls):.2f}], {statistics.median(cpus):.2f}× cpu "
+                  f"[{min(cpus):.2f}–{max(cpus):.2f}] (target ≤ 3×)")
 
 
 def main(argv: list[str]) -> None:
     if "--synthetic" in argv:
-        synthetic([int(n) for n in argv[argv.index("--synthetic") + 1].split(",")])
+        sizes = [int(n) for n in argv[argv.index("--synthetic") + 1].split(",")]
+        synthetic(sizes)
+        if "--no-process" not in argv:
+            whole_process(sizes)
         return
     names = [a for a in argv if not a.startswith("-")] or list(CORPUS_LOADERS)
     show_misses = "--misses" in argv

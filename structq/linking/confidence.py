@@ -26,11 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .languages import LANGUAGE_NAMES, question_language, reach
+from .languages import LANGUAGE_NAMES, question_language
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet
-
     from .index import LinkingIndex
 
 __all__ = ["Confidence", "judge", "MIN_SCORE", "CLOSE"]
@@ -57,7 +55,7 @@ class Confidence:
                 "signals": self.signals}
 
 
-def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, scores: dict[int, float],
+def judge(index: "LinkingIndex", question: str, scores: dict[int, float],
           kept: set[int], *, matched_values: bool = False, bridged: frozenset[str] = frozenset(),
           notes: dict[str, Any] | None = None) -> Confidence:
     """The confidence of a selection: ``scores`` are the tables' linking scores, ``kept`` the
@@ -65,7 +63,7 @@ def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, s
     more measurements to show with the verdict (the lexicon's words)."""
     reasons: list[str] = []
     language = question_language(question)
-    reaches = reach(capabilities)
+    reaches = index.reach
     unreachable = [r for r in reaches.values() if not r.reachable_from(language) and r.names not in bridged]
     if unreachable:
         tables = sum(r.tables for r in unreachable)
@@ -75,7 +73,7 @@ def judge(index: "LinkingIndex", capabilities: "CapabilitySet", question: str, s
                        f"{len(reaches)} sources ({tables} tables: {some}) are named in {' and '.join(named)} "
                        f"with no {LANGUAGE_NAMES.get(language, language)} description or synonym, so its words "
                        "cannot reach them (`structq describe --languages` adds synonyms)")
-    unit = max(index.tables.idf.values(), default=1.0) or 1.0
+    unit = index.tables.max_idf
     best = max((scores.get(i, 0.0) for i in kept), default=0.0) if kept else max(scores.values(), default=0.0)
     strength = best / unit
     if strength < MIN_SCORE and not matched_values:

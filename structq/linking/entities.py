@@ -19,7 +19,7 @@ from structq.capabilities.render import render_index, render_table
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
 
-__all__ = ["Member", "Entity", "entities", "estimate_tokens"]
+__all__ = ["Member", "Entity", "entities", "estimate_tokens", "manifest_entities"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -28,7 +28,9 @@ def estimate_tokens(text: str) -> int:
     cl100k-style tokenizers spend about one token per Chinese character and about four English
     characters per token; a plain ``len / 4`` would undercount Chinese manifests several-fold.
     """
-    ascii_chars = sum(1 for ch in text if ch < "\x80")
+    if text.isascii():  # the common case, without a loop over the characters
+        return (len(text) + 3) // 4
+    ascii_chars = len(text.encode("ascii", "ignore"))
     return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
 
 
@@ -111,6 +113,11 @@ _ENTITY: dict[type, Callable[[Any, "Manifest"], Entity]] = {Table: _table_entity
                                                             Operation: _operation_entity}
 
 
+def manifest_entities(manifest: "Manifest") -> list[Entity]:
+    """Every table and index of one manifest, in its order."""
+    return [_ENTITY[type(obj)](obj, manifest) for obj in manifest.objects]
+
+
 def entities(capabilities: "CapabilitySet") -> list[Entity]:
     """Every table and index, in manifest order."""
-    return [_ENTITY[type(obj)](obj, m) for m in capabilities for obj in m.objects]
+    return [e for m in capabilities for e in manifest_entities(m)]

@@ -8,7 +8,9 @@ pruning can rank the columns of a wide table. Scores are BM25 (k1 = 1.2, b = 0.7
 question's terms (``tokens.terms``) weighted as the tokenizer says.
 
 The FK graph joins tables of one source through ``references``; pruning closes the kept
-tables over its shortest paths. Built once per manifest fingerprint and cached.
+tables over its shortest paths. Built once per catalogue fingerprint and cached; each
+manifest's share of it (``parts.py``) once per manifest fingerprint, so a changed manifest
+rebuilds its own part and the merge.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .entities import Entity, entities, estimate_tokens
 from . import persist
+from .entities import Entity
+from .languages import Reach
 from .memo import Memo
-from .tokens import terms
+from .parts import W_EXAMPLE, Part, add_terms, build_part, parts
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet
@@ -30,42 +33,64 @@ if TYPE_CHECKING:
 __all__ = ["LinkingIndex", "linking_index"]
 
 K1, B = 1.2, 0.75
-#: Field weights of a table document (see the module docstring).
-W_NAME, W_SYNONYM, W_DESCRIPTION = 3.0, 3.0, 1.5
-W_COLUMN_NAME, W_COLUMN_SYNONYM, W_COLUMN_DESCRIPTION, W_VALUES = 1.0, 1.0, 0.6, 0.5
-W_EXAMPLE, W_SOURCE = 1.0, 0.3
+#: How many documents a common term nominates per query (``_Bm25``): the bound on linking's
+#: work per question term, calibrated on ``bench/linking.py`` (docs/performance.md, "Linking index cache").
+NOMINATE = 500
 _TABLE_REF = re.compile(r"\b(?:from|join)\s+[`\"\[]?([\w.]+)", re.I)
 
 
-def _add(bag: Counter, text: str, weight: float) -> None:
-    for term, w in terms(text):
-        bag[term] += w * weight
-
-
 class _Bm25:
-    """A BM25 scorer over weighted bags of terms."""
+    """A BM25 scorer over weighted bags of terms, whose cost per query does not grow with the
+    number of documents.
+
+    Postings are kept per term (document → its BM25 term-frequency factor, computed once). A
+    term found in at most ``NOMINATE`` documents is a *rare* term: every document holding it
+    becomes a candidate. A *common* term (``id``, ``status``, a word in every table's
+    description) nominates only its ``NOMINATE`` best documents (highest factor: the term is
+    in their name, or most of what they say); its weight is then added to every candidate that
+    holds it. So each candidate's score is exact, the candidates are at most ``NOMINATE`` per
+    query term, and a common term — whose inverse document frequency is low anyway — cannot
+    drag ten thousand tables into the ranking.
+    """
 
     def __init__(self, bags: list[Counter]) -> None:
-        #: term → (document, its BM25 term-frequency factor), computed once
-        self.postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self.postings: dict[str, dict[int, float]] = defaultdict(dict)
         lengths = [sum(bag.values()) for bag in bags]
         avg = (sum(lengths) / len(lengths)) if lengths else 1.0
         for doc, bag in enumerate(bags):
             norm = K1 * (1 - B + B * (lengths[doc] / (avg or 1.0)))
             for term, tf in bag.items():
-                self.postings[term].append((doc, tf * (K1 + 1) / (tf + norm)))
+                self.postings[term][doc] = tf * (K1 + 1) / (tf + norm)
+        self.postings = dict(self.postings)
         total = len(bags)
         self.idf = {t: math.log(1 + (total - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()}
+        #: The largest idf (the unit of ``confidence.MIN_SCORE``), computed once.
+        self.max_idf = max(self.idf.values(), default=1.0) or 1.0
+        #: Common term → the documents it nominates, best first.
+        self.leaders: dict[str, tuple[int, ...]] = {
+            t: tuple(sorted(p, key=p.__getitem__, reverse=True)[:NOMINATE])  # ties: in document order
+            for t, p in self.postings.items() if len(p) > NOMINATE}
 
     def score(self, query: dict[str, float]) -> dict[int, float]:
-        out: dict[int, float] = defaultdict(float)
+        """Candidate document → BM25 score of ``query`` (term → weight)."""
+        out: dict[int, float] = {}
+        common: list[tuple[float, dict[int, float]]] = []
         for term, qw in query.items():
-            idf = self.idf.get(term)
-            if idf is None:
+            postings = self.postings.get(term)
+            if postings is None:
                 continue
-            weight = qw * idf
-            for doc, factor in self.postings[term]:
-                out[doc] += weight * factor
+            weight = qw * self.idf[term]
+            leaders = self.leaders.get(term)
+            if leaders is None:
+                for doc, factor in postings.items():
+                    out[doc] = out.get(doc, 0.0) + weight * factor
+            else:
+                common.append((weight, postings))
+                for doc in leaders[: max(1, int(NOMINATE * min(qw, 1.0)))]:  # a weak term nominates fewer
+                    out.setdefault(doc, 0.0)
+        for weight, postings in common:  # every candidate is nominated: add what the common terms say of it
+            for doc in out.keys() & postings.keys():
+                out[doc] += weight * postings[doc]
         return out
 
 
@@ -99,59 +124,59 @@ class LinkingIndex:
     names: list[tuple[frozenset[str], int]]
     #: Estimated tokens of each source's header lines (paid once when any of its tables is kept)
     source_tokens: dict[str, int]
+    #: A term → the ``names`` entries filed under it (each under its rarest term, so the
+    #: entries looked at per question are few however many tables share a word)
+    named_by: dict[str, list[int]]
+    #: Each source's languages (``languages.Reach``), read from the kept index instead of every
+    #: manifest's prose again in each process
+    reach: dict[str, Reach]
 
     def named(self, query_terms: set[str]) -> set[int]:
         """Tables whose name or a synonym is written in the question (all its words/bigrams)."""
-        return {i for needed, i in self.names if needed <= query_terms}
+        return {self.names[k][1] for term in query_terms for k in self.named_by.get(term, ())
+                if self.names[k][0] <= query_terms}
 
     @classmethod
     def build(cls, capabilities: "CapabilitySet") -> "LinkingIndex":
-        found = entities(capabilities)
-        position = {e.key: i for i, e in enumerate(found)}
-        examples = [(q, {position[k] for k in read if k in position}) for q, read in _example_tables(capabilities)]
+        """The index of ``capabilities``, every manifest's part built afresh."""
+        return cls.merge([build_part(m) for m in capabilities], capabilities)
+
+    @classmethod
+    def merge(cls, parts: list[Part], capabilities: "CapabilitySet") -> "LinkingIndex":
+        """The index of ``capabilities`` from its manifests' ``parts`` (in manifest order),
+        which are read, never changed: they are reused by the next catalogue's merge."""
+        found: list[Entity] = []
         bags: list[Counter] = []
         column_bags: list[Counter] = []
         column_keys: list[tuple[int, int]] = []
-        descriptions = {m.source: m.description for m in capabilities}
-        for i, e in enumerate(found):
-            bag: Counter = Counter()
-            _add(bag, e.name, W_NAME)
-            for s in e.synonyms:
-                _add(bag, s, W_SYNONYM)
-            _add(bag, e.description, W_DESCRIPTION)
-            _add(bag, f"{e.source} {descriptions.get(e.source, '')}", W_SOURCE)
-            for j, member in enumerate(e.members):
-                col: Counter = Counter()
-                _add(col, member.name.replace(".", " "), 2.0)
-                for s in member.synonyms:
-                    _add(col, s, 2.0)
-                _add(col, member.description, 1.0)
-                for code, meaning in member.values:
-                    _add(col, f"{code} {meaning}", W_VALUES)
-                column_bags.append(col)
-                column_keys.append((i, j))
-                _add(bag, member.name.replace(".", " "), W_COLUMN_NAME)
-                for s in member.synonyms:
-                    _add(bag, s, W_COLUMN_SYNONYM)
-                _add(bag, member.description, W_COLUMN_DESCRIPTION)
-                for code, meaning in member.values:
-                    _add(bag, f"{code} {meaning}", W_VALUES)
-            bags.append(bag)
+        names: list[tuple[frozenset[str], int]] = []
+        headers: dict[str, int] = {}
+        reaches: dict[str, Reach] = {}
+        for part in parts:
+            offset = len(found)
+            found += part.entities
+            bags += part.bags
+            column_bags += part.column_bags
+            column_keys += [(offset + i, j) for i, j in part.column_keys]
+            names += [(needed, offset + i) for needed, i in part.names]
+            headers[part.source] = part.header_tokens
+            reaches[part.source] = part.reach
+        position = {e.key: i for i, e in enumerate(found)}
+        examples = [(q, {position[k] for k in read if k in position}) for q, read in _example_tables(capabilities)]
+        own: set[int] = set()  # bags copied from their part before an example's question is added
         for question, read in examples:
             for i in read:
-                _add(bags[i], question, W_EXAMPLE)
-        names = []
-        for i, e in enumerate(found):
-            for phrase in (e.name, *e.synonyms):
-                needed = frozenset(t for t, w in terms(phrase) if w >= 1.0 and not t.startswith("#"))
-                if needed:
-                    names.append((needed, i))
-        from structq.capabilities.render import render_manifest
-
-        headers = {m.source: estimate_tokens(render_manifest(m.model_copy(update={"tables": [], "indices": []}))) + 8
-                   for m in capabilities}
+                if i not in own:
+                    bags[i] = Counter(bags[i])
+                    own.add(i)
+                add_terms(bags[i], question, W_EXAMPLE)
+        counts = Counter(term for needed, _ in names for term in needed)
+        named_by: dict[str, list[int]] = defaultdict(list)
+        for k, (needed, _) in enumerate(names):
+            named_by[min(needed, key=lambda term: (counts[term], term))].append(k)
         return cls(found, position, _Bm25(bags), _Bm25(column_bags), column_keys, _graph(found, position),
-                   examples, sum(e.tokens for e in found) + sum(headers.values()), names, headers)
+                   examples, sum(e.tokens for e in found) + sum(headers.values()), names, headers,
+                   dict(named_by), reaches)
 
     def paths_from(self, start: int, max_hops: int) -> dict[int, int]:
         """Shortest FK paths from ``start``: each reachable table → the table before it."""
@@ -187,4 +212,5 @@ _CACHE: Memo[LinkingIndex] = Memo()
 def linking_index(capabilities: "CapabilitySet") -> LinkingIndex:
     """The index of ``capabilities``, built once per manifest fingerprint (a few kept; on disk too)."""
     fingerprint = capabilities.fingerprint()
-    return _CACHE.get(fingerprint, lambda: persist.cached(fingerprint, lambda: LinkingIndex.build(capabilities)))
+    return _CACHE.get(fingerprint, lambda: persist.cached(
+        fingerprint, lambda: LinkingIndex.merge(parts(capabilities), capabilities)))

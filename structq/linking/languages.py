@@ -28,7 +28,7 @@ from .tokens import is_cjk, latin_words
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
 
-__all__ = ["Reach", "question_language", "text_language", "reach", "LANGUAGE_NAMES"]
+__all__ = ["Reach", "question_language", "text_language", "reach", "source_reach", "LANGUAGE_NAMES"]
 
 LANGUAGE_NAMES = {"zh": "Chinese", "en": "English", "de": "German", "latin": "Latin letters"}
 
@@ -121,7 +121,8 @@ class Reach:
         return self.names == "latin" and language != "zh"
 
 
-def _source_reach(m: "Manifest") -> Reach:
+def source_reach(m: "Manifest") -> Reach:
+    """What one manifest's names and prose are written in (kept in its linking ``parts.Part``)."""
     names: list[str] = []
     prose: list[str] = [m.description or ""]
     synonyms: list[str] = []
@@ -144,4 +145,4 @@ _CACHE: Memo[dict[str, Reach]] = Memo()
 
 def reach(capabilities: "CapabilitySet") -> dict[str, Reach]:
     """Each source's ``Reach``, computed once per manifest fingerprint."""
-    return _CACHE.get(capabilities.fingerprint(), lambda: {m.source: _source_reach(m) for m in capabilities})
+    return _CACHE.get(capabilities.fingerprint(), lambda: {m.source: source_reach(m) for m in capabilities})

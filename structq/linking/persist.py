@@ -4,7 +4,10 @@ Why: every CLI command is a new process, and building the index is most of linki
 large catalogue (BM25 postings over every table and column). The index depends only on the
 manifests, so it is kept in the user's cache folder (``STRUCTQ_CACHE_DIR``; ``STRUCTQ_CACHE=0``
 turns it off, like the plan and manifest caches) under the SHA-256 of the catalogue's
-fingerprint, this format and the Python version: a changed manifest is a new entry.
+fingerprint, this format and the Python version: a changed manifest is a new entry. Each
+manifest's share of the index (``parts.Part``) is kept too, in ``linking/parts/`` by that
+manifest's fingerprint, so the new entry is built from the unchanged manifests' parts and the
+changed one's alone.
 
 The index is plain data (dataclasses, dicts, lists, sets), stored with ``pickle``. That is
 safe here for the reason the other caches are trusted: the file lives in the user's own cache
@@ -20,16 +23,19 @@ import pickle
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from .index import LinkingIndex
+    from .parts import Part
 
-__all__ = ["cached", "entry_path", "folder", "KEEP"]
+__all__ = ["cached", "cached_part", "entry_path", "folder", "KEEP"]
 
 KEEP = 8
-#: Raise when ``LinkingIndex`` or what it holds changes shape: old entries become misses.
-_FORMAT = "structq-linking-index-1"
+#: Raise when ``LinkingIndex``, ``Part`` or what they hold change shape: old entries become misses.
+_FORMAT = "structq-linking-index-3"
+
+T = TypeVar("T")
 
 
 def folder() -> Path:
@@ -45,55 +51,78 @@ def entries() -> int:
 
 
 def clear() -> int:
-    """Remove every kept index (``structq cache clear``); how many were removed."""
+    """Remove every kept index and part (``structq cache clear``); how many indexes were removed."""
     removed = 0
     for entry in folder().glob("*.pickle"):
         entry.unlink(missing_ok=True)
         removed += 1
+    for entry in (folder() / "parts").glob("*.pickle"):
+        entry.unlink(missing_ok=True)
     return removed
 
 
-def entry_path(fingerprint: str) -> Path | None:
-    """The file of the index of ``fingerprint``, or None when the cache is off."""
+def _path(where: Path, fingerprint: str) -> Path | None:
+    """The file kept for ``fingerprint`` in ``where``, or None when the cache is off."""
     from structq.config import cache_enabled
 
     if not cache_enabled(os.environ):
         return None
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     digest = hashlib.sha256(f"{_FORMAT}\0{version}\0{fingerprint}".encode("utf-8", "surrogatepass"))
-    return folder() / f"{digest.hexdigest()}.pickle"
+    return where / f"{digest.hexdigest()}.pickle"
+
+
+def entry_path(fingerprint: str) -> Path | None:
+    """The file of the index of ``fingerprint``, or None when the cache is off."""
+    return _path(folder(), fingerprint)
 
 
 def cached(fingerprint: str, build: Callable[[], "LinkingIndex"]) -> "LinkingIndex":
     """The index kept for ``fingerprint``, else ``build()`` (kept for next time)."""
-    entry = entry_path(fingerprint)
-    if entry is None:
-        return build()
-    kept = _read(entry)
-    if kept is not None:
-        return kept
-    index = build()
-    _write(entry, index)
-    return index
-
-
-def _read(entry: Path) -> "LinkingIndex | None":
     from .index import LinkingIndex
 
+    return _cached(entry_path(fingerprint), build, LinkingIndex, KEEP)
+
+
+def cached_part(fingerprint: str, build: Callable[[], "Part"], keep: int) -> "Part":
+    """The part kept for a manifest's ``fingerprint``, else ``build()`` (kept for next time,
+    with the ``keep`` newest parts: room for two versions of every manifest of the catalogue)."""
+    from .parts import Part
+
+    return _cached(_path(folder() / "parts", fingerprint), build, Part, max(keep, KEEP))
+
+
+def _cached(entry: Path | None, build: Callable[[], T], kind: type, keep: int) -> T:
+    if entry is None:
+        return build()
+    kept = _read(entry, kind)
+    if kept is not None:
+        return kept
+    made = build()
+    _write(entry, made, keep)
+    return made
+
+
+def _read(entry: Path, kind: type | None = None) -> Any:
+    """What ``entry`` keeps, if it is a ``kind`` (``LinkingIndex`` unless said) of this format."""
+    if kind is None:
+        from .index import LinkingIndex
+
+        kind = LinkingIndex
     try:
         kept = pickle.loads(entry.read_bytes())
     except Exception:  # noqa: BLE001 - a damaged entry can raise anything unpickling; it is a miss
         return None
-    if not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == _FORMAT and isinstance(kept[1], LinkingIndex)):
+    if not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == _FORMAT and isinstance(kept[1], kind)):
         return None
     return kept[1]
 
 
-def _write(entry: Path, index: "LinkingIndex") -> None:
-    """Keep ``index``; silently nothing when it cannot."""
+def _write(entry: Path, value: object, keep: int) -> None:
+    """Keep ``value``; silently nothing when it cannot."""
     from structq.capabilities.manifest_cache import write_entry
 
     try:
-        write_entry(entry, pickle.dumps((_FORMAT, index), protocol=pickle.HIGHEST_PROTOCOL), KEEP)
+        write_entry(entry, pickle.dumps((_FORMAT, value), protocol=pickle.HIGHEST_PROTOCOL), keep)
     except (OSError, pickle.PicklingError, RecursionError):
         return

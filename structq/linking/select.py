@@ -14,6 +14,7 @@ the prompt shows; the sandbox checks every query against the full manifests, as 
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -298,7 +299,7 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
         bridged = frozenset({"latin"}) if crossing.covered >= BRIDGE_SHARE else frozenset()
         lexicon = ({"lexicon": {zh: list(en) for zh, en in crossing.words},
                     "lexicon_covered": round(crossing.covered, 2)} if crossing.words else None)
-        confidence = judge(index, capabilities, question, scores, set(builder.kept), matched_values=bool(matches),
+        confidence = judge(index, question, scores, set(builder.kept), matched_values=bool(matches),
                            bridged=bridged, notes=lexicon)
     kept = builder.finish()
     shown = [m for m in matches if (m.source, m.table.lower()) in kept]  # hints only for tables shown
@@ -418,13 +419,13 @@ class _Builder:
         ranked: dict[int, tuple[float, int]] = {}  # table → (rank score, the table it joins or -1)
         for i, score in self.scores.items():
             ranked[i] = (score + weight * source_score[entities[i].source], -1)
-        best = sorted(ranked.items(), key=lambda kv: -kv[1][0])[:_CANDIDATES]
+        best = heapq.nlargest(_CANDIDATES, ranked.items(), key=lambda kv: kv[1][0])
         for i, (score, _) in best:
             for n in self.index.graph.get(i, ()):
                 if 0.5 * score > ranked.get(n, (0.0, -1))[0]:
                     ranked[n] = (0.5 * score, i)
         out = []
-        for i, (score, via) in sorted(ranked.items(), key=lambda kv: (-kv[1][0], kv[0]))[:_CANDIDATES]:
+        for i, (score, via) in heapq.nsmallest(_CANDIDATES, ranked.items(), key=lambda kv: (-kv[1][0], kv[0])):
             if via < 0:
                 own = self.scores.get(i, 0.0)
                 reason = f"matches the question (score {own:.1f}, its source {score - own:.1f})"

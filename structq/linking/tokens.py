@@ -111,6 +111,13 @@ def terms(text: str) -> list[tuple[str, float]]:
     >>> [t for t, _ in terms("employeePerformance_grade")]
     ['employee', 'performance', 'grade']
     """
+    return list(_terms(text))
+
+
+@lru_cache(maxsize=65536)
+def _terms(text: str) -> tuple[tuple[str, float], ...]:
+    """``terms``, kept: a catalogue repeats the same names and descriptions (``id``, ``status``,
+    ``created_at``) in every table, and the index tokenizes each of them once."""
     out: list[tuple[str, float]] = []
     for run in _RUN.findall(text):
         if is_cjk(run):
@@ -126,4 +133,4 @@ def terms(text: str) -> list[tuple[str, float]]:
             out.append((stemmed, 1.0))
             if len(word) >= GRAM_MIN_WORD and word.isalpha():
                 out += [("#" + word[i : i + 4], GRAM_WEIGHT) for i in range(len(word) - 3)]
-    return out
+    return tuple(out)
