@@ -207,7 +207,7 @@ def measure(corpus: str, capabilities: CapabilitySet, items: list[Item], budget:
         if sel.confident:
             routed_whole.append(whole[-1])
         else:  # one routing call, answered by the gold router
-            route_toks.append(estimate_tokens(routing_prompt(item.question, capabilities, sel, sel.budget.route_tokens)))
+            route_toks.append(estimate_tokens(routing_prompt(item.question, capabilities, sel.confidence, sel.budget.route_tokens)))
             routed = select(item.question, capabilities, budget=budget, route=gold_router(tables, columns))
             routed_whole.append(all(routed.keeps(*t) for t in tables))
         if misses is not None and len(kept_t) < len(tables):

@@ -217,12 +217,7 @@ def test_the_module_scan_sees_the_executors_imports() -> None:
 #: Import circles between modules that are still open, each with the reason it is not broken yet.
 #: A circle is broken along concepts (the shared piece moves to the module it belongs to), never
 #: by hiding an import inside a function: the walk counts those too. The list only shrinks.
-KNOWN_MODULE_CYCLES: dict[tuple[str, ...], str] = {
-    ("structq.linking.index", "structq.linking.persist"):
-        "the kept linking index and the index it reloads; being reworked with linking's own change",
-    ("structq.linking.route", "structq.linking.select"):
-        "routing and selection share the catalogue's pieces; being reworked with linking's own change",
-}
+KNOWN_MODULE_CYCLES: dict[tuple[str, ...], str] = {}
 
 
 def _module_cycles() -> set[tuple[str, ...]]:

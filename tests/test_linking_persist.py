@@ -87,7 +87,7 @@ def test_a_damaged_entry_is_rebuilt(tmp_path: Path, damage: bytes | None) -> Non
     else:
         entry.write_bytes(damage)
     assert _plan(catalogue, cache) == clean
-    assert persist._read(entry) is not None  # written again, whole
+    assert persist._read(entry, index_module.LinkingIndex) is not None  # written again, whole
 
 
 def test_cache_off_writes_nothing(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ def test_an_unwritable_folder_is_not_an_error(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("STRUCTQ_CACHE_DIR", str(blocker))  # a file where the folder should be
     monkeypatch.delenv("STRUCTQ_CACHE", raising=False)
     caps = CapabilitySet.from_path(_write(tmp_path / "c"))
-    assert persist.cached(caps.fingerprint(), lambda: index_module.LinkingIndex.build(caps)) is not None
+    assert persist.cached(caps.fingerprint(), lambda: index_module.LinkingIndex.build(caps), index_module.LinkingIndex) is not None
 
 
 def test_selections_are_the_same_with_and_without_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@ def route_question(model: Any, question: str, capabilities: "CapabilitySet", sel
 
     from structq.linking.route import ROUTE_PURPOSE, Route, parse_route, routing_prompt
 
-    prompt = routing_prompt(question, capabilities, selection, budget_tokens)
+    prompt = routing_prompt(question, capabilities, selection.confidence, budget_tokens)
     try:
         reply = invoke(model, [HumanMessage(prompt)], purpose=ROUTE_PURPOSE, log=log, bounds=bounds)
     except ModelError:

@@ -213,4 +213,4 @@ def linking_index(capabilities: "CapabilitySet") -> LinkingIndex:
     """The index of ``capabilities``, built once per manifest fingerprint (a few kept; on disk too)."""
     fingerprint = capabilities.fingerprint()
     return _CACHE.get(fingerprint, lambda: persist.cached(
-        fingerprint, lambda: LinkingIndex.merge(parts(capabilities), capabilities)))
+        fingerprint, lambda: LinkingIndex.merge(parts(capabilities), capabilities), LinkingIndex))

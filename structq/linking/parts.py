@@ -127,7 +127,7 @@ def parts(capabilities: "CapabilitySet") -> list[Part]:
         key = manifest_fingerprint(manifest)
         part = _HELD.get(key) or held.get(key)
         if part is None:
-            part = persist.cached_part(key, lambda m=manifest: build_part(m), keep=2 * len(capabilities))
+            part = persist.cached_part(key, lambda m=manifest: build_part(m), Part, keep=2 * len(capabilities))
         held[key] = part
         out.append(part)
     _HELD = held

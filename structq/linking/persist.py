@@ -23,11 +23,7 @@ import pickle
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from .index import LinkingIndex
-    from .parts import Part
+from typing import Any, TypeVar
 
 __all__ = ["cached", "cached_part", "entry_path", "folder", "KEEP"]
 
@@ -77,22 +73,20 @@ def entry_path(fingerprint: str) -> Path | None:
     return _path(folder(), fingerprint)
 
 
-def cached(fingerprint: str, build: Callable[[], "LinkingIndex"]) -> "LinkingIndex":
-    """The index kept for ``fingerprint``, else ``build()`` (kept for next time)."""
-    from .index import LinkingIndex
+def cached(fingerprint: str, build: Callable[[], T], kind: type[T]) -> T:
+    """The index (a ``kind``) kept for ``fingerprint``, else ``build()`` (kept for next time).
 
-    return _cached(entry_path(fingerprint), build, LinkingIndex, KEEP)
-
-
-def cached_part(fingerprint: str, build: Callable[[], "Part"], keep: int) -> "Part":
-    """The part kept for a manifest's ``fingerprint``, else ``build()`` (kept for next time,
-    with the ``keep`` newest parts: room for two versions of every manifest of the catalogue)."""
-    from .parts import Part
-
-    return _cached(_path(folder() / "parts", fingerprint), build, Part, max(keep, KEEP))
+    The kind is the caller's, so this module knows files and formats, not what the index holds."""
+    return _cached(entry_path(fingerprint), build, kind, KEEP)
 
 
-def _cached(entry: Path | None, build: Callable[[], T], kind: type, keep: int) -> T:
+def cached_part(fingerprint: str, build: Callable[[], T], kind: type[T], keep: int) -> T:
+    """The part (a ``kind``) kept for a manifest's ``fingerprint``, else ``build()`` (kept for next
+    time, with the ``keep`` newest parts: room for two versions of every manifest of the catalogue)."""
+    return _cached(_path(folder() / "parts", fingerprint), build, kind, max(keep, KEEP))
+
+
+def _cached(entry: Path | None, build: Callable[[], T], kind: type[T], keep: int) -> T:
     if entry is None:
         return build()
     kept = _read(entry, kind)
@@ -103,12 +97,8 @@ def _cached(entry: Path | None, build: Callable[[], T], kind: type, keep: int) -
     return made
 
 
-def _read(entry: Path, kind: type | None = None) -> Any:
-    """What ``entry`` keeps, if it is a ``kind`` (``LinkingIndex`` unless said) of this format."""
-    if kind is None:
-        from .index import LinkingIndex
-
-        kind = LinkingIndex
+def _read(entry: Path, kind: type) -> Any:
+    """What ``entry`` keeps, if it is a ``kind`` of this format."""
     try:
         kept = pickle.loads(entry.read_bytes())
     except Exception:  # noqa: BLE001 - a damaged entry can raise anything unpickling; it is a miss

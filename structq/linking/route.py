@@ -30,7 +30,7 @@ from .entities import estimate_tokens
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet
 
-    from .select import Selection
+    from .confidence import Confidence
 
 __all__ = ["Route", "catalogue_map", "routing_prompt", "parse_route", "ROUTE_PURPOSE"]
 
@@ -91,10 +91,11 @@ def catalogue_map(capabilities: "CapabilitySet", budget_tokens: int, first: tupl
     return "\n".join(lines)
 
 
-def routing_prompt(question: str, capabilities: "CapabilitySet", selection: "Selection", budget_tokens: int) -> str:
-    """The one message of the routing call: instructions, the map, why linking was unsure, the question."""
-    unsure = "; ".join(selection.confidence.reasons)
-    return (f"{_INSTRUCTIONS}\n\n{catalogue_map(capabilities, budget_tokens, selection.confidence.unreachable)}\n\n"
+def routing_prompt(question: str, capabilities: "CapabilitySet", confidence: "Confidence", budget_tokens: int) -> str:
+    """The one message of the routing call: instructions, the map, why linking was unsure (the
+    selection's ``confidence``), the question."""
+    unsure = "; ".join(confidence.reasons)
+    return (f"{_INSTRUCTIONS}\n\n{catalogue_map(capabilities, budget_tokens, confidence.unreachable)}\n\n"
             f"Why word matching was not enough: {unsure}\n\nQuestion: {question}")
 
 
