@@ -163,7 +163,7 @@ def report_search_question(command: list[str]) -> None:
                 cold.append(timed_with_memory([*command, "--no-daemon", *ask], env))
                 warm.append(timed_with_memory([*command, *ask], env))
         finally:
-            subprocess.run([*command, "engine", "stop"], env=env, stdout=subprocess.DEVNULL)
+            subprocess.run([*command, "search-server", "stop"], env=env, stdout=subprocess.DEVNULL)
     print(f"\nsearch question via structq ask ({SEARCH_QUESTION}), median of {SEARCH_ROUNDS} interleaved rounds")
     print(f"  first command, starting the background search server  {first:6.2f} s")
     for label, runs in (("--no-daemon (search server in the command)", cold), ("background search server, warm", warm)):
