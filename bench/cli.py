@@ -11,7 +11,9 @@ the 12,854 reports, answer) and with the shared background search server already
 ≤ 1.5 s), in interleaved rounds, with each command's peak resident memory. The demo data is
 built at full scale in a temporary folder, and the background search server it starts is stopped at
 the end. ``--no-search`` skips this part.
-Then ``structq run`` of a one-step plan on a SQLite file, whole process, next to the equivalent
+Then ``structq run`` of a one-step plan on a SQLite file, whole process, next to a process that only
+imports the libraries (and standard modules) it imports — the floor that no change inside structq
+can go under — and next to the equivalent
 LangChain script — ``SQLDatabase.from_uri(url).run(query)`` when ``langchain_community`` is
 installed, else what that does written out (``langchain_core`` imported, the tables reflected
 with SQLAlchemy, the query run and its rows printed) — in interleaved rounds, with each one's
@@ -161,7 +163,7 @@ def report_search_question(command: list[str]) -> None:
                 cold.append(timed_with_memory([*command, "--no-daemon", *ask], env))
                 warm.append(timed_with_memory([*command, *ask], env))
         finally:
-            subprocess.run([*command, "engine", "stop"], env=env, stdout=subprocess.DEVNULL)
+            subprocess.run([*command, "search-server", "stop"], env=env, stdout=subprocess.DEVNULL)
     print(f"\nsearch question via structq ask ({SEARCH_QUESTION}), median of {SEARCH_ROUNDS} interleaved rounds")
     print(f"  first command, starting the background search server  {first:6.2f} s")
     for label, runs in (("--no-daemon (search server in the command)", cold), ("background search server, warm", warm)):
@@ -190,6 +192,19 @@ else:
 """
 
 
+#: The floor of ``report_run``: a process that imports what ``structq run`` imports, structq's own modules aside.
+LIBRARIES = "its libraries alone (floor)"
+
+
+def libraries_code(imports: list[Import]) -> str:
+    """Code that imports every module of ``imports`` that is not structq's own, in the same order:
+    what ``structq run`` would cost if structq itself took no time (a module that does not load
+    on its own is skipped)."""
+    names = [i.module for i in imports if i.package != "structq"]
+    return (f"import importlib\nfor name in {names!r}:\n    try:\n        importlib.import_module(name)\n"
+            "    except Exception:\n        pass\n")
+
+
 def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None = None) -> None:
     """Whole-process ``structq run`` of a one-step plan vs the LangChain script, interleaved; with
     ``before`` (another checkout of structq, e.g. the main branch), its ``structq run`` too, in
@@ -216,13 +231,14 @@ def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None
         if before is not None:
             before_env = {**env, "PYTHONPATH": os.pathsep.join([str(before), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
             commands[f"structq run ({before.name})"] = ([sys.executable, "-m", "structq.cli", *run_args], before_env)
+        run_code = f"import sys; sys.argv = ['structq', *{run_args!r}]; {ENTRY_POINT}"
+        commands[LIBRARIES] = ([sys.executable, "-c", libraries_code(import_times(run_code, env))], env)
         commands["LangChain SQLDatabase"] = ([sys.executable, "-c", _SQLDATABASE, url, query], env)
         runs: dict[str, list[tuple[float, int, float]]] = {label: [] for label in commands}
         for _ in range(rounds):
             for label, (argv, its_env) in commands.items():
                 runs[label].append(timed_with_cpu(argv, its_env))
-        report_imports("structq run of the plan (in-process)",
-                       f"import sys; sys.argv = ['structq', *{run_args!r}]; {ENTRY_POINT}", env)
+        report_imports("structq run of the plan (in-process)", run_code, env)
     walls = {label: statistics.median(t for t, _, _ in measured) for label, measured in runs.items()}
     cpus = {label: statistics.median(c for _, _, c in measured) for label, measured in runs.items()}
     baseline = runs["LangChain SQLDatabase"]

@@ -54,6 +54,9 @@ NOT_FOR_SQLITE = ("langchain", "langchain_core", "langchain_openai", "langgraph"
 #: The parts of structq that only planning needs; ``structq run`` of a saved plan leaves them out.
 PLANNING_ONLY = ("structq.linking", "structq.templates", "structq.agent.cache", "structq.agent.templated",
                  "structq.agent.loop", "structq.agent.observe", "structq.agent.decline", "structq.agent.fallback")
+#: What a plan of SQL steps on a SQLite file does not run: the other databases' backends and the
+#: search DSL's sandbox.
+NOT_FOR_A_SQLITE_PLAN = ("structq.executors.sql.postgresql", "structq.executors.sql.mysql", "structq.safety.dsl")
 
 #: Runs the ``structq`` entry point with the given arguments, then prints every module it imported.
 _RUN_AND_LIST = """
@@ -115,6 +118,19 @@ def test_run_of_a_saved_plan_imports_only_what_it_runs(tmp_path: Path) -> None:
     assert {"sqlalchemy", "sqlglot", "structq.safety"} <= modules  # it did run the plan, through the sandbox
     assert not loaded_from(modules, NOT_FOR_SQLITE), loaded_from(modules, NOT_FOR_SQLITE)
     assert not loaded_from(modules, PLANNING_ONLY), loaded_from(modules, PLANNING_ONLY)
+    assert not loaded_from(modules, NOT_FOR_A_SQLITE_PLAN), loaded_from(modules, NOT_FOR_A_SQLITE_PLAN)
+
+
+def test_a_backend_loads_when_a_url_needs_it() -> None:
+    """The server backends are imported on first use, and each is one strategy object."""
+    from sqlalchemy.engine import make_url
+
+    from structq.executors.sql import session
+
+    postgres = session.backend_for(make_url("postgresql://u@h/db"))
+    assert postgres is session.backend_for(make_url("postgres+psycopg://u@h/db")) is session.POSTGRES
+    assert session.backend_for(make_url("mariadb://u@h/db")) is session.MYSQL
+    assert type(session.SQLITE).__name__ == "SQLiteBackend"
 
 
 def test_ask_of_a_verified_question_imports_no_model_or_search_client(tmp_path: Path) -> None:

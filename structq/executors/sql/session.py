@@ -5,20 +5,22 @@ question's query and a catalog read get the same guards: the driver a URL runs w
 ``postgresql://`` URLs get psycopg 3, ``mysql://`` ones mysqlclient or PyMySQL: the drivers
 the guards are tested with), how a connection is opened read-only, and which statements make each
 transaction read-only with a server-side statement timeout.
+
+A backend's module is imported when a URL first needs it: a plan on a SQLite file loads
+neither the PostgreSQL nor the MySQL backend (``tests/test_startup.py``).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError
 
 from ..urls import redact_url
 from .guards import Backend, Setup
-from .mysql import MySQLBackend
-from .postgresql import PostgresBackend
-from .sqlite import SQLiteBackend
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine
@@ -27,28 +29,43 @@ if TYPE_CHECKING:
 
 __all__ = ["BACKENDS", "backend_for", "begin_read_only", "parse_url", "read_only_engine", "resolve"]
 
-SQLITE, POSTGRES, MYSQL = SQLiteBackend(), PostgresBackend(), MySQLBackend()
-
-#: URL backend name → strategy. Anything else has no tested read-only guard and is refused.
-BACKENDS: dict[str, Backend] = {
-    "sqlite": SQLITE,
-    "postgresql": POSTGRES,
-    "postgres": POSTGRES,
-    "mysql": MYSQL,
-    "mariadb": MYSQL,
+#: URL backend name → (module, class) of its strategy. Anything else has no tested read-only
+#: guard and is refused.
+BACKENDS: dict[str, tuple[str, str]] = {
+    "sqlite": (".sqlite", "SQLiteBackend"),
+    "postgresql": (".postgresql", "PostgresBackend"),
+    "postgres": (".postgresql", "PostgresBackend"),
+    "mysql": (".mysql", "MySQLBackend"),
+    "mariadb": (".mysql", "MySQLBackend"),
 }
+#: The names of the one strategy object of each backend (``MYSQL`` is ``backend_for`` a mysql:// URL).
+_SHARED = {"SQLITE": "sqlite", "POSTGRES": "postgresql", "MYSQL": "mysql"}
+
+
+@functools.cache
+def _strategy(module: str, name: str) -> Backend:
+    """The one strategy object of a backend, its module imported on first use."""
+    return getattr(importlib.import_module(module, __package__), name)()
 
 
 def backend_for(url: "URL") -> Backend:
     """The strategy for ``url``'s database, or a ``ConfigError`` listing the supported ones."""
     name = url.drivername.split("+", 1)[0].lower()
     try:
-        return BACKENDS[name]
+        where = BACKENDS[name]
     except KeyError:
         raise ConfigError(
             f"no read-only SQL executor for {name!r} URLs",
             hint="supported: sqlite:///PATH, postgresql://…, mysql://… or mariadb://…",
         ) from None
+    return _strategy(*where)
+
+
+def __getattr__(name: str) -> Any:
+    """``SQLITE``, ``POSTGRES`` and ``MYSQL``: each backend's strategy, loaded when asked for."""
+    if name in _SHARED:
+        return _strategy(*BACKENDS[_SHARED[name]])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_url(manifest: "Manifest") -> "URL":
