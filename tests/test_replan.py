@@ -20,7 +20,7 @@ from structq.capabilities import CapabilitySet
 from structq.capabilities.loader import load_manifest_text
 
 TODAY = dt.date(2026, 11, 30)
-QUESTION = "星火项目有哪些成员？"
+QUESTION = "参与星火项目的都有谁？"  # not a paraphrase of a verified example: it must reach the model
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
