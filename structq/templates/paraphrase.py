@@ -58,7 +58,7 @@ from structq.capabilities.slots import PERIOD_KINDS
 from .fillers import Filled, Lookup, chinese_number, read_integer, read_period
 from .pattern import Hole, Template
 from .text import match_text
-from .words import CLASSES, FILLERS, SAME, lemma, number_word
+from .words import CLASSES, FILLERS, MEASURES, MODALS, SAME, lemma, number_word
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
@@ -78,6 +78,9 @@ ENTITY_WORDS = 4
 
 _UNIT = re.compile(r"[a-z0-9]+(?:[&.][a-z0-9]+)*|\S")
 _CJK_NUMERAL = set("一二两三四五六七八九十")
+#: ``which`` (什么, 谁) asks for one or several: it stands for ``which-one`` (哪家) and
+#: ``which-many`` (哪些), which never stand for each other.
+_WHICH = frozenset({"which", "which-one", "which-many"})
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,8 @@ class Word:
             return bool(self.key & other.key)
         if self.kind == "period":
             return (self.key[1], self.key[2]) == (other.key[1], other.key[2])
+        if self.kind == "class" and "which" in (self.key, other.key):
+            return {self.key, other.key} <= _WHICH
         return bool(self.key == other.key)
 
 
@@ -169,6 +174,10 @@ class Vocabulary:
                 self._add(term, ("class", name))
         for term in FILLERS:
             self._add(term, ("filler", term))
+        for term in MODALS:
+            self._add(term, ("modal", "modal"))
+        for term, counted in MEASURES.items():
+            self._add(term, ("measure", counted))
         # The manifests' words last: a column's synonym wins over a built-in word (数量).
         for term, tables in concepts["table"].items():
             self._add(term, ("concept", frozenset(tables)))
@@ -282,6 +291,8 @@ class _Shape:
     attached: dict[str, tuple[tuple[Word, str], ...]] = field(default_factory=dict)
     #: The example's words and holes in order (fillers left out), for rule 6.
     sequence: tuple[Word | Hole, ...] = ()
+    #: What the example counts by its measure words (``MEASURES``) and people words, for rule 7.
+    counts: frozenset[str] = frozenset()
 
 
 class Paraphrases:
@@ -317,6 +328,8 @@ class Paraphrases:
         if key not in self._shapes:
             words: list[Word] = []
             sequence: list[Word | Hole] = []
+            counts: list[str] = ["people"] if any(w.kind == "class" and w.key == "people" for w in
+                                                  self.vocabulary.read(template.example.question, today)) else []
             attached: dict[str, list[tuple[Word, str]]] = {}
             parts = template.parts
             for at, part in enumerate(parts):
@@ -326,8 +339,9 @@ class Paraphrases:
                 read = self.vocabulary.read(part, today)
                 if not read:
                     continue
-                words += [w for w in read if w.kind != "filler"]
-                sequence += [w for w in read if w.kind != "filler"]
+                words += [w for w in read if w.kind not in ("filler", "measure")]
+                sequence += [w for w in read if w.kind not in ("filler", "measure")]
+                counts += [w.key for w in read if w.kind == "measure"]
                 # A plain word against a column slot's value qualifies it (华东区, 星火项目组);
                 # periods and numbers sit anywhere.
                 before, after = (parts[at - 1] if at > 0 else None), (parts[at + 1] if at + 1 < len(parts) else None)
@@ -340,7 +354,8 @@ class Paraphrases:
             literal = frozenset(w.text for w in words if w.kind == "word" and len(w.text) > 1
                                 and w.text in _steps_text(template.example))
             self._shapes[key] = _Shape(template, tuple(template.holes), tuple(words), literal,
-                                       {name: tuple(ws) for name, ws in attached.items()}, tuple(sequence))
+                                       {name: tuple(ws) for name, ws in attached.items()}, tuple(sequence),
+                                       frozenset(counts))
         return self._shapes[key]
 
     def _judge(self, shape: _Shape, asked: list[Word], text: str, lookup: Lookup | None) -> _Verdict:
@@ -351,6 +366,15 @@ class Paraphrases:
         if lacking is not None:
             return _Verdict(None, f"the question does not say {lacking.text!r}")
         words = _with_entities(asked, shape.holes, text, lookup)
+        # Rule 7: measure words say what is counted (份 contracts, 家 customers, 位 people).
+        counts = {w.key for w in words if w.kind == "measure"}
+        words = [w for w in words if w.kind != "measure"]
+        if shape.counts and not counts <= shape.counts:
+            return _Verdict(None, f"the question counts {', '.join(sorted(counts - shape.counts))}, "
+                                  f"the example {', '.join(sorted(shape.counts))}")
+        # Rule 8: several (哪些) where the example ranks and gives one (销售额最高的客户是哪家).
+        if any(w.kind == "class" and w.key == "which-many" for w in words) and _gives_one(shape):
+            return _Verdict(None, "the question asks for several, the example gives the first one")
         filled: dict[str, Filled] = {}
         used: set[int] = set()
         holes_at: list[int] = []
@@ -395,6 +419,13 @@ class Paraphrases:
         if score < THRESHOLD:
             return _Verdict(None, f"score {score:.2f} below {THRESHOLD} (implied: {', '.join(implied)})")
         return _Verdict(Paraphrase(shape.template, filled, score, tuple(matched), tuple(implied)), "")
+
+
+def _gives_one(shape: _Shape) -> bool:
+    """Whether the example ranks (最高, lowest) with no number: its plan gives the first row."""
+    return (any(w.kind == "class" and w.key in ("top", "bottom") for w in shape.words)
+            and not any(w.kind == "number" for w in shape.words)
+            and not any(h.slot.kind == "integer" for h in shape.holes))
 
 
 def _detached(attached: Sequence[tuple[Word, str]], words: list[Word], value: Word, text: str) -> str | None:
