@@ -82,6 +82,18 @@ def test_a_near_miss_reaches_the_model(planner, question: str) -> None:
     assert answer.plan_source == "model" and answer.plan.template is None
 
 
+def test_no_held_out_paraphrase_is_planned_from_a_wrong_example(demo_capabilities) -> None:
+    """The held-out paraphrases measure recall (``bench/templates.py``) and are never tuned on:
+    one may go to the model, none may take another example or other values."""
+    with Agent(demo_capabilities, llm=None, settings=Settings(llm=None, cache_enabled=False,
+                                                              audit_enabled=False)) as agent:
+        for item in QUESTIONS["held_out"]:
+            match = agent.templates.outcome(item["q"], TODAY).match
+            if match is not None:
+                assert match.example.question == item["example"], item["q"]
+                assert {k: match.params[k] for k in item["params"]} == item["params"], item["q"]
+
+
 def test_the_paraphrases_not_taken_reach_the_model_and_say_why(demo_capabilities) -> None:
     with Agent(demo_capabilities, llm=None, settings=Settings(llm=None, cache_enabled=False,
                                                               audit_enabled=False)) as agent:
@@ -145,6 +157,17 @@ def test_what_a_paraphrase_may_change(templates: TemplateSet, question: str, exa
     ("2024年第一季度华北区销售额小于1000万且回款周期超过60天的合同有哪些？",
      "{quarter}{region}区销售额超过1000万且回款周期小于60天的合同有哪些",
      "'超过' does not stand after '销售额' as in the example"),  # the comparisons swapped
+    # what is counted: customers (家) where the example counts contracts (份)
+    ("上个季度有多少家签了合同？", "{period}签了多少份合同", "the question counts organisations, the example things"),
+    # several where the example ranks and gives the first one
+    ("去年第三季度在华东区销售额最高的产品有哪些？", "{period}在{region}区销售额最高的产品是什么",
+     "the question asks for several, the example gives the first one"),
+    ("2025年销售额最高的客户有哪些？", "{period}销售额最高的客户是哪家", "the question does not say '哪家'"),
+    ("星火项目的成员是哪位？", "{project}项目的成员有哪些", "the question does not say '哪些'"),  # one, not several
+    # a modal: a plan or a forecast, not what happened
+    ("上个季度要签多少份合同？", "{period}签了多少份合同", "the question adds '要'"),
+    ("What will the total sales in the 华南 region be in 2024?",
+     "What were the total sales in the {region} region in {period}", "the question adds 'will'"),
 ])
 def test_a_near_miss_is_refused_by_the_rule_it_breaks(templates: TemplateSet, question: str, shape: str,
                                                       reason: str) -> None:
