@@ -16,6 +16,7 @@ A word is one of (``Word.kind``):
 - ``concept``: a column or table, by the set of objects that declare the word as a name or
   synonym (two words mean the same only when exactly the same columns declare them);
 - ``class``: a question word of one of ``words.CLASSES`` (how-many, top, each, not, …);
+- ``modal``: a word of ``words.MODALS``; ``measure``: a measure word of ``words.MEASURES``;
 - ``word``: anything else, compared as written (English by lemma).
 
 Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an example when
@@ -37,7 +38,16 @@ Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an exampl
    when the question has it, written against the same slot's value on the same side (order
    may change, attachment not: ``研发部区在职的华东员工`` swaps the values);
 6. a comparison or negation stands between the same words as in the example
-   (``销售额小于1000万且回款周期超过60天`` swaps the example's two comparisons).
+   (``销售额小于1000万且回款周期超过60天`` swaps the example's two comparisons);
+7. the question's measure words count what the example counts (``words.MEASURES``: 份 and 笔
+   things, 家 organisations, 位 and 名 people, as 人 does): ``上个季度有多少家签了合同`` counts
+   customers where ``上个季度签了多少份合同`` counts contracts;
+8. a question asking for several (``which-many``: 哪些, 哪几) does not paraphrase an example that
+   ranks with no number (``销售额最高的产品是什么``: its plan gives the first row); one or several
+   (哪家, 哪些) are never the same word, while 什么, 谁 and which stand for both.
+
+A modal word (``words.MODALS``: 要签, 会是, will, should) is a word like any other: a question
+that has one its example lacks asks about a plan, a target or a forecast, and adds a word.
 
 The result says which words matched and which were implied (``Paraphrase.why``), so an answer
 planned from it can show why.
@@ -359,7 +369,7 @@ class Paraphrases:
         return self._shapes[key]
 
     def _judge(self, shape: _Shape, asked: list[Word], text: str, lookup: Lookup | None) -> _Verdict:
-        """Rules 1–5 for one example (see the module docstring)."""
+        """Rules 1–5, 7 and 8 for one example (see the module docstring)."""
         # A word of the example the question lacks is a refusal no stored value can change:
         # known before any look-up (an entity slot's value is read from the data).
         lacking = next((w for w in shape.words if not w.soft and not any(a.same(w) for a in asked)), None)

@@ -10,6 +10,8 @@ module gives the question words every manifest shares, in Chinese and English:
   (最高 = 最多 = top, 各 = 每个 = each, 多少 = 几 = how many), and every class is a constraint:
   a question with a class its example lacks (a negation, an order, a comparison, another
   question word), or lacking one its example has, is not the example's question;
+- ``MODALS``: a plan, a target, a forecast or an ability (要, 会, 计划, will): never filler;
+- ``MEASURES``: measure words by what they count (份 things, 家 organisations, 位 people);
 - ``SAME``: single words written two ways (签约 and 签, 人数 and 人).
 
 English words are compared by ``lemma`` (sold → sale, customers → customer). A word nowhere in
