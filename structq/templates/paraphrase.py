@@ -68,7 +68,7 @@ from structq.capabilities.slots import PERIOD_KINDS
 from .fillers import Filled, Lookup, chinese_number, read_integer, read_period
 from .pattern import Hole, Template
 from .text import match_text
-from .words import CLASSES, FILLERS, MEASURES, MODALS, SAME, lemma, number_word
+from .words import AMONG, CLASSES, FILLERS, MEASURES, MODALS, SAME, lemma, number_word
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
@@ -188,6 +188,8 @@ class Vocabulary:
             self._add(term, ("modal", "modal"))
         for term, counted in MEASURES.items():
             self._add(term, ("measure", counted))
+        for term in AMONG:
+            self._add(term, ("among", "among"))
         # The manifests' words last: a column's synonym wins over a built-in word (数量).
         for term, tables in concepts["table"].items():
             self._add(term, ("concept", frozenset(tables)))
@@ -349,7 +351,7 @@ class Paraphrases:
                 read = self.vocabulary.read(part, today)
                 if not read:
                     continue
-                words += [w for w in read if w.kind not in ("filler", "measure")]
+                words += [w for w in read if w.kind not in ("filler", "measure", "among")]
                 sequence += [w for w in read if w.kind not in ("filler", "measure")]
                 counts += [w.key for w in read if w.kind == "measure"]
                 # A plain word against a column slot's value qualifies it (华东区, 星火项目组);
@@ -403,8 +405,9 @@ class Paraphrases:
         free = [i for i in range(len(words)) if i not in used]
         named = _tables_named(list(shape.words)), _tables_named([words[i] for i in free])
         # A table's noun beside a column only that table has says nothing more (either side).
-        example = [(k, w) for k, w in enumerate(shape.sequence) if isinstance(w, Word) and not _implied(w, named[0])]
-        rest = [i for i in free if not _implied(words[i], named[1])]
+        example = [(k, w) for k, w in enumerate(shape.sequence)
+                   if isinstance(w, Word) and w.kind != "among" and not _implied(w, named[0])]
+        rest = [i for i in free if words[i].kind != "among" and not _implied(words[i], named[1])]
         matched, implied = [f"{h.name} (slot)" for h in shape.holes], []
         # A noun for the people counted (员工 in 员工有多少人) adds nothing when both count people.
         people = all(any(w.kind == "class" and w.key == "people" for w in side)
@@ -422,7 +425,8 @@ class Paraphrases:
                 return _Verdict(None, f"the question does not say {word.text!r}")
         if rest:
             return _Verdict(None, "the question adds " + ", ".join(repr(words[i].text) for i in rest))
-        loose = _unbound(shape.sequence, paired)
+        loose = _unbound(shape.sequence, paired) or _chosen_elsewhere(shape.sequence, words, paired) \
+            or _asks_another(shape.sequence, words) or _role_swapped(shape.sequence, paired)
         if loose is not None:
             return _Verdict(None, loose)
         score = len(matched) / (len(matched) + len(implied))
@@ -471,6 +475,10 @@ def _implied(word: Word, tables: set[str]) -> bool:
 BINDING = frozenset({"more-than", "less-than", "at-least", "at-most", "not"})
 
 
+#: Question words that ask for something: what they ask for must be the same (rule 10).
+ASKING = frozenset({"which", "which-one", "which-many", "how-many"})
+
+
 def _unbound(sequence: Sequence[Word | Hole], paired: dict[int, int]) -> str | None:
     """Rule 6: a comparison or negation of the example stands between the same words in the
     question (``销售额小于1000万且回款周期超过60天`` swaps two comparisons; moving a whole
@@ -484,6 +492,74 @@ def _unbound(sequence: Sequence[Word | Hole], paired: dict[int, int]) -> str | N
                 name = other.text if isinstance(other, Word) else "{" + other.name + "}"
                 return f"{item.text!r} does not stand {'after' if side < 0 else 'before'} {name!r} as in the example"
     return None
+
+
+def _role_swapped(sequence: Sequence[Word | Hole], paired: dict[int, int]) -> str | None:
+    """Rule 11: a stored value (a person, a project) stays on the same side of each plain word
+    of the example: ``李玲倩在2026年10月写了哪些周报`` asks what she wrote, ``2026年10月哪些周报
+    写了李玲倩`` what was written about her."""
+    holes = [k for k, h in enumerate(sequence) if isinstance(h, Hole) and h.slot.kind == "column" and not h.codes]
+    plain = [k for k, w in enumerate(sequence) if isinstance(w, Word) and w.kind == "word"]
+    for h in holes:
+        for k in plain:
+            if h in paired and k in paired and (h < k) != (paired[h] < paired[k]):
+                return (f"the value of slot {sequence[h].name!r} is not on the same side of "  # type: ignore[union-attr]
+                        f"{sequence[k].text!r} as in the example")  # type: ignore[union-attr]
+    return None
+
+
+def _chosen_elsewhere(sequence: Sequence[Word | Hole], words: list[Word], paired: dict[int, int]) -> str | None:
+    """Rule 9: a question choosing among a set (中, among) its example does not choose among
+    (``10个客户中销售额最高的``; ``5个项目中有哪些`` chooses nothing), or with a word on the other side of it than in the example
+    (``金额最大的5份合同中哪些是2024年签约的`` ranks, then filters)."""
+    asked = next((i for i, w in enumerate(words) if w.kind == "among"), None)
+    if asked is None:
+        return None
+    among = next((k for k, w in enumerate(sequence) if isinstance(w, Word) and w.kind == "among"), None)
+    if among is None:
+        # 5个项目中有哪些 chooses nothing: only the question word follows.
+        if all(w.kind == "class" and w.key in ASKING for w in words[asked + 1:]):
+            return None
+        return f"the question chooses among something ({words[asked].text!r}), the example does not"
+    for k, i in paired.items():
+        if (k < among) != (i < asked):
+            item = sequence[k]
+            name = item.text if isinstance(item, Word) else "{" + item.name + "}"
+            return f"{name!r} is not on the same side of {words[asked].text!r} as in the example"
+    return None
+
+
+def _asked_for(words: Sequence[Word | Hole]) -> frozenset[str] | None:
+    """What the first question word asks for: a word naming a table, or people, after it (哪些
+    员工, 多少人), else another column or table word after it (哪些项目), else the last word naming
+    a table or people before it (合同中金额最大的5份是哪些: contracts), else the last column or
+    table word before it (的负责人是谁 … 项目); None without any."""
+    at = next((i for i, w in enumerate(words) if isinstance(w, Word) and w.kind == "class" and w.key in ASKING), None)
+    if at is None:
+        return None
+    def named(w: Word) -> bool:
+        return w.kind == "concept" and any(o.count(".") == 1 for o in w.key) or (w.kind == "class" and w.key == "people")
+    concepts = [(i, w) for i, w in enumerate(words) if isinstance(w, Word) and (w.kind == "concept" or named(w))]
+    after = [w for i, w in concepts if i > at]
+    before = [w for i, w in reversed(concepts) if i < at]
+    found = next((w for w in after if named(w)), None) or next(iter(after), None) \
+        or next((w for w in before if named(w)), None) or next(iter(before), None)
+    if found is None:
+        return None
+    return frozenset(["people"]) if found.kind == "class" else frozenset(found.key)
+
+
+def _asks_another(sequence: Sequence[Word | Hole], words: list[Word]) -> str | None:
+    """Rule 10: the question word asks for the same thing as in the example: ``参与项目的员工中
+    绩效为A的有哪些`` lists employees where ``绩效为A的员工都参与了哪些项目`` lists projects."""
+    example, question = _asked_for(sequence), _asked_for(words)
+    if example != question:
+        return "the question asks for " + _named(question) + ", the example for " + _named(example)
+    return None
+
+
+def _named(asked: frozenset[str] | None) -> str:
+    return ", ".join(sorted(a.rsplit(".", 1)[-1] for a in asked)) if asked else "nothing it names"
 
 
 def _fill(hole: Hole, word: Word) -> Filled | None:

@@ -12,6 +12,7 @@ module gives the question words every manifest shares, in Chinese and English:
   question word), or lacking one its example has, is not the example's question;
 - ``MODALS``: a plan, a target, a forecast or an ability (要, 会, 计划, will): never filler;
 - ``MEASURES``: measure words by what they count (份 things, 家 organisations, 位 people);
+- ``AMONG``: words that choose among a set (合同中, among);
 - ``SAME``: single words written two ways (签约 and 签, 人数 and 人).
 
 English words are compared by ``lemma`` (sold → sale, customers → customer). A word nowhere in
@@ -23,25 +24,31 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["CLASSES", "FILLERS", "MEASURES", "MODALS", "SAME", "lemma", "number_word"]
+__all__ = ["AMONG", "CLASSES", "FILLERS", "MEASURES", "MODALS", "SAME", "lemma", "number_word"]
 
 FILLERS = frozenset("""
-    的 了 是 为 评为 被评为 有 在 吗 呢 吧 啊 请 请问 帮我 帮忙 一下 都 也 还 仍 仍然 就 我 我们 你
-    公司 里 中 其中 这 那 这些 那些 该 此 目前 现在 当前 个 得 地 所有 全部 一共 总共
-    共 合计 总计 总 分别 过 着 呀 共计 想知道 想问 想了解 能否 能不能 可不可以 告诉我
-    the a an of in on at to from during within is are was were be been being did do does have has had
+    的 了 是 为 评为 被评为 有 在 吗 呢 吧 啊 请 帮我 帮忙 一下 都 也 还 仍 仍然 就 我 我们 你
+    公司 里 这 那 这些 那些 该 此 目前 现在 当前 个 得 地 所有 全部 一共 总共
+    共 合计 总计 总 分别 过 着 呀 共计
+    the a an of in on at to during within is are was were be been being did do does have has had
     there that this these those please me us i we our you your currently still all total overall
     altogether with whose s what
-""".split()) | {"can you", "could you", "would you", "tell me"}
+""".split())
 
 #: Modal words: a plan, a target, a forecast or an ability (要签, 会是, should, will) is another
 #: question than what happened. Not a class (they may stand inside a stored name: 智能), but a
-#: question with one its example lacks is refused like any added word. Politeness that uses
-#: them (能否, 想知道, can you) is a filler above: the longest entry wins.
+#: question with one its example lacks is refused like any added word.
 MODALS = frozenset(["要", "会", "能", "想", "应", "应该", "应当", "可以", "可能", "将", "将会", "将要", "需要",
                     "计划", "预计", "预期", "预测", "目标", "打算", "will", "would", "should", "could", "can",
                     "might", "may", "shall", "plan", "planned", "expect", "expected", "target", "forecast",
                     "want", "wanted"])
+
+#: Words that choose among a set (合同中金额最大的5份: the largest among the contracts signed then).
+#: Skipped when only the example has one (2024年金额最大的3份签约合同 says the same); a question
+#: with one its example lacks picks among something else (10个客户中), and what stands before and
+#: after it stays there (金额最大的5份合同中哪些是2024年签约的 ranks first, then filters:
+#: ``paraphrase`` rule 9). ``from`` is no filler either: before a period it starts a range.
+AMONG = frozenset(["中", "其中", "当中", "之中", "among"])
 
 #: Measure words, by what they count: things (份 合同, 笔 订单), organisations (家), people
 #: (位, 名). ``个`` counts anything and is a filler. Skipped like fillers, except that a
@@ -94,6 +101,7 @@ SAME: dict[str, str] = {
     "卖": "销售", "卖出": "销售", "售出": "销售",
     "提及": "提到", "mention": "提到",
     "写": "写", "撰写": "写", "write": "写",
+    "参与": "参与", "参加": "参与",  # one word, not 参 and 与 (and)
 }
 
 #: English irregular forms → their lemma (the regular ones lose their endings in ``lemma``).
