@@ -46,6 +46,15 @@ Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an exampl
    ranks with no number (``销售额最高的产品是什么``: its plan gives the first row); one or several
    (哪家, 哪些) are never the same word, while 什么, 谁 and which stand for both.
 
+9. a question choosing among a set (``words.AMONG``: 中, among) has an example that chooses
+   among one too, with every word on the same side of it (``金额最大的5份合同中哪些是2024年签约的``
+   ranks, then filters; the example filters, then ranks); ``5个项目中有哪些`` chooses nothing;
+10. the first question word asks for the same thing: a word naming a table or people after it,
+    else a column word after it, else the same before it (``参与项目的员工中…有哪些`` lists
+    employees, ``绩效为A的员工都参与了哪些项目`` projects);
+11. a stored value (a person, a project, a product) stays on the same side of each plain word of
+    the example (``哪些周报写了李玲倩`` is about her, ``李玲倩…写了哪些周报`` by her).
+
 A modal word (``words.MODALS``: 要签, 会是, will, should) is a word like any other: a question
 that has one its example lacks asks about a plan, a target or a forecast, and adds a word.
 
@@ -371,7 +380,7 @@ class Paraphrases:
         return self._shapes[key]
 
     def _judge(self, shape: _Shape, asked: list[Word], text: str, lookup: Lookup | None) -> _Verdict:
-        """Rules 1–5, 7 and 8 for one example (see the module docstring)."""
+        """Rules 1–11 for one example (see the module docstring)."""
         # A word of the example the question lacks is a refusal no stored value can change:
         # known before any look-up (an entity slot's value is read from the data).
         lacking = next((w for w in shape.words if not w.soft and not any(a.same(w) for a in asked)), None)
