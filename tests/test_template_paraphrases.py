@@ -180,6 +180,10 @@ def test_what_a_paraphrase_may_change(templates: TemplateSet, question: str, exa
     # reports written about 李玲倩, not by her
     ("2026年10月哪些周报写了李玲倩？", "{person}在{month}写了哪些周报",
      "the value of slot 'person' is not on the same side of '写' as in the example"),
+    # where, not which; an amount, not a count
+    ("2025年销售额最高的客户在哪里？", "{period}销售额最高的客户是哪家", "the question does not say '哪家'"),
+    ("How much did different customers buy 产品X last year?", "How many different customers bought {product}{period}",
+     "the question does not say 'How many'"),
     # from a month on: a range's start, not the month
     ("What was the average performance score of the R&D department (研发部) from September 2026?",
      "What was the average performance score of the R&D department 研发部 in {month}", "the question adds 'from'"),

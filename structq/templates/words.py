@@ -59,7 +59,13 @@ MEASURES: dict[str, str] = {"份": "things", "笔": "things", "条": "things", "
 
 #: Class name → its words. Multi-word entries are matched as a phrase ("how many" before "how").
 CLASSES: dict[str, frozenset[str]] = {
-    "how-many": frozenset(["多少", "几", "how many", "how much", "number of", "count"]),
+    "how-many": frozenset(["多少", "几", "how many", "number of", "count"]),
+    # An amount, not a count: how much did customers buy is not how many customers bought.
+    "how-much": frozenset(["how much"]),
+    # A place: 客户在哪里 asks where the customer is, not which customer (哪 + 里).
+    "where": frozenset(["哪里", "哪儿", "在哪", "在哪里", "在哪儿", "何处", "where"]),
+    # A reason: 为什么 is not 什么 (what).
+    "why": frozenset(["为什么", "为何", "why"]),
     # One or several: 哪家 and 哪些 ask different questions (the top customer, or customers);
     # ``which`` words say neither and stand for both (``Word.same``).
     "which": frozenset(["哪", "什么", "谁", "是谁", "列出", "给出", "显示", "找出", "查询", "which", "who", "whom",
