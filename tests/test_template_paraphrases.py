@@ -184,6 +184,9 @@ def test_what_a_paraphrase_may_change(templates: TemplateSet, question: str, exa
     ("2025年销售额最高的客户在哪里？", "{period}销售额最高的客户是哪家", "the question does not say '哪家'"),
     ("How much did different customers buy 产品X last year?", "How many different customers bought {product}{period}",
      "the question does not say 'How many'"),
+    # what else; who stayed D
+    ("星火项目还有哪些成员？", "{project}项目的成员有哪些", "the question adds '还'"),
+    ("上个月绩效仍为D的员工有多少人？", "{month}绩效为{grade}的员工有多少人", "the question adds '仍'"),
     # from a month on: a range's start, not the month
     ("What was the average performance score of the R&D department (研发部) from September 2026?",
      "What was the average performance score of the R&D department 研发部 in {month}", "the question adds 'from'"),

@@ -4,8 +4,9 @@ Paraphrase matching (``paraphrase``) reads a question as a handful of meaningful
 manifests give the schema's words (column and table names and synonyms, coded values); this
 module gives the question words every manifest shares, in Chinese and English:
 
-- ``FILLERS``: particles, copulas, measure words, politeness, "total" and "all" — words that
-  never change which rows a plan reads or how it aggregates them, and are skipped;
+- ``FILLERS``: particles, copulas, politeness, "total" and "all" — words that never change
+  which rows a plan reads or how it aggregates them, and are skipped (还 and 仍, still, are not:
+  还有哪些 asks what else, 仍为D who stayed D);
 - ``CLASSES``: words grouped by what they ask for. Words of one class are interchangeable
   (最高 = 最多 = top, 各 = 每个 = each, 多少 = 几 = how many), and every class is a constraint:
   a question with a class its example lacks (a negation, an order, a comparison, another
@@ -27,11 +28,11 @@ from functools import lru_cache
 __all__ = ["AMONG", "CLASSES", "FILLERS", "MEASURES", "MODALS", "SAME", "lemma", "number_word"]
 
 FILLERS = frozenset("""
-    的 了 是 为 评为 被评为 有 在 吗 呢 吧 啊 请 帮我 帮忙 一下 都 也 还 仍 仍然 就 我 我们 你
+    的 了 是 为 评为 被评为 有 在 吗 呢 吧 啊 请 帮我 帮忙 一下 都 也 就 我 我们 你
     公司 里 这 那 这些 那些 该 此 目前 现在 当前 个 得 地 所有 全部 一共 总共
     共 合计 总计 总 分别 过 着 呀 共计
     the a an of in on at to during within is are was were be been being did do does have has had
-    there that this these those please me us i we our you your currently still all total overall
+    there that this these those please me us i we our you your currently all total overall
     altogether with whose s what
 """.split())
 
