@@ -18,7 +18,8 @@ Matching time is per question, wall clock: "cold" the first time (an entity slot
 looked up in the database), "warm" asked again (lookups cached by the agent). Targets: 0
 wrong, at least 80% of the variants correct, matching at most 5 ms a question; the paraphrase
 threshold (``structq.templates.THRESHOLD``) is set from this run: no near-miss answered, and
-the lowest score of a paraphrase answered right is printed.
+the lowest score of a paraphrase answered right is printed. The ``held_out`` paraphrases,
+written after the rules, are never tuned on: their recall is printed apart.
 
 Run: ``python bench/templates.py [--dir DEMO_DIR] [--misses]`` (builds the demo once into
 ``--dir``, default ``$STRUCTQ_DEMO_DIR`` or the user data folder, as ``structq demo`` does).
@@ -100,6 +101,17 @@ def main() -> None:
         else:
             counts["wrong"] += 1
             misses.append(f"WRONG      {item['q']}  → {match.example.question} {got}")
+    held_out = {"correct": 0, "wrong": 0, "abstained": 0}
+    for item in data["held_out"]:
+        match = agent.templates.outcome(item["q"], today).match
+        if match is None:
+            held_out["abstained"] += 1
+            misses.append(f"abstained  {item['q']}  (held out)")
+        elif match.example.question == item["example"] and all(match.params.get(k) == v for k, v in item["params"].items()):
+            held_out["correct"] += 1
+        else:
+            held_out["wrong"] += 1
+            misses.append(f"WRONG      {item['q']}  → {match.example.question} {match.params}  (held out)")
     for item in data["paraphrases"]:
         outcome, ms = _timed(agent, item["q"], today)
         cold.append(ms)
@@ -135,13 +147,17 @@ def main() -> None:
     print(f"paraphrases:     {total:3d}  answered {paraphrased['correct'] + paraphrased['wrong']:3d}"
           f"  correct {paraphrased['correct']:3d}  wrong {paraphrased['wrong']:3d}  abstained {paraphrased['abstained']:3d}"
           f"  (recall {paraphrased['correct'] / total:.0%}; before paraphrase matching {paraphrased['before']} answered)")
+    kept = len(data["held_out"])
+    print(f"held out:        {kept:3d}  answered {held_out['correct'] + held_out['wrong']:3d}"
+          f"  correct {held_out['correct']:3d}  wrong {held_out['wrong']:3d}  abstained {held_out['abstained']:3d}"
+          f"  (recall {held_out['correct'] / kept:.0%}; paraphrases never tuned on)")
     if scores:
         print(f"  scores of the paraphrases matched: min {min(scores):.2f}  (threshold {THRESHOLD})")
     refusals = len(data["must_not_match"]) + len(data["near_misses"])
     print(f"must not match:  {refusals:3d}  answered {refused['wrong']:3d} (wrong)"
           f"              abstained {refused['abstained']:3d}"
           f"  ({len(data['must_not_match'])} of the strict matcher's, {len(data['near_misses'])} near-misses)")
-    print(f"wrong in all:    {counts['wrong'] + paraphrased['wrong'] + refused['wrong']}")
+    print(f"wrong in all:    {counts['wrong'] + paraphrased['wrong'] + held_out['wrong'] + refused['wrong']}")
     for name, times in (("cold", cold), ("warm", warm)):
         ordered = sorted(times)
         p95 = ordered[int(0.95 * (len(ordered) - 1))]

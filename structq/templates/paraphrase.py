@@ -16,6 +16,7 @@ A word is one of (``Word.kind``):
 - ``concept``: a column or table, by the set of objects that declare the word as a name or
   synonym (two words mean the same only when exactly the same columns declare them);
 - ``class``: a question word of one of ``words.CLASSES`` (how-many, top, each, not, …);
+- ``modal``: a word of ``words.MODALS``; ``measure``: a measure word of ``words.MEASURES``;
 - ``word``: anything else, compared as written (English by lemma).
 
 Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an example when
@@ -37,7 +38,25 @@ Fillers (``words.FILLERS``) are skipped. A question is a paraphrase of an exampl
    when the question has it, written against the same slot's value on the same side (order
    may change, attachment not: ``研发部区在职的华东员工`` swaps the values);
 6. a comparison or negation stands between the same words as in the example
-   (``销售额小于1000万且回款周期超过60天`` swaps the example's two comparisons).
+   (``销售额小于1000万且回款周期超过60天`` swaps the example's two comparisons);
+7. the question's measure words count what the example counts (``words.MEASURES``: 份 and 笔
+   things, 家 organisations, 位 and 名 people, as 人 does): ``上个季度有多少家签了合同`` counts
+   customers where ``上个季度签了多少份合同`` counts contracts;
+8. a question asking for several (``which-many``: 哪些, 哪几) does not paraphrase an example that
+   ranks with no number (``销售额最高的产品是什么``: its plan gives the first row); one or several
+   (哪家, 哪些) are never the same word, while 什么, 谁 and which stand for both.
+
+9. a question choosing among a set (``words.AMONG``: 中, among) has an example that chooses
+   among one too, with every word on the same side of it (``金额最大的5份合同中哪些是2024年签约的``
+   ranks, then filters; the example filters, then ranks); ``5个项目中有哪些`` chooses nothing;
+10. the first question word asks for the same thing: a word naming a table or people after it,
+    else a column word after it, else the same before it (``参与项目的员工中…有哪些`` lists
+    employees, ``绩效为A的员工都参与了哪些项目`` projects);
+11. a stored value (a person, a project, a product) stays on the same side of each plain word of
+    the example (``哪些周报写了李玲倩`` is about her, ``李玲倩…写了哪些周报`` by her).
+
+A modal word (``words.MODALS``: 要签, 会是, will, should) is a word like any other: a question
+that has one its example lacks asks about a plan, a target or a forecast, and adds a word.
 
 The result says which words matched and which were implied (``Paraphrase.why``), so an answer
 planned from it can show why.
@@ -58,7 +77,7 @@ from structq.capabilities.slots import PERIOD_KINDS
 from .fillers import Filled, Lookup, chinese_number, read_integer, read_period
 from .pattern import Hole, Template
 from .text import match_text
-from .words import CLASSES, FILLERS, SAME, lemma, number_word
+from .words import AMONG, CLASSES, FILLERS, MEASURES, MODALS, SAME, lemma, number_word
 
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Example
@@ -78,6 +97,9 @@ ENTITY_WORDS = 4
 
 _UNIT = re.compile(r"[a-z0-9]+(?:[&.][a-z0-9]+)*|\S")
 _CJK_NUMERAL = set("一二两三四五六七八九十")
+#: ``which`` (什么, 谁) asks for one or several: it stands for ``which-one`` (哪家) and
+#: ``which-many`` (哪些), which never stand for each other.
+_WHICH = frozenset({"which", "which-one", "which-many"})
 
 
 @dataclass(frozen=True)
@@ -107,6 +129,8 @@ class Word:
             return bool(self.key & other.key)
         if self.kind == "period":
             return (self.key[1], self.key[2]) == (other.key[1], other.key[2])
+        if self.kind == "class" and "which" in (self.key, other.key):
+            return {self.key, other.key} <= _WHICH
         return bool(self.key == other.key)
 
 
@@ -169,6 +193,12 @@ class Vocabulary:
                 self._add(term, ("class", name))
         for term in FILLERS:
             self._add(term, ("filler", term))
+        for term in MODALS:
+            self._add(term, ("modal", "modal"))
+        for term, counted in MEASURES.items():
+            self._add(term, ("measure", counted))
+        for term in AMONG:
+            self._add(term, ("among", "among"))
         # The manifests' words last: a column's synonym wins over a built-in word (数量).
         for term, tables in concepts["table"].items():
             self._add(term, ("concept", frozenset(tables)))
@@ -282,6 +312,8 @@ class _Shape:
     attached: dict[str, tuple[tuple[Word, str], ...]] = field(default_factory=dict)
     #: The example's words and holes in order (fillers left out), for rule 6.
     sequence: tuple[Word | Hole, ...] = ()
+    #: What the example counts by its measure words (``MEASURES``) and people words, for rule 7.
+    counts: frozenset[str] = frozenset()
 
 
 class Paraphrases:
@@ -317,6 +349,8 @@ class Paraphrases:
         if key not in self._shapes:
             words: list[Word] = []
             sequence: list[Word | Hole] = []
+            counts: list[str] = ["people"] if any(w.kind == "class" and w.key == "people" for w in
+                                                  self.vocabulary.read(template.example.question, today)) else []
             attached: dict[str, list[tuple[Word, str]]] = {}
             parts = template.parts
             for at, part in enumerate(parts):
@@ -326,8 +360,9 @@ class Paraphrases:
                 read = self.vocabulary.read(part, today)
                 if not read:
                     continue
-                words += [w for w in read if w.kind != "filler"]
-                sequence += [w for w in read if w.kind != "filler"]
+                words += [w for w in read if w.kind not in ("filler", "measure", "among")]
+                sequence += [w for w in read if w.kind not in ("filler", "measure")]
+                counts += [w.key for w in read if w.kind == "measure"]
                 # A plain word against a column slot's value qualifies it (华东区, 星火项目组);
                 # periods and numbers sit anywhere.
                 before, after = (parts[at - 1] if at > 0 else None), (parts[at + 1] if at + 1 < len(parts) else None)
@@ -340,17 +375,27 @@ class Paraphrases:
             literal = frozenset(w.text for w in words if w.kind == "word" and len(w.text) > 1
                                 and w.text in _steps_text(template.example))
             self._shapes[key] = _Shape(template, tuple(template.holes), tuple(words), literal,
-                                       {name: tuple(ws) for name, ws in attached.items()}, tuple(sequence))
+                                       {name: tuple(ws) for name, ws in attached.items()}, tuple(sequence),
+                                       frozenset(counts))
         return self._shapes[key]
 
     def _judge(self, shape: _Shape, asked: list[Word], text: str, lookup: Lookup | None) -> _Verdict:
-        """Rules 1–5 for one example (see the module docstring)."""
+        """Rules 1–11 for one example (see the module docstring)."""
         # A word of the example the question lacks is a refusal no stored value can change:
         # known before any look-up (an entity slot's value is read from the data).
         lacking = next((w for w in shape.words if not w.soft and not any(a.same(w) for a in asked)), None)
         if lacking is not None:
             return _Verdict(None, f"the question does not say {lacking.text!r}")
         words = _with_entities(asked, shape.holes, text, lookup)
+        # Rule 7: measure words say what is counted (份 contracts, 家 customers, 位 people).
+        counts = {w.key for w in words if w.kind == "measure"}
+        words = [w for w in words if w.kind != "measure"]
+        if shape.counts and not counts <= shape.counts:
+            return _Verdict(None, f"the question counts {', '.join(sorted(counts - shape.counts))}, "
+                                  f"the example {', '.join(sorted(shape.counts))}")
+        # Rule 8: several (哪些) where the example ranks and gives one (销售额最高的客户是哪家).
+        if any(w.kind == "class" and w.key == "which-many" for w in words) and _gives_one(shape):
+            return _Verdict(None, "the question asks for several, the example gives the first one")
         filled: dict[str, Filled] = {}
         used: set[int] = set()
         holes_at: list[int] = []
@@ -369,8 +414,9 @@ class Paraphrases:
         free = [i for i in range(len(words)) if i not in used]
         named = _tables_named(list(shape.words)), _tables_named([words[i] for i in free])
         # A table's noun beside a column only that table has says nothing more (either side).
-        example = [(k, w) for k, w in enumerate(shape.sequence) if isinstance(w, Word) and not _implied(w, named[0])]
-        rest = [i for i in free if not _implied(words[i], named[1])]
+        example = [(k, w) for k, w in enumerate(shape.sequence)
+                   if isinstance(w, Word) and w.kind != "among" and not _implied(w, named[0])]
+        rest = [i for i in free if words[i].kind != "among" and not _implied(words[i], named[1])]
         matched, implied = [f"{h.name} (slot)" for h in shape.holes], []
         # A noun for the people counted (员工 in 员工有多少人) adds nothing when both count people.
         people = all(any(w.kind == "class" and w.key == "people" for w in side)
@@ -388,13 +434,21 @@ class Paraphrases:
                 return _Verdict(None, f"the question does not say {word.text!r}")
         if rest:
             return _Verdict(None, "the question adds " + ", ".join(repr(words[i].text) for i in rest))
-        loose = _unbound(shape.sequence, paired)
+        loose = _unbound(shape.sequence, paired) or _chosen_elsewhere(shape.sequence, words, paired) \
+            or _asks_another(shape.sequence, words) or _role_swapped(shape.sequence, paired)
         if loose is not None:
             return _Verdict(None, loose)
         score = len(matched) / (len(matched) + len(implied))
         if score < THRESHOLD:
             return _Verdict(None, f"score {score:.2f} below {THRESHOLD} (implied: {', '.join(implied)})")
         return _Verdict(Paraphrase(shape.template, filled, score, tuple(matched), tuple(implied)), "")
+
+
+def _gives_one(shape: _Shape) -> bool:
+    """Whether the example ranks (最高, lowest) with no number: its plan gives the first row."""
+    return (any(w.kind == "class" and w.key in ("top", "bottom") for w in shape.words)
+            and not any(w.kind == "number" for w in shape.words)
+            and not any(h.slot.kind == "integer" for h in shape.holes))
 
 
 def _detached(attached: Sequence[tuple[Word, str]], words: list[Word], value: Word, text: str) -> str | None:
@@ -430,6 +484,10 @@ def _implied(word: Word, tables: set[str]) -> bool:
 BINDING = frozenset({"more-than", "less-than", "at-least", "at-most", "not"})
 
 
+#: Question words that ask for something: what they ask for must be the same (rule 10).
+ASKING = frozenset({"which", "which-one", "which-many", "how-many"})
+
+
 def _unbound(sequence: Sequence[Word | Hole], paired: dict[int, int]) -> str | None:
     """Rule 6: a comparison or negation of the example stands between the same words in the
     question (``销售额小于1000万且回款周期超过60天`` swaps two comparisons; moving a whole
@@ -443,6 +501,74 @@ def _unbound(sequence: Sequence[Word | Hole], paired: dict[int, int]) -> str | N
                 name = other.text if isinstance(other, Word) else "{" + other.name + "}"
                 return f"{item.text!r} does not stand {'after' if side < 0 else 'before'} {name!r} as in the example"
     return None
+
+
+def _role_swapped(sequence: Sequence[Word | Hole], paired: dict[int, int]) -> str | None:
+    """Rule 11: a stored value (a person, a project) stays on the same side of each plain word
+    of the example: ``李玲倩在2026年10月写了哪些周报`` asks what she wrote, ``2026年10月哪些周报
+    写了李玲倩`` what was written about her."""
+    holes = [k for k, h in enumerate(sequence) if isinstance(h, Hole) and h.slot.kind == "column" and not h.codes]
+    plain = [k for k, w in enumerate(sequence) if isinstance(w, Word) and w.kind == "word"]
+    for h in holes:
+        for k in plain:
+            if h in paired and k in paired and (h < k) != (paired[h] < paired[k]):
+                return (f"the value of slot {sequence[h].name!r} is not on the same side of "  # type: ignore[union-attr]
+                        f"{sequence[k].text!r} as in the example")  # type: ignore[union-attr]
+    return None
+
+
+def _chosen_elsewhere(sequence: Sequence[Word | Hole], words: list[Word], paired: dict[int, int]) -> str | None:
+    """Rule 9: a question choosing among a set (中, among) its example does not choose among
+    (``10个客户中销售额最高的``; ``5个项目中有哪些`` chooses nothing), or with a word on the other side of it than in the example
+    (``金额最大的5份合同中哪些是2024年签约的`` ranks, then filters)."""
+    asked = next((i for i, w in enumerate(words) if w.kind == "among"), None)
+    if asked is None:
+        return None
+    among = next((k for k, w in enumerate(sequence) if isinstance(w, Word) and w.kind == "among"), None)
+    if among is None:
+        # 5个项目中有哪些 chooses nothing: only the question word follows.
+        if all(w.kind == "class" and w.key in ASKING for w in words[asked + 1:]):
+            return None
+        return f"the question chooses among something ({words[asked].text!r}), the example does not"
+    for k, i in paired.items():
+        if (k < among) != (i < asked):
+            item = sequence[k]
+            name = item.text if isinstance(item, Word) else "{" + item.name + "}"
+            return f"{name!r} is not on the same side of {words[asked].text!r} as in the example"
+    return None
+
+
+def _asked_for(words: Sequence[Word | Hole]) -> frozenset[str] | None:
+    """What the first question word asks for: a word naming a table, or people, after it (哪些
+    员工, 多少人), else another column or table word after it (哪些项目), else the last word naming
+    a table or people before it (合同中金额最大的5份是哪些: contracts), else the last column or
+    table word before it (的负责人是谁 … 项目); None without any."""
+    at = next((i for i, w in enumerate(words) if isinstance(w, Word) and w.kind == "class" and w.key in ASKING), None)
+    if at is None:
+        return None
+    def named(w: Word) -> bool:
+        return w.kind == "concept" and any(o.count(".") == 1 for o in w.key) or (w.kind == "class" and w.key == "people")
+    concepts = [(i, w) for i, w in enumerate(words) if isinstance(w, Word) and (w.kind == "concept" or named(w))]
+    after = [w for i, w in concepts if i > at]
+    before = [w for i, w in reversed(concepts) if i < at]
+    found = next((w for w in after if named(w)), None) or next(iter(after), None) \
+        or next((w for w in before if named(w)), None) or next(iter(before), None)
+    if found is None:
+        return None
+    return frozenset(["people"]) if found.kind == "class" else frozenset(found.key)
+
+
+def _asks_another(sequence: Sequence[Word | Hole], words: list[Word]) -> str | None:
+    """Rule 10: the question word asks for the same thing as in the example: ``参与项目的员工中
+    绩效为A的有哪些`` lists employees where ``绩效为A的员工都参与了哪些项目`` lists projects."""
+    example, question = _asked_for(sequence), _asked_for(words)
+    if example != question:
+        return "the question asks for " + _named(question) + ", the example for " + _named(example)
+    return None
+
+
+def _named(asked: frozenset[str] | None) -> str:
+    return ", ".join(sorted(a.rsplit(".", 1)[-1] for a in asked)) if asked else "nothing it names"
 
 
 def _fill(hole: Hole, word: Word) -> Filled | None:
