@@ -789,7 +789,7 @@ def test_what_qualify_columns_cannot_handle_is_refused(dialect: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# An output alias named like a column resolves as the engine resolves it (``engine_names.py``)
+# An output alias named like a column resolves as the engine resolves it (``database_names.py``)
 # ------------------------------------------------------------------------------------------
 
 #: (dialect, query, code): a name the engine would look up among the table's columns first,
