@@ -102,7 +102,7 @@ def _utf8_size(text: str, source: Manifest) -> int:
 #: What the databases say when a query nests past their parser's or planner's own limits
 #: (SQLite's parser stack of about 100 entries overflows at 19 nested subqueries; PostgreSQL's
 #: ``max_stack_depth``; MariaDB's thread stack): the query's shape, not a failing database.
-_ENGINE_NESTING = ("parser stack overflow", "expression tree is too large", "stack depth limit exceeded",
+_DATABASE_NESTING = ("parser stack overflow", "expression tree is too large", "stack depth limit exceeded",
                    "thread stack overrun", "too many levels of nesting", "too high level of nesting")
 
 
@@ -120,7 +120,7 @@ def refusal_of(exc: BaseException, source: str | None) -> SandboxViolation | Non
         return SandboxViolation("invalid_value", "a value is too large for the database (integers are 64-bit)",
                                 hint="write integers between -2^63 and 2^63-1", source=source)
     cause = str(getattr(exc, "cause", None) or "").lower()
-    if cause and any(words in cause for words in _ENGINE_NESTING):
+    if cause and any(words in cause for words in _DATABASE_NESTING):
         return SandboxViolation("too_complex", "the query nests deeper than the database's parser allows",
                                 hint="write it flatter: fewer nested subqueries, CASEs and calls (SQLite "
                                      "parses about 18 nested subqueries at most)", source=source)
