@@ -69,7 +69,7 @@ def test_the_planning_prompt_is_lean(demo_capabilities) -> None:
     assert len(str(system.content)) + len(str(user.content)) < 12_000
 
 
-# --- the search engine's own columns ----------------------------------------------------------
+# --- the search server's own columns ----------------------------------------------------------
 
 
 def hits_run() -> PlanResult:
