@@ -319,7 +319,7 @@ def load_defog(root: Path) -> LegitCorpus:
 
 
 def defog_schema(database: str, dialect: str, dump_schema: str | None) -> str:
-    """Where defog's databases keep their tables, per engine.
+    """Where defog's databases keep their tables, per dialect.
 
     PostgreSQL: the schema the dump creates them in, else ``public``. MySQL: a schema *is* a
     database, and each defog database is loaded under its own name (``broker.sbCustomer``).

@@ -4,7 +4,7 @@ elasticsearch-py 8/9 sends ``application/vnd.elasticsearch+json; compatible-with
 OpenSearch search servers refuse (406), and refuses any answer without the response header
 ``X-Elastic-Product: Elasticsearch``. The proxy rewrites the first and adds the second, so the
 ``elasticsearch`` executor runs the same behavioural tests as the ``opensearch`` one against a
-real engine.
+real search server.
 
 It also misbehaves on demand, for error-handling tests: answer with a 5xx, drop the connection
 without answering, or wait before forwarding. It records every request it sees (method and
@@ -46,7 +46,7 @@ class _Fault:
 
 
 class EsProxy:
-    """A threaded HTTP proxy on 127.0.0.1 in front of one upstream engine."""
+    """A threaded HTTP proxy on 127.0.0.1 in front of one upstream search server."""
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)

@@ -135,7 +135,7 @@ def table_engine(request: pytest.FixtureRequest, dialect: str, database: str, cr
 
 
 def database_engine() -> Engine:
-    """``database()`` behind a SQLAlchemy engine. The in-memory data lives in that one
+    """``database()`` behind a SQLAlchemy pool. The in-memory data lives in that one
     connection, so the pool hands out only it (``StaticPool``); dispose the pool after."""
     db = database()
     return create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)

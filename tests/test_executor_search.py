@@ -125,7 +125,7 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def url_for(kind: str, engine_url: str, es_proxy: EsProxy) -> str:
-    """Where a client of ``kind`` reaches the shared engine."""
+    """Where a client of ``kind`` reaches the shared search server."""
     return engine_url if kind == "opensearch" else es_proxy.url
 
 

@@ -510,7 +510,7 @@ class TestThroughTheSandbox:
     def test_wrapped_limits_with_repeated_column_names(self, target: Target, query: str,
                                                        columns: tuple[str, ...] | None) -> None:
         """FETCH makes the sandbox wrap the query in ``SELECT * FROM (…) q``, which MariaDB
-        refuses when a name repeats: repeated names get a suffix on every engine."""
+        refuses when a name repeats: repeated names get a suffix on every database."""
         from structq.safety import check_sql
 
         manifest = target.manifest(max_rows=2)
@@ -797,7 +797,7 @@ class TestListBinding:
 
     def test_date_and_number_lists(self, target: Target) -> None:
         """Dates and prices (JSON-safe, as every row passed on is: a float) select as the
-        equivalent literals do, on every engine."""
+        equivalent literals do, on every database."""
         days = [dt.date(2024, 1, 2), dt.date(2024, 1, 3)]
         expected = sum(1 for i in range(1, ITEMS + 1) if item_row(i)["created"] in days)
         if target.dialect.name == "sqlite":  # dates are text there

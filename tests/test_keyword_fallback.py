@@ -1,4 +1,4 @@
-"""The keyword fallback (``--fallback keywords`` / ``STRUCTQ_FALLBACK``) on the real engine.
+"""The keyword fallback (``--fallback keywords`` / ``STRUCTQ_FALLBACK``) on the real search server.
 
 A small knowledge base on osmem-server: ``kb_notes`` (row-filtered by tenant, a ``team`` field
 with declared values) and ``kb_wiki`` (not filtered, ``project`` values in the value index).

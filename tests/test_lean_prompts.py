@@ -1,6 +1,6 @@
 """The planning prompt carries only what the question needs: the few verified examples most like
 it (with the values their slots mean today, never a relative phrase), the periods it names
-resolved to dates; the answer prompt leaves the search engine's ``_id``/``_score`` out unless
+resolved to dates; the answer prompt leaves the search server's ``_id``/``_score`` out unless
 asked. Scripted models; the demo company."""
 
 from __future__ import annotations

@@ -464,7 +464,7 @@ def test_denied_columns_are_refused(dialect: str, query: str) -> None:
 #: and ``@@x`` are placeholders, a whole-row value (``ROW(p.*)``, ``row_to_json``) and a column
 #: alias list are unsupported, table functions are denied functions. Each keeps the code it gets
 #: today, so a change in which rule catches it is noticed. The last field names the table it
-#: came from; the write probes below still run the "writes" and "side_effect" ones on the engines.
+#: came from; the write probes below still run the "writes" and "side_effect" ones on the databases.
 REFUSED_BY_ANOTHER_RULE = [
     ("postgres", "SELECT q.id_card FROM (SELECT * FROM unnest(ARRAY(SELECT p FROM employee_performance p))) AS q",
      "denied_column", "whole_row"),

@@ -1,4 +1,4 @@
-"""Legitimate SQL that the sandbox once refused or broke is accepted and runs right on the engine.
+"""Legitimate SQL that the sandbox once refused or broke is accepted and runs right on the database.
 
 Each query goes through ``check_sql`` and then ``SqlExecutor`` against a real SQLite, PostgreSQL
 or MariaDB, under a SELECT-only account, with the manifest declaring the schema the tables live
@@ -39,7 +39,7 @@ DDL = {
 }
 DIALECT = {"sqlite": "sqlite", "postgres": "postgres", "mariadb": "mysql"}
 
-#: Compare with the query as written, run directly on the same engine.
+#: Compare with the query as written, run directly on the same database.
 AS_WRITTEN = None
 
 CASES: list[tuple[str, str, list[tuple[Any, ...]] | None]] = [

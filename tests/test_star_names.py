@@ -69,7 +69,7 @@ def _load(url: str, dialect: str) -> None:
 
 @pytest.fixture
 def database(empty_database: tuple[str, str, Callable[[], None]]) -> tuple[str, str]:
-    """(URL, dialect) of a database holding ``TABLES``, on each engine."""
+    """(URL, dialect) of a database holding ``TABLES``, for each dialect."""
     url, dialect, _ = empty_database
     _load(url, dialect)
     return url, dialect
