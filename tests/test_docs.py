@@ -329,7 +329,7 @@ def test_a_wrong_command_line_does_not_parse(arguments: list[str]) -> None:
 # -- one word, one meaning: "engine" ------------------------------------------------------------
 # The glossary (docs/glossary.md) keeps "engine" for the plan runner (``Engine``) and nothing else:
 # a database is "the database", a search server "the search server", SQLAlchemy's ``Engine`` a
-# pool. The packages below never hold a plan runner, except the server's files that build, guard
+# pool. The packages below (and the modules at the top of ``executors/``) never hold a plan runner, except the server's files that build, guard
 # or observe the agent's one (``ENGINE_FILES``); there prose may say "the engine" and mean it.
 # Everywhere else in them, prose names the plan runner by its identifier (``Engine``), so a bare
 # "engine" can only be a slip for a database or a search server.
@@ -382,8 +382,9 @@ def test_the_engine_scan_finds_slips() -> None:
 
 
 def test_engine_means_only_the_plan_runner_in_code() -> None:
-    slips = [slip for folder in _WORDED for path in sorted((PACKAGE / folder).rglob("*.py"))
-             for slip in _engine_words(path)]
+    paths = [path for folder in _WORDED for path in sorted((PACKAGE / folder).rglob("*.py"))]
+    paths += sorted((PACKAGE / "executors").glob("*.py"))  # base.py and the API executors; sql/ is its own
+    slips = [slip for path in paths for slip in _engine_words(path)]
     assert not slips, "say 'the database' or 'the search server' (or ``Engine``):\n" + "\n".join(slips)
 
 
