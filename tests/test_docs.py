@@ -329,8 +329,9 @@ def test_a_wrong_command_line_does_not_parse(arguments: list[str]) -> None:
 # -- one word, one meaning: "engine" ------------------------------------------------------------
 # The glossary (docs/glossary.md) keeps "engine" for the plan runner (``Engine``) and nothing else:
 # a database is "the database", a search server "the search server", SQLAlchemy's ``Engine`` a
-# pool. The packages below (and the modules at the top of ``executors/``) never hold a plan runner, except the server's files that build, guard
-# or observe the agent's one (``ENGINE_FILES``); there prose may say "the engine" and mean it.
+# pool. The packages below (and the modules at the top of ``executors/``) never hold a plan
+# runner, except the server's files that build, guard or observe the agent's one
+# (``ENGINE_FILES``); there prose may say "the engine" and mean it.
 # Everywhere else in them, prose names the plan runner by its identifier (``Engine``), so a bare
 # "engine" can only be a slip for a database or a search server.
 
