@@ -53,7 +53,7 @@ _memory_lock = threading.Lock()
 
 
 def _in_memory() -> "Engine":
-    """One SQLAlchemy pool whose every connection is a new, empty in-memory database (no pooling)."""
+    """Where local queries connect: each connection is a new, empty in-memory database (``NullPool`` keeps none)."""
     global _memory
     with _memory_lock:
         if _memory is None:
