@@ -4,7 +4,7 @@ Starts ``structq serve`` on the demo company (bundled manifests; SQLite and the 
 search server), waits until ``/readyz`` says every source answers, then runs CLIENTS
 concurrent clients that ask verified questions (SQL and search) in turn for SECONDS seconds.
 Prints requests/s, p50/p95/p99 latency, errors (target 0), and the RSS of the server, its
-workers and the search server at the start and the end of the load (and at every fifth of it,
+workers and the search engine at the start and the end of the load (and at every fifth of it,
 to show a trend), and how many "Connection pool is full" warnings the server logged (target 0). Then, for comparison, each question once through the command line, one
 process each (``structq ask --json``), as a person would without the server: with
 ``--no-daemon`` (start-up and the search engine's index load every time), and sharing the
@@ -39,7 +39,7 @@ QUESTIONS = [
 
 
 def rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its children (uvicorn workers, the search server)."""
+    """Resident memory of ``pid`` and its children (uvicorn workers, the search engine)."""
     total = 0
     for p in [pid, *_children(pid)]:
         try:
