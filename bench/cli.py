@@ -6,7 +6,7 @@ SQLAlchemy, sqlglot, the search clients, …) that ``import structq.cli`` and ``
 pull in — none is the goal: they load when a command needs them — and the slowest imports.
 
 Last, a search question of the demo (a verified example, no model) through ``structq ask``:
-with the embedded search server started inside the command (``--no-daemon``: start the engine, index
+with the embedded search server started inside the command (``--no-daemon``: start the server, index
 the 12,854 reports, answer) and with the shared background search server already warm (target
 ≤ 1.5 s), in interleaved rounds, with each command's peak resident memory. The demo data is
 built at full scale in a temporary folder, and the background search server it starts is stopped at
@@ -142,7 +142,7 @@ def timed_with_cpu(command: list[str], env: dict[str, str]) -> tuple[float, int,
 
 
 def report_search_question(command: list[str]) -> None:
-    """Cold in-command engine vs the warm background search server, interleaved."""
+    """A search server started in the command vs the warm background one, interleaved."""
     import os
     import tempfile
 

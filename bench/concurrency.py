@@ -44,7 +44,7 @@ async def _to_thread(self: Engine, fn, /, *args, **kwargs):  # the old path, for
 
 
 def _questions(capabilities: CapabilitySet) -> list[str]:
-    """Verified questions whose steps all read SQL sources (no search engine to start)."""
+    """Verified questions whose steps all read SQL sources (no search server to start)."""
     found = []
     for manifest in capabilities:
         for example in manifest.examples:

@@ -99,7 +99,7 @@ def demo_directory() -> Iterator[Path]:
 class DirectRunner:
     """Runs the queries an engine run recorded, without the engine: the baseline.
 
-    SQL goes to one plain pooled SQLAlchemy engine per source (no read-only guard, no
+    SQL goes to one plain SQLAlchemy pool per source (no read-only guard, no
     sandbox, no threads); search to one opensearch-py client on the same embedded search server.
     """
 

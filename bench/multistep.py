@@ -102,7 +102,7 @@ def main() -> None:
                 record(engine, corpus, source, keys)
 
     print("Two-step plan vs single query with a subquery (multiset of rows); target: all equal")
-    print(f"{'engine':<11}{'corpus':<11}{'kind':<16}{'FKs':>5}{'cases':>7}{'equal':>7}{'unequal':>9}")
+    print(f"{'backend':<11}{'corpus':<11}{'kind':<16}{'FKs':>5}{'cases':>7}{'equal':>7}{'unequal':>9}")
     kinds = [*dict.fromkeys(KINDS.values()), "empty list"]
     for engine, corpus in keys_seen:
         for kind in kinds:

@@ -199,7 +199,7 @@ def report(outcomes: list[Outcome]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["sqlite", "postgres", "mariadb"])
-    parser.add_argument("--limit", type=int, default=0, help="at most N databases per engine")
+    parser.add_argument("--limit", type=int, default=0, help="at most N databases per backend (sqlite, postgres, mariadb)")
     args = parser.parse_args()
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:

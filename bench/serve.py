@@ -1,7 +1,7 @@
 """``structq serve`` under load: concurrent clients asking verified demo questions.
 
 Starts ``structq serve`` on the demo company (bundled manifests; SQLite and the embedded
-search engine), waits until ``/readyz`` says every source answers, then runs CLIENTS
+search server), waits until ``/readyz`` says every source answers, then runs CLIENTS
 concurrent clients that ask verified questions (SQL and search) in turn for SECONDS seconds.
 Prints requests/s, p50/p95/p99 latency, errors (target 0), and the RSS of the server, its
 workers and the search engine at the start and the end of the load (and at every fifth of it,
@@ -175,14 +175,14 @@ def main() -> None:
     parser.add_argument("--skip-cli", action="store_true", help="do not run the one-process-per-question comparison")
     args = parser.parse_args()
     ensure_demo(args.demo_dir)
-    state = tempfile.mkdtemp(prefix="structq-bench-state-")  # an engine of the bench's own, stopped at the end
+    state = tempfile.mkdtemp(prefix="structq-bench-state-")  # a search server of the bench's own, stopped at the end
     env = {**os.environ, "STRUCTQ_DEMO_DIR": str(args.demo_dir), "STRUCTQ_AUDIT": "0", "STRUCTQ_LLM": "",
            "STRUCTQ_STATE_DIR": state, "STRUCTQ_SEARCH_DAEMON": "1"}
     env.pop("OPENAI_API_KEY", None)
     try:
         run(args, env)
     finally:
-        subprocess.run([sys.executable, "-m", "structq.cli", "engine", "stop"], env=env, capture_output=True, check=False)
+        subprocess.run([sys.executable, "-m", "structq.cli", "search-server", "stop"], env=env, capture_output=True, check=False)
 
 
 def run(args: argparse.Namespace, env: dict[str, str]) -> None:
@@ -212,10 +212,10 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> None:
     if args.skip_cli:
         return
     print("\nthe same questions through the command line, one process each:")
-    print("  --no-daemon   shared engine   (seconds; the first: start-up and index load every time)")
+    print("  --no-daemon   shared server   (seconds; the first: start-up and index load every time)")
     for (question, cold, cold_failed), (_, warm, warm_failed) in zip(cli_each(env, "--no-daemon"), cli_each(env)):
         print(f"  {cold:6.1f} s   {warm:6.1f} s   {question}")
-        for label, failed in (("--no-daemon", cold_failed), ("shared engine", warm_failed)):
+        for label, failed in (("--no-daemon", cold_failed), ("shared server", warm_failed)):
             if failed:
                 print(f"      {label}:{failed}")
 

@@ -19,8 +19,8 @@ from servers import MariaDBServer, ManagedServer, PostgresServer, SearchServer, 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # Commands under test start the embedded search server inside their own process: a background
-# engine shared between commands would outlive the test that started it. The tests of that
-# shared engine (test_search_server_daemon.py) turn it on for the commands they run, with a state
+# search server shared between commands would outlive the test that started it. The tests of that
+# shared search server (test_search_server_daemon.py) turn it on for the commands they run, with a state
 # folder of their own.
 os.environ["STRUCTQ_SEARCH_DAEMON"] = "0"
 

@@ -39,7 +39,7 @@ Schema = dict[str, list[tuple[str, str]]]
 #: Table → the columns of its primary key, where the schema declares one.
 PrimaryKeys = dict[str, frozenset[str]]
 
-#: The dialects the engines under test speak; generic and foreign payloads run under each.
+#: The dialects the databases under test speak; generic and foreign payloads run under each.
 ENGINE_DIALECTS = ("sqlite", "postgres", "mysql")
 
 #: Legit corpora get a cap no gold query comes near, so the LIMIT rule never rejects one.
@@ -319,7 +319,7 @@ def load_defog(root: Path) -> LegitCorpus:
 
 
 def defog_schema(database: str, dialect: str, dump_schema: str | None) -> str:
-    """Where defog's databases keep their tables, per engine.
+    """Where defog's databases keep their tables, per dialect.
 
     PostgreSQL: the schema the dump creates them in, else ``public``. MySQL: a schema *is* a
     database, and each defog database is loaded under its own name (``broker.sbCustomer``).
@@ -534,8 +534,8 @@ def write_rejections(path: Path, rejections: Iterable[Rejection]) -> None:
 # Hostile corpus
 # ============================================================================================
 
-#: Folder → dialects its statements are checked under. Generic and foreign-engine payloads
-#: target no engine of ours, so each runs under every engine dialect.
+#: Folder → dialects its statements are checked under. Generic and foreign-database payloads
+#: target no database of ours, so each runs under every database dialect.
 HOSTILE_GROUPS: dict[str, tuple[str, ...]] = {
     "postgres": ("postgres",),
     "mysql": ("mysql",),
@@ -546,7 +546,7 @@ HOSTILE_GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def _hostile_files(folder: Path, group: str) -> list[Path]:
-    """``other/`` has no ``ALL_full_statements.txt``: its per-engine ``*.full.txt`` are the set.
+    """``other/`` has no ``ALL_full_statements.txt``: its per-database ``*.full.txt`` are the set.
 
     For PostgreSQL the upstream test files of read-only tools are added (labels are ignored:
     the property decides).

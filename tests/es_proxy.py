@@ -1,10 +1,10 @@
 """A loopback proxy that lets the official Elasticsearch client talk to osmem-server.
 
 elasticsearch-py 8/9 sends ``application/vnd.elasticsearch+json; compatible-with=N``, which
-OpenSearch engines refuse (406), and refuses any answer without the response header
+OpenSearch search servers refuse (406), and refuses any answer without the response header
 ``X-Elastic-Product: Elasticsearch``. The proxy rewrites the first and adds the second, so the
 ``elasticsearch`` executor runs the same behavioural tests as the ``opensearch`` one against a
-real engine.
+real search server.
 
 It also misbehaves on demand, for error-handling tests: answer with a 5xx, drop the connection
 without answering, or wait before forwarding. It records every request it sees (method and
@@ -46,7 +46,7 @@ class _Fault:
 
 
 class EsProxy:
-    """A threaded HTTP proxy on 127.0.0.1 in front of one upstream engine."""
+    """A threaded HTTP proxy on 127.0.0.1 in front of one upstream search server."""
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)
@@ -65,7 +65,7 @@ class EsProxy:
     # -- faults -----------------------------------------------------------------------------
 
     def fail_next(self, status: int = 503, count: int = 1) -> None:
-        """Answer the next ``count`` requests with ``status`` and an engine-style error body."""
+        """Answer the next ``count`` requests with ``status`` and an error body as a search server writes one."""
         self._add(_Fault("status", count, status=status))
 
     def drop_next(self, count: int = 1) -> None:
@@ -155,7 +155,7 @@ class EsProxy:
                              if k.lower() not in _HOP_BY_HOP | _OWN_HEADERS}
                     status = response.status
                 except OSError:
-                    # The engine is gone: pass the silence on, as the engine itself would.
+                    # The search server is gone: pass the silence on, as the search server itself would.
                     self.close_connection = True
                     return
                 finally:

@@ -1,5 +1,5 @@
 """Helpers the sandbox tests share: the test manifest per dialect and a small SQLite database
-(also behind a SQLAlchemy engine, for running checked queries).
+(also behind a SQLAlchemy pool, for running checked queries).
 
 ``manifest_from_columns`` (build a permissive Manifest from ``{table: [columns]}``) lives in
 ``bench/corpora.py`` because the benchmark needs it too; tests build theirs from YAML.
@@ -118,7 +118,7 @@ def database_file(path: Path) -> Path:
 
 def table_engine(request: pytest.FixtureRequest, dialect: str, database: str, create: str,
                  rows: list[tuple[Any, ...]]) -> Engine:
-    """One table (``create``, then ``rows``) on the engine of ``dialect``: an in-memory SQLite, or
+    """One table (``create``, then ``rows``) on the database of ``dialect``: an in-memory SQLite, or
     the new database ``database`` of the session's PostgreSQL or MariaDB server. Dispose after."""
     table = create.split()[2]
     marks = ", ".join(["%s"] * len(rows[0]))
@@ -135,8 +135,8 @@ def table_engine(request: pytest.FixtureRequest, dialect: str, database: str, cr
 
 
 def database_engine() -> Engine:
-    """``database()`` behind a SQLAlchemy engine. The in-memory data lives in that one
-    connection, so the engine hands out only it (``StaticPool``); dispose the engine after."""
+    """``database()`` behind a SQLAlchemy pool. The in-memory data lives in that one
+    connection, so the pool hands out only it (``StaticPool``); dispose the pool after."""
     db = database()
     return create_engine("sqlite://", creator=lambda: db, poolclass=StaticPool)
 

@@ -1,4 +1,4 @@
-"""Helpers the search tests share: loading test indices onto the engine on loopback.
+"""Helpers the search tests share: loading test indices onto the search server on loopback.
 
 The executor suite and the DSL red-team suite both start from fresh indices with known
 documents; one loader keeps the two setups from drifting apart.
@@ -29,7 +29,7 @@ def search_executor(manifest: Any) -> Iterator[Any]:
 
 @contextmanager
 def raw_client(url: str) -> Iterator[Any]:
-    """An opensearch-py client on ``url``, past structq: for checking what the engine itself
+    """An opensearch-py client on ``url``, past structq: for checking what the search server itself
     answers or holds."""
     from opensearchpy import OpenSearch
 

@@ -176,7 +176,7 @@ def _dismiss_watchdog(watchdog: subprocess.Popen[str] | None) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# SQL servers: one base class, the engine specifics in small overrides
+# SQL servers: one base class, the database specifics in small overrides
 # --------------------------------------------------------------------------------------------
 
 
@@ -393,7 +393,7 @@ class DatabaseServer(ManagedServer):
         finally:
             connection.close()
 
-    # -- what each engine supplies ----------------------------------------------------------
+    # -- what each database supplies ----------------------------------------------------------
 
     @abc.abstractmethod
     def _initialise(self) -> None:
@@ -577,7 +577,7 @@ class MariaDBServer(DatabaseServer):
 
 
 # --------------------------------------------------------------------------------------------
-# Search: osmem-server, an in-memory OpenSearch-compatible engine
+# Search: osmem-server, an in-memory OpenSearch-compatible search server
 # --------------------------------------------------------------------------------------------
 
 

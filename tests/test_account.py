@@ -206,7 +206,7 @@ def pg_shop(pg_server) -> dict[str, str]:
 
 @pytest.fixture(params=["pg", "mariadb"])
 def shop(request) -> dict[str, str]:
-    """Each engine's shop: the generated account, an over-privileged one and the administrator."""
+    """Each database's shop: the generated account, an over-privileged one and the administrator."""
     return request.getfixturevalue({"pg": "pg_shop", "mariadb": "mariadb_shop"}[request.param])
 
 

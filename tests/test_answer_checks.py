@@ -1,7 +1,7 @@
 """The answer check (``structq.agent.figures``): every figure of a model-written answer traced to
 a cell, a count, the question or a derivation from the cited steps; citations that name
 steps which hold the figures; one repair for a wrong citation; a fallback that still answers.
-The model is scripted; the results are built in memory (the check reads results, not engines)."""
+The model is scripted; the results are built in memory (the check reads results, not databases)."""
 
 from __future__ import annotations
 

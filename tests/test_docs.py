@@ -324,3 +324,71 @@ def test_every_documented_command_line_parses(where: str, arguments: list[str]) 
 def test_a_wrong_command_line_does_not_parse(arguments: list[str]) -> None:
     """Guards the test above: the parse really checks options and commands."""
     assert _parse(arguments) == 2
+
+
+# -- one word, one meaning: "engine" ------------------------------------------------------------
+# The glossary (docs/glossary.md) keeps "engine" for the plan runner (``Engine``) and nothing else:
+# a database is "the database", a search server "the search server", SQLAlchemy's ``Engine`` a
+# pool. The packages below (and the modules at the top of ``executors/``) never hold a plan
+# runner, except the server's files that build, guard or observe the agent's one
+# (``ENGINE_FILES``); there prose may say "the engine" and mean it.
+# Everywhere else in them, prose names the plan runner by its identifier (``Engine``), so a bare
+# "engine" can only be a slip for a database or a search server.
+
+_WORDED = ("safety", "server", "sync", "capabilities", "sources", "executors/local", "executors/search")
+#: Server modules that hold the agent's engine (build it, guard it, count or trace its runs).
+ENGINE_FILES = {f"structq/server/{name}" for name in ("__init__.py", "service.py", "observe.py", "metrics.py", "traces.py")}
+#: Identifiers with "engine" in them that the packages above may use: the plan runner's classes,
+#: SQLAlchemy's own functions, and the read-only pool ``executors/sql/session.py`` makes.
+_ENGINE_NAMES = {"Engine", "GuardedEngine", "create_engine", "read_only_engine"}
+_CODE_SPAN = re.compile(r"``[^`]*``|`[^`]*`|\bsqlalchemy\.engine\b|\bagent[./]engine\b|\bengine=")
+#: The word in prose; a capital ``Engine`` is the class (a string annotation, a sentence naming it).
+_ENGINE_WORD = re.compile(r"\bengines?\b")
+#: Phrases that never mean the plan runner, on any page or in any of the packages above.
+_NEVER = re.compile(r"\bengines\b|\b(?:search|regex|database|SQL) engine\b", re.IGNORECASE)
+
+
+def _engine_words(path: Path) -> list[str]:
+    """Where ``path``'s prose (comments, docstrings, messages) or identifiers say "engine" other
+    than as the plan runner's identifiers: ``file:line: text`` for each."""
+    import io
+    import tokenize
+
+    relative = path.relative_to(ROOT).as_posix()
+    found: list[str] = []
+    tokens = list(tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline))
+    for i, token in enumerate(tokens):
+        text = token.string
+        if token.type in (tokenize.COMMENT, tokenize.STRING):
+            prose = _CODE_SPAN.sub("", text)
+            if _NEVER.search(prose) or (_ENGINE_WORD.search(prose) and relative not in ENGINE_FILES):
+                found.append(f"{relative}:{token.start[0]}: {text.strip()[:100]}")
+        elif token.type == tokenize.NAME and "engine" in text.lower() and text not in _ENGINE_NAMES:
+            dotted = "".join(t.string for t in tokens[max(0, i - 2):i])  # sqlalchemy.engine.…
+            if dotted != "sqlalchemy." and not (text == "engine" and relative in ENGINE_FILES):
+                found.append(f"{relative}:{token.start[0]}: identifier {text}")
+    return found
+
+
+def test_the_engine_scan_finds_slips() -> None:
+    path = ROOT / "structq" / "safety" / "sql" / "rules" / "limit.py"  # read, never written
+    assert _engine_words(path) == []
+    probe = ROOT / "tests" / "fixtures" / "engine_words_probe.py"
+    assert [line.split(": ", 1)[1] for line in _engine_words(probe)] == [
+        "# the engine reads the column first",
+        '"""Both engines lock the row."""',
+        "identifier engine_name",
+        "identifier engine_name",
+    ]
+
+
+def test_engine_means_only_the_plan_runner_in_code() -> None:
+    paths = [path for folder in _WORDED for path in sorted((PACKAGE / folder).rglob("*.py"))]
+    paths += sorted((PACKAGE / "executors").glob("*.py"))  # base.py and the API executors; sql/ is its own
+    slips = [slip for path in paths for slip in _engine_words(path)]
+    assert not slips, "say 'the database' or 'the search server' (or ``Engine``):\n" + "\n".join(slips)
+
+
+def test_engine_means_only_the_plan_runner_in_the_docs() -> None:
+    slips = [f"{page}: {m.group(0)}" for page, text in PAGES.items() for m in _NEVER.finditer(text)]
+    assert not slips, "say 'the databases' or 'the search server':\n" + "\n".join(slips)

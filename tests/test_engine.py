@@ -819,7 +819,7 @@ def test_cli_run_json_shape(demo_data, example_plans: dict[str, Plan], tmp_path:
 
 
 # ============================================================================================
-# 1 / 1,000 / 100,000 values through a reference, on every engine, vs the equivalent JOIN
+# 1 / 1,000 / 100,000 values through a reference, on every database, vs the equivalent JOIN
 # ============================================================================================
 
 BIG = 100_000

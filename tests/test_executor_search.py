@@ -1,6 +1,6 @@
-"""Search executors against a real engine (osmem-server, OpenSearch-compatible, on loopback).
+"""Search executors against a real search server (osmem-server, OpenSearch-compatible, on loopback).
 
-The same behavioural suite runs for both kinds: ``opensearch`` talks to the engine directly,
+The same behavioural suite runs for both kinds: ``opensearch`` talks to the search server directly,
 ``elasticsearch`` (the official 9.x client) through ``es_proxy.EsProxy``, which translates its
 compatibility media types and adds the product header. Fault tests put a proxy in front of
 both kinds, so 5xx answers, dropped connections and slow answers are real HTTP behaviour.
@@ -97,7 +97,7 @@ def search(body: dict[str, Any], *, max_rows: int = 100, index: str = INDEX) -> 
 
 
 def _load(url: str) -> str:
-    """This module's indices on the engine at ``url``, made again from the documents above."""
+    """This module's indices on the search server at ``url``, made again from the documents above."""
     big = [{"_id": f"p{i}", "person_id": f"P{i:05d}"} for i in range(0, 70_000, 7_000)]
     return load_declared(url, make_manifest("opensearch", url), {INDEX: REPORTS, BIG_INDEX: big})
 
@@ -125,7 +125,7 @@ def kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def url_for(kind: str, engine_url: str, es_proxy: EsProxy) -> str:
-    """Where a client of ``kind`` reaches the shared engine."""
+    """Where a client of ``kind`` reaches the shared search server."""
     return engine_url if kind == "opensearch" else es_proxy.url
 
 
@@ -245,7 +245,7 @@ def test_size_zero_with_post_filter_counts_through_search(executor: SearchExecut
     assert result.query["track_total_hits"] == 1_000_000 and not result.truncated
 
 
-# The engine honours an integer track_total_hits (relation "gte" at the bound), so the bound
+# The search server honours an integer track_total_hits (relation "gte" at the bound), so the bound
 # is checked end to end: 30 reports, counted up to bounds below, at and above 30.
 @pytest.mark.parametrize(("bound", "shown", "stopped"), [(10, 10, True), (30, 30, True), (31, 30, False)])
 @pytest.mark.parametrize("body", [{"size": 0}, {"size": 0, "post_filter": {"match_all": {}}},
@@ -356,7 +356,7 @@ def test_composite_date_keys_are_shown_in_the_source_time_zone(executor: SearchE
     ("Asia/Shanghai", "2024-03-01T00:00:00.000+08:00"),
     ("-05:30", "2024-02-29T10:30:00.000-05:30"),
 ])
-def test_composite_date_keys_without_an_engine(zone: str | None, shown: str) -> None:
+def test_composite_date_keys_without_a_search_server(zone: str | None, shown: str) -> None:
     march_in_shanghai = 1709222400000  # 2024-03-01T00:00+08:00
     histogram = {"field": "week_start_date", "calendar_interval": "month", **({"time_zone": zone} if zone else {})}
     body = {"aggs": {"pages": {"composite": {"sources": [{"month": {"date_histogram": histogram}},
@@ -442,11 +442,11 @@ def test_sandboxed_hits_and_aggregations(executor: SearchExecutor) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Errors from the engine
+# Errors from the search server
 # --------------------------------------------------------------------------------------------
 
 
-def test_malformed_query_is_a_retryable_error_with_the_engine_reason(
+def test_malformed_query_is_a_retryable_error_with_the_search_server_reason(
         executor: SearchExecutor) -> None:
     with pytest.raises(ExecutionError) as info:
         executor.fetch(search({"query": {"no_such_clause": {"dept": "x"}}}))
@@ -461,7 +461,7 @@ def test_bad_field_use_names_the_root_cause(executor: SearchExecutor) -> None:
     assert "all shards failed" not in str(info.value)
 
 
-def test_index_missing_on_the_engine(executor: SearchExecutor) -> None:
+def test_index_missing_on_the_search_server(executor: SearchExecutor) -> None:
     with pytest.raises(ExecutionError) as info:
         executor.fetch(search({"query": {"match_all": {}}}, index=MISSING_INDEX))
     assert "index_not_found_exception" in str(info.value)
@@ -529,7 +529,7 @@ def test_slow_answer_is_a_timeout(make_executor: Callable[..., SearchExecutor],
     assert "0.5 s" in str(info.value)
 
 
-def test_request_body_carries_the_engine_timeout(executor: SearchExecutor) -> None:
+def test_request_body_carries_the_search_server_timeout(executor: SearchExecutor) -> None:
     result = executor.fetch(search({"query": {"match_all": {}}, "size": 1}))
     assert result.query["timeout"] == "5000ms"
 
@@ -590,7 +590,7 @@ def test_missing_client_library_names_the_extra(monkeypatch: pytest.MonkeyPatch)
 
 
 # --------------------------------------------------------------------------------------------
-# Aggregation rows without an engine: shapes the engine tests above do not reach
+# Aggregation rows without a search server: shapes the search server tests above do not reach
 # --------------------------------------------------------------------------------------------
 
 
@@ -638,7 +638,7 @@ def test_nested_top_hits_return_their_allowed_sub_fields() -> None:
     assert table.rows == [(3, [{"by": "E1"}])]
 
 
-def test_nested_top_hits_on_the_engine(executor: SearchExecutor) -> None:
+def test_nested_top_hits_on_the_search_server(executor: SearchExecutor) -> None:
     body = {"aggs": {"c": {"nested": {"path": "comments"},
                            "aggs": {"top": {"top_hits": {"size": 2, "_source": ["comments.by", "comments.text"]}}}}}}
     (row,) = executor.fetch(search(body)).rows
@@ -646,7 +646,7 @@ def test_nested_top_hits_on_the_engine(executor: SearchExecutor) -> None:
 
 
 def test_too_many_buckets_is_the_query_s_fault(executor: SearchExecutor) -> None:
-    """The engine answers HTTP 503; the query asked for too many buckets, it can be fixed."""
+    """The search server answers HTTP 503; the query asked for too many buckets, it can be fixed."""
     with pytest.raises(ExecutionError) as info:
         executor.fetch(search({"aggs": {"h": {"histogram": {"field": "score", "interval": 0.00001}}}}))
     assert type(info.value) is ExecutionError and info.value.retryable
@@ -684,7 +684,7 @@ EMBEDDED_DOCS = [
 
 @pytest.fixture
 def embedded_engine() -> Iterator[None]:
-    """Each embedded test starts from a stopped engine and leaves it stopped."""
+    """Each embedded test starts from a stopped search server and leaves it stopped."""
     embedded_server.stop()
     yield
     embedded_server.stop()
@@ -718,12 +718,12 @@ def test_embedded_source_loads_and_searches(tmp_path: Path, embedded_engine: Non
                   "size": 11}))
         assert sorted(row[0] for row in result.rows) == ["w1", "w3"]
         assert progress == [("emb_load", 0, 3), ("emb_load", 3, 3)]
-        # Intermediate steps may fetch past the engine's default 10,000-hit window.
+        # Intermediate steps may fetch past the search server's default 10,000-hit window.
         wide = executor.fetch(SafeQuery(source="reports", kind="search", limit=50_001,
                                       max_rows=50_000, index="emb_load",
                                       body={"query": {"match_all": {}}, "size": 50_001}))
         assert wide.row_count == 3 and not wide.truncated
-        # Starting the engine and loading the index is reported apart from the search itself.
+        # Starting the search server and loading the index is reported apart from the search itself.
         assert result.startup_ms > 0
         assert wide.startup_ms == 0
         url = embedded_server.server_url()
@@ -762,11 +762,11 @@ def test_second_executor_does_not_reload(tmp_path: Path, embedded_engine: None) 
 
 
 @pytest.mark.parametrize("ending", ["stopped", "killed", "refused"])
-def test_a_restarted_embedded_engine_is_found_again(tmp_path: Path, embedded_engine: None, ending: str,
+def test_a_restarted_embedded_search_server_is_found_again(tmp_path: Path, embedded_engine: None, ending: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """The client of a dead engine is dropped: the engine starts again (on another port) and
+    """The client of a dead search server is dropped: the search server starts again (on another port) and
     the query runs there, its indices reloaded. ``refused``: the death is only seen as a
-    refused connection (the engine's URL looks unchanged), which is retried once."""
+    refused connection (the search server's URL looks unchanged), which is retried once."""
     manifest = write_embedded(tmp_path, "emb_restart", EMBEDDED_DOCS)
     count = SafeQuery(source="reports", kind="search", limit=11, max_rows=10, index="emb_restart",
                       body={"size": 0})
@@ -895,7 +895,7 @@ def test_process_end_stops_the_search_server(tmp_path: Path, ending: str) -> Non
         if ending == "sigkill":
             child.send_signal(signal.SIGKILL)
         child.wait(timeout=20)
-        assert _port_closed(url, within_s=10), f"the engine at {url} outlived its process"
+        assert _port_closed(url, within_s=10), f"the search server at {url} outlived its process"
     finally:
         if child.poll() is None:
             child.kill()

@@ -1,9 +1,9 @@
 """The SQL executor: one behavioural suite run on SQLite, PostgreSQL and MariaDB.
 
-Every engine gets the same tables, created through its admin URL; the executor reads them
+Every database gets the same tables, created through its admin URL; the executor reads them
 through the read-only account (PostgreSQL, MariaDB) or the SQLite file, which it opens
 read-only itself. MariaDB runs it twice, once per driver (mysqlclient, PyMySQL), since each
-guard goes through the driver. Where the engines differ (how a list is bound, how to sleep) the ``Dialect``
+guard goes through the driver. Where the databases differ (how a list is bound, how to sleep) the ``Dialect``
 table says so; the tests themselves are written once.
 """
 
@@ -44,7 +44,7 @@ TIMEOUT_S = 1.0
 
 
 # ============================================================================================
-# Test data: identical on every engine, written through SQLAlchemy Core (no per-engine DDL)
+# Test data: identical on every database, written through SQLAlchemy Core (no per-database DDL)
 # ============================================================================================
 
 metadata = sa.MetaData()
@@ -105,13 +105,13 @@ def table_names(admin: sa.Engine) -> set[str]:
 
 
 # ============================================================================================
-# What differs per engine
+# What differs per database
 # ============================================================================================
 
 
 @dataclass(frozen=True)
 class Dialect:
-    """How one engine spells the few things the suite needs."""
+    """How one database spells the few things the suite needs."""
 
     name: str
     ref: str  # a predicate testing {column} against the list parameter :{param}
@@ -144,7 +144,7 @@ DIALECTS = {
 
 @dataclass
 class Target:
-    """One engine with the test tables: its admin URL and the URL the executor gets."""
+    """One database with the test tables: its admin URL and the URL the executor gets."""
 
     dialect: Dialect
     admin_url: str
@@ -154,7 +154,7 @@ class Target:
 
     @property
     def admin(self) -> sa.Engine:
-        """A plain (writable) engine for checking what the executor did not change."""
+        """A plain (writable) pool for checking what the executor did not change."""
         if self._admin is None:
             self._admin = sa.create_engine(self.admin_url)
         return self._admin
@@ -525,7 +525,7 @@ class TestThroughTheSandbox:
     def test_wrapped_limits_with_repeated_column_names(self, target: Target, query: str,
                                                        columns: tuple[str, ...] | None) -> None:
         """FETCH makes the sandbox wrap the query in ``SELECT * FROM (…) q``, which MariaDB
-        refuses when a name repeats: repeated names get a suffix on every engine."""
+        refuses when a name repeats: repeated names get a suffix on every database."""
         from structq.safety import check_sql
 
         manifest = target.manifest(max_rows=2)
@@ -541,7 +541,7 @@ class TestThroughTheSandbox:
 
 
 # ============================================================================================
-# Engines that stop, files that are missing, URLs that are wrong
+# Databases that stop, files that are missing, URLs that are wrong
 # ============================================================================================
 
 
@@ -812,7 +812,7 @@ class TestListBinding:
 
     def test_date_and_number_lists(self, target: Target) -> None:
         """Dates and prices (JSON-safe, as every row passed on is: a float) select as the
-        equivalent literals do, on every engine."""
+        equivalent literals do, on every database."""
         days = [dt.date(2024, 1, 2), dt.date(2024, 1, 3)]
         expected = sum(1 for i in range(1, ITEMS + 1) if item_row(i)["created"] in days)
         if target.dialect.name == "sqlite":  # dates are text there

@@ -1,4 +1,4 @@
-"""``structq init`` on every engine: the drafted manifest declares what the source holds, denies
+"""``structq init`` on every database: the drafted manifest declares what the source holds, denies
 what looks secret or personal, never holds the URL's password, refuses to overwrite, and is
 in sync and connectable straight away."""
 

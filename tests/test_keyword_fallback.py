@@ -1,4 +1,4 @@
-"""The keyword fallback (``--fallback keywords`` / ``STRUCTQ_FALLBACK``) on the real engine.
+"""The keyword fallback (``--fallback keywords`` / ``STRUCTQ_FALLBACK``) on the real search server.
 
 A small knowledge base on osmem-server: ``kb_notes`` (row-filtered by tenant, a ``team`` field
 with declared values) and ``kb_wiki`` (not filtered, ``project`` values in the value index).
@@ -81,7 +81,7 @@ WIKI = [
 
 @pytest.fixture(scope="module")
 def kb_dir(search_server: SearchServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The manifest on the session's engine, its documents loaded, and a value index for kb_wiki."""
+    """The manifest on the session's search server, its documents loaded, and a value index for kb_wiki."""
     folder = tmp_path_factory.mktemp("kb")
     (folder / "kb.yaml").write_text(MANIFEST.format(url=search_server.url), encoding="utf-8")
     capabilities = CapabilitySet.from_path(folder)

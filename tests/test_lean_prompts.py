@@ -1,6 +1,6 @@
 """The planning prompt carries only what the question needs: the few verified examples most like
 it (with the values their slots mean today, never a relative phrase), the periods it names
-resolved to dates; the answer prompt leaves the search engine's ``_id``/``_score`` out unless
+resolved to dates; the answer prompt leaves the search server's ``_id``/``_score`` out unless
 asked. Scripted models; the demo company."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_the_planning_prompt_is_lean(demo_capabilities) -> None:
     assert len(str(system.content)) + len(str(user.content)) < 12_000
 
 
-# --- the search engine's own columns ----------------------------------------------------------
+# --- the search server's own columns ----------------------------------------------------------
 
 
 def hits_run() -> PlanResult:

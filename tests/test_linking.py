@@ -327,7 +327,7 @@ def test_cli_explains_an_unpruned_demo_catalogue(demo_env) -> None:
     assert json.loads(result.output)["pruned"] is False
 
 
-# --- a search source on the real engine ------------------------------------------------------------
+# --- a search source on the real search server ------------------------------------------------------------
 
 
 def test_search_values_are_built_from_keyword_fields_only(search_server, tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ from multistep_support import (
 
 #: The corpora's fixture skips when they are absent, or fails under STRUCTQ_REQUIRE_CORPORA=1.
 pytestmark = [pytest.mark.corpus, pytest.mark.usefixtures("shared_corpora")]
-#: Engines reached through ``request.getfixturevalue``, marked as their fixtures would mark them.
+#: Databases reached through ``request.getfixturevalue``, marked as their fixtures would mark them.
 SERVERS = [pytest.param("postgres", marks=pytest.mark.postgres), pytest.param("mariadb", marks=pytest.mark.mariadb)]
 
 EMPTY = " WHERE 1 = 0"
@@ -178,7 +178,7 @@ def test_random_key_lists_two_steps_equal_one_query_on_servers(data: st.DataObje
     _property(request.getfixturevalue(f"defog_{server}_manifests")[db], defog_foreign_keys(db), data)
 
 
-# --- the reference grammar on the three engines --------------------------------------------------
+# --- the reference grammar on the three databases --------------------------------------------------
 
 
 @pytest.fixture(params=["sqlite", *SERVERS])
@@ -188,7 +188,7 @@ def car_dealership(request: pytest.FixtureRequest) -> Manifest:
     return request.getfixturevalue(f"defog_{request.param}_manifests")["car_dealership"]
 
 
-def test_reference_lookalikes_are_text_on_every_engine(car_dealership: Manifest) -> None:
+def test_reference_lookalikes_are_text_on_every_database(car_dealership: Manifest) -> None:
     """``'<none>'`` in a literal and ``<a>`` in a comment are text: the plan validates, no
     dependency appears, and the literal comes back as written."""
     from structq.agent import Plan

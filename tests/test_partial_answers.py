@@ -1,7 +1,7 @@
 """Partial answers and the circuit breaker.
 
 A source that is down or answers 503 costs only the steps that need it: a real PostgreSQL
-killed mid-run, and a search engine behind a proxy that answers 503 (tests/es_proxy.py). The
+killed mid-run, and a search server behind a proxy that answers 503 (tests/es_proxy.py). The
 breaker's states are driven by a fake clock (the cool-down is time; the tests must not wait).
 """
 
@@ -197,7 +197,7 @@ def test_nothing_readable_is_an_error_not_an_answer(ops_and_hr) -> None:
             engine.run(only_ops)
 
 
-# --- a search engine answering 503, through the agent ---------------------------------------------
+# --- a search server answering 503, through the agent ---------------------------------------------
 
 
 @pytest.fixture(scope="module")

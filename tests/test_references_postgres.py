@@ -265,7 +265,7 @@ def _numbers_plan(picks: str, found: str) -> Plan:
 
 
 def _run_numbers(url: str, picks: str, found: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """(the engine's rows for ``found`` given ``picks``, the subquery's rows)."""
+    """(the database's rows for ``found`` given ``picks``, the subquery's rows)."""
     from sqlalchemy import create_engine, text
 
     manifest, _ = load_manifest_text(NUMBERS.format(url=url), "<numbers>")

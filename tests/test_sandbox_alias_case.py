@@ -66,7 +66,7 @@ def _quoted(dialect: str, sql: str) -> str:
 
 def _crm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, dialect: str,
          database: str) -> tuple[str, Manifest, Any]:
-    """The table on the engine of ``dialect`` (the new database ``database`` of a server)."""
+    """The table on the database of ``dialect`` (the new database ``database`` of a server)."""
     create = _quoted(dialect, 'CREATE TABLE customer ("CustomerId" integer, name varchar(20))')
     if dialect == "sqlite":
         url = f"sqlite:///{Path(tmp_path_factory.mktemp(database)) / 'crm.db'}"

@@ -1,5 +1,5 @@
 """The search-DSL sandbox: allow/deny tables for every rule, the rewrites, and the rewritten
-bodies run against a real OpenSearch-compatible engine (osmem-server)."""
+bodies run against a real OpenSearch-compatible search server (osmem-server)."""
 
 from __future__ import annotations
 
@@ -343,7 +343,7 @@ def test_source_defaults_to_the_readable_fields(body: dict[str, Any]) -> None:
 
 def test_source_includes_default_to_readable_fields() -> None:
     safe = check({"_source": {"excludes": ["content"]}})
-    # the default includes leave the excluded field out: the engine refuses a field both ways
+    # the default includes leave the excluded field out: the search server refuses a field both ways
     readable = [p for p in READABLE_SOURCE if p != "content"]
     assert safe.body["_source"] == {"excludes": ["content"], "includes": readable}
     safe = check({"_source": {"includes": ["title"], "excludes": ["salary"]}})  # excluding a denied field is fine
@@ -543,7 +543,7 @@ def test_the_body_is_json_serialisable() -> None:
 
 
 # ==========================================================================================
-# A real engine: osmem-server (OpenSearch-compatible)
+# A real search server: osmem-server (OpenSearch-compatible)
 # ==========================================================================================
 
 ENGINE_INDEX = "sandbox_dsl_weekly_reports"
@@ -565,7 +565,7 @@ def _documents() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def engine(search_server: Any) -> Any:
-    """An index with two tenants (7 and 8) on the shared engine; dropped at the end."""
+    """An index with two tenants (7 and 8) on the shared search server; dropped at the end."""
     from opensearchpy import OpenSearch, helpers
 
     client = OpenSearch(hosts=[search_server.url])
@@ -597,7 +597,7 @@ def _ids(response: dict[str, Any]) -> set[str]:
     return {hit["_id"] for hit in response["hits"]["hits"]}
 
 
-def test_engine_row_filter_restricts_hits(engine: Any) -> None:
+def test_search_server_row_filter_restricts_hits(engine: Any) -> None:
     assert len(engine.search(index=ENGINE_INDEX, body={"query": {"match_all": {}}})["hits"]["hits"]) == 10
     assert _ids(run(engine, {})) == TENANT_7
     assert _ids(run(engine, {"query": {"match": {"content": "星火"}}})) == TENANT_7
@@ -605,7 +605,7 @@ def test_engine_row_filter_restricts_hits(engine: Any) -> None:
     assert _ids(run(engine, {}, vars={"tenant_id": 8})) == {"r0", "r3", "r6", "r9"}
 
 
-def test_engine_row_filter_restricts_aggregations(engine: Any) -> None:
+def test_search_server_row_filter_restricts_aggregations(engine: Any) -> None:
     response = run(engine, {"size": 0, "aggs": {
         "tenants": {"terms": {"field": "tenant_id"}},
         "depts": {"terms": {"field": "department"}},
@@ -620,7 +620,7 @@ def test_engine_row_filter_restricts_aggregations(engine: Any) -> None:
     assert response["hits"]["total"]["value"] == 8
 
 
-def test_engine_source_keeps_denied_fields_out(engine: Any) -> None:
+def test_search_server_source_keeps_denied_fields_out(engine: Any) -> None:
     response = run(engine, {"size": 20, "aggs": {"t": {"top_hits": {"size": 3}}}})
     hits = response["hits"]["hits"] + response["aggregations"]["t"]["hits"]["hits"]
     assert hits
@@ -630,7 +630,7 @@ def test_engine_source_keeps_denied_fields_out(engine: Any) -> None:
         assert "title" in hit["_source"] and "comments" in hit["_source"]
 
 
-def test_engine_split_terms_returns_the_right_documents(engine: Any) -> None:
+def test_search_server_split_terms_returns_the_right_documents(engine: Any) -> None:
     wanted = ["e1", "e2", "e4", "e0"]  # e0 is tenant 8's: the row filter still applies
     values = [f"nobody{i}" for i in range(BIG - len(wanted))] + wanted   # the real ones land in the last chunk
     body = {"query": {"terms": {"author_id": "<authors>"}},
@@ -642,7 +642,7 @@ def test_engine_split_terms_returns_the_right_documents(engine: Any) -> None:
     assert sum(b["doc_count"] for b in response["aggregations"]["depts"]["buckets"]) == 3
 
 
-def test_engine_highlight_and_keyword_multi_field(engine: Any) -> None:
+def test_search_server_highlight_and_keyword_multi_field(engine: Any) -> None:
     response = run(engine, {"query": {"bool": {"must": [{"match": {"content": "星火"}}],
                                               "filter": [{"term": {"title.keyword": "weekly report 1"}}]}},
                             "highlight": {"fields": {"content": {}}}})
@@ -717,7 +717,7 @@ def test_source_excluding_every_readable_field_returns_no_source() -> None:
     assert "reviewer.name" not in nested_out and "title" in nested_out
 
 
-def test_engine_accepts_source_excludes(engine: Any) -> None:
+def test_search_server_accepts_source_excludes(engine: Any) -> None:
     response = run(engine, {"_source": {"excludes": ["content"]}, "size": 2})
     sources = [hit["_source"] for hit in response["hits"]["hits"]]
     assert sources and all("content" not in s and "title" in s and "salary" not in s for s in sources)

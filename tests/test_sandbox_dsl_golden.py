@@ -4,7 +4,7 @@ the counterpart of the SQL ones (``test_sandbox_golden.py``).
 Each case gives a request body, the rewrite the sandbox must produce (row filter, filter
 context, readable ``_source``, size cap, references bound) and, where the rewrite adds a row
 filter, the same request written out by hand. As sqlglot's ``check_file`` executes its
-fixtures, the expected rewrites run on the real engine (osmem-server) over the documents in
+fixtures, the expected rewrites run on the real search server (osmem-server) over the documents in
 the file and must give the hits and aggregations the hand-written request gives — so a golden
 rewrite that reads the wrong rows cannot be "blessed" by updating the file.
 

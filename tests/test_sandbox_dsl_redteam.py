@@ -1,12 +1,12 @@
 """Red-team tests for the search-DSL sandbox, the search executor and references, run on the
-real engine (osmem-server) through the real executor. (SQL over earlier results — the local
+real search server (osmem-server) through the real executor. (SQL over earlier results — the local
 executor — has its own red team: ``test_sandbox_local_redteam.py``.)
 
 Correctly blocked attacks are ordinary (parametrized) tests. The former holes (objects smuggled
 in reference values, top_hits multiplying the row cap, unbounded histograms, deep bodies) are
 tests asserting the SAFE behaviour, so a regression fails the run.
 
-The engine accepts scripts (``test_the_engine_really_runs_scripts`` shows it), so every
+The search server accepts scripts (``test_the_search_server_really_runs_scripts`` shows it), so every
 script refusal below is the only thing standing between a plan and code on the cluster.
 """
 
@@ -43,7 +43,7 @@ from structq.sources import executor_for
 
 DOCS_INDEX = "rt_docs"
 OTHER_INDEX = "rt_other"          # declared, holds another team's data
-SECRET_INDEX = "rt_secret"        # on the engine, NOT declared anywhere
+SECRET_INDEX = "rt_secret"        # on the search server, NOT declared anywhere
 NOTES_INDEX = "rt_notes"          # an object field without declared sub-fields (planted data)
 MAX_ROWS = 5
 LIMIT = MAX_ROWS + 1
@@ -88,7 +88,7 @@ RT = make_manifest()
 
 @pytest.fixture(scope="module")
 def engine_url(search_server: SearchServer) -> str:
-    """The red-team indices on the shared engine; SECRET_INDEX is there but undeclared, so it
+    """The red-team indices on the shared search server; SECRET_INDEX is there but undeclared, so it
     is made without a mapping."""
     return load_declared(search_server.url, RT, {DOCS_INDEX: DOCS, OTHER_INDEX: [{"_id": "o1", "x": "OTHER-DATA"}],
                                                 SECRET_INDEX: [{"_id": "s1", "x": "TOPSECRET"}], NOTES_INDEX: NOTES})
@@ -124,11 +124,11 @@ def _text(result: ResultSet) -> str:
 
 
 # ==========================================================================================
-# (0) The engine runs scripts: only the sandbox stands between a plan and code
+# (0) The search server runs scripts: only the sandbox stands between a plan and code
 # ==========================================================================================
 
 
-def test_the_engine_really_runs_scripts(engine_url: str) -> None:
+def test_the_search_server_really_runs_scripts(engine_url: str) -> None:
     """Sent raw (no sandbox), a script field reads a denied value: the guard matters."""
     with opensearch_client(engine_url) as client:
         response = client.search(index=DOCS_INDEX, body={
@@ -462,7 +462,7 @@ def test_only_search_and_count_endpoints_are_ever_called(engine_url: str) -> Non
 
 
 # ==========================================================================================
-# (4) Row filters — hold on the engine
+# (4) Row filters — hold on the search server
 # ==========================================================================================
 
 ROW_FILTER_ATTACKS: dict[str, dict[str, Any]] = {
@@ -504,7 +504,7 @@ ROW_FILTER_ATTACKS: dict[str, dict[str, Any]] = {
 
 
 @pytest.mark.parametrize("body", list(ROW_FILTER_ATTACKS.values()), ids=list(ROW_FILTER_ATTACKS))
-def test_row_filters_hold_on_the_engine(executor: SearchExecutor, body: dict[str, Any]) -> None:
+def test_row_filters_hold_on_the_search_server(executor: SearchExecutor, body: dict[str, Any]) -> None:
     try:
         result = run(executor, body)
     except SandboxViolation:
@@ -635,12 +635,12 @@ def test_object_reference_values_are_refused_not_spliced_as_options(executor: Se
     except (PlanError, SandboxViolation):
         return  # safe: a reference stands for a scalar value
     # Today: the body carries {"wildcard": {"author_id": {"value": "*4", ...}}} — a leading
-    # wildcard the sandbox refuses as a literal — and the engine runs it.
+    # wildcard the sandbox refuses as a literal — and the search server runs it.
     result = executor.fetch(safe)
     assert result.rows == [], result.rows
 
 
-def test_script_objects_in_reference_values_never_reach_the_engine(executor: SearchExecutor) -> None:
+def test_script_objects_in_reference_values_never_reach_the_search_server(executor: SearchExecutor) -> None:
     params = {"p": [{"script": {"source": "return true"}}]}
     for body in ({"query": {"term": {"author_id": "<p>"}}}, {"query": {"terms": {"author_id": "<p>"}}},
                  {"query": {"range": {"score": {"gte": "<p>"}}}}, {"query": {"ids": {"values": "<p>"}}}):

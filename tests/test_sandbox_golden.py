@@ -112,7 +112,7 @@ def test_rewrite_gives_the_same_rows(case: Case, engine) -> None:
 
 
 def _rows(engine, result) -> list[tuple[str, ...]]:
-    """The rows of a checked query, as sorted text (engines differ in order and value types)."""
+    """The rows of a checked query, as sorted text (databases differ in order and value types)."""
     statement = text(result.text)  # type: ignore[arg-type]
     if result.expanding:
         statement = statement.bindparams(*(bindparam(n, expanding=True) for n in result.expanding))
@@ -121,7 +121,7 @@ def _rows(engine, result) -> list[tuple[str, ...]]:
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.dialect != "sqlite"], ids=lambda c: f"{c.dialect}: {c.title}")
-def test_rewrite_runs_on_its_engine(case: Case, engine, request: pytest.FixtureRequest) -> None:
+def test_rewrite_runs_on_its_database(case: Case, engine, request: pytest.FixtureRequest) -> None:
     from sqlalchemy import create_engine
 
     _, reader = request.getfixturevalue("pg_hr" if case.dialect == "postgres" else "mariadb_hr")

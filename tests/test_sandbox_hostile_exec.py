@@ -1,8 +1,8 @@
 """Hostile statements the sandbox accepts, run for real: they must change nothing.
 
 The property test (``test_sandbox_corpora.py``) checks the accepted queries' shape; this runs
-them. Each engine holds a copy of the hostile test tables (created through the admin URL),
-and every accepted statement of that engine's dialect runs as a SELECT-only user (SQLite:
+them. Each database holds a copy of the hostile test tables (created through the admin URL),
+and every accepted statement of that database's dialect runs as a SELECT-only user (SQLite:
 the file opened ``mode=ro``), through ``sqlalchemy.text()`` with the SafeQuery's params,
 inside a read-only transaction with a 2-second statement timeout, fetching at most
 ``SafeQuery.limit`` rows. Errors raised by the database are fine and only counted; what must
@@ -11,7 +11,7 @@ same before and after.
 
 All accepted statements run (a few hundred at most, each bounded by the timeout). Should the
 corpus grow past ``MAX_STATEMENTS_PER_ENGINE``, a deterministic sample (ordered by the SQL's
-sha1) keeps each engine under a minute.
+sha1) keeps each database under a minute.
 """
 
 from __future__ import annotations
@@ -91,12 +91,12 @@ def bound_text(safe: SafeQuery) -> sa.TextClause:
 
 
 # ============================================================================================
-# One target per engine: how to reach it read-only, and how to bound a statement's time
+# One target per database: how to reach it read-only, and how to bound a statement's time
 # ============================================================================================
 
 
 class Target(abc.ABC):
-    """An engine holding the hostile tables: an admin engine and a read-only one."""
+    """A database holding the hostile tables: an admin pool and a read-only one."""
 
     dialect: str
     admin: Engine
@@ -190,7 +190,7 @@ class MariaDBTarget(ServerTarget):
 
 
 # ============================================================================================
-# The behaviour every engine must show
+# The behaviour every database must show
 # ============================================================================================
 
 
@@ -249,7 +249,7 @@ def exercise(target: Target, root: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def exercise_then_dispose(target, corpora: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``exercise`` one engine, releasing its connections whatever happens."""
+    """``exercise`` one database, releasing its connections whatever happens."""
     try:
         exercise(target, corpora, capsys)
     finally:

@@ -74,7 +74,7 @@ _P100 = "%" + "a" * 97 + "b%"  # the longest pattern allowed, adversarial for LI
 
 ATTACKS = [
     # --- regular expressions --------------------------------------------------------------
-    Attack("catastrophic regex over a built string (runs: RE2 on SQLite, the engines' own elsewhere)", {
+    Attack("catastrophic regex over a built string (runs: RE2 on SQLite, the databases' own elsewhere)", {
         "sqlite": "SELECT u.id FROM users AS u WHERE replace(printf('%1000c', '!'), ' ', 'a') REGEXP '(a+)+$'",
         "postgres": "SELECT u.id FROM users AS u WHERE replace(lpad('!', 1000, ' '), ' ', 'a') ~ '(a+)+$'",
         "mysql": "SELECT u.id FROM users AS u WHERE REPLACE(LPAD('!', 1000, ' '), ' ', 'a') REGEXP '(a+)+$'",
@@ -150,7 +150,7 @@ ATTACKS = [
 
 
 # ============================================================================================
-# The engines, each with a way to see what the reading account still runs
+# The databases, each with a way to see what the reading account still runs
 # ============================================================================================
 
 
@@ -298,7 +298,7 @@ def test_a_statement_the_server_timeout_misses_is_cancelled_on_the_server(
 
 
 def test_sqlite_regexp_is_re2_and_keeps_other_threads_running(engine: Engine) -> None:
-    """A catastrophic pattern for a backtracking engine returns at once, and a pattern RE2
+    """A catastrophic pattern for a backtracking matcher returns at once, and a pattern RE2
     cannot run (a back-reference) is an error that says so, not a fallback to ``re``."""
     if engine.dialect != "sqlite":
         pytest.skip("REGEXP is registered by the executor on SQLite only")

@@ -3,7 +3,7 @@
 What legitimate queries do with patterns and strings stays accepted (every LIKE / ILIKE / REGEXP
 of the defog, Spider and BIRD gold queries is, see ``test_sandbox_corpora.py``); what can make
 one call run unboundedly is refused with ``pattern`` or ``string_size``. Execution on the three
-engines is ``test_sandbox_hostile_limits.py``.
+databases is ``test_sandbox_hostile_limits.py``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""The projection of every table (``confine.py``) leaves the engines' plans as they were.
+"""The projection of every table (``confine.py``) leaves the databases' plans as they were.
 
 Every read of a declared table becomes ``(SELECT <allowed columns> FROM t) AS t``; SQLite,
 PostgreSQL and MariaDB merge such a derived table into the outer query, so the plan — join
 order, access method, the index each table is read through — must be the one the query had
 without it. For each defog gold query the sandbox accepts, the text checked with the projection
 and the text checked without it (``confine_reads`` left out of the passes) are explained on
-the real engine: SQLite ``EXPLAIN QUERY PLAN``, PostgreSQL ``EXPLAIN (COSTS OFF)`` (sequential
+the real database: SQLite ``EXPLAIN QUERY PLAN``, PostgreSQL ``EXPLAIN (COSTS OFF)`` (sequential
 scans discouraged, so that index use is what is compared), MariaDB ``EXPLAIN``. Every column
 of every table gets an index first (the dumps declare few), so there is an index to lose.
 
@@ -15,7 +15,7 @@ columns too (``keys.py``), and the plan must still be the one the query had. The
 carry the dumps' primary keys for that.
 
 Only names are normalised: the alias a table is read under (the projection keeps it, but an
-engine may print the table's own name or the alias), and MariaDB's ``ref`` column, which
+database may print the table's own name or the alias), and MariaDB's ``ref`` column, which
 names the alias. Everything else — node types, scan and join methods, index names, estimated
 rows — must be equal.
 """
@@ -75,7 +75,7 @@ def _explain(engine: Engine, prefix: str, safe: SafeQuery, setup: tuple[str, ...
             for statement in setup:
                 connection.execute(text(statement))
             return [tuple(row) for row in connection.execute(text(prefix + safe.text), safe.params)]  # type: ignore[operator]
-    except Exception as exc:  # noqa: BLE001 - a query the engine cannot plan is compared as its error
+    except Exception as exc:  # noqa: BLE001 - a query the database cannot plan is compared as its error
         return f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
 
 
@@ -91,7 +91,7 @@ def _compare(defog: LegitCorpus, dialect: str, engines: dict[str, Engine], expla
         engine = engines[query.database]
         with_projection, without = explain(engine, walled), explain(engine, bare)
         if isinstance(without, str):
-            continue  # the engine cannot plan the query as written either
+            continue  # the database cannot plan the query as written either
         explained += 1
         if isinstance(with_projection, str) or normalise(with_projection, walled) != normalise(without, bare):
             differ.append(f"{query.origin}: {query.sql}\n  without: {without}\n  with:    {with_projection}")

@@ -103,7 +103,7 @@ def shop(pg_server: Any) -> Iterator[tuple[Manifest, Any]]:
 def _outcome(run: Any) -> object:
     try:
         return run()
-    except Exception as exc:  # noqa: BLE001 - an engine error is an outcome to compare
+    except Exception as exc:  # noqa: BLE001 - a database error is an outcome to compare
         return ("error", "must appear in the GROUP BY clause" in str(exc))
 
 

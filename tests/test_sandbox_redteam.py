@@ -5,15 +5,15 @@ query here is written as an attacker would write it. Grouped by the invariant of
 that the attack goes after:
 
 - **blocked** attacks are ordinary tests: the sandbox refuses them, or what it accepts is
-  harmless (checked by running the rewrite on a real engine);
+  harmless (checked by running the rewrite on a real database);
 - **former holes** are attacks that once got through (whole-row reads, NATURAL joins on a
   denied column, unexpanded correlated stars, catalog casts, ``OPERATOR()``, allocation
   bombs); each asserts the safe behaviour, so a regression fails the run.
 
-Real engines: SQLite always (an in-memory copy of ``sandbox_support.database()``, and a file
+Real databases: SQLite always (an in-memory copy of ``sandbox_support.database()``, and a file
 for the executor); PostgreSQL and MariaDB through the session servers, read through a
 SELECT-only account, with the admin URL used only to set up data. Hole tests that run on an
-engine are written so that a fix of either kind passes them: the sandbox refusing the query,
+database are written so that a fix of either kind passes them: the sandbox refusing the query,
 or the query no longer revealing the protected data.
 """
 
@@ -96,7 +96,7 @@ def manifest_for(dialect: str, url: str, **limits: Any) -> Manifest:
 
 
 # ============================================================================================
-# Engines: SQLite in memory (always), PostgreSQL / MariaDB read-only (session servers)
+# Databases: SQLite in memory (always), PostgreSQL / MariaDB read-only (session servers)
 # ============================================================================================
 
 @pytest.fixture(scope="module")
@@ -376,9 +376,9 @@ def test_undeclared_tables_and_catalogs_are_refused(dialect: str, query: str) ->
     refused(query, dialect, code="unknown_table")
 
 
-def test_sqlite_later_cte_is_the_cte_as_on_the_engine(sqlite_engine: Engine) -> None:
+def test_sqlite_later_cte_is_the_cte_as_on_the_database(sqlite_engine: Engine) -> None:
     # SQLite resolves a later CTE's name even without RECURSIVE: the sandbox reorders the CTEs,
-    # so the query that runs reads no table, as the engine would have.
+    # so the query that runs reads no table, as the database would have.
     query = "WITH a AS (SELECT x FROM departments), departments AS (SELECT 'cte' AS x) SELECT x FROM a"
     result = check(query, "sqlite")
     assert result.tables == ()
@@ -464,7 +464,7 @@ def test_denied_columns_are_refused(dialect: str, query: str) -> None:
 #: and ``@@x`` are placeholders, a whole-row value (``ROW(p.*)``, ``row_to_json``) and a column
 #: alias list are unsupported, table functions are denied functions. Each keeps the code it gets
 #: today, so a change in which rule catches it is noticed. The last field names the table it
-#: came from; the write probes below still run the "writes" and "side_effect" ones on the engines.
+#: came from; the write probes below still run the "writes" and "side_effect" ones on the databases.
 REFUSED_BY_ANOTHER_RULE = [
     ("postgres", "SELECT q.id_card FROM (SELECT * FROM unnest(ARRAY(SELECT p FROM employee_performance p))) AS q",
      "denied_column", "whole_row"),
@@ -547,7 +547,7 @@ QUOTED_NAMES = [
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("query", QUOTED_NAMES)
 def test_quoted_names_never_reach_a_denied_column(dialect: str, query: str, sqlite_engine: Engine) -> None:
-    """Refused, or (MySQL, SQLite) read as the string literal the engine would also see."""
+    """Refused, or (MySQL, SQLite) read as the string literal the database would also see."""
     result = accepted_or_none(query, dialect)
     if result is None:
         return
@@ -683,7 +683,7 @@ def _assert_filter_on_engine(engine: Engine, dialect: str) -> int:
         assert result.params.get("var_tenant_id", 7) == 7
         try:
             rows = run(engine, result)
-        except Exception:  # noqa: BLE001 - the engine refusing is safe too
+        except Exception:  # noqa: BLE001 - the database refusing is safe too
             continue
         _filter_holds(rows)
         ran += 1
@@ -967,7 +967,7 @@ def test_mariadb_no_backslash_escapes_keeps_strings_closed(mariadb: dict[str, An
 
 
 # ============================================================================================
-# Accepted hostile queries change nothing on real engines (read-only account AND admin)
+# Accepted hostile queries change nothing on real databases (read-only account AND admin)
 # ============================================================================================
 
 
@@ -1253,8 +1253,8 @@ def test_more_postgres_catalog_paths_are_refused(query: str, code: str) -> None:
     refused(query, "postgres", code=code)
 
 
-def test_confined_table_hides_denied_columns_from_the_engine_on_postgres(pg: dict[str, Any]) -> None:
-    """Second wall: the engine only ever sees employee_performance through its allowed columns."""
+def test_confined_table_hides_denied_columns_from_the_database_on_postgres(pg: dict[str, Any]) -> None:
+    """Second wall: the database only ever sees employee_performance through its allowed columns."""
     result = check("SELECT p.employee_id FROM employee_performance p ORDER BY p.employee_id", "postgres")
     assert "id_card" not in (result.text or "")
     assert [r[0] for r in run(pg["reader"], result)] == ["E1", "E2", "E3", "E4", "E5"]

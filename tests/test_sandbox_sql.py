@@ -789,11 +789,11 @@ def test_what_qualify_columns_cannot_handle_is_refused(dialect: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# An output alias named like a column resolves as the engine resolves it (``engine_names.py``)
+# An output alias named like a column resolves as the database resolves it (``database_names.py``)
 # ------------------------------------------------------------------------------------------
 
-#: (dialect, query, code): a name the engine would look up among the table's columns first,
-#: which no source declares, where the engine has no fallback to the alias.
+#: (dialect, query, code): a name the database would look up among the table's columns first,
+#: which no source declares, where the database has no fallback to the alias.
 ALIAS_REFUSED = [
     ("postgres", "SELECT budget AS total FROM departments ORDER BY total / 2", "unknown_column"),
     ("postgres", "SELECT dept_id, 'k' AS secret FROM departments GROUP BY dept_id, secret || ''", "unknown_column"),
@@ -808,12 +808,12 @@ ALIAS_REFUSED = [
 
 
 @pytest.mark.parametrize(("dialect", "query", "code"), ALIAS_REFUSED)
-def test_alias_names_the_engine_would_read_as_columns_are_refused(dialect: str, query: str, code: str) -> None:
+def test_alias_names_the_database_would_read_as_columns_are_refused(dialect: str, query: str, code: str) -> None:
     error = refused(query, dialect, code=code)
     assert "alias" in error.hint
 
 
-#: (dialect, query, text the checked query contains): where the engine reads the column, the
+#: (dialect, query, text the checked query contains): where the database reads the column, the
 #: name is qualified with it; where it falls back to the alias, the alias's expression is written.
 ALIAS_RESOLVED = [
     ("sqlite", "SELECT budget * 2 AS budget FROM departments ORDER BY budget + 0", "ORDER BY departments.budget + 0"),
@@ -829,5 +829,5 @@ ALIAS_RESOLVED = [
 
 
 @pytest.mark.parametrize(("dialect", "query", "expected"), ALIAS_RESOLVED)
-def test_alias_names_are_written_as_the_engine_reads_them(dialect: str, query: str, expected: str) -> None:
+def test_alias_names_are_written_as_the_database_reads_them(dialect: str, query: str, expected: str) -> None:
     assert expected in check(query, dialect).text

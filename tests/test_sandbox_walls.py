@@ -7,12 +7,12 @@ inside an ORDER BY / GROUP BY / HAVING / DISTINCT ON / window expression, a deri
 scalar subquery whose order feeds ``LIMIT 1`` or a string aggregate. The sandbox must either
 refuse it, or accept it only where it is *proven harmless*: the accepted query run with the
 canary literal (a real secret) and with a literal that matches nothing gives the same rows
-(or fails the same way). A difference would mean the engine compared the real column.
+(or fails the same way). A difference would mean the database compared the real column.
 
-The shapes are hand-written from what was found by trying them on the engines, and generated
+The shapes are hand-written from what was found by trying them on the databases, and generated
 (hypothesis) by wrapping the name in the expressions the ORDER BY / HAVING / GROUP BY leaks used.
 ``test_the_canary_sees_the_secret`` shows the differential has teeth: the same shapes sent to
-the engine without the sandbox do tell the literals apart.
+the database without the sandbox do tell the literals apart.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[tuple[str, Engine]]:
 
 
 def _run(engine: Engine, sql: str, params: dict[str, Any], expanding: frozenset[str] = frozenset()) -> object:
-    """The rows, or the kind of error the engine raised (an error is an answer too)."""
+    """The rows, or the kind of error the database raised (an error is an answer too)."""
     statement = text(sql)
     if expanding:
         statement = statement.bindparams(*(bindparam(name, expanding=True) for name in expanding))
@@ -144,7 +144,7 @@ def test_leak_shapes_are_refused_or_harmless(target: tuple[str, Engine], index: 
 
 
 def test_the_canary_sees_the_secret(target: tuple[str, Engine]) -> None:
-    """Without the sandbox the engines read ``cost_secret`` in most shapes: the differential
+    """Without the sandbox the databases read ``cost_secret`` in most shapes: the differential
     is able to see a leak, so a pass above means one was not there."""
     dialect, engine = target
     leaks = [shape for shape in shapes(dialect)

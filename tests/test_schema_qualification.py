@@ -2,7 +2,7 @@
 
 With ``schema: consumer_div`` in a manifest, an unqualified ``users`` would resolve through
 PostgreSQL's ``search_path`` (``"$user", public``) or MariaDB's current database (the one the
-URL names). Each engine here holds a decoy ``users`` where an unqualified name would land —
+URL names). Each database here holds a decoy ``users`` where an unqualified name would land —
 ``public.users`` on PostgreSQL, ``users`` in the URL's database on MariaDB — with rows that
 must never come back. Two guards are shown separately:
 

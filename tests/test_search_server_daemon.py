@@ -1,7 +1,7 @@
 """The embedded search server shared between commands (``structq/executors/search/server_daemon.py``).
 
 Every test runs real ``structq`` commands as subprocesses with a state folder of its own, and
-stops the engine it started. Timing is never asserted: idle stop is observed by polling for its
+stops the search server it started. Timing is never asserted: idle stop is observed by polling for its
 outcome (the processes gone), with a generous bound that only guards against a hang.
 """
 
@@ -118,7 +118,7 @@ def wait_until(condition: Any, what: str) -> None:
         time.sleep(0.1)
 
 
-def test_two_commands_share_one_engine_and_load_once(workspace: Workspace) -> None:
+def test_two_commands_share_one_search_server_and_load_once(workspace: Workspace) -> None:
     assert workspace.run_plan() == [{"author": "a", "body": "first"}]
     first = workspace.state()
     assert first is not None
@@ -135,15 +135,15 @@ def test_two_commands_share_one_engine_and_load_once(workspace: Workspace) -> No
     assert workspace.supervisors() == [first["supervisor_pid"]]
 
 
-def test_engine_start_up_is_reported_apart_from_the_query(workspace: Workspace) -> None:
-    """The step's ``elapsed_ms`` is the search; reaching (here: starting) the engine is
+def test_search_server_start_up_is_reported_apart_from_the_query(workspace: Workspace) -> None:
+    """The step's ``elapsed_ms`` is the search; reaching (here: starting) the search server is
     ``startup_ms``, in ``--json`` and in the text output."""
     text = workspace.structq("run", str(workspace.plan), "-m", str(workspace.manifests))
     assert text.returncode == 0, text.stderr
     assert "ms search server start-up)" in " ".join(text.stdout.split())  # the caption may wrap
     result = workspace.structq("run", str(workspace.plan), "-m", str(workspace.manifests), "--json")
     (step,) = json.loads(result.stdout)["steps"]
-    assert step["startup_ms"] > 0  # this command still had to reach the running engine
+    assert step["startup_ms"] > 0  # this command still had to reach the running search server
     assert isinstance(step["elapsed_ms"], float)
 
 
@@ -170,33 +170,33 @@ def test_status_and_stop(workspace: Workspace) -> None:
     server_pid = report["server_pid"]
 
     assert json.loads(workspace.structq("search-server", "stop", "--json").stdout) == {"stopped": True}
-    wait_until(lambda: not pid_alive(server_pid), "the engine process to exit")
+    wait_until(lambda: not pid_alive(server_pid), "the search server process to exit")
     assert workspace.supervisors() == []
     assert json.loads(workspace.structq("search-server", "status", "--json").stdout)["running"] is False
     assert workspace.structq("search-server", "stop").stdout.strip() == "not running"
 
 
-def test_idle_engine_stops_itself(workspace: Workspace) -> None:
-    """Nobody stops the engine here: it goes by itself, and the next command starts another.
+def test_idle_search_server_stops_itself(workspace: Workspace) -> None:
+    """Nobody stops the search server here: it goes by itself, and the next command starts another.
 
-    With one second of idleness allowed, the engine may already be gone when this test looks
+    With one second of idleness allowed, the search server may already be gone when this test looks
     at it right after the command (a loaded machine can take that long between two lines), so
-    what it asserts is the outcome: the engine and its supervisor gone, the state file removed.
+    what it asserts is the outcome: the search server and its supervisor gone, the state file removed.
     """
     workspace.env["STRUCTQ_SEARCH_DAEMON_IDLE"] = "1s"
     started = workspace.run_plan()
     state = workspace.state()
     if state is not None:
         assert state["idle_s"] == 1.0
-    wait_until(lambda: workspace.state() is None and not workspace.supervisors(), "the idle engine to stop")
+    wait_until(lambda: workspace.state() is None and not workspace.supervisors(), "the idle search server to stop")
     if state is not None:
-        wait_until(lambda: not pid_alive(state["server_pid"]), "the idle engine process to exit")
+        wait_until(lambda: not pid_alive(state["server_pid"]), "the idle search server process to exit")
     assert "started the embedded search server in the background" in workspace.last_stderr
     assert workspace.run_plan() == started == [{"author": "a", "body": "first"}]  # and starts again
     assert "started the embedded search server in the background" in workspace.last_stderr
 
 
-def test_concurrent_first_commands_start_one_engine(workspace: Workspace) -> None:
+def test_concurrent_first_commands_start_one_search_server(workspace: Workspace) -> None:
     command = workspace.command("run", str(workspace.plan), "-m", str(workspace.manifests), "--json")
     processes = [subprocess.Popen(command, env=workspace.env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True) for _ in range(3)]
@@ -228,7 +228,7 @@ def test_a_stale_state_file_is_replaced(workspace: Workspace, stale: str) -> Non
     assert pid_alive(os.getpid())  # a pid that is not ours is never signalled (we are alive)
 
 
-def test_no_daemon_keeps_the_engine_in_the_command(workspace: Workspace) -> None:
+def test_no_daemon_keeps_the_search_server_in_the_command(workspace: Workspace) -> None:
     assert workspace.run_plan("--no-daemon") == [{"author": "a", "body": "first"}]
     assert workspace.state() is None
     assert workspace.supervisors() == []
@@ -245,8 +245,8 @@ def test_a_bad_idle_setting_is_a_config_error(workspace: Workspace) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_an_engine_nobody_can_find_stops(workspace: Workspace) -> None:
-    """Its state folder deleted (a removed temporary HOME, a cleaned state dir): the engine
+def test_a_search_server_nobody_can_find_stops(workspace: Workspace) -> None:
+    """Its state folder deleted (a removed temporary HOME, a cleaned state dir): the search server
     stops instead of running unseen."""
     import shutil
 
@@ -254,4 +254,4 @@ def test_an_engine_nobody_can_find_stops(workspace: Workspace) -> None:
     state = workspace.state()
     shutil.rmtree(workspace.state_dir)
     wait_until(lambda: not pid_alive(state["server_pid"]) and not workspace.supervisors(),
-               "the disowned engine to stop")
+               "the disowned search server to stop")

@@ -1,9 +1,9 @@
 """Tenant-blind search: on a row-filtered index, tenant t1's answer is identical whether or not
 other tenants' documents exist — hits, order, scores, totals, aggregations.
 
-Differential, on the real engine (osmem-server): every body is checked for ``tb_alone`` (only
+Differential, on the real search server (osmem-server): every body is checked for ``tb_alone`` (only
 t1's documents) and for ``tb_mixed`` (the same documents among many of t2's), and both
-answers are compared — the rows the executor returns and the engine's raw response. A
+answers are compared — the rows the executor returns and the search server's raw response. A
 parametrized table covers the classes of the DSL by hand (what must stay identical, and what
 is refused, with which code), a hypothesis property covers generated bodies. Indices without
 row filters keep relevance scoring, and the refused features, as before.
@@ -61,7 +61,7 @@ def _without_index_names(value: Any) -> Any:
 
 
 def answer(executor: SearchExecutor, client: Any, body: dict[str, Any], index: str) -> Any:
-    """What t1 learns from ``body`` on ``index``: the refusal, the engine's error, or the rows,
+    """What t1 learns from ``body`` on ``index``: the refusal, the search server's error, or the rows,
     notes and the raw response."""
     try:
         safe = check_dsl(body, TB, index, vars=VARS)

@@ -52,7 +52,7 @@ def served(shop):
 def _conversations(store: Store) -> int:
     from sqlalchemy import func, select
 
-    with store.engine.connect() as connection:
+    with store.database.connect() as connection:
         return int(connection.execute(select(func.count()).select_from(store.conversations)).scalar() or 0)
 
 
@@ -110,7 +110,7 @@ def test_conversations_past_their_retention_are_forgotten(shop) -> None:
 
     store.append_turn("old", "k1", Turn("q", {"steps": []}, ""))
     store.append_turn("new", "k1", Turn("q", {"steps": []}, ""))
-    with store.engine.begin() as connection:
+    with store.database.begin() as connection:
         connection.execute(store.conversations.update().where(store.conversations.c.id == "old")
                            .values(updated=time.time() - 3 * 24 * 3600))
     config = ServerConfig.from_data({"conversation_days": 2, "tokens": [{"sha256": "0" * 64, "user": "u"}]},

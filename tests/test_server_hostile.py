@@ -105,7 +105,7 @@ def test_an_internal_error_is_logged_as_a_short_plain_traceback(caplog: pytest.L
     assert "KeyError" in record.getMessage() and len(record.getMessage()) < TRACEBACK_CHARS + 200
 
 
-# --- 2. text with no UTF-8 form, numbers no engine holds ------------------------------------
+# --- 2. text with no UTF-8 form, numbers no database or search server holds -----------------------
 
 SURROGATE = "\ud800"
 

@@ -141,7 +141,7 @@ def test_conversations_nobody_continued_are_pruned(stores) -> None:
     first, second = stores
     first.append_turn("old", "o", Turn("q", {}, ""))
     first.append_turn("new", "o", Turn("q", {}, ""))
-    with first.engine.begin() as connection:  # as if "old" was last continued 31 days ago
+    with first.database.begin() as connection:  # as if "old" was last continued 31 days ago
         connection.execute(first.conversations.update().where(first.conversations.c.id == "old")
                            .values(updated=first.conversations.c.updated - 31 * 24 * 3600))
     assert second.prune_conversations() == 1
@@ -159,7 +159,7 @@ def test_a_conversation_keeps_only_the_turns_a_prompt_can_show(tmp_path: Path) -
             Conversations(store).append("c", "o", conversation, Turn(f"q{n}", {}, ""))
         kept = store.load_conversation("c")[1]
         assert [t["question"] for t in kept] == [f"q{n}" for n in range(10 - conversation.max_turns, 10)]
-        with store.engine.connect() as connection:  # the older turns are gone from the table, not only hidden
+        with store.database.connect() as connection:  # the older turns are gone from the table, not only hidden
             assert len(connection.execute(store.turns.select()).all()) == conversation.max_turns
     finally:
         store.close()

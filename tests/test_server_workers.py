@@ -2,8 +2,8 @@
 background search server (``server_daemon.py``) instead of each starting its own and indexing the
 documents again; with the daemon turned off each worker has its own, as before.
 
-Real processes throughout (the server, its workers, the engine's supervisor, osmem-server),
-with a state folder of the test's own; the engine is stopped afterwards.
+Real processes throughout (the server, its workers, the search server's supervisor, osmem-server),
+with a state folder of the test's own; the search server is stopped afterwards.
 """
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ def _command(pid: int) -> bytes:
         return b""
 
 
-def _engines_below(pid: int) -> list[int]:
+def _search_servers_below(pid: int) -> list[int]:
     return [p for p in _children(pid) if b"osmem" in _command(p)]
 
 
 def _workers(server: ServerProcess) -> list[int]:
-    """The uvicorn worker processes (python, not the engines nor uvicorn's helpers)."""
+    """The uvicorn worker processes (python, not the search servers nor uvicorn's helpers)."""
     return [p for p in _children(server.process.pid)
             if b"multiprocessing" in _command(p) and b"resource_tracker" not in _command(p)]
 
@@ -92,7 +92,7 @@ def _run_plan(server: ServerProcess) -> list[list[object]]:
     return response.json()["steps"][0]["rows"]
 
 
-def test_two_workers_share_one_background_engine(workspace) -> None:
+def test_two_workers_share_one_background_search_server(workspace) -> None:
     manifests, env, root = workspace
     server = start_server(["-m", str(manifests), "--workers", "2"], env={**env, "STRUCTQ_SEARCH_DAEMON": "1"},
                           log=root / "serve.log")
@@ -100,14 +100,14 @@ def test_two_workers_share_one_background_engine(workspace) -> None:
         _wait(lambda: len(_workers(server)) == 2, "two workers")
         workers = set(_workers(server))
         folder = root / "state" / "search-server"
-        # each worker warms its sources at start: both hold a lease on the one engine
-        _wait(lambda: folder.exists() and set(live_leases(folder)) == workers, "both workers on the engine")
+        # each worker warms its sources at start: both hold a lease on the one search server
+        _wait(lambda: folder.exists() and set(live_leases(folder)) == workers, "both workers on the search server")
         state = json.loads((folder / "daemon.json").read_text())
         assert b"osmem" in _command(state["server_pid"])
-        # the one engine is the daemon's (its supervisor may have been spawned by a worker);
+        # the one search server is the daemon's (its supervisor may have been spawned by a worker);
         # no worker started one of its own
-        assert _engines_below(server.process.pid) in ([], [state["server_pid"]])
-        for _ in range(4):  # whichever worker answers, from the one engine
+        assert _search_servers_below(server.process.pid) in ([], [state["server_pid"]])
+        for _ in range(4):  # whichever worker answers, from the one search server
             assert len(_run_plan(server)) == 1
         record = json.loads((folder / "daemon.json").read_text())
         assert record["server_pid"] == state["server_pid"] and record["indices"] == state["indices"]  # loaded once
@@ -115,12 +115,12 @@ def test_two_workers_share_one_background_engine(workspace) -> None:
         server.stop()
 
 
-def test_without_the_daemon_each_worker_has_its_own_engine(workspace) -> None:
+def test_without_the_daemon_each_worker_has_its_own_search_server(workspace) -> None:
     manifests, env, root = workspace
     server = start_server(["-m", str(manifests), "--workers", "2"], env={**env, "STRUCTQ_SEARCH_DAEMON": "0"},
                           log=root / "serve.log")
     try:
-        _wait(lambda: len(_engines_below(server.process.pid)) == 2, "an engine in each worker")
+        _wait(lambda: len(_search_servers_below(server.process.pid)) == 2, "a search server in each worker")
         assert len(_run_plan(server)) == 1
         assert not (root / "state" / "search-server" / "daemon.json").exists()
     finally:

@@ -36,7 +36,7 @@ def _run(url: str, *queries: str) -> list[Any]:
 
 @pytest.fixture(scope="module", params=["pg_server", "mariadb_server"])
 def db_server(request: pytest.FixtureRequest) -> DatabaseServer:
-    """Each SQL engine in turn: the behaviour below must hold on both."""
+    """Each SQL database in turn: the behaviour below must hold on both."""
     return request.getfixturevalue(request.param)
 
 

@@ -147,7 +147,7 @@ class _EchoKind(SourceKind):
 def test_a_kind_added_to_the_registry_runs_end_to_end(
         demo_capabilities: CapabilitySet, monkeypatch: pytest.MonkeyPatch) -> None:
     """Plan validation, the sandbox step and the executor all come from the registry entry.
-    (The echo kind stands in for a real new engine, which this test is not about.)"""
+    (The echo kind stands in for a real new kind of source, which this test is not about.)"""
     monkeypatch.setitem(sources._BY_SOURCE, "echo", _EchoKind())
     plan = plan_of([{"output_key": "said", "source": "echo", "query": "hello"}])
     with pytest.raises(PlanError, match="text as its query"):

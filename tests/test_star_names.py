@@ -1,15 +1,15 @@
 """A star's result columns come back named as the database's catalogue spells them, and every
-name the rewritten query writes is quoted where the engine needs it.
+name the rewritten query writes is quoted where the database needs it.
 
 The sandbox expands ``SELECT *`` to the allowed columns and aliases each by its name
-lower-cased for matching (``hiring."Shop_ID" AS shop_id``), so the engine alone would label
+lower-cased for matching (``hiring."Shop_ID" AS shop_id``), so the database alone would label
 the result ``shop_id``. The names recorded for the result (``names.name_expanded``) restore the
 manifest's spelling, which a synced manifest takes from the catalogue: the labels must equal
 those the database gives the same star query run directly, with the same rows, on SQLite,
 PostgreSQL and MariaDB. The tables use mixed case, names with a space and names that are
-words an engine reserves (``group``, a table called ``order``), which must be written quoted
+words a database reserves (``group``, a table called ``order``), which must be written quoted
 wherever the rewrite puts them: stars, qualifiers, output aliases, derived tables
-(``quoting.py``). The reserved-word lists are checked against the engines themselves, and
+(``quoting.py``). The reserved-word lists are checked against the databases themselves, and
 queries over any name SQLite allows run (a property test).
 """
 
@@ -30,7 +30,7 @@ from structq.agent import Engine, Plan
 from structq.capabilities import CapabilitySet
 
 #: Table → columns, in the catalogue's spelling. The join key comes first in both tables, where
-#: every engine puts a USING column of ``SELECT *``.
+#: every database puts a USING column of ``SELECT *``.
 #: ``shop name`` and ``group`` need quotes in any case: being lower case already, they are not
 #: respelled, so nothing but the quoting rule quotes them.
 TABLES = {"Hiring": ["Shop_ID", "Employee_ID", "Is Full Time"], "Shop": ["Shop_ID", "shop name", "group"],
@@ -69,7 +69,7 @@ def _load(url: str, dialect: str) -> None:
 
 @pytest.fixture
 def database(empty_database: tuple[str, str, Callable[[], None]]) -> tuple[str, str]:
-    """(URL, dialect) of a database holding ``TABLES``, on each engine."""
+    """(URL, dialect) of a database holding ``TABLES``, for each dialect."""
     url, dialect, _ = empty_database
     _load(url, dialect)
     return url, dialect
@@ -96,7 +96,7 @@ def _run(url: str, dialect: str, sql: str) -> tuple[tuple[str, ...], list[tuple[
 
 
 def _as_records(columns: tuple[str, ...], rows: list[tuple[Any, ...]]) -> collections.Counter[frozenset[tuple[str, str]]]:
-    """Rows as label → value, compared as text: the order of the columns is the engine's."""
+    """Rows as label → value, compared as text: the order of the columns is the database's."""
     return collections.Counter(frozenset((c, str(v)) for c, v in zip(columns, row)) for row in rows)
 
 
@@ -132,7 +132,7 @@ def test_star_columns_among_other_items_keep_their_places(database: tuple[str, s
     ('SELECT x.* FROM (SELECT "select" AS "group" FROM "order") x ORDER BY 1', None, [("x",), ("y",)]),
     ('SELECT s."group", COUNT(*) AS n FROM shop s JOIN "order" o USING (shop_id) GROUP BY s."group" ORDER BY 1',
      None, [("a", 1), ("b", 1)]),
-    # names that are no plain identifiers, a star over a USING join (where the engine puts
+    # names that are no plain identifiers, a star over a USING join (where the database puts
     # its column: first on PostgreSQL and MariaDB, in place on SQLite), a derived table's star
     ('SELECT * FROM "order" JOIN shop USING (shop_id) ORDER BY 1',
      "SELECT * FROM {order} JOIN {Shop} USING ({Shop_ID}) ORDER BY 1", None),
@@ -152,7 +152,7 @@ def test_names_that_need_quotes_are_quoted_wherever_the_rewrite_writes_them(
 
 
 def test_every_word_sqlite_refuses_as_a_name_is_quoted() -> None:
-    """Probed on the engine: each word some dialect's tokenizer knows (and PostgreSQL's
+    """Probed on the database: each word some dialect's tokenizer knows (and PostgreSQL's
     keywords), used bare as a column after a dot, an output alias and a table alias."""
     import sqlite3
 
@@ -203,9 +203,9 @@ def test_a_star_over_using_writes_every_name_that_needs_quotes_quoted() -> None:
         assert f"shop.{quote('group')}" in text, text
 
 
-# --- any name the database allows, on every engine ------------------------------------------------
+# --- any name the database allows, on every dialect ------------------------------------------------
 
-#: Names an engine allows when quoted, that the rewrite must therefore quote: words SQLite or
+#: Names a database allows when quoted, that the rewrite must therefore quote: words SQLite or
 #: PostgreSQL reserve, mixed case, spaces, quotes of every kind, dots, a leading digit, letters
 #: beyond ASCII.
 _AWKWARD = ["group", "order", "select", "key", "values", "Index", "From", "alter", "match", "date", "user",
@@ -228,7 +228,7 @@ def _schemas(draw: st.DrawFn) -> tuple[str, list[str], str, list[str], str, int 
 
 @pytest.fixture(params=["sqlite", "postgres", "mysql"])
 def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, Callable[[], None]]:
-    """(URL, dialect, a function that empties it) of a fresh database on each engine; the
+    """(URL, dialect, a function that empties it) of a fresh database for each dialect; the
     function starts each example of a property test afresh."""
     dialect = request.param
     if dialect == "sqlite":

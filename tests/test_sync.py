@@ -1,5 +1,5 @@
-"""Schema sync, one behavioural suite for every engine: SQLite, PostgreSQL, MariaDB and the
-search engine. Each test builds a fresh database (or index set), a hand-annotated manifest, makes
+"""Schema sync, one behavioural suite for every database (SQLite, PostgreSQL, MariaDB) and the
+search server. Each test builds a fresh database (or index set), a hand-annotated manifest, makes
 one schema change, and checks that ``--check`` reports exactly that change (exit 1), that
 ``--write`` applies it, and that every line of the objects it did not touch is unchanged.
 """
@@ -28,11 +28,11 @@ SQL_MANIFEST = manifest_text("sync_hr")
 SEARCH_MANIFEST = manifest_text("sync_search")
 
 
-# --- engines: the same five schema changes, in each engine's own words -----------------------
+# --- backends: the same five schema changes, in each backend's own words -----------------------
 
 
 @dataclass
-class Engine:
+class Backend:
     """One database (or index prefix) for one test, and how to change its schema."""
 
     name: str
@@ -106,49 +106,49 @@ class Engine:
                 self.execute(statement)
 
 
-def _sqlite(tmp_path: Path) -> Engine:
+def _sqlite(tmp_path: Path) -> Backend:
     path = tmp_path / "hr.db"
 
     def execute(sql: str) -> None:
         with sqlite3.connect(path) as db:
             db.execute(sql)
 
-    return Engine("sqlite", f"sqlite:///{path}", SQL_MANIFEST, execute,
+    return Backend("sqlite", f"sqlite:///{path}", SQL_MANIFEST, execute,
                   change_type_sql="ALTER TABLE employees DROP COLUMN age;ALTER TABLE employees ADD COLUMN age VARCHAR(10)")
 
 
-def _server_engine(name: str, server: Any, change_type_sql: str) -> Engine:
+def _server_backend(name: str, server: Any, change_type_sql: str) -> Backend:
     from sqlalchemy import create_engine, text
 
     url = server.create_database(f"sync_{name}_{next(_counter)}")
-    engine = create_engine(url)
+    pool = create_engine(url)
 
     def execute(sql: str) -> None:
-        with engine.begin() as connection:
+        with pool.begin() as connection:
             connection.execute(text(sql))
 
-    return Engine(name, url, SQL_MANIFEST, execute, change_type_sql=change_type_sql)
+    return Backend(name, url, SQL_MANIFEST, execute, change_type_sql=change_type_sql)
 
 
-def _search(server: Any) -> Engine:
+def _search(server: Any) -> Backend:
     from opensearchpy import OpenSearch
 
     client = OpenSearch(hosts=[server.url])
     mapping = {"employee_id": {"type": "keyword"}, "name": {"type": "text"}, "grade": {"type": "keyword"},
                "age": {"type": "long"}, "fax": {"type": "keyword"}}
-    return Engine("search", server.url, SEARCH_MANIFEST, lambda sql: None, text="keyword", integer="long",
+    return Backend("search", server.url, SEARCH_MANIFEST, lambda sql: None, text="keyword", integer="long",
                   prefix=f"t{next(_counter)}_", search=client, mapping=mapping)
 
 
 @pytest.fixture(params=["sqlite", "postgres", "mariadb", "search"])
-def engine(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
+def backend(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Backend:
     if request.param == "sqlite":
         built = _sqlite(tmp_path)
     elif request.param == "postgres":
-        built = _server_engine("pg", request.getfixturevalue("pg_server"),
+        built = _server_backend("pg", request.getfixturevalue("pg_server"),
                                "ALTER TABLE employees ALTER COLUMN age TYPE VARCHAR(10)")
     elif request.param == "mariadb":
-        built = _server_engine("maria", request.getfixturevalue("mariadb_server"),
+        built = _server_backend("maria", request.getfixturevalue("mariadb_server"),
                                "ALTER TABLE employees MODIFY age VARCHAR(10)")
     else:
         built = _search(request.getfixturevalue("search_server"))
@@ -181,13 +181,13 @@ def line_changes(before: str, after: str) -> tuple[list[str], list[str]]:
 
 
 class TestSyncBehaviour:
-    """Every engine: each schema change is reported exactly, written, and nothing else moves."""
+    """Every backend: each schema change is reported exactly, written, and nothing else moves."""
 
     @pytest.fixture
-    def manifest(self, engine: Engine, tmp_path: Path) -> Path:
+    def manifest(self, backend: Backend, tmp_path: Path) -> Path:
         path = tmp_path / "manifests" / "source.yaml"
         path.parent.mkdir()
-        path.write_text(engine.manifest(), encoding="utf-8")
+        path.write_text(backend.manifest(), encoding="utf-8")
         return path
 
     def _check_then_write(self, manifest: Path) -> tuple[dict[str, Any], str, str]:
@@ -208,29 +208,29 @@ class TestSyncBehaviour:
         assert code == 0, found
         assert (found["added"], found["dropped"], found["changed"]) == ([], [], [])
 
-    def test_add_column(self, engine: Engine, manifest: Path) -> None:
-        engine.add_column()
+    def test_add_column(self, backend: Backend, manifest: Path) -> None:
+        backend.add_column()
         found, before, after = self._check_then_write(manifest)
-        assert [(a["object"], a["type"]) for a in found["added"]] == [(f"{engine.table}.nickname", engine.text)]
+        assert [(a["object"], a["type"]) for a in found["added"]] == [(f"{backend.table}.nickname", backend.text)]
         assert found["dropped"] == [] and found["changed"] == []
         removed, added = line_changes(before, after)
         assert removed == []
-        assert added == [f"      - {{name: nickname, type: {engine.text}, draft: true}}"]
+        assert added == [f"      - {{name: nickname, type: {backend.text}, draft: true}}"]
 
-    def test_drop_column(self, engine: Engine, manifest: Path) -> None:
-        engine.drop_column()
+    def test_drop_column(self, backend: Backend, manifest: Path) -> None:
+        backend.drop_column()
         found, before, after = self._check_then_write(manifest)
-        assert [d["object"] for d in found["dropped"]] == [f"{engine.table}.fax"]
+        assert [d["object"] for d in found["dropped"]] == [f"{backend.table}.fax"]
         assert found["added"] == [] and found["changed"] == []
         removed, added = line_changes(before, after)
-        assert removed == [f"      - {{name: fax, type: {engine.text}, access: deny}}   # legacy, never query"]
+        assert removed == [f"      - {{name: fax, type: {backend.text}, access: deny}}   # legacy, never query"]
         assert added == []
 
-    def test_rename_column(self, engine: Engine, manifest: Path) -> None:
-        engine.rename_column()
+    def test_rename_column(self, backend: Backend, manifest: Path) -> None:
+        backend.rename_column()
         found, before, after = self._check_then_write(manifest)
-        assert [d["object"] for d in found["dropped"]] == [f"{engine.table}.name"]
-        assert [a["object"] for a in found["added"]] == [f"{engine.table}.full_name"]
+        assert [d["object"] for d in found["dropped"]] == [f"{backend.table}.name"]
+        assert [a["object"] for a in found["added"]] == [f"{backend.table}.full_name"]
         assert len(found["renames"]) == 1 and "probable rename" in found["renames"][0]
         removed, added = line_changes(before, after)
         # the person's comment above the old column stays; its annotations are not carried over
@@ -238,30 +238,30 @@ class TestSyncBehaviour:
         assert added == ["      - {name: full_name, type: text, draft: true}"]
         assert "# the person's name, as on the ID card" in after
 
-    def test_add_table(self, engine: Engine, manifest: Path) -> None:
-        engine.add_table()
+    def test_add_table(self, backend: Backend, manifest: Path) -> None:
+        backend.add_table()
         found, before, after = self._check_then_write(manifest)
         assert [(a["object"], a["kind"]) for a in found["added"]] == [
-            (engine.new_table, "index" if engine.search is not None else "table")]
-        assert [c["name"] for c in found["added"][0]["columns" if engine.search is None else "fields"]] == ["id", "title"]
+            (backend.new_table, "index" if backend.search is not None else "table")]
+        assert [c["name"] for c in found["added"][0]["columns" if backend.search is None else "fields"]] == ["id", "title"]
         removed, added = line_changes(before, after)
         assert removed == []
-        assert added[0] == f"  - name: {engine.new_table}"
+        assert added[0] == f"  - name: {backend.new_table}"
         assert all("draft: true" in line or line.strip() in ("columns:", "fields:") for line in added[1:])
 
-    def test_change_type(self, engine: Engine, manifest: Path) -> None:
-        engine.change_type()
+    def test_change_type(self, backend: Backend, manifest: Path) -> None:
+        backend.change_type()
         found, before, after = self._check_then_write(manifest)
         assert [(c["object"], c["attribute"], c["from"], c["to"]) for c in found["changed"]] == [
-            (f"{engine.table}.age", "type", engine.integer, engine.text)]
+            (f"{backend.table}.age", "type", backend.integer, backend.text)]
         assert found["added"] == [] and found["dropped"] == []
         removed, added = line_changes(before, after)
-        assert removed == [f"      - {{name: age, type: {engine.integer}, description: 年龄}}"]
-        assert added == [f"      - {{name: age, type: {engine.text}, description: 年龄}}"]
+        assert removed == [f"      - {{name: age, type: {backend.integer}, description: 年龄}}"]
+        assert added == [f"      - {{name: age, type: {backend.text}, description: 年龄}}"]
 
-    def test_second_write_changes_nothing(self, engine: Engine, manifest: Path) -> None:
-        engine.add_column()
-        engine.add_table()
+    def test_second_write_changes_nothing(self, backend: Backend, manifest: Path) -> None:
+        backend.add_column()
+        backend.add_table()
         assert run("-m", str(manifest), "--write").exit_code == 0
         history = manifest.parent / ".history"
         versions = sorted(history.rglob("*.yaml"))
@@ -271,16 +271,16 @@ class TestSyncBehaviour:
         assert manifest.read_bytes() == text
         assert sorted(history.rglob("*.yaml")) == versions  # no new history entry
 
-    def test_raw_variables_stay(self, engine: Engine, manifest: Path) -> None:
-        engine.add_column()
+    def test_raw_variables_stay(self, backend: Backend, manifest: Path) -> None:
+        backend.add_column()
         assert run("-m", str(manifest), "--write").exit_code == 0
         assert "url: ${SYNC_TEST_URL}" in manifest.read_text(encoding="utf-8")
-        assert engine.url not in manifest.read_text(encoding="utf-8")
+        assert backend.url not in manifest.read_text(encoding="utf-8")
 
-    def test_rollback_restores_exactly(self, engine: Engine, manifest: Path) -> None:
+    def test_rollback_restores_exactly(self, backend: Backend, manifest: Path) -> None:
         original = manifest.read_bytes()
-        engine.drop_column()
-        engine.add_column()
+        backend.drop_column()
+        backend.add_column()
         assert run("-m", str(manifest), "--write").exit_code == 0
         synced = manifest.read_bytes()
         assert synced != original

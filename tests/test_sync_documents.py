@@ -1,5 +1,5 @@
 """``sync`` on an ``embedded`` search source compares the manifest with its documents file (its
-engine-side mapping is made from the manifest, so it could never show drift)."""
+mapping on the search server is made from the manifest, so it could never show drift)."""
 
 from __future__ import annotations
 

@@ -440,7 +440,7 @@ def test_profile_values_that_time_out_are_skipped(manifest: Path, monkeypatch: p
     assert [c["object"] for c in entry["changed"] if c["attribute"] == "values"] == ["offices.city"]
 
 
-def test_profile_values_on_the_embedded_engine(tmp_path: Path) -> None:
+def test_profile_values_on_the_embedded_search_server(tmp_path: Path) -> None:
     """``url: embedded`` keeps each index under a name of its own; profiling reads that one."""
     from structq.executors.search import embedded_server
 

@@ -416,11 +416,11 @@ def test_a_period_example_that_is_not_in_the_question_does_not_build(office: Cap
         TemplateSet(CapabilitySet.from_path(tmp_path))
 
 
-# --- the same binding on every engine -----------------------------------------------------------
+# --- the same binding on every database -----------------------------------------------------------
 
 
 @pytest.mark.parametrize("server", ["sqlite", "pg_hr", "mariadb_hr"])
-def test_slot_parameters_bind_on_every_engine(server: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_slot_parameters_bind_on_every_database(server: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Dates as ISO text against a DATE column, a text value, and ``LIMIT :n``, bound by each driver."""
     from sandbox_support import database, manifest
 

@@ -121,7 +121,7 @@ _TOTAL = re.compile(r"共|合计|总计|总和|之和|总数|总额|加起来|\b
                     re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[，,；;。！？!?\n]|\.(?=\s|$)")
 _SENTENCE_END = re.compile(r"[；;。！？!?\n]|\.(?=\s|$)")
-#: Columns whose values identify rows (ids, codes, the search engine's ``_id`` and ``_score``):
+#: Columns whose values identify rows (ids, codes, the search server's ``_id`` and ``_score``):
 #: their numbers are not figures an answer may state.
 IDENTIFIER = re.compile(r"(^|_)(id|code|no|key|uuid)$|^_|编号$|工号$|代码$", re.IGNORECASE)
 #: A Markdown list marker ("1. ", "2) ") at the start of a line: numbering, not a figure.

@@ -34,7 +34,7 @@ class StepResult:
     skipped: str | None = None
     #: The executor's notes on what is not exact about ``rows`` (also in the run's notes).
     notes: tuple[str, ...] = ()
-    #: Starting the source's engine before the query (``ResultSet.startup_ms``); not in ``elapsed_ms``.
+    #: Starting the source's server before the query (``ResultSet.startup_ms``); not in ``elapsed_ms``.
     startup_ms: float = 0.0
 
     @property

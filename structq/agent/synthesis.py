@@ -93,15 +93,15 @@ def unsupported_numbers(text: str, run: "PlanResult", *, question: str = "") -> 
 # --- the prompt --------------------------------------------------------------------------
 
 
-#: The search engine's own columns: a document's engine id and its relevance score.
+#: The search server's own columns: a document's id in its index and its relevance score.
 ENGINE_COLUMNS = ("_id", "_score")
 _ASKS_FOR_ENGINE_COLUMNS = re.compile(r"\b(?:ids?|score|scores|relevance|ranking)\b|相关度|相关性|得分|文档编号|文档ID|_id|_score",
                                       re.IGNORECASE)
 
 
 def shown_columns(result: "StepResult", question: str) -> list[int]:
-    """The columns of ``result`` a reader is shown: all but the search engine's ``_id`` and
-    ``_score`` (an id the engine made up, a relevance number; neither is about the data),
+    """The columns of ``result`` a reader is shown: all but the search server's ``_id`` and
+    ``_score`` (an id the search server made up, a relevance number; neither is about the data),
     unless the question asks for ids or scores."""
     if _ASKS_FOR_ENGINE_COLUMNS.search(question):
         return list(range(len(result.columns)))

@@ -102,7 +102,7 @@ class Limits(_Strict):
     timeout_s: float = Field(default=5.0, gt=0, le=3600)
     #: Rows a step may pass on to later steps through references.
     max_intermediate_rows: int = Field(default=100_000, ge=1, le=10_000_000)
-    #: Documents a search count counts exactly; past it the engine stops and the answer is
+    #: Documents a search count counts exactly; past it the search server stops and the answer is
     #: "at least N" (``track_total_hits`` is bounded, so a count over a huge index is bounded work).
     max_count: int = Field(default=1_000_000, ge=1, le=1_000_000_000)
     #: API sources: how deeply a GraphQL selection may nest, how many aliases it may use, and

@@ -6,7 +6,7 @@ string literal (``WHERE name = '<none>'``), a quoted identifier or a comment are
 stay text. In a search body it is a JSON string value that is exactly ``"<key>"`` (text around
 one is refused by the DSL sandbox; a key of an object is never a reference).
 
-Plan validation, the engine's dependency order, the SQL sandbox's parameter binding and the
+Plan validation, ``Engine``'s dependency order, the SQL sandbox's parameter binding and the
 detection of which earlier results a ``local`` step reads all ask this module, so they cannot
 disagree (a literal ``'<a>'`` creates no dependency on step ``a`` and is searched as text).
 

@@ -1,7 +1,7 @@
 """The executor contract: what every executor returns and answers to.
 
 An executor fetches the rows of ``SafeQuery`` objects from one source as a ``ResultSet``.
-Executors are synchronous (database drivers are); the engine runs them in threads to run
+Executors are synchronous (database drivers are); ``Engine`` runs them in threads to run
 independent steps concurrently. Which executor serves which manifest ``kind:`` is said once, by
 the source kind (``structq.sources``, ``SourceKind.executors``), which imports it on first use.
 """
@@ -30,8 +30,8 @@ class ResultSet:
     its indices); it is not part of ``elapsed_ms``, which stays the query's own time.
 
     ``notes`` say what about the rows is not exact, in words for the answer: estimates the
-    engine made (approximate counts, percentiles) and values that had to be rounded or kept
-    as text to be stored. The engine adds them to the run's notes, so nothing approximate
+    database or search server made (approximate counts, percentiles) and values that had to
+    be rounded or kept as text to be stored. ``Engine`` adds them to the run's notes, so nothing approximate
     reaches an answer as if it were exact.
     """
 

@@ -4,7 +4,7 @@ No I/O and no executor imports here: what the sandbox accepts is decided by the 
 the manifest alone. Where a query refers to earlier steps (``<key>``, ``<key.column>``) is
 decided by one grammar, ``find_references`` (defined beside the step model in
 ``capabilities.references``, because manifests' examples are checked with it at load time);
-plan validation, the engine, the local executor and both sandboxes use it.
+plan validation, ``Engine``, the local executor and both sandboxes use it.
 
 The search DSL's sandbox (``check_dsl``) is imported when a search step asks for it, so a plan
 of SQL steps does not load it.

@@ -2,7 +2,7 @@
 (a GraphQL step's ``variables``, a REST step's ``params``) with references and slots resolved.
 
 A value that is exactly ``"<key>"`` / ``"<key.column>"`` stands for the earlier step's column
-(a list: the engine resolved it); exactly ``":name"`` for a template plan's slot value. Text
+(a list: ``Engine`` resolved it); exactly ``":name"`` for a template plan's slot value. Text
 around a reference is refused, as in a search body: an earlier result's value never becomes
 part of a string the plan wrote.
 """
@@ -85,7 +85,7 @@ def resolve_values(values: Mapping[str, Any] | None, refuse: Refuse, *, what: st
             continue
         if isinstance(value, str) and REFERENCE.search(value):
             refuse("invalid_variable", f"{what} {name!r}: a reference must be the whole value, not part of {value!r}",
-                   hint='write "<key.column>" as the value; the engine sends each value as it is')
+                   hint='write "<key.column>" as the value; each value is sent as it is')
         if not _scalar_or_list(value):
             refuse("invalid_variable", f"{what} {name!r} must be a string, number, boolean or a list of them")
         resolved[name] = ResolvedValue(value)

@@ -9,15 +9,15 @@ Both sandboxes refuse, before any parser or walk sees the query:
   check's cost grows with the size (a 200 KB query took 1.6 s of CPU to check);
 - SQL nested deeper than the parser can recurse (``capabilities.nesting``: brackets, CASE,
   prefix-operator runs, nested operator chains, UNION parts, CTEs) — ``too_complex``;
-- a search body holding a number no engine reads alike (``NaN``, ``Infinity``, an integer
+- a search body holding a number no search server reads alike (``NaN``, ``Infinity``, an integer
   outside 64 bits) — ``invalid_value``.
 
 And the last line behind the rules: ``refusal_for`` turns whatever else a rule raises on a
 hostile query (a ``RecursionError`` the pre-scan did not foresee, a sqlglot ``OptimizeError``)
 into a refusal, so that ``check_sql`` and ``check_dsl`` raise nothing but ``SandboxViolation``
 and ``PlanError``: a query the sandbox cannot analyse is refused, never run and never a crash.
-``refusal_of`` names the limits a checked query can still run into on its way (an engine's
-parser stack, a value too large to bind): the engine reports those as refusals with these
+``refusal_of`` names the limits a checked query can still run into on its way (a database's
+parser stack, a value too large to bind): ``Engine`` reports those as refusals with these
 codes, not as a failing database with Python's words.
 """
 
@@ -36,7 +36,7 @@ __all__ = ["check_text", "check_tokens", "check_body", "refusal_for", "refusal_o
 
 log = logging.getLogger("structq.safety")
 
-#: The integers every engine stores alike (SQLite's INTEGER, PostgreSQL's bigint, a search long).
+#: The integers every database and search server stores alike (SQLite's INTEGER, PostgreSQL's bigint, a search long).
 INT64 = (-(2**63), 2**63 - 1)
 #: How much of a refusal's cause its message quotes.
 _QUOTED = 200
@@ -99,17 +99,17 @@ def _utf8_size(text: str, source: Manifest) -> int:
                                source=source.source) from None
 
 
-#: What the engines say when a query nests past their parser's or planner's own limits
+#: What the databases say when a query nests past their parser's or planner's own limits
 #: (SQLite's parser stack of about 100 entries overflows at 19 nested subqueries; PostgreSQL's
 #: ``max_stack_depth``; MariaDB's thread stack): the query's shape, not a failing database.
-_ENGINE_NESTING = ("parser stack overflow", "expression tree is too large", "stack depth limit exceeded",
+_DATABASE_NESTING = ("parser stack overflow", "expression tree is too large", "stack depth limit exceeded",
                    "thread stack overrun", "too many levels of nesting", "too high level of nesting")
 
 
 def refusal_of(exc: BaseException, source: str | None) -> SandboxViolation | None:
     """The refusal a limit ``exc`` stands for, when it stands for one: Python's recursion limit
-    or an engine's nesting limit (``too_complex``), text with no UTF-8 form (``invalid_text``),
-    a number an engine cannot hold (``invalid_value``). None for any other error."""
+    or a database's nesting limit (``too_complex``), text with no UTF-8 form (``invalid_text``),
+    a number a database or search server cannot hold (``invalid_value``). None for any other error."""
     if isinstance(exc, RecursionError):
         return SandboxViolation("too_complex", "the query nests too deeply to be checked or run",
                                 hint="write it flatter: fewer nested brackets, calls and subqueries", source=source)
@@ -117,10 +117,10 @@ def refusal_of(exc: BaseException, source: str | None) -> SandboxViolation | Non
         return SandboxViolation("invalid_text", "the query or a value holds text with no UTF-8 form (a lone "
                                 "UTF-16 surrogate)", hint="send the text as valid Unicode", source=source)
     if isinstance(exc, OverflowError):
-        return SandboxViolation("invalid_value", "a value is too large for the engine (integers are 64-bit)",
+        return SandboxViolation("invalid_value", "a value is too large for the database (integers are 64-bit)",
                                 hint="write integers between -2^63 and 2^63-1", source=source)
     cause = str(getattr(exc, "cause", None) or "").lower()
-    if cause and any(words in cause for words in _ENGINE_NESTING):
+    if cause and any(words in cause for words in _DATABASE_NESTING):
         return SandboxViolation("too_complex", "the query nests deeper than the database's parser allows",
                                 hint="write it flatter: fewer nested subqueries, CASEs and calls (SQLite "
                                      "parses about 18 nested subqueries at most)", source=source)

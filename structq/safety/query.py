@@ -41,7 +41,7 @@ class SafeQuery:
     - ``tables`` / ``columns``: what the query reads (``table`` and ``table.column``), for
       audit and tests; for search, the index and its fields.
     - ``names``: the result columns' names as the query wrote them, which the executor gives
-      the result instead of the engine's (``max(kapazität)``, ``sbCustId``); None: the engine's.
+      the result instead of the database's (``max(kapazität)``, ``sbCustId``); None: the database's.
     - ``switches``: PostgreSQL only, ``{switch: list}``: a boolean parameter that picks how a
       long list is searched, hashed or plain ``= ANY`` (``safety/sql/rules/references.py``). The
       sandbox binds False; the executor may send True instead, when the list will be hashed
@@ -121,7 +121,7 @@ _DEFAULTS = {f.name: f.default for f in fields(SafeQuery) if f.default is not MI
 _FACTORIES = tuple((f.name, f.default_factory) for f in fields(SafeQuery) if f.default_factory is not MISSING)
 
 
-#: Schemas that hold the engine's catalogs and settings, never business tables (lower case).
+#: Schemas that hold the database's catalogs and settings, never business tables (lower case).
 SYSTEM_SCHEMAS = frozenset(
     "information_schema pg_catalog pg_toast pg_temp mysql performance_schema sys sqlite_temp_master temp".split()
 )

@@ -6,7 +6,7 @@ An ASGI middleware on ``/v1/…`` that answers, in this order, before FastAPI pa
    API's validation);
 2. **415** for a request body that is not ``application/json`` (a form post is no plan);
 3. **400** for a body that is not strict JSON (``NaN``), holds text with no UTF-8 form or
-   numbers no engine holds alike (``inputs.py``).
+   numbers no database or search server holds alike (``inputs.py``).
 
 The body, once read, is handed on unchanged. Requests without a body (``GET``, ``HEAD``) go
 through after step 1. The rate limit stays with the route (``app.caller``): it needs the

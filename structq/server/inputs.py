@@ -3,7 +3,7 @@
 JSON in is strict: ``NaN``/``Infinity`` are no JSON (Python's parser accepts them; a browser's
 ``JSON.parse`` does not), so they are refused (``bad_request``). Every string must have a UTF-8
 form: a lone UTF-16 surrogate (``"\\ud800"``, a legal JSON escape) can reach no database, log
-line or response intact (``invalid_text``). Every number must be one every engine stores alike:
+line or response intact (``invalid_text``). Every number must be one every database and search server stores alike:
 finite, integers within 64 bits (``invalid_value``). A plan has at most ``limits.max_steps``
 steps (``too_many_steps``). The HTTP guard (``guard.py``) and the service's own entry points
 (which MCP calls too) apply the same checks, so both transports refuse alike.
@@ -52,7 +52,7 @@ def check_text(text: str, what: str) -> None:
 
 
 def check_values(value: Any, what: str = "the body") -> None:
-    """Refuse text without a UTF-8 form and numbers no engine holds alike, anywhere in ``value``."""
+    """Refuse text without a UTF-8 form and numbers no database or search server holds alike, anywhere in ``value``."""
     for node, _ in json_values(value):
         if isinstance(node, str):
             check_text(node, what)

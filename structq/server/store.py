@@ -54,10 +54,10 @@ def resolve_store_url(configured: str | None) -> str:
     return os.environ.get(ENV) or configured or default_store_url()
 
 
-def _engine(url: str) -> "Engine":
-    """A pooled engine; plain ``postgresql://`` URLs use psycopg 3 (the driver structq ships)."""
+def _pool(url: str) -> "Engine":
+    """A connection pool on the store's database; plain ``postgresql://`` URLs use psycopg 3 (the driver structq ships)."""
     from sqlalchemy import create_engine, event
-    from sqlalchemy.engine import make_url
+    from sqlalchemy import make_url
     from sqlalchemy.exc import ArgumentError
 
     from structq.executors.urls import redact_url
@@ -80,20 +80,20 @@ def _engine(url: str) -> "Engine":
 
         return create_engine(parsed, poolclass=StaticPool, connect_args={"check_same_thread": False})
     Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(parsed, connect_args={"timeout": 5})
+    pool = create_engine(parsed, connect_args={"timeout": 5})
 
-    @event.listens_for(engine, "connect")
+    @event.listens_for(pool, "connect")
     def _wal(connection: Any, _: Any) -> None:
         connection.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
         # every request writes (its rate); in WAL mode NORMAL syncs at checkpoints, not at each
         # commit, and loses no committed write when the process dies (the OS still has it)
         connection.execute("PRAGMA synchronous=NORMAL")
 
-    return engine
+    return pool
 
 
 class Store:
-    """Plans, conversations and request rates on one engine. Thread-safe (SQLAlchemy's pool); safe across processes."""
+    """Plans, conversations and request rates in one database. Thread-safe (SQLAlchemy's pool); safe across processes."""
 
     def __init__(self, url: str) -> None:
         from sqlalchemy import (
@@ -114,7 +114,7 @@ class Store:
         from structq.executors.urls import redact_url
 
         self.url = url
-        self.engine = _engine(url)
+        self.database = _pool(url)
         metadata = MetaData()
         # Same name and columns as PlanCache's SQLite table: the default store shares the CLI's file.
         self.plans = Table("plans", metadata, Column("key", String(64), primary_key=True),
@@ -142,41 +142,41 @@ class Store:
                               Column("created", Float, nullable=False))
         # An in-memory store is one connection (StaticPool) that threads must take in turn: two
         # transactions cannot be open on it at once. A file or a server has a connection each.
-        self._one_connection = threading.Lock() if isinstance(self.engine.pool, StaticPool) else None
+        self._one_connection = threading.Lock() if isinstance(self.database.pool, StaticPool) else None
         try:
             with self._one_connection or contextlib.nullcontext():
-                metadata.create_all(self.engine, checkfirst=True)
+                metadata.create_all(self.database, checkfirst=True)
         except SQLAlchemyError as exc:
-            self.engine.dispose()
+            self.database.dispose()
             raise ConfigError(f"cannot use the store {redact_url(url)}: {type(exc.orig or exc).__name__}: "
                               f"{str(exc.orig or exc).strip().splitlines()[0]}",
                               hint=f"check the URL ({ENV} or server.yaml 'store') and that the database accepts this user") from None
 
     def close(self) -> None:
-        self.engine.dispose()
+        self.database.dispose()
 
     @contextlib.contextmanager
     def _begin(self) -> Iterator["Connection"]:
         """A connection in a transaction, committed when the block ends."""
-        with self._one_connection or contextlib.nullcontext(), self.engine.begin() as connection:
+        with self._one_connection or contextlib.nullcontext(), self.database.begin() as connection:
             yield connection
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator["Connection"]:
         """A connection to read with."""
-        with self._one_connection or contextlib.nullcontext(), self.engine.connect() as connection:
+        with self._one_connection or contextlib.nullcontext(), self.database.connect() as connection:
             yield connection
 
     def _insert(self, table: "Table") -> Any:
-        """The dialect's INSERT (it has ON CONFLICT on both engines)."""
-        if self.engine.dialect.name == "sqlite":
+        """The dialect's INSERT (it has ON CONFLICT on both databases)."""
+        if self.database.dialect.name == "sqlite":
             from sqlalchemy.dialects.sqlite import insert
         else:
             from sqlalchemy.dialects.postgresql import insert
         return insert(table)
 
     def _upsert(self, table: "Table", values: dict[str, Any]) -> None:
-        """Insert or replace the row with this primary key, atomically on both engines."""
+        """Insert or replace the row with this primary key, atomically on both databases."""
         key = [c.name for c in table.primary_key.columns]
         statement = self._insert(table).values(**values)
         statement = statement.on_conflict_do_update(
@@ -303,7 +303,7 @@ class Store:
         ``per_second``): None when granted, else the tokens it holds (fewer than one).
 
         One statement: insert a full bucket less one, or refill the existing one and take a
-        token only where one is there. Both engines lock the row for it, so workers taking at
+        token only where one is there. Both databases lock the row for it, so workers taking at
         once each see the other's spending."""
         from sqlalchemy import case, literal, select
 

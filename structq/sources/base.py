@@ -49,7 +49,7 @@ class Bound:
     """One step bound to its source: the kind, the manifest its query is checked against,
     and, for a source that exists only for the step (``local``), how to open its executor.
 
-    ``open`` is None for a declared source: its executor is the engine's pooled one, behind
+    ``open`` is None for a declared source: its executor is ``Engine``'s pooled one, behind
     the circuit breaker. Built once per step run, so what binding costs (a local step's
     column types) is paid once for the check and the run."""
 
@@ -149,7 +149,7 @@ class SourceKind:
         return getattr(importlib.import_module(module), name)
 
     def executor(self, manifest: "Manifest") -> "Executor":
-        """A new executor for ``manifest``'s source (the engine pools it)."""
+        """A new executor for ``manifest``'s source (``Engine`` pools it)."""
         return self.executor_class(manifest)(manifest)
 
     def intermediate_cap(self, manifest: "Manifest | None") -> int:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .connect import sql_connection
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+    from sqlalchemy import Connection
 
     from structq.capabilities import Manifest
 

@@ -25,7 +25,7 @@ from structq.executors.search.embedded_server import is_embedded
 from structq.executors.urls import redact_url
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+    from sqlalchemy import Connection
 
     from structq.capabilities import Manifest
     from structq.executors.sql import Backend
@@ -84,10 +84,10 @@ def sql_connection(manifest: "Manifest") -> Iterator[SqlSource]:
 
     backend, url = resolve(manifest)
     timeout_s = _timeout(manifest)
-    engine = read_only_engine(backend, url, timeout_s)
+    pool = read_only_engine(backend, url, timeout_s)
     try:
         try:
-            connection = engine.connect()
+            connection = pool.connect()
         except DBAPIError as err:
             cause = str(err.orig).strip().splitlines()[0] if err.orig else str(err)
             raise SourceUnavailable(
@@ -98,7 +98,7 @@ def sql_connection(manifest: "Manifest") -> Iterator[SqlSource]:
         with connection:
             yield SqlSource(connection, backend, timeout_s)
     finally:
-        engine.dispose()
+        pool.dispose()
 
 
 #: What makes a search source unavailable rather than the request wrong (``Failure.kind``).

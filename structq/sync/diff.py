@@ -2,7 +2,7 @@
 
 The diff is a plain description (frozen dataclasses); ``merge.py`` applies it to the YAML and
 the CLI prints it. Tables and indices, columns and fields go through the same code: the
-snapshot's neutral shape makes engines indistinguishable here.
+snapshot's neutral shape makes databases and search servers indistinguishable here.
 
 Rules that protect what people wrote:
 

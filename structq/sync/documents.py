@@ -7,7 +7,7 @@ describes the fields they carry, in the shape the mapping reader produces, so th
 ``check --connect`` report a field the documents gained or lost, or values of another kind than
 the manifest declares.
 
-Types are inferred from JSON values the way a search engine's dynamic mapping would, with one
+Types are inferred from JSON values the way a search server's dynamic mapping would, with one
 rule that keeps the comparison honest: a string field keeps the declared string type
 (``keyword``, ``text``, ``date``, ``ip`` …) as long as every value fits it (a ``date`` must
 parse as an ISO date, an ``ip`` as an address), since the JSON cannot tell ``keyword`` from

@@ -55,12 +55,12 @@ def _sql_counts(manifest: "Manifest", targets: list[Target], limit: int,
 
 def _search_counts(manifest: "Manifest", targets: list[Target], limit: int,
                    notes: list[str]) -> dict[Target, list[tuple[Any, int]]]:
-    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
+    server_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[Target, list[tuple[Any, int]]] = {}
     with search_client(manifest) as client:
         for path in targets:
             body = {"size": 0, "aggs": {"v": {"terms": {"field": ".".join(path[1:]), "size": limit + 1}}}}
-            result = client.search(index=engine_name.get(path[0], path[0]), body=body)
+            result = client.search(index=server_name.get(path[0], path[0]), body=body)
             agg = result.get("aggregations", {}).get("v", {})
             values = [(b["key"], int(b.get("doc_count", 0))) for b in agg.get("buckets", [])]
             if agg.get("sum_other_doc_count"):
@@ -110,12 +110,12 @@ def _pluck(document: Any, path: tuple[str, ...]) -> list[Any]:
 def _search_samples(manifest: "Manifest", targets: list[Target], limit: int,
                     notes: list[str]) -> dict[Target, list[Any]]:
     """From documents' ``_source`` (text fields have no terms aggregation)."""
-    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
+    server_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[Target, list[Any]] = {}
     with search_client(manifest) as client:
         for index, paths in by_object(targets).items():
             body = {"size": max(limit * 5, 50), "_source": sorted({".".join(p[1:]) for p in paths})}
-            hits = client.search(index=engine_name.get(index, index), body=body).get("hits", {}).get("hits", [])
+            hits = client.search(index=server_name.get(index, index), body=body).get("hits", {}).get("hits", [])
             for path in paths:
                 seen = [v for hit in hits for v in _pluck(hit.get("_source") or {}, path[1:]) if v is not None]
                 found[path] = list(dict.fromkeys(map(str, seen)))[:limit]

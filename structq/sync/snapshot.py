@@ -57,7 +57,7 @@ class Member:
     """A column of a table, or a field of an index (``members`` holds an object field's sub-fields).
 
     ``type`` is already a manifest type (``text``, ``integer``… or ``keyword``, ``long``…);
-    ``native_type`` is what the engine calls it, for messages.
+    ``native_type`` is what the database or search server calls it, for messages.
     """
 
     name: str

@@ -88,12 +88,12 @@ def _sql_values(manifest: "Manifest", targets: list[tuple[str, str]], limit: int
 
 def _search_values(manifest: "Manifest", targets: list[tuple[str, str]], limit: int,
                    notes: list[str]) -> dict[tuple[str, str], list[Any]]:
-    engine_name = {declared: name for name, declared in server_index_names(manifest).items()}
+    server_name = {declared: name for name, declared in server_index_names(manifest).items()}
     found: dict[tuple[str, str], list[Any]] = {}
     with search_client(manifest) as client:
         for name, member in targets:
             body = {"size": 0, "aggs": {"v": {"terms": {"field": member, "size": limit + 1}}}}
-            result = client.search(index=engine_name.get(name, name), body=body)
+            result = client.search(index=server_name.get(name, name), body=body)
             agg = result.get("aggregations", {}).get("v", {})
             values = [b["key"] for b in agg.get("buckets", [])]
             if agg.get("sum_other_doc_count"):

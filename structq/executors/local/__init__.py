@@ -1,7 +1,7 @@
 """SQL over earlier steps' results (``source: local``): intersections, growth rates, joins
 across sources.
 
-Each earlier ``output_key`` becomes a table with the columns its result returned. The engine
+Each earlier ``output_key`` becomes a table with the columns its result returned. ``Engine``
 describes those tables to the sandbox with ``local_manifest(results)``, checks the step's SQL
 with ``check_sql(query, local_manifest(results), …)`` like any other source, then runs it with
 ``LocalExecutor(results).fetch(safe_query)``.

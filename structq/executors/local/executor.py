@@ -23,13 +23,13 @@ from ..sql.sqlite import SQLITE_TOO_BIG_HINT, limit_sqlite, sqlite_deadline, sql
 from .inference import COLUMN_TYPES, LocalTable, describe_results, manifest_for
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
+    from sqlalchemy import Engine
 
     from structq.safety.query import SafeQuery
 
 __all__ = ["DEFAULT_TIMEOUT_S", "LocalExecutor"]
 
-#: How long a local query may run unless the engine says otherwise.
+#: How long a local query may run unless ``Engine`` says otherwise.
 DEFAULT_TIMEOUT_S = 5.0
 
 
@@ -48,15 +48,15 @@ def _load(connection: sqlite3.Connection, tables: Iterable[LocalTable]) -> None:
         connection.executemany(f"INSERT INTO {_quote(table.name)} VALUES ({marks})", table.stored_rows())
 
 
-_engine: Engine | None = None
-_engine_lock = threading.Lock()
+_memory: Engine | None = None
+_memory_lock = threading.Lock()
 
 
-def _local_engine() -> "Engine":
-    """One engine whose every connection is a new, empty in-memory database (no pooling)."""
-    global _engine
-    with _engine_lock:
-        if _engine is None:
+def _in_memory() -> "Engine":
+    """Where local queries connect: each connection is a new, empty in-memory database (``NullPool`` keeps none)."""
+    global _memory
+    with _memory_lock:
+        if _memory is None:
             from sqlalchemy import create_engine
             from sqlalchemy.pool import NullPool
 
@@ -64,8 +64,8 @@ def _local_engine() -> "Engine":
                 return sqlite3.connect(":memory:", detect_types=sqlite3.PARSE_DECLTYPES,
                                        check_same_thread=False)
 
-            _engine = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool)
-        return _engine
+            _memory = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool)
+        return _memory
 
 
 class LocalExecutor:
@@ -106,7 +106,7 @@ class LocalExecutor:
         started = time.monotonic()
         where = {"source": LOCAL_SOURCE, "query": query.sent_text}
         try:
-            with _local_engine().connect() as connection:
+            with _in_memory().connect() as connection:
                 raw = connection.connection.dbapi_connection
                 _load(raw, self.tables)
                 raw.execute("PRAGMA query_only = ON")

@@ -115,7 +115,7 @@ def _kind_for_status(status: int | None) -> FailureKind:
 
 
 def _pool_size() -> int:
-    """Connections a client keeps to its cluster: one per engine thread that may search at
+    """Connections a client keeps to its cluster: one per ``Engine`` thread that may search at
     once (``STRUCTQ_THREADS``). opensearch-py's default keeps one: under concurrent questions
     each other connection was opened, used once and thrown away ("Connection pool is full")."""
     from structq.config import threads_from_env

@@ -1,7 +1,7 @@
 """The search-DSL sandbox: a request body for one declared index → a checked, rewritten body.
 
 The body is walked completely against allowlists (``REQUEST`` → query clauses, aggregations,
-hits options); a key no table names is refused, so an engine feature added tomorrow is
+hits options); a key no table names is refused, so a search server feature added tomorrow is
 refused until someone decides it is safe. In order:
 
 1. ``resolve_index``   exactly one declared index (no patterns, lists, ``_all``, remote
@@ -57,7 +57,7 @@ def check_dsl(
     ``params`` holds the values of references (``"<key>"`` / ``"<key.column>"`` → the earlier
     step's column); ``slots`` a template plan's parameter values (a whole JSON string
     ``":month_start"`` stands for one); ``vars`` the caller's variables for row filters; ``max_rows`` overrides the
-    manifest's cap (the engine passes ``max_intermediate_rows`` for steps that feed others).
+    manifest's cap (``Engine`` passes ``max_intermediate_rows`` for steps that feed others).
 
     Raises ``SandboxViolation`` (with a stable ``code``, the JSON path, and a hint) when the
     body reaches past the manifest, and ``PlanError`` for a reference without usable values;

@@ -77,7 +77,7 @@ def _histogram(options: Shape) -> Check:
 
     With ``min_doc_count`` 0 (the default for histograms) ``extended_bounds`` makes one bucket
     per interval between the bounds, data or not: a one-unit interval over a wide range
-    asks the engine for millions of buckets, far past the row limit. ``hard_bounds`` only
+    asks the search server for millions of buckets, far past the row limit. ``hard_bounds`` only
     narrows the buckets, so it stays allowed."""
 
     def checked(ctx: Context, value: Any, path: JsonPath) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def _filters(ctx: Context, value: Any, path: JsonPath) -> Any:
 
 _TOP_HITS = Shape({**HIT_OPTIONS, "size": agg_size, "from": count}, what="top_hits option")
 
-#: The engines' defaults when ``size`` is not given.
+#: The search servers' defaults when ``size`` is not given.
 _DEFAULT_BUCKETS = 10
 _DEFAULT_TOP_HITS = 3
 

@@ -272,7 +272,7 @@ class Context:
     @staticmethod
     def _plain_values(ref: str, values: list[Any], path: JsonPath) -> None:
         """References carry data from an earlier step — possibly from documents anyone could
-        write — into this body. An object or a list there would be read by the engine as
+        write — into this body. An object or a list there would be read by the search server as
         clause options (``{"value": "*x", "case_insensitive": true}``, a ``script``), past
         every check the literal body went through; only JSON scalars may pass."""
         bad = [v for v in values if not isinstance(v, PLAIN_TYPES)]

@@ -85,7 +85,7 @@ def one_or_many(check: Check) -> Check:
 
 def data(ctx: Context, value: Any, path: JsonPath) -> Any:
     """A plain option (an order, a format, bucket ranges): passed on as a copy. The key that
-    holds it is allowlisted, so the engine reads it as data; a reference here would not be
+    holds it is allowlisted, so the search server reads it as data; a reference here would not be
     substituted, so it is refused rather than sent as text."""
     _no_reference(ctx, value, path)
     return copy.deepcopy(value)

@@ -88,8 +88,8 @@ def source(ctx: Context, value: Any, path: JsonPath) -> Any:
     """``_source``: ``false`` stays; ``true`` becomes the readable fields; named fields must
     be readable; includes default to the readable fields not excluded.
 
-    The default includes leave the excluded fields out: the engines refuse a field both
-    included and excluded. Empty includes become ``false``: the engines read them as every
+    The default includes leave the excluded fields out: the search servers refuse a field both
+    included and excluded. Empty includes become ``false``: the search servers read them as every
     field, unreadable ones included."""
     if isinstance(value, bool):
         return readable_source(ctx) if value else False

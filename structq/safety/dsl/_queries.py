@@ -73,7 +73,7 @@ def _terms_values(ctx: Context, value: Any, path: JsonPath) -> list[Any]:
 
 def _pattern(ctx: Context, value: Any, path: JsonPath) -> Any:
     """A wildcard pattern that does not start with ``*`` or ``?``: a leading wildcard makes
-    the engine scan every term of the field."""
+    the search server scan every term of the field."""
     pattern = ctx.scalar(value, path)
     if isinstance(pattern, str) and pattern[:1] in ("*", "?"):
         ctx.refuse("leading_wildcard", f"wildcard pattern {pattern!r} starts with a wildcard", path,
@@ -149,7 +149,7 @@ _SCORE_FUNCTION = Shape(
 _TEXT_MATCH = ("operator", "minimum_should_match", "analyzer", "fuzziness", "prefix_length",
                "max_expansions", "fuzzy_transpositions", "lenient", "zero_terms_query",
                "auto_generate_synonyms_phrase_query")
-_NEED_FIELDS = ("name the fields to search, e.g. [\"title^2\", \"content\"]: without them the engine "
+_NEED_FIELDS = ("name the fields to search, e.g. [\"title^2\", \"content\"]: without them the search server "
                 "searches every field, unreadable ones included")
 
 QUERY_CLAUSES: Mapping[str, Check] = {

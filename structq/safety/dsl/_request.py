@@ -21,7 +21,7 @@ from ._tenant import min_score
 __all__ = ["REQUEST", "REWRITES", "SCRIPT_KEYS", "MAX_DEPTH", "resolve_index", "forbid_scripts"]
 
 #: Keys that carry code for the cluster to run, refused wherever they stand, whatever the
-#: allowlists say (code ``script``): the engine accepts script queries, only this stands
+#: allowlists say (code ``script``): the search server accepts script queries, only this stands
 #: between a plan and a script.
 SCRIPT_KEYS = frozenset({
     "script", "scripts", "_script", "script_fields", "script_score", "scripted_metric",
@@ -29,7 +29,7 @@ SCRIPT_KEYS = frozenset({
     "combine_script", "reduce_script",
 })
 
-#: Deeper bodies are refused before any recursive check runs (the engine caps bool nesting
+#: Deeper bodies are refused before any recursive check runs (the search server caps bool nesting
 #: well below this anyway).
 MAX_DEPTH = 100
 
@@ -141,7 +141,7 @@ def _filter_value(ctx: Context, value: Any) -> Any:
 
 
 def _is_term_value(value: Any) -> bool:
-    """A scalar or a list of scalars: an object would be read by the engine as term options."""
+    """A scalar or a list of scalars: an object would be read by the search server as term options."""
     items = value if isinstance(value, (list, tuple)) else [value]
     return all(isinstance(item, SCALAR_TYPES) for item in items)
 

@@ -1,13 +1,13 @@
 """Tenant-blind search: on an index with a row filter, one tenant's answer may not depend on
 other tenants' documents.
 
-A row filter keeps other tenants' documents out of the hits, but an engine computes more than
+A row filter keeps other tenants' documents out of the hits, but a search server computes more than
 hits from the whole index: relevance scores use index-wide term statistics (a ``match`` on a
 word only another tenant writes scores the own documents differently, and ``min_score`` turns
 that into a yes/no answer), and expanding queries pick their terms from the whole term
 dictionary before any filter applies (``match_phrase_prefix`` takes the first
 ``max_expansions`` terms with the prefix, ``fuzzy`` the most similar ones: another tenant's
-terms crowd out the own). The invariant, tested on the engine by comparing an index holding
+terms crowd out the own). The invariant, tested on the search server by comparing an index holding
 only one tenant's documents with one holding everybody's: **for every body the sandbox
 accepts on a row-filtered index, the answer is identical** — hits, order, scores, totals,
 aggregations.

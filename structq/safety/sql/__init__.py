@@ -68,8 +68,8 @@ def check_sql(
     """Check ``query`` against ``manifest`` and return the rewritten query that may run.
 
     ``params`` maps each reference's text (``"members"``, ``"members.employee_id"``) to the
-    values the engine resolved; ``vars`` holds the caller's row-filter variables; ``max_rows``
-    defaults to ``manifest.limits.max_rows`` (the engine passes ``max_intermediate_rows`` for a
+    values ``Engine`` resolved; ``vars`` holds the caller's row-filter variables; ``max_rows``
+    defaults to ``manifest.limits.max_rows`` (``Engine`` passes ``max_intermediate_rows`` for a
     step whose result feeds later steps). ``slots`` holds a template plan's parameter values
     (``:name`` in the text), bound like references, never spliced.
 

@@ -101,7 +101,7 @@ class Check:
     column_tables: dict[int, tuple[exp.Column, Table]] = field(default_factory=dict)
 
     # The output.
-    #: The result columns' names as the query wrote them (``rules/output_names.py``); None: the engine's.
+    #: The result columns' names as the query wrote them (``rules/output_names.py``); None: the database's.
     output_names: tuple[str, ...] | None = None
     #: With a star in the outermost select list: each item's name as written, None for a star
     #: (``rules/output_names.py``), for ``check_columns`` to complete once the stars are expanded.

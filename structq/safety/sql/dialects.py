@@ -31,7 +31,7 @@ only if it writes what the dialect's own method writes for a cast to every type 
 knows (``_writes_casts_alike``), checked once per process.
 
 Where a query or its manifest has a name that needs quotes sqlglot would not write (a word
-the engine reserves, a name that is not a plain identifier), the generator also quotes every
+the database reserves, a name that is not a plain identifier), the generator also quotes every
 identifier that needs them (``quoting.py``).
 """
 

@@ -13,7 +13,7 @@ its select list, HAVING, ORDER BY, DISTINCT ON, named windows, correlated subque
 them — are appended to the GROUP BY. They depend on the key, so the groups, and therefore
 the rows, are the ones the query had on the base table. The manifest's ``primary_key`` is
 trusted as the database's (``structq init`` reads it from the catalog): a query written for
-a key the database does not have fails on the engine as written, and is not checked here.
+a key the database does not have fails when the query runs as written, and is not checked here.
 """
 
 from __future__ import annotations

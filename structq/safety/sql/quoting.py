@@ -9,12 +9,12 @@ read from a catalogue (``sync``) could even be SQL text. Two kinds of name need 
 
 - a name that is not a plain identifier (``str.isidentifier``: letters, digits and ``_``, not
   starting with a digit): ``Shop ID``, ``a.b``, ``say "hi"``, ``1st``;
-- a word the engine reserves. MySQL's generator quotes its own; for SQLite and PostgreSQL
+- a word the database reserves. MySQL's generator quotes its own; for SQLite and PostgreSQL
   sqlglot knows none, so they are listed here. The lists err on the side of more words:
   SQLite's are every keyword of its language (sqlite.org, "SQL Keywords"), though its parser
   takes most of them as names where nothing else fits — the ones SQLite 3.40 refuses as a
   column after a dot, an output alias or a table alias are all among them (tested on the
-  engine); PostgreSQL's are those ``pg_get_keywords()`` lists as reserved (``R``) or reserved
+  database); PostgreSQL's are those ``pg_get_keywords()`` lists as reserved (``R``) or reserved
   but usable as a function or type name (``T``): neither may be a table alias or a bare column
   (``ColId``).
 
@@ -60,7 +60,7 @@ isnull join left like natural notnull outer overlaps right similar tablesample v
 """.split())
 
 _WORDS = {"sqlite": _SQLITE, "postgres": _POSTGRES}
-#: The dialects whose engines match every name without regard to (ASCII) case, quoted or not.
+#: The dialects whose databases match every name without regard to (ASCII) case, quoted or not.
 _ANY_CASE = frozenset({"sqlite"})
 
 
@@ -72,7 +72,7 @@ def reserved_words(sql_dialect: str) -> frozenset[str]:
 
 def needs_quotes_bare(name: str, words: frozenset[str]) -> bool:
     """Whether ``name`` needs quotes in a dialect reserving ``words`` (lower-case words: a
-    name in another case is one of them only where the engine ignores case, and the caller
+    name in another case is one of them only where the database ignores case, and the caller
     lowers it then, ``reserved_in_any_case``)."""
     return name in words or not name.isidentifier()
 

@@ -8,7 +8,7 @@ what ``qualify_columns`` resolves against) is built by the first check that need
 Names are matched without regard to case on every dialect (``names_dialect``), and each
 table and column that resolves is then written in the manifest's spelling, quoted where the
 dialect would otherwise fold it (``resolve_tables``, ``check_columns``). The manifest spells
-each name as the database stores it, so the engine receives exactly that name — PostgreSQL's
+each name as the database stores it, so the database receives exactly that name — PostgreSQL's
 ``"Patient"."ID"`` as well as MySQL's case-sensitive table names — whatever case the query
 used. Matching can only pick a declared name, never reach an undeclared one.
 """
@@ -65,7 +65,7 @@ class Derived:
     #: Lower-case names of the tables that deny at least one column.
     partial: frozenset[str]
     #: Lower-case table name → its allowed columns, lower-case name → manifest spelling, in
-    #: manifest order (what ``resolution/engine_names.py`` looks a name up in).
+    #: manifest order (what ``resolution/database_names.py`` looks a name up in).
     allowed: dict[str, dict[str, str]]
     #: Lower-case table name → its entry; per lower-case table name, lower-case column name →
     #: its entry, denied ones included (``Manifest.table`` / ``Table.column`` as dictionaries).
@@ -83,7 +83,7 @@ class Derived:
     #: Lower-case names of the tables with a column whose ``values`` are enforced (not
     #: ``draft``): the only ones ``rules/enum_literals.py`` has anything to check on.
     enum_tables: frozenset[str]
-    #: The words the source's engine reserves (``quoting.py``); the lower-case names of the
+    #: The words the source's database reserves (``quoting.py``); the lower-case names of the
     #: tables whose name or a column's needs quotes sqlglot would not write; whether the
     #: manifest's schema does.
     reserved: frozenset[str]
@@ -150,7 +150,7 @@ def _ascii_lower(text: str) -> str:
 
 
 def needs_quotes(name: str, dialect: Dialect) -> bool:
-    """Whether ``name`` written unquoted would reach the engine as a different name."""
+    """Whether ``name`` written unquoted would reach the database as a different name."""
     return dialect.quote_identifier(exp.to_identifier(name), identify=False).quoted
 
 

@@ -7,7 +7,7 @@ be a column of either FROM item) and PostgreSQL's ``g`` over ``generate_series(�
 The columns each function returns are listed with it (``functions.TABLE_FUNCTION_COLUMNS``).
 
 Before qualification, each table function gets an alias (its own name when the query gave it
-none, which is what the engines call it then) and, unless the query wrote its own
+none, which is what the databases call it then) and, unless the query wrote its own
 (``AS g(n)``), the list of its columns. PostgreSQL lets the alias of a one-column function
 stand for its value (``jsonb_array_elements(…) AS j`` … ``j ->> 'lvl'``): such a bare alias,
 unqualified in the select that reads the function, becomes that column (``j.value``).

@@ -10,7 +10,7 @@ A derived table without an alias (SQLite's ``SELECT a FROM (SELECT …)``) gets 
 the same.
 
 Then the names are resolved (``resolution/``, behind its invariant): every name that is also
-an output alias as the engine resolves it (``resolution/engine_names.py``, the first wall),
+an output alias as the database resolves it (``resolution/database_names.py``, the first wall),
 table functions in FROM as FROM items with known columns (``resolution/table_functions.py``),
 and every column against the **allowed** columns only, so a denied column does not exist as
 far as resolution knows: sqlglot's ``qualify_columns`` (with a schema of the allowed columns)
@@ -36,11 +36,11 @@ denied (or undeclared) column past both checks:
   qualification turns a bare FROM item's name into a ``TableColumn`` node;
 - a star that qualification could not expand: ``(SELECT p.*)`` correlated to an outer FROM
   item has no FROM of its own, stays a star, and its derived table then has unknown columns,
-  so ``z.id_card`` over it passes validation and reaches the engine;
+  so ``z.id_card`` over it passes validation and reaches the database;
 - a field of a composite value (``(x).field``): the sandbox cannot tell which columns a
   composite carries, so field access is refused outright;
 - a NATURAL join, or USING, that qualification could not rewrite into ``ON a.x = b.x`` over
-  allowed columns: the engine would join on whatever columns the two sides really share,
+  allowed columns: the database would join on whatever columns the two sides really share,
   denied ones included (``t NATURAL JOIN (SELECT 'x1' AS id_card) s`` is an equality oracle).
 
 ``t.*`` outside a select list and field access are refused on the columns as parsed
@@ -66,7 +66,7 @@ from structq.capabilities.hints import closest, listing
 from structq.capabilities import Table
 
 from ..context import Check
-from ..resolution.engine_names import check_output_names
+from ..resolution.database_names import check_output_names
 from ..resolution.scopes import column_tables
 from ..resolution.table_functions import declare_function_columns, settle_function_columns
 from ..walk import Instances
@@ -356,7 +356,7 @@ def check_columns(check: Check) -> None:
         found = of_table.get(column.name.lower())  # ``table.column``, if it may be read
         if found is None:
             # Qualification wrote a qualifier that, in the column's own scope, names a table
-            # without that column (an outer alias shadowed by an inner one): the engine would
+            # without that column (an outer alias shadowed by an inner one): the database would
             # read whatever that table really has. Refuse rather than guess.
             raise check.fail(
                 "ambiguous_column",

@@ -11,10 +11,10 @@ Every table is read this way, not only those with a row filter or a denied colum
 before this one resolve each name (the first wall, ``check_columns``) and refuse every way
 they know of to read a column that no column node names (``columns.py``: whole rows, ``t.*``
 in an expression, NATURAL joins). This rewrite is
-the wall behind them: whatever name the engine resolves differently than the checks did —
+the wall behind them: whatever name the database resolves differently than the checks did —
 an output alias inside an ORDER BY expression that is also an undeclared column, a whole-row
 value, a NATURAL join's common columns — it can only find the declared, allowed columns; an
-undeclared column does not exist in the query the engine runs. SQLite, PostgreSQL and MariaDB
+undeclared column does not exist in the query the database runs. SQLite, PostgreSQL and MariaDB
 merge such a derived table into the outer query (``tests/test_sandbox_plans.py`` compares
 the plans over the corpora), so it costs nothing at run time.
 

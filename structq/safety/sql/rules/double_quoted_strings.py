@@ -3,14 +3,14 @@
 SQLite reads ``"x"`` as a column when one of that name is in scope and as the string ``'x'``
 otherwise; sqlglot always reads an identifier. Queries written for SQLite (Spider's gold SQL
 among them) rely on the fallback, so refusing them as unknown columns would refuse what the
-engine runs. The sandbox does what SQLite does, but only where it is certain no column is
+database runs. The sandbox does what SQLite does, but only where it is certain no column is
 meant: the name is double-quoted (not ``[x]`` or `` `x` ``), unqualified, not a column of
 any declared table (denied ones included), not an alias or a CTE / derived-table column
 anywhere in the query, and the query reads no table function (whose columns the manifest
 does not list). Anything else is left to the column check, which refuses unknown names with
 the hint to use single quotes.
 
-The regenerated query carries a single-quoted literal, so the engine can no longer read it as
+The regenerated query carries a single-quoted literal, so the database can no longer read it as
 a column: if the database has a column of that name that the manifest does not declare, the
 query sees the string, never the column.
 """

@@ -1,7 +1,7 @@
 """A query builds no string much larger than the data it reads.
 
 One call that builds a huge value (``repeat('a', id * 500000)``) or matches a pattern against
-one runs inside a single step no engine interrupts: PostgreSQL's ``LIKE`` ignores cancel until
+one runs inside a single step no database interrupts: PostgreSQL's ``LIKE`` ignores cancel until
 it is done, SQLite checks its interrupt flag only between VM steps, MariaDB its kill flag only
 between rows. ``sizes.py`` makes every count and width a number of at most ``MAX_WIDTH``; this
 rule bounds what those numbers can add up to:
@@ -31,7 +31,7 @@ rule bounds what those numbers can add up to:
 ``lpad`` / ``rpad`` / ``space`` build exactly the length they are given (a number of at most
 ``MAX_WIDTH``), so they grow nothing. Plain concatenation adds sizes, bounded by the text of
 the query. What is left — a table that already holds huge values — is the data's own size,
-bounded by the engines' limits (SQLite values ≤ 10 MB) and the statement timeout.
+bounded by the databases' limits (SQLite values ≤ 10 MB) and the statement timeout.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ A derived table needs distinct column names on MySQL and MariaDB ("Duplicate col
 and ``SELECT a.id, b.id … FETCH FIRST 5 ROWS ONLY`` has two ``id`` columns. So before wrapping,
 a name that repeats (case-insensitively, as MySQL compares them) gets an alias with a suffix,
 as the local executor names duplicate columns: ``id``, ``id_2``. Every dialect does the same,
-so one plan returns the same columns on every engine.
+so one plan returns the same columns on every database.
 """
 
 from __future__ import annotations

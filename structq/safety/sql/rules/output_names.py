@@ -1,11 +1,11 @@
-"""The result columns keep the names the query wrote for them, whatever the rewrites and the engine.
+"""The result columns keep the names the query wrote for them, whatever the rewrites and the database.
 
 Later rules rewrite the select list (columns qualified, identifiers lower-cased for matching,
-functions written in upper case), and an engine names an unaliased result column after the
+functions written in upper case), and a database names an unaliased result column after the
 text it received: ``max(kapazität)`` would come back as ``MAX(stadion.kapazität)`` on SQLite,
 ``max`` on PostgreSQL, and ``sbCustId`` as ``sbcustid``. Plans refer to columns by name
 (``<c.sbCustId>``) and answers show them, so the executor labels the result with the names
-recorded here (``SafeQuery.names``), the same on every engine:
+recorded here (``SafeQuery.names``), the same on every database:
 
 - ``expr AS alias``: the alias as written (without its quotes);
 - a column: its name as written (``t.sbCustId`` → ``sbCustId``);
@@ -27,7 +27,7 @@ The select list is read from the tokens the parser read (``Check.tokens``: no se
 tokenization), those of the outermost SELECT (the first at nesting depth 0: a set operation's
 leftmost branch). When that cannot be done exactly — a select list whose pieces do not match
 the parsed projections one to one, a star inside an item (``(SELECT * …)``), expanded columns
-that cannot be told from the items around them — no names are recorded and the engine's
+that cannot be told from the items around them — no names are recorded and the database's
 names stand.
 
 The SQL that runs writes each output alias the query wrote as it was written
@@ -80,7 +80,7 @@ def _select_list(tokens: list[Token]) -> list[list[Token]] | None:
     while start < len(tokens) and tokens[start].token_type in _QUANTIFIERS:
         start += 1
         if start < len(tokens) and tokens[start].token_type is _ON:
-            return None  # DISTINCT ON (…): rare; leave the engine's names
+            return None  # DISTINCT ON (…): rare; leave the database's names
     items: list[list[Token]] = [[]]
     depth = 0
     for token in tokens[start:]:
@@ -235,7 +235,7 @@ def name_expanded(check: Check, written: list[str | None], before: list[exp.Expr
     qualification dropped); ``projections`` the select list after it. An item is found again
     as the same node or as the expression an alias was put around; what lies between is what
     a star expanded to, named by ``_expanded_name``. Anything that does not line up (an item
-    qualification replaced, as a USING column's ``COALESCE``) leaves the engine's names.
+    qualification replaced, as a USING column's ``COALESCE``) leaves the database's names.
     """
     if written == [None]:  # a lone star: every projection is one of its columns
         unaliased = [projection.this if type(projection) is exp.Alias else projection for projection in projections]
@@ -328,7 +328,7 @@ def write_aliases(check: Check) -> None:
     """Write back each output alias (``expr AS alias``) the query wrote in the case it was
     written; every other name stays as the rules matched it.
 
-    Only where the engine still matches it with every name that referred to it:
+    Only where the database still matches it with every name that referred to it:
 
     - an alias written bare is written bare again (``AS CustomerId``), and so is a bare column
       name that names no manifest column (``ORDER BY Total``, ``t.Cid`` of a derived table):

@@ -1,10 +1,10 @@
 """LIKE, GLOB, SIMILAR TO and regular-expression patterns are short literals.
 
-Matching time grows with the pattern and with the text matched, and no engine stops one
+Matching time grows with the pattern and with the text matched, and no database stops one
 match once it has started: PostgreSQL's ``LIKE`` ignores ``statement_timeout`` and cancel
 until it is done (a 20 MB text against a 2,500-character pattern: 259 s), SQLite's ``LIKE`` /
 ``GLOB`` run inside one VM step (10 MB against 100 characters: 7 s), and a backtracking regex
-engine (Python's ``re``, which SQLite's ``REGEXP`` used to call) can take exponential time on
+matcher (Python's ``re``, which SQLite's ``REGEXP`` used to call) can take exponential time on
 a 10-character pattern. So, on every dialect:
 
 - a pattern must be *written in the query*: a string literal, possibly wrapped in
@@ -21,7 +21,7 @@ a 10-character pattern. So, on every dialect:
   ``growth.StringAggregates`` says where one could flow in.
 
 The other half of the bound, the size of the text matched, is ``growth.py``'s. Regular
-expressions are matched by the engine's own regex library (PostgreSQL's and MariaDB's honour
+expressions are matched by the database's own regex library (PostgreSQL's and MariaDB's honour
 cancellation or a match limit); on SQLite the executor registers ``REGEXP`` with RE2, which runs
 in time linear in the text (``structq/executors/regexp.py``).
 """

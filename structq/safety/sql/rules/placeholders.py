@@ -2,7 +2,7 @@
 
 A query may carry values in only two ways: literals written in its text, and references to
 earlier steps (``<key>``, ``<key.column>``) that ``references.py`` binds from the values the
-engine resolved. A placeholder the author wrote (``:x``, ``?``, ``%s``, ``$1``, ``@x``,
+``Engine`` resolved. A placeholder the author wrote (``:x``, ``?``, ``%s``, ``$1``, ``@x``,
 ``@@x``) would be bound by whoever runs the text, with values no rule has seen — or, for
 ``@@x``, read a server setting. ``parse`` lists them (``Check.forbidden``) with the statements
 ``statement.py`` refuses; once that rule has passed, only placeholders are left there. A

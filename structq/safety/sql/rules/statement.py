@@ -4,7 +4,7 @@ The root must be a SELECT or a set operation (UNION / INTERSECT / EXCEPT), possi
 CTEs. Anywhere in the tree — writable CTEs, subqueries, set-operation branches — there may be
 no write, DDL, command, transaction, PRAGMA, ATTACH, COPY, ``INTO``, locking clause or
 optimizer hint (``parse.FORBIDDEN`` lists the node kinds): each would change data, lock rows or
-steer the engine, and the query's text only reads. Placeholders, which ``parse`` lists with
+steer the database, and the query's text only reads. Placeholders, which ``parse`` lists with
 those nodes, are left to ``placeholders.py``.
 """
 

@@ -1,4 +1,4 @@
-"""Every table read is declared; every other FROM item (a CTE, a table function, DUAL) is what the engine reads.
+"""Every table read is declared; every other FROM item (a CTE, a table function, DUAL) is what the database reads.
 
 A table name is a CTE reference only where that CTE is visible: in the query body of its
 WITH, in later CTEs of the same WITH, and in its own body when the WITH is RECURSIVE. Anywhere
@@ -11,13 +11,13 @@ The CTEs of a WITH are first written in the order they depend on. In ``WITH RECU
 MariaDB: with RECURSIVE every CTE of the WITH sees every other. SQLite resolves a later CTE's
 name so even without RECURSIVE. sqlglot's scopes, and the rule of ``is_cte_reference``, see
 only earlier CTEs (and, with RECURSIVE, the CTE itself), so such a query would be refused — ``b`` an undeclared table — or ``b`` checked as a real table
-of that name while the engine reads the CTE.
+of that name while the database reads the CTE.
 
-Where the engine resolves forward references, the order of the CTEs does not change what the
+Where the database resolves forward references, the order of the CTEs does not change what the
 query means, so the CTEs are reordered so that each comes after the ones it names (otherwise
 keeping the order written). Every reference then points backwards, and the checks and the
-engine agree on what each name is — in the query that runs, which is the reordered one. CTEs
-that name each other in a cycle are left as written (no engine runs mutual recursion; the
+database agree on what each name is — in the query that runs, which is the reordered one. CTEs
+that name each other in a cycle are left as written (no database runs mutual recursion; the
 names then fail as tables).
 
 A table may be qualified with the manifest's ``schema`` (``consumer_div.users``): that is
@@ -221,7 +221,7 @@ def _ordered(dependencies: list[set[int]]) -> list[int] | None:
 
 
 def order_ctes(check: Check) -> None:
-    """Reorder the CTEs of each WITH whose engine resolves forward references."""
+    """Reorder the CTEs of each WITH whose database resolves forward references."""
     for with_ in check.with_clauses:
         if not (with_.args.get("recursive") or check.sql_dialect in _FORWARD_ALWAYS):
             continue

@@ -4,7 +4,7 @@ A cast can be a catalog read. On PostgreSQL ``CAST('secrets' AS regclass)`` answ
 undeclared table exists, ``CAST(CAST(10 AS oid) AS regrole)`` names a role, and ``regproc``,
 ``regnamespace``, ``regtype`` and ``regoper`` do the same for functions, schemas, types and
 operators — the function allowlist never sees any of it, because a cast is not a call by
-name. Types the engine defines by name (``xid``, ``tid``, ``pg_lsn``, a schema's own types)
+name. Types the database defines by name (``xid``, ``tid``, ``pg_lsn``, a schema's own types)
 are refused for the same reason. So, as with functions, types are allowed, never denied: the
 value types analysts cast to — numbers, strings, dates and times, booleans, JSON, UUIDs,
 bytes, and arrays of those (the element type is checked as a type of its own).

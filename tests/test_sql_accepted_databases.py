@@ -1,9 +1,9 @@
-"""Legitimate SQL that the sandbox once refused or broke is accepted and runs right on the engine.
+"""Legitimate SQL that the sandbox once refused or broke is accepted and runs right on the database.
 
 Each query goes through ``check_sql`` and then ``SqlExecutor`` against a real SQLite, PostgreSQL
 or MariaDB, under a SELECT-only account, with the manifest declaring the schema the tables live
 in (so every table is also written qualified). The rows must equal those of the query as
-written, run directly — or, where the engine cannot run the text as written (MariaDB has no
+written, run directly — or, where the database cannot run the text as written (MariaDB has no
 ``ANY_VALUE`` or ``REGEXP_LIKE``; a byte-order mark is not SQL), the rows it means.
 
 The classes: table functions whose columns qualification must know (``json_each``,
@@ -39,7 +39,7 @@ DDL = {
 }
 DIALECT = {"sqlite": "sqlite", "postgres": "postgres", "mariadb": "mysql"}
 
-#: Compare with the query as written, run directly on the same engine.
+#: Compare with the query as written, run directly on the same database.
 AS_WRITTEN = None
 
 CASES: list[tuple[str, str, list[tuple[Any, ...]] | None]] = [
@@ -58,7 +58,7 @@ CASES: list[tuple[str, str, list[tuple[Any, ...]] | None]] = [
     ("postgres", "SELECT key, value FROM users, jsonb_each_text(users.attrs) ORDER BY key",
      [("x", "1"), ("y", "2"), ("z", "3")]),
     ("postgres", "SELECT n FROM users, unnest(ARRAY[users.uid * 10]) AS n ORDER BY n", AS_WRITTEN),
-    # CTEs that name later ones: RECURSIVE on every engine, and always on SQLite.
+    # CTEs that name later ones: RECURSIVE on every database, and always on SQLite.
     ("postgres", "WITH RECURSIVE a AS (SELECT uid FROM b), b AS (SELECT uid FROM users) SELECT uid FROM a ORDER BY uid",
      [(1,), (2,)]),
     ("postgres", "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < (SELECT MAX(uid) FROM b)), "
@@ -91,11 +91,11 @@ def _manifest(url: str, engine: str, schema: str) -> Manifest:
     return load_manifest_text(manifest_text("sql_accepted", url=url, dialect=DIALECT[engine], schema=schema))[0]
 
 
-#: Per server engine: the session fixture that starts it and the schema the tables live in.
+#: Per database server: the session fixture that starts it and the schema the tables live in.
 SERVERS = {"postgres": ("pg_server", "public"), "mariadb": ("mariadb_server", "accepted_sql")}
 
 
-#: Engine → the URL its data was loaded under: pytest may set a module fixture up more than
+#: Database → the URL its data was loaded under: pytest may set a module fixture up more than
 #: once when parameters interleave, and each server database is created once per session.
 _LOADED: dict[str, str] = {}
 
@@ -118,7 +118,7 @@ def _load_server(server: Any, engine: str) -> str:
 
 @pytest.fixture(scope="module")
 def source(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlExecutor]:
-    """The engine named by the case, loaded once per module, behind the production executor."""
+    """The database named by the case, loaded once per module, behind the production executor."""
     engine: str = request.param
     if engine == "sqlite":
         schema = "main"
@@ -142,7 +142,7 @@ _MARKS = {"sqlite": (), "postgres": (pytest.mark.postgres,), "mariadb": (pytest.
 
 @pytest.mark.parametrize(
     "source, query, expected",
-    # Grouped by engine, so each engine is loaded once.
+    # Grouped by database, so each database is loaded once.
     sorted((pytest.param(e, q, x, marks=_MARKS[e], id=f"{e}-{i}") for i, (e, q, x) in enumerate(CASES)),
            key=lambda p: p.values[0]),
     indirect=["source"],

@@ -1,15 +1,15 @@
-"""``resolution.engine_names.READINGS`` is what the engines do, asked of the real SQLite, PostgreSQL and MariaDB.
+"""``resolution.database_names.READINGS`` is what the databases do, asked of the real SQLite, PostgreSQL and MariaDB.
 
 For each place a name can sit (``Place``), two probes on ``t(x, y)`` = (1, 30), (2, 20), (3, 10):
 
 - *shadow*: an output alias named ``x`` whose value differs from the column ``x``; the rows say
-  which one the engine used (MariaDB's HAVING reads one or the other, by whether the column is
+  which one the database used (MariaDB's HAVING reads one or the other, by whether the column is
   grouped: ``EITHER``, shown by two probes) (an error also means it did not read the alias: every shadow probe
-  is valid SQL read either way, but for an engine that forbids the alias there);
-- *alias only*: the alias is named ``z``, which no column is; the rows say whether the engine
+  is valid SQL read either way, but for a database that forbids the alias there);
+- *alias only*: the alias is named ``z``, which no column is; the rows say whether the database
   falls back to the alias or fails.
 
-Nothing here is written from what the engines are believed to do: the table in the module
+Nothing here is written from what the databases are believed to do: the table in the module
 must match these observations, place by place.
 """
 
@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 from structq.capabilities import load_manifest_text
 from structq.errors import SandboxViolation
 from structq.safety import check_sql
-from structq.safety.sql.resolution.engine_names import ALIAS, COLUMN, EITHER, READINGS, Place
+from structq.safety.sql.resolution.database_names import ALIAS, COLUMN, EITHER, READINGS, Place
 
 ROWS = [(1, 30), (2, 20), (3, 10)]
 
@@ -36,7 +36,7 @@ ROWS = [(1, 30), (2, 20), (3, 10)]
 class Probe:
     place: Place
     sql: str  # ``{n}``: the name (``x`` shadows a column, ``z`` does not)
-    alias_rows: list[tuple[Any, ...]]  # the rows when the engine reads the alias
+    alias_rows: list[tuple[Any, ...]]  # the rows when the database reads the alias
     ordered: bool = True
 
 
@@ -62,9 +62,9 @@ PROBES = [
 ]
 
 
-def _rows(engine: Engine, sql: str, ordered: bool) -> list[tuple[Any, ...]] | None:
+def _rows(database: Engine, sql: str, ordered: bool) -> list[tuple[Any, ...]] | None:
     try:
-        with engine.connect() as connection:
+        with database.connect() as connection:
             rows = [tuple(row) for row in connection.execute(text(sql))]
     except Exception:  # noqa: BLE001 - a failure is an observation
         return None
@@ -76,18 +76,18 @@ CREATE = "CREATE TABLE t (x integer, y integer)"
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres", "mysql"])
 def target(request: pytest.FixtureRequest) -> Iterator[tuple[str, Engine]]:
-    engine = table_engine(request, request.param, "engine_names", CREATE, ROWS)
-    yield request.param, engine
-    engine.dispose()
+    database = table_engine(request, request.param, "database_names", CREATE, ROWS)
+    yield request.param, database
+    database.dispose()
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: f"{p.place.value}:{p.sql[:40]}")
-def test_rules_match_the_engine(target: tuple[str, Engine], probe: Probe) -> None:
-    dialect, engine = target
-    shadow = _rows(engine, probe.sql.replace("{n}", "x"), probe.ordered)
-    alias_only = _rows(engine, probe.sql.replace("{n}", "z"), probe.ordered)
+def test_rules_match_the_database(target: tuple[str, Engine], probe: Probe) -> None:
+    dialect, database = target
+    shadow = _rows(database, probe.sql.replace("{n}", "x"), probe.ordered)
+    alias_only = _rows(database, probe.sql.replace("{n}", "z"), probe.ordered)
     rule = READINGS[dialect].get(probe.place)
-    if rule is None:  # a place the dialect does not have: the engine refuses the syntax
+    if rule is None:  # a place the dialect does not have: the database refuses the syntax
         assert shadow is None and alias_only is None, (shadow, alias_only)
         return
     first, fallback = rule
@@ -114,30 +114,30 @@ tables:
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: f"{p.place.value}:{p.sql[:40]}")
-def test_an_accepted_probe_gives_the_rows_the_engine_gives(target: tuple[str, Engine], probe: Probe) -> None:
-    """Whatever the sandbox accepts of the probes, rewritten, reads what the engine reads in the
-    text as written: the rewrite never changes which value the engine uses."""
-    dialect, engine = target
+def test_an_accepted_probe_gives_the_rows_the_database_gives(target: tuple[str, Engine], probe: Probe) -> None:
+    """Whatever the sandbox accepts of the probes, rewritten, reads what the database reads in the
+    text as written: the rewrite never changes which value the database uses."""
+    dialect, database = target
     for name in ("x", "z"):
         sql = probe.sql.replace("{n}", name)
-        written = _rows(engine, sql, probe.ordered)
+        written = _rows(database, sql, probe.ordered)
         if written is None:
-            continue  # the engine cannot run it as written (DISTINCT ON outside PostgreSQL)
+            continue  # the database cannot run it as written (DISTINCT ON outside PostgreSQL)
         try:
             safe = check_sql(sql, _manifest(dialect))
         except SandboxViolation:
             continue
-        assert _rows(engine, safe.text, probe.ordered) == written, f"{sql}\n{safe.text}"  # type: ignore[arg-type]
+        assert _rows(database, safe.text, probe.ordered) == written, f"{sql}\n{safe.text}"  # type: ignore[arg-type]
 
 
 def test_mariadb_having_reads_a_grouped_column_else_the_alias(request: pytest.FixtureRequest) -> None:
     """``EITHER``: of the two HAVING probes, MariaDB reads the column in one (it is grouped)
     and the alias in the other."""
-    engine = table_engine(request, "mysql", "engine_names_having", CREATE, ROWS)
+    database = table_engine(request, "mysql", "database_names_having", CREATE, ROWS)
     try:
         having = [p for p in PROBES if p.place is Place.HAVING]
-        observed = {ALIAS if _rows(engine, p.sql.replace("{n}", "x"), p.ordered) == p.alias_rows else COLUMN
+        observed = {ALIAS if _rows(database, p.sql.replace("{n}", "x"), p.ordered) == p.alias_rows else COLUMN
                     for p in having}
     finally:
-        engine.dispose()
+        database.dispose()
     assert READINGS["mysql"][Place.HAVING][0] == EITHER and observed == {ALIAS, COLUMN}

@@ -1,9 +1,9 @@
 """Sandbox rewrites run on real PostgreSQL and MariaDB servers (session fixtures on loopback).
 
-What only a real engine can show: a list reference bound as a PostgreSQL array
+What only a real database can show: a list reference bound as a PostgreSQL array
 (``col = ANY(:ref)``) or as a SQLAlchemy expanding bind on MariaDB works against integer and
 text columns, and with an empty list; and names the manifest spells in mixed case reach the
-engine in that spelling (quoted on PostgreSQL, case-sensitive table names on MariaDB).
+database in that spelling (quoted on PostgreSQL, case-sensitive table names on MariaDB).
 Every query runs under the read-only account the README recommends.
 """
 
@@ -95,7 +95,7 @@ def test_list_reference_of_5000_values(engine_and_manifest) -> None:
     assert run(engine, result) == [(1,)]
 
 
-def test_mixed_case_table_reaches_the_engine_in_manifest_spelling(engine_and_manifest) -> None:
+def test_mixed_case_table_reaches_the_database_in_manifest_spelling(engine_and_manifest) -> None:
     manifest, engine = engine_and_manifest
     quote = '"' if manifest.sql_dialect == "postgres" else "`"
     query = f"SELECT {quote}First Name{quote} FROM patient ORDER BY 1"
@@ -103,7 +103,7 @@ def test_mixed_case_table_reaches_the_engine_in_manifest_spelling(engine_and_man
     assert run(engine, check_sql("SELECT * FROM PATIENT p ORDER BY 1", manifest)) == [(1, "Ann"), (2, "Bob")]
 
 
-def test_column_names_in_any_case_reach_the_engine_in_manifest_spelling(engine_and_manifest) -> None:
+def test_column_names_in_any_case_reach_the_database_in_manifest_spelling(engine_and_manifest) -> None:
     # PostgreSQL alone would fold the unquoted ID to "id" and fail; the sandbox writes "ID"
     manifest, engine = engine_and_manifest
     result = check_sql("SELECT id FROM patient WHERE Id = 2", manifest)

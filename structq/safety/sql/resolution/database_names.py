@@ -1,38 +1,38 @@
-"""The first wall: an unqualified name that is also an output alias resolves as the engine resolves it.
+"""The first wall: an unqualified name that is also an output alias resolves as the database resolves it.
 
 ``SELECT id, 'k' AS cost_secret FROM products ORDER BY CASE WHEN cost_secret = … END``: the
 name ``cost_secret`` is an output alias of the select *and* may be a column of ``products`` that
-the manifest does not declare. SQL leaves it to each engine which one such a name means, and
-the engines differ by clause: inside an ORDER BY expression all three read the table's column;
+the manifest does not declare. SQL leaves it to each database which one such a name means, and
+the databases differ by clause: inside an ORDER BY expression all three read the table's column;
 as a bare ORDER BY term, the alias; MariaDB reads the alias in HAVING and in a window's ORDER BY,
 SQLite and PostgreSQL the column. sqlglot's qualification follows one rule for all, so what it
-resolved and what the engine reads could differ — a declared-looking query reading an
-undeclared column, or a rewrite that changes the value the engine would have used.
+resolved and what the database reads could differ — a declared-looking query reading an
+undeclared column, or a rewrite that changes the value the database would have used.
 
-``READINGS`` is the engines' behaviour, written once: per dialect and per place a name can sit
-(``Place``), which the engine tries first — the select's output aliases or the columns of its
+``READINGS`` is the databases' behaviour, written once: per dialect and per place a name can sit
+(``Place``), which the database tries first — the select's output aliases or the columns of its
 FROM items — and whether it falls back to the other when the first has no such name.
-``tests/test_sandbox_engine_names.py`` asks the real engines (SQLite, PostgreSQL, MariaDB)
+``tests/test_sandbox_database_names.py`` asks the real databases (SQLite, PostgreSQL, MariaDB)
 for every entry: a table whose column and an output alias share a name with different values,
 and a name that is an alias only.
 
 What ``check_output_names`` does with an unqualified name that is an output alias of its own
 select (other than the alias of the very column it names, ``t.x AS x``), before qualification:
 
-- where the engine reads the *column* first: if exactly one FROM item of the select declares it,
+- where the database reads the *column* first: if exactly one FROM item of the select declares it,
   the name is qualified with that FROM item, so qualification cannot take it for the alias
   (several, or a FROM item whose columns are not known yet: ``ambiguous_column``). If none
-  does, the engine would read whatever column the table really has by that name — an
-  undeclared one, perhaps. Where the engine has no fallback to the alias (PostgreSQL's ORDER BY
+  does, the database would read whatever column the table really has by that name — an
+  undeclared one, perhaps. Where the database has no fallback to the alias (PostgreSQL's ORDER BY
   expressions and HAVING, a WHERE everywhere) it would fail or read that column: refused
   (``unknown_column``: write the expression instead of its alias, or rename the alias). Where
   it falls back to the alias (SQLite, MariaDB: ``GROUP BY month``, ``HAVING n > 1``), the
   query as sent has no such column — every table is read through its projection — so the
-  engine reads the alias; the name is replaced by a copy of the alias's expression, which makes
+  database reads the alias; the name is replaced by a copy of the alias's expression, which makes
   that explicit: the text sent never depends on what columns the table really has;
 - a name that is also a FROM item's name (``p`` of ``FROM t p``) is left to
-  ``rules/columns.py``: where the engine reads it, it is a whole row;
-- where the engine reads the *alias* first: as a bare ORDER BY term (or DISTINCT ON term),
+  ``rules/columns.py``: where the database reads it, it is a whole row;
+- where the database reads the *alias* first: as a bare ORDER BY term (or DISTINCT ON term),
   qualification reads it as the alias too; elsewhere (MariaDB's window clauses, and its HAVING,
   which reads a grouped column before the alias) a name that is also a FROM item's column is
   refused (``ambiguous_column``: rename the alias), as qualification would read the column.
@@ -69,14 +69,14 @@ class Place(str, Enum):
 
 
 ALIAS, COLUMN = "alias", "column"
-#: The engine picks by a rule of its own: MariaDB's HAVING reads the column when it is grouped,
+#: The database picks by a rule of its own: MariaDB's HAVING reads the column when it is grouped,
 #: else the alias.
 EITHER = "either"
 
-#: Per dialect and place: what the engine tries first (``ALIAS``, ``COLUMN`` or ``EITHER``), and
+#: Per dialect and place: what the database tries first (``ALIAS``, ``COLUMN`` or ``EITHER``), and
 #: whether it falls back to the alias when no column has the name (the check refuses such a name
-#: either way; the fallback tells why an engine failed or answered). Observed on SQLite 3.40,
-#: PostgreSQL 15 and MariaDB 10.11 (``tests/test_sandbox_engine_names.py``); a place a
+#: either way; the fallback tells why a database failed or answered). Observed on SQLite 3.40,
+#: PostgreSQL 15 and MariaDB 10.11 (``tests/test_sandbox_database_names.py``); a place a
 #: dialect does not have (DISTINCT ON outside PostgreSQL) is absent.
 READINGS: dict[str, dict[Place, tuple[str, bool]]] = {
     "sqlite": {
@@ -118,7 +118,7 @@ READINGS: dict[str, dict[Place, tuple[str, bool]]] = {
     },
 }
 
-#: Places where qualification reads an alias name as the alias, as every engine does.
+#: Places where qualification reads an alias name as the alias, as every database does.
 _ALIAS_TERMS = (Place.ORDER_TERM, Place.DISTINCT_ON)
 
 
@@ -244,7 +244,7 @@ def check_output_names(check: Check) -> None:
         first, fallback = rules.get(place, (COLUMN, False))
         items = _from_item_columns(check, select)
         if any(alias.lower() == name for alias, _ in items):
-            continue  # also a FROM item's name: a whole row where the engine reads it (``rules/columns.py``)
+            continue  # also a FROM item's name: a whole row where the database reads it (``rules/columns.py``)
         owners = [alias for alias, columns in items if columns is not None and name in columns]
         unknown = any(columns is None for _, columns in items)
         if first in (ALIAS, EITHER):
