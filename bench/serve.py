@@ -4,11 +4,11 @@ Starts ``structq serve`` on the demo company (bundled manifests; SQLite and the 
 search server), waits until ``/readyz`` says every source answers, then runs CLIENTS
 concurrent clients that ask verified questions (SQL and search) in turn for SECONDS seconds.
 Prints requests/s, p50/p95/p99 latency, errors (target 0), and the RSS of the server, its
-workers and the search engine at the start and the end of the load (and at every fifth of it,
-to show a trend), the idle RSS after IDLE_S seconds with the search engine's share, and how many "Connection pool is full" warnings the server logged (target 0). Then, for comparison, each question once through the command line, one
+workers and the search server at the start and the end of the load (and at every fifth of it,
+to show a trend), the idle RSS after IDLE_S seconds with the search server's share, and how many "Connection pool is full" warnings the server logged (target 0). Then, for comparison, each question once through the command line, one
 process each (``structq ask --json``), as a person would without the server: with
-``--no-daemon`` (start-up and the search engine's index load every time), and sharing the
-background search server the server left warm (start-up only). The engine runs under a state folder
+``--no-daemon`` (start-up and the search server's index load every time), and sharing the
+background search server the server left warm (start-up only). The search server runs under a state folder
 of the bench's own and is stopped at the end. Figures only; nothing is asserted. Traffic goes
 to 127.0.0.1 only.
 
@@ -39,7 +39,7 @@ QUESTIONS = [
 
 
 def rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its children (uvicorn workers, the search engine)."""
+    """Resident memory of ``pid`` and its children (uvicorn workers, the search server)."""
     return sum(_rss_kb(p) for p in [pid, *_children(pid)]) / 1024
 
 
@@ -64,12 +64,12 @@ def _children(pid: int) -> list[int]:
     return kids + [g for k in kids for g in _children(k)]
 
 
-def engine_rss_mb(pid: int) -> float:
-    """Resident memory of the search engine processes (osmem-server) among ``pid``'s descendants."""
-    return sum(_rss_kb(p) for p in _children(pid) if _is_engine(p)) / 1024
+def search_server_rss_mb(pid: int) -> float:
+    """Resident memory of the search server processes (osmem-server) among ``pid``'s descendants."""
+    return sum(_rss_kb(p) for p in _children(pid) if _is_search_server(p)) / 1024
 
 
-def _is_engine(pid: int) -> bool:
+def _is_search_server(pid: int) -> bool:
     try:
         return b"osmem" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -191,8 +191,8 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> None:
     process = start(env, port, args.workers, log)
     try:
         time.sleep(IDLE_S)
-        before, engine = rss_mb(process.pid), engine_rss_mb(process.pid)
-        print(f"idle after {IDLE_S} s: RSS {before:.0f} MB, of which the search engine {engine:.0f} MB "
+        before, server = rss_mb(process.pid), search_server_rss_mb(process.pid)
+        print(f"idle after {IDLE_S} s: RSS {before:.0f} MB, of which the search server {server:.0f} MB "
               f"(STRUCTQ_SEARCH_MEMORY={env.get('STRUCTQ_SEARCH_MEMORY', 'unset')})", flush=True)
         latencies, errors, rss = asyncio.run(load(f"http://127.0.0.1:{port}", args.clients, args.seconds, process.pid))
     finally:

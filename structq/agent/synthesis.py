@@ -94,8 +94,8 @@ def unsupported_numbers(text: str, run: "PlanResult", *, question: str = "") -> 
 
 
 #: The search server's own columns: a document's id in its index and its relevance score.
-ENGINE_COLUMNS = ("_id", "_score")
-_ASKS_FOR_ENGINE_COLUMNS = re.compile(r"\b(?:ids?|score|scores|relevance|ranking)\b|相关度|相关性|得分|文档编号|文档ID|_id|_score",
+SEARCH_COLUMNS = ("_id", "_score")
+_ASKS_FOR_SEARCH_COLUMNS = re.compile(r"\b(?:ids?|score|scores|relevance|ranking)\b|相关度|相关性|得分|文档编号|文档ID|_id|_score",
                                       re.IGNORECASE)
 
 
@@ -103,9 +103,9 @@ def shown_columns(result: "StepResult", question: str) -> list[int]:
     """The columns of ``result`` a reader is shown: all but the search server's ``_id`` and
     ``_score`` (an id the search server made up, a relevance number; neither is about the data),
     unless the question asks for ids or scores."""
-    if _ASKS_FOR_ENGINE_COLUMNS.search(question):
+    if _ASKS_FOR_SEARCH_COLUMNS.search(question):
         return list(range(len(result.columns)))
-    return [i for i, c in enumerate(result.columns) if c not in ENGINE_COLUMNS]
+    return [i for i, c in enumerate(result.columns) if c not in SEARCH_COLUMNS]
 
 
 def _result_block(result: "StepResult", question: str = "") -> str:

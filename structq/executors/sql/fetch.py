@@ -101,7 +101,7 @@ def fetched_result(
     chosen: "Mapping[str, Any] | None" = None,
 ) -> ResultSet:
     """The ``ResultSet`` of what ``fetch`` returned for ``query``, timed from ``started``
-    (a ``time.monotonic()`` reading): the SQL engines and the local executor report a run
+    (a ``time.monotonic()`` reading): the SQL backends and the local executor report a run
     the same way, with the SQL text and parameters that ran, and the result columns named
     as the query wrote them (``query.names``) when the sandbox recorded them. ``chosen``
     holds the values the backend sent for the switches (``SafeQuery.switches``) instead of
