@@ -85,6 +85,22 @@ def test_the_pool_size_comes_from_the_work() -> None:
     assert in_process("local", mixed) and in_process("a", mixed) and not in_process("s", mixed)
 
 
+def _search_manifest(source: str, url: str) -> Manifest:
+    return Manifest(source=source, kind="opensearch", url=url,
+                    indices=[{"name": "docs", "fields": [{"name": "title", "type": "text"}]}])
+
+
+def test_the_embedded_search_server_counts_as_this_machine() -> None:
+    """A SQLite file beside the embedded search server (the demo): every source runs on this
+    machine's cores, so the pools have the cores' worth; a search cluster elsewhere is a
+    server to wait on. The embedded server's steps are still not in-process steps."""
+    demo = CapabilitySet([_manifest("a", "sqlite:///a.db"), _search_manifest("docs", "embedded")])
+    assert Engine(demo).threads == min(Engine.NETWORK_THREADS, (os.cpu_count() or 1) + 4)
+    assert not in_process("docs", demo)
+    cluster = CapabilitySet([_manifest("a", "sqlite:///a.db"), _search_manifest("docs", "http://search:9200")])
+    assert Engine(cluster).threads == Engine.NETWORK_THREADS
+
+
 def test_in_process_steps_run_at_most_in_process_slots_at_once(tmp_path: Path) -> None:
     """However many plans run at once, no more SQLite steps than ``in_process_slots`` are
     inside their check and fetch together (the slots are counted from inside the fetch)."""

@@ -212,6 +212,15 @@ class SyncSettings(_Strict):
     exclude: list[str] = Field(default_factory=list)
 
 
+#: The manifest ``url`` that asks for the embedded search server, which structq starts itself.
+EMBEDDED_URL = "embedded"
+
+
+def is_embedded(url: str) -> bool:
+    """Whether a manifest ``url`` asks for the embedded search server."""
+    return url.strip().lower() == EMBEDDED_URL
+
+
 def dialect_from_url(url: str) -> str | None:
     """The sqlglot dialect of a SQLAlchemy URL (``postgresql+psycopg://`` → ``postgres``)."""
     scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
@@ -295,6 +304,14 @@ class Manifest(_Strict):
         ``query_dialect``) or the registry (``structq.sources``): a new kind of source then
         needs no branch elsewhere. ``tests/test_architecture.py`` counts the uses."""
         return self.object_type is Index
+
+    @property
+    def runs_here(self) -> bool:
+        """Whether this source's queries take this machine's cores: a SQLite file runs in this
+        process, and the embedded search server is a child process structq starts. A thread
+        waiting on such a source waits for the same cores, which is why ``Engine``'s pools are
+        sized by it (``agent.engine.work_threads``)."""
+        return self.query_dialect == "sqlite" or is_embedded(self.url)
 
     # --- kind-neutral accessors: what any kind of source declares, without asking which ----
 

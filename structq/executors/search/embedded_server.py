@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from structq.capabilities.model import EMBEDDED_URL, is_embedded
 from structq.config import search_memory_bound
 from structq.errors import ConfigError, SourceUnavailable
 
@@ -74,16 +75,8 @@ __all__ = [
     "terminate",
 ]
 
-EMBEDDED_URL = "embedded"
-
-
 _INSTALL_HINT = 'pip install "structq[embedded]"'
 _START_TIMEOUT_S = 30.0
-
-
-def is_embedded(url: str) -> bool:
-    """Whether a manifest ``url`` asks for the embedded search server."""
-    return url.strip().lower() == EMBEDDED_URL
 
 
 # ---------------------------------------------------------------------------------------------
