@@ -40,6 +40,8 @@ __all__ = [  # noqa: PLE0604 (ruff cannot read the unpacked list; it holds names
     "SyncSettings",
     "Manifest",
     "dialect_from_url",
+    "EMBEDDED_URL",
+    "is_embedded",
 ]
 
 _OUTPUT_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
