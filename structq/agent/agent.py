@@ -276,7 +276,7 @@ class Agent:
                     from .fallback import keyword_fallback, wants_fallback
 
                     if not wants_fallback(self.settings.fallback, failure, has_model=self.has_model,
-                                          verified=self.verified.get(request.question, request.today) is not None):
+                                          verified=lambda: self.verified.get(request.question, request.today) is not None):
                         raise
                     plan, results, text, notes = await keyword_fallback(
                         request.question, self.capabilities, self.engine, vars=request.vars, today=request.today,

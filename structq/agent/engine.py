@@ -60,9 +60,9 @@ class ExecutorPool:
         with self._lock:
             executor = self._executors.get(manifest.source)
             if executor is None:
-                from structq.sources import kind_of
+                from structq.sources import executor_for
 
-                executor = kind_of(manifest).executor(manifest)
+                executor = executor_for(manifest)
                 self._executors[manifest.source] = executor
             return executor
 

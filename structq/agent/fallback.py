@@ -34,6 +34,8 @@ from .keywords import KeywordSearch, keyword_search
 from .synthesis import is_chinese, render_deterministic
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from structq.capabilities import CapabilitySet
 
     from .engine import Engine
@@ -46,16 +48,17 @@ __all__ = ["FALLBACKS", "keyword_fallback", "label", "wants_fallback"]
 FALLBACKS = ("keywords", "off")
 
 
-def wants_fallback(fallback: str, failure: BaseException, *, has_model: bool, verified: bool) -> bool:
+def wants_fallback(fallback: str, failure: BaseException, *, has_model: bool, verified: "Callable[[], bool]") -> bool:
     """Whether ``failure`` is a planning failure the keyword fallback is configured to answer
-    (``fallback``: ``Settings.fallback``; ``verified``: a verified example matched the question)."""
+    (``fallback``: ``Settings.fallback``; ``verified()``: whether a verified example matched the
+    question, asked only when the answer depends on it)."""
     if fallback != "keywords":
         return False
     if isinstance(failure, ModelError):
         return True
     # Without a model the only ConfigError left is "no language model is configured", unless a
     # verified example matched (its plan ran and failed on something else).
-    return isinstance(failure, ConfigError) and not has_model and not verified
+    return isinstance(failure, ConfigError) and not has_model and not verified()
 
 
 def label(search: KeywordSearch, failure: BaseException) -> str:

@@ -17,9 +17,9 @@ from structq.capabilities.objects import Index, Table
 from structq.capabilities.render import render_index, render_table
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet, Manifest
+    from structq.capabilities import Manifest
 
-__all__ = ["Member", "Entity", "entities", "estimate_tokens", "manifest_entities"]
+__all__ = ["Member", "Entity", "estimate_tokens", "manifest_entities"]
 
 
 def estimate_tokens(text: str) -> int:
@@ -116,8 +116,3 @@ _ENTITY: dict[type, Callable[[Any, "Manifest"], Entity]] = {Table: _table_entity
 def manifest_entities(manifest: "Manifest") -> list[Entity]:
     """Every table and index of one manifest, in its order."""
     return [_ENTITY[type(obj)](obj, manifest) for obj in manifest.objects]
-
-
-def entities(capabilities: "CapabilitySet") -> list[Entity]:
-    """Every table and index, in manifest order."""
-    return [e for m in capabilities for e in manifest_entities(m)]

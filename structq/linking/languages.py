@@ -22,13 +22,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .memo import Memo
 from .tokens import is_cjk, latin_words
 
 if TYPE_CHECKING:
-    from structq.capabilities import CapabilitySet, Manifest
+    from structq.capabilities import Manifest
 
-__all__ = ["Reach", "question_language", "text_language", "reach", "source_reach", "LANGUAGE_NAMES"]
+__all__ = ["Reach", "question_language", "text_language", "source_reach", "LANGUAGE_NAMES"]
 
 LANGUAGE_NAMES = {"zh": "Chinese", "en": "English", "de": "German", "latin": "Latin letters"}
 
@@ -138,11 +137,3 @@ def source_reach(m: "Manifest") -> Reach:
     described |= {_synonym_language(s) for s in synonyms if s}
     described.discard(None)
     return Reach(m.source, names_language(names), frozenset(x for x in described if x), len(m.objects))
-
-
-_CACHE: Memo[dict[str, Reach]] = Memo()
-
-
-def reach(capabilities: "CapabilitySet") -> dict[str, Reach]:
-    """Each source's ``Reach``, computed once per manifest fingerprint."""
-    return _CACHE.get(capabilities.fingerprint(), lambda: {m.source: source_reach(m) for m in capabilities})

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError, SourceUnavailable
-from structq.executors.search.embedded_server import is_embedded
+from structq.capabilities.model import is_embedded
 from structq.executors.urls import redact_url
 
 if TYPE_CHECKING:

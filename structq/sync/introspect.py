@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.capabilities.model import SEARCH_FIELD_TYPES, Column, Index, SearchField, Table
 
-from structq.executors.search.embedded_server import is_embedded
+from structq.capabilities.model import is_embedded
 from structq.sources import per_kind
 from structq.sources.graphql import GraphqlKind
 from structq.sources.openapi import OpenapiKind

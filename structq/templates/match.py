@@ -91,11 +91,12 @@ class TemplateSet:
     @cached_property
     def paraphrases(self) -> Paraphrases | None:
         """Paraphrase matching over the slotted examples and the unslotted ones whose dates
-        cannot move (no period in the question, no ``today``); None when turned off. Read
-        on first use, so an agent that never needs it does not pay for it."""
+        cannot move (no period in the question, no ``today``); None when turned off or when no
+        example qualifies. Read on first use, so an agent that never needs it does not pay for it."""
         if self._built is None:
             return None
-        return Paraphrases(self.capabilities, [t for t, slotted in self._built if slotted or _fixed(t.example)])
+        templates = [t for t, slotted in self._built if slotted or _fixed(t.example)]
+        return Paraphrases(self.capabilities, templates) if templates else None
 
     def __len__(self) -> int:
         return len(self.templates)

@@ -321,7 +321,6 @@ class Paraphrases:
 
     def __init__(self, capabilities: CapabilitySet, templates: Sequence[Template]) -> None:
         self.vocabulary = Vocabulary(capabilities)
-        self.capabilities = capabilities
         self.templates = list(templates)
         self._shapes: dict[tuple[str, dt.date], _Shape] = {}
 

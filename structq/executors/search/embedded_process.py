@@ -9,8 +9,27 @@ from __future__ import annotations
 
 import subprocess
 import threading
+from typing import Any
 
-__all__ = ["drain_output", "terminate"]
+__all__ = ["START_TIMEOUT_S", "drain_output", "start_server", "terminate"]
+
+#: How long the search server may take to answer its first request.
+START_TIMEOUT_S = 30.0
+
+
+def start_server() -> Any:
+    """A started ``osmem_server.OsmemServer`` on a free loopback port, under the memory bound
+    (``config.search_memory_bound``), its output drained: the one way both the in-command
+    server and the background daemon start it. ``osmem_server.OsmemError`` or ``OSError``
+    when it does not start; ``ImportError`` when it is not installed."""
+    from osmem_server import OsmemServer
+
+    from structq.config import search_memory_bound
+
+    with search_memory_bound():
+        server = OsmemServer.start(addr="127.0.0.1:0", japanese=False, startup_timeout=START_TIMEOUT_S)
+    drain_output(server.process)
+    return server
 
 #: How long a server told to stop may take before it is killed.
 _STOP_GRACE_S = 5.0

@@ -33,11 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from structq.capabilities.model import EMBEDDED_URL, is_embedded
-from structq.config import search_memory_bound
 from structq.errors import ConfigError, SourceUnavailable
 
-from .embedded_process import drain_output, terminate
+from .embedded_process import drain_output, start_server, terminate
 from .embedded_index import (
     LoadProgress,
     documents_path,
@@ -53,10 +51,8 @@ if TYPE_CHECKING:
     from structq.capabilities.model import Index, Manifest
 
 __all__ = [
-    "EMBEDDED_URL",
     "LoadProgress",
     "EmbeddedSearchServer",
-    "is_embedded",
     "index_mapping",
     "index_body",
     "physical_index",
@@ -76,7 +72,6 @@ __all__ = [
 ]
 
 _INSTALL_HINT = 'pip install "structq[embedded]"'
-_START_TIMEOUT_S = 30.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,7 +158,7 @@ class EmbeddedSearchServer:
         if self._server is not None:  # it died: whatever it held is gone
             self.stop()
         try:
-            from osmem_server import OsmemError, OsmemServer
+            from osmem_server import OsmemError
             from opensearchpy import OpenSearch
         except ImportError:
             raise ConfigError(
@@ -171,14 +166,12 @@ class EmbeddedSearchServer:
                 hint=_INSTALL_HINT,
             ) from None
         try:
-            with search_memory_bound():
-                server = OsmemServer.start(addr="127.0.0.1:0", japanese=False, startup_timeout=_START_TIMEOUT_S)
+            server = start_server()
         except (OsmemError, OSError) as exc:
             raise SourceUnavailable(
                 f"the embedded search server did not start: {exc}",
                 hint=f"reinstall it with {_INSTALL_HINT}",
             ) from None
-        drain_output(server.process)
         self._server = server
         self._client = OpenSearch(hosts=[server.url], timeout=60, max_retries=0)
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from structq.capabilities.hints import listing
-from structq.capabilities.model import Index, Manifest
+from structq.capabilities.model import Index, Manifest, is_embedded
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
 from structq.executors.base import ResultSet
 from structq.executors.urls import redact_url
@@ -311,7 +311,7 @@ class SearchExecutor:
             embedded_server.release()
 
     def _url_and_flavour(self) -> tuple[str, ClientFlavour]:
-        if embedded_server.is_embedded(self.manifest.url):
+        if is_embedded(self.manifest.url):
             url = embedded_server.acquire(self.manifest, progress=self._progress)
             self._holds_server = True
             return url, OpenSearchFlavour()
@@ -352,7 +352,7 @@ class SearchExecutor:
     def _error(self, failure: Failure, flavour: ClientFlavour, query: SafeQuery) -> ExecutionError:
         source = self.manifest.source
         where = f"{flavour.label} source {source!r}"
-        if not embedded_server.is_embedded(self.manifest.url):
+        if not is_embedded(self.manifest.url):
             where += f" at {redact_url(self.manifest.url)}"
         common: dict[str, Any] = {"source": source, "query": str(query), "cause": failure.reason}
         detail = ": ".join(p for p in (failure.type, failure.reason) if p)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from structq.config import search_memory, search_memory_bound
+from structq.config import search_memory
 from structq.errors import ConfigError, SourceUnavailable
 from structq.executors.search import daemon_state, embedded_index, embedded_process
 from structq.executors.search.daemon_state import DaemonState, IndexRecord
@@ -326,15 +326,11 @@ def stop_daemon() -> bool:
 
 def serve(folder: Path, idle_s: float) -> int:
     """Run the search server until it is idle, told to stop, or dies; clean the state up after."""
-    from osmem_server import OsmemServer
-
     stopping = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stopping.set())
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    with search_memory_bound():
-        server = OsmemServer.start(addr="127.0.0.1:0", japanese=False, startup_timeout=30.0)
-    embedded_process.drain_output(server.process)
+    server = embedded_process.start_server()
     try:
         daemon_state.write_state(folder, DaemonState(os.getpid(), server.process.pid, server.url,
                                                      time.time(), idle_s))

@@ -64,8 +64,6 @@ from __future__ import annotations
 
 from .executor import SqlExecutor
 from .fetch import Fetched, NotAQuery, Statement, bind, fetch, fetched_result
-from typing import Any
-
 from .guards import Backend, Setup
 from .session import backend_for, begin_read_only, parse_url, read_only_engine, resolve
 from .sqlite import SQLITE_TOO_BIG_HINT, limit_sqlite, sqlite_deadline, sqlite_interrupted, sqlite_too_big
@@ -73,18 +71,3 @@ from .sqlite import SQLITE_TOO_BIG_HINT, limit_sqlite, sqlite_deadline, sqlite_i
 __all__ = ["SQLITE_TOO_BIG_HINT", "Backend", "Fetched", "NotAQuery", "Setup", "SqlExecutor", "Statement",
            "backend_for", "begin_read_only", "bind", "fetch", "fetched_result", "limit_sqlite", "parse_url",
            "read_only_engine", "resolve", "sqlite_deadline", "sqlite_interrupted", "sqlite_too_big"]
-
-_backend_for = backend_for
-#: The names these had when the executor was one module, for code written against them; the
-#: server backends' modules load only when one of them is asked for (a SQLite plan never does).
-_MOVED = {"_MYSQL": ("session", "MYSQL"), "_MySQLIntList": ("mysql", "MySQLIntList"),
-          "_pg_int_array": ("postgresql", "pg_int_array")}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        import importlib
-
-        module, attribute = _MOVED[name]
-        return getattr(importlib.import_module(f".{module}", __name__), attribute)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,7 +46,7 @@ Fetched = tuple[tuple[str, ...], list[tuple[Any, ...]], bool]
 #: (None when no row came) and the rows as the driver's tuples.
 Read = tuple[tuple[str, ...], Any, list[tuple[Any, ...]]]
 
-#: A backend's own way to read at most N rows of a statement (``Backend.reader``): None when
+#: A backend's own way to read at most N rows of a statement (``Backend.read``): None when
 #: it cannot read this one, which is then read through SQLAlchemy.
 Reader = Callable[["Connection", Statement, int], "Read | None"]
 
@@ -65,7 +65,7 @@ def fetch(
     ``description`` that every column's values come from the driver JSON-safe (``int``,
     ``str``, ``bool``, None: ``Backend.plain_columns``); the driver's tuples are then kept as
     they are instead of being checked value by value (100k rows: ~5 ms). ``reader`` is the
-    backend's own way to read the rows (``Backend.reader``), tried first.
+    backend's own way to read the rows (``Backend.read``), tried first.
     """
     max_rows = query.max_rows if row_cap is None else min(query.max_rows, row_cap)
     statement = statement if statement is not None else (bind(query), dict(query.params))
