@@ -85,12 +85,36 @@ def test_an_unwritable_folder_is_no_error(tmp_path: Path, monkeypatch: pytest.Mo
     assert loader._read(PAD + "a: 1\n", "f.yaml", {})[0] == {"a": 1}
 
 
-def test_only_the_newest_entries_are_kept(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _age(cache_dir: Path) -> None:
+    """Give the entries distinct ages, in their present order, whatever the clock's resolution."""
+    for i, entry in enumerate(sorted(cache_dir.iterdir(), key=lambda p: p.stat().st_mtime)):
+        os.utime(entry, (i, i))
+
+
+def test_only_the_most_recently_used_entries_are_kept(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(manifest_cache, "KEEP", 3)
-    for n in range(5):
+    for n in range(3):
         loader._read(PAD + f"a: {n}\n", "f.yaml", {})
-        for i, entry in enumerate(sorted(cache_dir.iterdir(), key=lambda p: p.stat().st_mtime)):
-            os.utime(entry, (i, i))  # distinct ages whatever the clock's resolution
+        _age(cache_dir)
+    assert manifest_cache.get(PAD + "a: 0\n") is not None  # the oldest written, now the last used
+    _age(cache_dir)
+    for n in (3, 4):
+        loader._read(PAD + f"a: {n}\n", "f.yaml", {})
+        _age(cache_dir)
     assert len(list(cache_dir.iterdir())) == 3
-    assert manifest_cache.get(PAD + "a: 4\n") is not None
-    assert manifest_cache.get(PAD + "a: 0\n") is None
+    assert {n for n in range(5) if manifest_cache.get(PAD + f"a: {n}\n") is not None} == {0, 3, 4}
+
+
+def test_a_catalogue_of_many_manifests_is_kept_whole(cache_dir: Path) -> None:
+    texts = [PAD + f"a: {n}\n" for n in range(100)]
+    for text in texts:
+        loader._read(text, "f.yaml", {})
+    assert all(manifest_cache.get(text) is not None for text in texts)
+
+
+def test_a_manifest_as_large_as_init_writes_for_a_few_tables_is_kept(cache_dir: Path) -> None:
+    tables = [{"name": f"t{i}", "columns": [{"name": f"c{j}", "type": "text", "description": "a column"}
+                                         for j in range(10)]} for i in range(20)]
+    text = yaml.safe_dump({"source": "s", "kind": "sql", "url": "sqlite:///x.db", "tables": tables})
+    loader._read(text, "f.yaml", {})
+    assert manifest_cache.get(text) is not None

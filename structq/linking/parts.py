@@ -13,11 +13,11 @@ tables of any source) and the BM25 statistics, which are catalogue-wide.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from structq.capabilities.catalog import manifest_fingerprint
 
 from . import persist
 from .entities import Entity, estimate_tokens, manifest_entities
@@ -106,12 +106,6 @@ def build_part(manifest: "Manifest") -> Part:
 
     header = estimate_tokens(render_manifest(manifest.model_copy(update={"tables": [], "indices": []}))) + 8
     return Part(manifest.source, found, bags, column_bags, column_keys, names, header, source_reach(manifest))
-
-
-def manifest_fingerprint(manifest: "Manifest") -> str:
-    """A hash of everything ``manifest`` says (its part is rebuilt when it changes)."""
-    dumped = manifest.model_dump(mode="json", by_alias=True)
-    return hashlib.sha256(json.dumps(dumped, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 #: The parts of the catalogue linked last, by manifest fingerprint: what the next build reuses.

@@ -105,6 +105,9 @@ def _read(entry: Path, kind: type) -> Any:
         return None
     if not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == _FORMAT and isinstance(kept[1], kind)):
         return None
+    from structq.capabilities.manifest_cache import mark_used
+
+    mark_used(entry)
     return kept[1]
 
 
