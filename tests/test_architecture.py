@@ -22,18 +22,19 @@ from typing import NamedTuple
 
 PACKAGE = Path(__file__).resolve().parent.parent / "structq"
 
-_BOTTOM = {"errors", "config", "periods"}
+_BOTTOM = {"errors", "config", "periods", "collector"}
 
 #: What each unit may import (besides itself). DESIGN §2:
 #: ``capabilities ← safety ← executors ← sources ← agent ← cli, langchain, server`` (``sources``:
 #: the registry of source kinds, which names each kind's sandbox check and executor); ``linking`` beside
 #: ``safety`` (reads capabilities, no executor); ``sync`` uses capabilities, executors and sources (and the
-#: layers below them, ``linking`` for its value index); ``errors``/``config`` at the bottom;
+#: layers below them, ``linking`` for its value index); ``errors``/``config``/``periods``/``collector`` at the bottom;
 #: ``demo`` standalone. ``structq`` is the root ``__init__`` (the public re-exports and
 #: ``__version__``), which anything may read.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "periods": set(),
+    "collector": set(),
     "config": {"errors"},
     "structq": {"errors"},  # the lazy re-exports go through __getattr__ strings, not imports
     "demo": set(),

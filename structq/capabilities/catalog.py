@@ -65,9 +65,13 @@ class CapabilitySet:
 
     @classmethod
     def from_path(cls, path: str | Path, *, env: Mapping[str, str] | None = None) -> "CapabilitySet":
-        """Load a manifest file or every manifest in a folder."""
-        loaded = [load_manifest(p, env=env) for p in manifest_files(path)]
-        return cls([m for m, _ in loaded], [p for _, p in loaded])
+        """Load a manifest file or every manifest in a folder (the garbage collector paused:
+        the manifests live as long as the process; ``structq.collector``)."""
+        from structq.collector import collector_paused
+
+        with collector_paused():
+            loaded = [load_manifest(p, env=env) for p in manifest_files(path)]
+            return cls([m for m, _ in loaded], [p for _, p in loaded])
 
     # --- lookup -----------------------------------------------------------------------
 

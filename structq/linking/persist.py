@@ -100,7 +100,7 @@ def _cached(entry: Path | None, build: Callable[[], T], kind: type[T], keep: int
 def _read(entry: Path, kind: type) -> Any:
     """What ``entry`` keeps, if it is a ``kind`` of this format."""
     try:
-        kept = pickle.loads(entry.read_bytes())
+        kept = _unpickle(entry.read_bytes())
     except Exception:  # noqa: BLE001 - a damaged entry can raise anything unpickling; it is a miss
         return None
     if not (isinstance(kept, tuple) and len(kept) == 2 and kept[0] == _FORMAT and isinstance(kept[1], kind)):
@@ -109,6 +109,15 @@ def _read(entry: Path, kind: type) -> Any:
 
     mark_used(entry)
     return kept[1]
+
+
+def _unpickle(data: bytes) -> Any:
+    """``pickle.loads(data)``, the garbage collector paused: an index is hundreds of thousands of
+    new objects that live as long as the process (``structq.collector``)."""
+    from structq.collector import collector_paused
+
+    with collector_paused():
+        return pickle.loads(data)
 
 
 def _write(entry: Path, value: object, keep: int) -> None:
