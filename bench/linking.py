@@ -313,10 +313,10 @@ def synthetic(sizes: list[int]) -> None:
             built = LinkingIndex.build(capabilities)
             build = time.perf_counter() - started
             started = time.perf_counter()
-            persist.cached(fingerprint, lambda: built)  # nothing kept yet: writes it
+            persist.cached(fingerprint, lambda: built, LinkingIndex)  # nothing kept yet: writes it
             write = time.perf_counter() - started
             started = time.perf_counter()
-            persist.cached(fingerprint, _not_kept)
+            persist.cached(fingerprint, _not_kept, LinkingIndex)
             load = time.perf_counter() - started
             entry = persist.entry_path(fingerprint)
             mib = entry.stat().st_size / 2**20 if entry else 0.0
