@@ -254,6 +254,67 @@ def test_without_paraphrases_only_the_examples_wording_matches(demo_capabilities
     assert strict.match("预算最高的5个项目是哪些？", TODAY).match.params == {"n": 5}  # type: ignore[union-attr]
 
 
+#: Three examples: slotted; unslotted with no period (paraphrased); unslotted with a period
+#: (its dates cannot move: never paraphrased).
+LAZY = """
+source: office
+kind: sql
+url: sqlite://
+tables:
+  - name: projects
+    synonyms: [项目]
+    columns:
+      - {name: title, type: text, primary_key: true}
+      - {name: budget, type: integer, synonyms: [预算]}
+      - {name: started, type: date}
+examples:
+  - question: 预算最高的5个项目是哪些？
+    slots: {n: {type: integer, example: 5, max: 20}}
+    steps: [{output_key: top, source: office, query: "SELECT title FROM projects ORDER BY budget DESC LIMIT :n"}]
+  - question: 预算最低的项目是哪个？
+    steps: [{output_key: low, source: office, query: "SELECT title FROM projects ORDER BY budget LIMIT 1"}]
+  - question: 2025年立项的项目有哪些？
+    steps: [{output_key: started, source: office,
+             query: "SELECT title FROM projects WHERE started >= '2025-01-01' AND started < '2026-01-01'"}]
+"""
+
+
+def test_paraphrase_matching_is_built_only_when_a_question_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unslotted examples' templates and the vocabulary are built on the first question the
+    strict matcher refuses, and never with paraphrases off (counted by the templates built)."""
+    from structq.capabilities import CapabilitySet, load_manifest_text
+    from structq.templates import Template
+
+    catalogue = CapabilitySet([load_manifest_text(LAZY)[0]])
+    built: list[str] = []
+    build = Template.build
+
+    def counted(manifest, example, capabilities, synonyms):  # the real build, counted
+        built.append(example.question)
+        return build(manifest, example, capabilities, synonyms)
+
+    monkeypatch.setattr(Template, "build", staticmethod(counted))
+    slotted, unslotted = ["预算最高的5个项目是哪些？"], ["预算最低的项目是哪个？"]
+
+    off = TemplateSet(catalogue, paraphrases=False)
+    assert off.match("哪三个项目的预算最多？", TODAY).match is None and off.paraphrases is None
+    assert built == slotted
+
+    built.clear()
+    on = TemplateSet(catalogue)
+    words = on.match("预算最高的8个项目是哪些？", TODAY).match
+    assert words is not None and words.how == "words" and words.paraphrase is None and words.score == 1.0
+    assert built == slotted and "paraphrases" not in vars(on)  # matched word for word: nothing more built
+    found = on.match("哪三个项目的预算最多？", TODAY).match
+    assert found is not None and found.how == "paraphrase" and found.paraphrase is not None
+    assert (found.params, found.score, found.why) == ({"n": 3}, found.paraphrase.score, found.paraphrase.why)
+    assert built == slotted + unslotted  # the dated example is not built at all
+    assert on.paraphrases is not None and [t.example.question for t in on.paraphrases.templates] == slotted + unslotted
+    unslotted_found = on.match("哪个项目预算最低？", TODAY).match
+    assert unslotted_found is not None and unslotted_found.example.question == unslotted[0]
+    assert built == slotted + unslotted  # built once
+
+
 def test_ask_shows_the_example_the_score_and_the_slots(offline) -> None:
     agent, model = offline
     answer = agent.ask("哪三个项目的预算最多？", today=TODAY, answer=False)
