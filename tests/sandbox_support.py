@@ -24,6 +24,9 @@ from structq.errors import SandboxViolation
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sandbox"
 #: The SQL dialects every allow/deny table runs in.
 DIALECTS = ["sqlite", "postgres", "mysql"]
+#: The references' values and the row-filter variables the golden files' cases are checked with.
+PARAMS = {"members": ["E1", "E3"], "top.dept_id": [2]}
+VARS = {"tenant_id": 7}
 
 
 @lru_cache(maxsize=None)

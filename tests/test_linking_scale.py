@@ -7,13 +7,14 @@ brute-force score over every document, never by timing.
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
 
 from structq.capabilities import CapabilitySet, Manifest
 from structq.linking import LinkingIndex, select
-from structq.linking.index import NOMINATE
+from structq.linking.index import NOMINATE, _Bm25
 from structq.linking.select import _query
 
 QUESTION = "total invoice amount per ledger status"
@@ -105,14 +106,31 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
     return parts
 
 
-def _same(a: LinkingIndex, b: LinkingIndex) -> bool:
-    return (a.entities == b.entities and a.tables.postings == b.tables.postings
-            and a.columns.postings == b.columns.postings and a.examples == b.examples and a.names == b.names
-            and a.graph == b.graph and a.total_tokens == b.total_tokens and a.reach == b.reach)
+def _comparable(value: Any) -> Any:
+    """``value`` as something ``==`` compares by content: a BM25 scorer has no ``__eq__`` of its
+    own (``==`` would compare identity), so it is compared by everything it holds."""
+    return vars(value) if isinstance(value, _Bm25) else value
+
+
+def _assert_same(a: LinkingIndex, b: LinkingIndex) -> None:
+    """Every field of ``a`` equals ``b``'s (a field added to ``LinkingIndex`` is compared too)."""
+    names = [f.name for f in fields(LinkingIndex)]
+    assert {"named_by", "source_tokens", "column_keys", "tables", "columns"} <= set(names)
+    differ = [name for name in names if _comparable(getattr(a, name)) != _comparable(getattr(b, name))]
+    assert differ == []
+
+
+@pytest.mark.parametrize("name", [f.name for f in fields(LinkingIndex)])
+def test_the_comparison_sees_every_field(name: str) -> None:
+    """``_assert_same`` is not vacuous: whichever field differs, it fails."""
+    index = LinkingIndex.build(_catalogue())
+    _assert_same(index, replace(index))
+    with pytest.raises(AssertionError):
+        _assert_same(index, replace(index, **{name: object()}))
 
 
 def test_a_changed_manifest_rebuilds_only_its_part(fresh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from structq.linking import linking_index
+    from structq.linking import index as index_module, linking_index
 
     monkeypatch.setenv("STRUCTQ_CACHE", "0")  # in memory only
     before = fresh.built
@@ -124,8 +142,21 @@ def test_a_changed_manifest_rebuilds_only_its_part(fresh: Any, monkeypatch: pyte
     assert fresh.built == before + 4  # the support manifest's part, nothing else
     reused = [key for key, part in fresh._HELD.items() if held.get(key) is part]
     assert len(reused) == 2 and len(fresh._HELD) == 3  # the same objects, not copies
-    assert _same(second, LinkingIndex.build(changed))  # merged from reused parts = built afresh
-    assert _same(first, LinkingIndex.build(_catalogue()))  # the merges changed no part they read
+    every_part = {**held, **fresh._HELD}
+    # Forget the merged indexes, not the parts, and merge both catalogues again from the parts
+    # held: a merge that changed a part it read (an example's question added to a shared bag)
+    # would make these differ from the indexes merged before it and from a fresh build.
+    merged_again = {}
+    for name, catalogue in (("first", _catalogue()), ("second", changed)):
+        monkeypatch.setattr(index_module, "_CACHE", index_module.Memo())
+        monkeypatch.setattr(fresh, "_HELD", dict(every_part))
+        merged_again[name] = linking_index(catalogue)
+    assert fresh.built == before + 4  # merged from held parts: nothing built
+    assert merged_again["first"] is not first and merged_again["second"] is not second
+    _assert_same(merged_again["first"], first)
+    _assert_same(merged_again["second"], second)
+    _assert_same(second, LinkingIndex.build(changed))  # merged from reused parts = built afresh
+    _assert_same(first, LinkingIndex.build(_catalogue()))
     assert select("chargeback tickets", changed).keeps("support", "support_chargeback")
 
 
@@ -143,4 +174,4 @@ def test_the_next_process_reads_the_unchanged_parts_from_the_cache(fresh: Any, t
     merged = linking_index(changed)
     assert fresh.built == before + 1
     assert len(list(folder.glob("*.pickle"))) == 4
-    assert _same(merged, LinkingIndex.build(changed))
+    _assert_same(merged, LinkingIndex.build(changed))

@@ -15,10 +15,10 @@ bodies (when the tests run, never at import).
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
+from golden_support import UPDATE
 from manifest_support import manifest_text
 from sandbox_support import FIXTURES
 from search_support import load_declared, raw_client
@@ -27,7 +27,6 @@ from structq.capabilities import load_manifest_text
 from structq.safety import check_dsl
 
 GOLDEN = FIXTURES / "rewrites_dsl.json"
-UPDATE = os.environ.get("STRUCTQ_UPDATE_GOLDEN") == "1"
 INDEX = "golden_weekly_reports"
 REPORTS = load_manifest_text(manifest_text("dsl_reports", index=INDEX))[0]
 DENIED = {"salary", "private_notes"}

@@ -13,7 +13,6 @@ is written qualified with it), and must give the rows the same query gives on SQ
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +20,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import bindparam, text
 
-from sandbox_support import FIXTURES, database_engine, manifest
+from golden_support import UPDATE, blocks, expected_outcome, rewrite
+from sandbox_support import FIXTURES, PARAMS, VARS, database_engine, manifest
 from structq.safety import check_sql
-
-PARAMS = {"members": ["E1", "E3"], "top.dept_id": [2]}
-VARS = {"tenant_id": 7}
-UPDATE = os.environ.get("STRUCTQ_UPDATE_GOLDEN") == "1"
 
 
 @dataclass
@@ -40,23 +36,9 @@ class Case:
 
 
 def _cases(path: Path) -> list[Case]:
-    content = path.read_text(encoding="utf-8")
-    dialect = re.search(r"^-- dialect: (\w+)", content, re.M).group(1)  # type: ignore[union-attr]
-    cases = []
-    for block in re.split(r"\n\s*\n", content):
-        lines = [line for line in block.strip().splitlines()]
-        if not lines or not lines[0].startswith("-- ") or "-- expected" not in lines:
-            continue
-        parts: dict[str, list[str]] = {"input": [], "by hand": [], "expected": []}
-        current = "input"
-        for line in lines[1:]:
-            if line.strip() in ("-- by hand", "-- expected"):
-                current = line.strip()[3:]
-            else:
-                parts[current].append(line)
-        join = lambda key: " ".join(parts[key]).strip().rstrip(";")  # noqa: E731
-        cases.append(Case(path, dialect, lines[0][3:], join("input"), join("by hand") or None, join("expected")))
-    return cases
+    dialect = re.search(r"^-- dialect: (\w+)", path.read_text(encoding="utf-8"), re.M).group(1)  # type: ignore[union-attr]
+    return [Case(path, dialect, block.title, block.sections["query"], block.sections.get("by hand") or None,
+                 block.sections["expected"]) for block in blocks(path, markers=("by hand", "expected"))]
 
 
 FILES = sorted(FIXTURES.glob("rewrites_*.sql"))  # the per-rule files: test_sandbox_rules_golden.py
@@ -69,11 +51,7 @@ def _rewrite(case: Case) -> str:
 
 def _update_goldens() -> None:
     for path in FILES:
-        content = path.read_text(encoding="utf-8")
-        for case in _cases(path):
-            pattern = re.compile(r"(-- " + re.escape(case.title) + r"\n(?:.*\n)*?-- expected\n)(.*)")
-            content = pattern.sub(lambda m: m.group(1) + _rewrite(case) + ";", content, count=1)
-        path.write_text(content, encoding="utf-8")
+        rewrite(path, ((case.title, expected_outcome(_rewrite(case))) for case in _cases(path)))
 
 
 @pytest.fixture(scope="module")

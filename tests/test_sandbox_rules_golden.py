@@ -24,7 +24,6 @@ Every rule module has a file, every file has accepted cases and, unless its head
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,14 +32,12 @@ from typing import Any
 import pytest
 
 import structq.safety.sql as sandbox
-from sandbox_support import FIXTURES, manifest
+from golden_support import UPDATE, blocks, expected_outcome, rewrite
+from sandbox_support import FIXTURES, PARAMS, VARS, manifest
 from structq.errors import PlanError, SandboxViolation
 from structq.safety import check_sql
 from structq.safety.sql import RULES, memo
 
-PARAMS = {"members": ["E1", "E3"], "top.dept_id": [2]}
-VARS = {"tenant_id": 7}
-UPDATE = os.environ.get("STRUCTQ_UPDATE_GOLDEN") == "1"
 RULES_DIR = Path(sandbox.__file__).parent / "rules"
 #: Rule function → the module it lives in (``check_columns`` → ``columns``).
 MODULE_OF = {rule.__name__: rule.__module__.rsplit(".", 1)[1] for rule in RULES}
@@ -67,34 +64,18 @@ def _header(path: Path) -> dict[str, str]:
 
 def _cases(path: Path) -> list[Case]:
     cases = []
-    for block in re.split(r"\n\s*\n", path.read_text(encoding="utf-8")):
-        lines = block.strip().splitlines()
-        if not lines or not lines[0].startswith("-- ") or not any(
-                line == "-- expected" or line.startswith("-- refused:") for line in lines):
-            continue
-        case = Case(path, lines[0][3:], "")
-        query: list[str] = []
-        expected: list[str] | None = None
-        for line in lines[1:]:
-            option = re.match(r"-- (dialect|vars|params|names|refused): (.*)$", line)
-            if option and option.group(1) == "dialect":
-                case.dialect = option.group(2)
-            elif option and option.group(1) in ("vars", "params"):
-                setattr(case, option.group(1), json.loads(option.group(2)))
-            elif option and option.group(1) == "names":
-                case.names = tuple(n.strip() for n in option.group(2).split(","))
-            elif option and option.group(1) == "refused":
-                code, _, by = option.group(2).partition(" by ")
-                case.refused, case.by = code.strip(), by.strip() or None
-            elif line == "-- expected":
-                expected = []
-            elif expected is not None:
-                expected.append(line)
+    for block in blocks(path, options=("dialect", "vars", "params", "names", "refused")):
+        case = Case(path, block.title, block.sections["query"], expected=block.sections.get("expected"))
+        for name, value in block.options.items():
+            if name == "dialect":
+                case.dialect = value
+            elif name in ("vars", "params"):
+                setattr(case, name, json.loads(value))
+            elif name == "names":
+                case.names = tuple(n.strip() for n in value.split(","))
             else:
-                query.append(line)
-        case.query = " ".join(query).strip().rstrip(";")
-        if expected is not None:
-            case.expected = " ".join(expected).strip().rstrip(";")
+                code, _, by = value.partition(" by ")
+                case.refused, case.by = code.strip(), by.strip() or None
         cases.append(case)
     return cases
 
@@ -167,19 +148,14 @@ def _update() -> None:
     """Rewrite each case's expected block (or refusal line) with what the sandbox does now."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         for path in FILES:
-            text = path.read_text(encoding="utf-8")
-            own = _header(path)["rule"].split(" ")[0]
-            for case in _cases(path):
-                result, rule = _run(case, monkeypatch)
-                if isinstance(result, Exception):
-                    by = "" if rule == own else f" by {rule}"
-                    outcome = f"-- refused: {getattr(result, 'code', type(result).__name__)}{by}"
-                else:
-                    outcome = f"-- expected\n{result.text};"
-                    if case.names is not None:
-                        outcome += f"\n-- names: {', '.join(result.names or ())}"
-                pattern = re.compile(r"(-- " + re.escape(case.title) + r"\n(?:(?!-- expected|-- refused:).*\n)*?)"
-                                     r"(?:-- expected\n.*(?:\n-- names: .*)?|-- refused: .*)")
-                text = pattern.sub(lambda m, o=outcome: m.group(1) + o, text, count=1)
-            path.write_text(text, encoding="utf-8")
+            rewrite(path, ((case.title, _outcome(case, _header(path)["rule"].split(" ")[0], monkeypatch))
+                           for case in _cases(path)))
 
+
+def _outcome(case: Case, own: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What the sandbox does with ``case`` now, as the file writes it (``own``: the file's rule)."""
+    result, rule = _run(case, monkeypatch)
+    if isinstance(result, Exception):
+        by = "" if rule == own else f" by {rule}"
+        return f"-- refused: {getattr(result, 'code', type(result).__name__)}{by}"
+    return expected_outcome(result.text, None if case.names is None else result.names or ())

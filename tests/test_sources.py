@@ -346,6 +346,26 @@ def test_every_manifest_kind_names_its_executor(manifest_kind: str) -> None:
     assert callable(executor.fetch) and callable(executor.close) and not hasattr(executor, "run")
 
 
+def test_a_kind_serves_the_manifest_kinds_it_names_an_executor_for() -> None:
+    """``manifest_kinds`` is read from ``executors``: one list, so a kind cannot serve a ``kind:``
+    it has no executor for, nor name an executor for one it does not serve."""
+    assert all(kind.manifest_kinds == tuple(kind.executors) for kind in KINDS)
+
+    class DuckKind(SourceKind):
+        name = "duck"
+        executors = {"duckdb": "elsewhere:DuckExecutor", "motherduck": "elsewhere:DuckExecutor"}
+
+    class SharedDuckKind(DuckKind):
+        name = "shared duck"
+
+    assert DuckKind.manifest_kinds == DuckKind().manifest_kinds == SharedDuckKind.manifest_kinds == (
+        "duckdb", "motherduck")
+    with pytest.raises(TypeError, match="declare executors only"):
+        class BothKind(SourceKind):
+            executors = {"duckdb": "elsewhere:DuckExecutor"}
+            manifest_kinds = ("duckdb",)
+
+
 def test_a_kind_without_an_executor_for_the_manifest_is_a_config_error() -> None:
     manifest = Manifest.model_construct(source="crm", kind="graphql")
     sql = kind_of(Manifest.model_construct(source="db", kind="sql"))

@@ -1,7 +1,7 @@
 """What a kind of source provides, and a step bound to its source.
 
 A ``SourceKind`` is everything the rest of structq needs to know about one kind of source:
-the manifest ``kind:`` values it serves (``manifest_kinds``), what a step's query is
+the manifest ``kind:`` values it serves (``manifest_kinds``, read from ``executors``), what a step's query is
 (``payload``), the objects a manifest declares (tables, indices) and their members (columns,
 fields), how a step is checked against its source's shape (``validate_step``) and by the
 sandbox (``check``), which executor runs it (``executors``, imported on first use by
@@ -69,7 +69,9 @@ class SourceKind:
 
     #: The registry's name for the kind.
     name: ClassVar[str]
-    #: The manifest ``kind:`` values it serves.
+    #: The manifest ``kind:`` values it serves: the keys of ``executors``, set when a subclass
+    #: defines them (``__init_subclass__``), so the two cannot disagree. A kind that makes its
+    #: executors itself (overriding ``executor``) declares them instead.
     manifest_kinds: ClassVar[tuple[str, ...]] = ()
     #: Source names that exist without a manifest and are of this kind (``local``).
     builtin_sources: ClassVar[tuple[str, ...]] = ()
@@ -87,6 +89,14 @@ class SourceKind:
     #: Manifest ``kind:`` → its executor class, as ``"module:Class"``: imported on first use, so
     #: importing the registry imports no database driver or client library.
     executors: ClassVar[Mapping[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "executors" not in vars(cls):
+            return
+        if "manifest_kinds" in vars(cls):
+            raise TypeError(f"{cls.__name__}: manifest_kinds is read from executors; declare executors only")
+        cls.manifest_kinds = tuple(cls.executors)
 
     def objects(self, manifest: "Manifest") -> Sequence[Any]:
         """The tables or indices ``manifest`` declares (``Manifest.objects``)."""

@@ -20,7 +20,6 @@ __all__ = ["GraphqlKind"]
 
 class GraphqlKind(SourceKind):
     name: ClassVar[str] = "GraphQL"
-    manifest_kinds = ("graphql",)
     payload = str
     payload_words = "a GraphQL query document"
     object_word = Operation.word

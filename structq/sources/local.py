@@ -24,7 +24,6 @@ __all__ = ["LocalKind"]
 
 class LocalKind(SqlKind):
     name: ClassVar[str] = "local"
-    manifest_kinds = ()
     builtin_sources = (LOCAL_SOURCE,)
     executors = {}
 

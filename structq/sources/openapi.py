@@ -20,7 +20,6 @@ __all__ = ["OpenapiKind"]
 
 class OpenapiKind(SourceKind):
     name: ClassVar[str] = "REST"
-    manifest_kinds = ("openapi",)
     payload = dict
     payload_words = "an operation and its params"
     object_word = Operation.word

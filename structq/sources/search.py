@@ -21,7 +21,6 @@ __all__ = ["SearchKind"]
 
 class SearchKind(SourceKind):
     name: ClassVar[str] = "search"
-    manifest_kinds = ("elasticsearch", "opensearch")
     payload = dict
     payload_words = "a JSON object (the DSL body)"
     indexed = True

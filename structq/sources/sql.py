@@ -16,7 +16,6 @@ __all__ = ["SqlKind"]
 
 class SqlKind(SourceKind):
     name: ClassVar[str] = "SQL"
-    manifest_kinds = ("sql",)
     payload = str
     payload_words = "SQL text"
     executors = {"sql": "structq.executors.sql:SqlExecutor"}

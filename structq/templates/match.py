@@ -11,7 +11,8 @@ Precision over recall. A question is answered from a template only when
 
 When none does, the question may still be a *paraphrase* of a verified example (slotted or
 not): the same words in another order and wording, every slot filled (``paraphrase``). The
-match then says so (``Match.how``, ``Match.why``: the score and the words it rests on).
+match then says so (``Match.paraphrase``, read through ``Match.how``, ``Match.score`` and
+``Match.why``: the score and the words it rests on).
 
 The example's own question is answered with the example's own values (an entity it names is
 not looked up again: a person verified it with the example).
@@ -29,7 +30,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .fillers import Filled, Lookup, read_coded, read_integer, read_period
-from .paraphrase import Paraphrases
+from .paraphrase import Paraphrase, Paraphrases
 from .pattern import Hole, Template, synonym_groups
 from .text import match_text, normalise_question
 
@@ -46,12 +47,29 @@ class Match:
 
     template: Template
     filled: dict[str, Filled]
-    #: ``words``: the example's wording with other values; ``paraphrase``: its words in other wording.
-    how: str = "words"
-    #: The share of the example's words the question contains (1.0 for ``words``).
-    score: float = 1.0
-    #: Why it matched, for people (a paraphrase: the score, the words implied, the slots).
-    why: str = "the example's words, with its slots filled"
+    #: How the question paraphrases the example, when it is not the example's wording: the one
+    #: place that says how the match was made (``how``, ``score`` and ``why`` read it).
+    paraphrase: Paraphrase | None = None
+
+    @classmethod
+    def of(cls, paraphrase: Paraphrase) -> Match:
+        """The match a paraphrase makes: its example's template and slots."""
+        return cls(paraphrase.template, paraphrase.filled, paraphrase)
+
+    @property
+    def how(self) -> str:
+        """``words``: the example's wording with other values; ``paraphrase``: its words in other wording."""
+        return "words" if self.paraphrase is None else "paraphrase"
+
+    @property
+    def score(self) -> float:
+        """The share of the example's words the question contains (1.0 for ``words``)."""
+        return 1.0 if self.paraphrase is None else self.paraphrase.score
+
+    @property
+    def why(self) -> str:
+        """Why it matched, for people (a paraphrase: the score, the words implied, the slots)."""
+        return "the example's words, with its slots filled" if self.paraphrase is None else self.paraphrase.why
 
     @property
     def example(self) -> Example:
@@ -82,20 +100,24 @@ class TemplateSet:
     """The manifests' slotted examples, compiled once."""
 
     def __init__(self, capabilities: CapabilitySet, *, paraphrases: bool = True) -> None:
-        synonyms = synonym_groups(capabilities)
-        built = [(Template.build(m, ex, capabilities, synonyms), bool(ex.slots)) for m, ex in capabilities.examples()]
-        self.templates = [t for t, slotted in built if slotted]
         self.capabilities = capabilities
-        self._built = built if paraphrases else None
+        self._synonyms = synonym_groups(capabilities)
+        self.templates = [Template.build(m, ex, capabilities, self._synonyms)
+                          for m, ex in capabilities.examples() if ex.slots]
+        self._paraphrasing = paraphrases
 
     @cached_property
     def paraphrases(self) -> Paraphrases | None:
         """Paraphrase matching over the slotted examples and the unslotted ones whose dates
         cannot move (no period in the question, no ``today``); None when turned off or when no
-        example qualifies. Read on first use, so an agent that never needs it does not pay for it."""
-        if self._built is None:
+        example qualifies. Built on first use — the unslotted examples' templates, the
+        vocabulary — so a set that never needs it (turned off, or every question matched word
+        for word) does not pay for it."""
+        if not self._paraphrasing:
             return None
-        templates = [t for t, slotted in self._built if slotted or _fixed(t.example)]
+        slotted = iter(self.templates)  # the examples' order, the slotted ones already built
+        templates = [next(slotted) if ex.slots else Template.build(m, ex, self.capabilities, self._synonyms)
+                     for m, ex in self.capabilities.examples() if ex.slots or _fixed(ex)]
         return Paraphrases(self.capabilities, templates) if templates else None
 
     def __len__(self) -> int:
@@ -152,8 +174,7 @@ class TemplateSet:
         paraphrase, why = self.paraphrases.match(question, today, lookup)
         if paraphrase is None:
             return TemplateMatch(None, f"{strict}; {why}", fitted)
-        return TemplateMatch(Match(paraphrase.template, paraphrase.filled, "paraphrase", paraphrase.score,
-                                   paraphrase.why), "matched as a paraphrase", fitted)
+        return TemplateMatch(Match.of(paraphrase), "matched as a paraphrase", fitted)
 
 
 def _fixed(example: Example) -> bool:

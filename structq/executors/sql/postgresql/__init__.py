@@ -188,6 +188,7 @@ class PostgresBackend(Backend):
         described = describe(dbapi_connection, query.text or "", query.tables if switches else ()) \
             if wanted else None
         inferred, rows = described if described is not None else ({}, None)
+        long_list_hashed = False  # a switch set for SERIAL_LIST_MIN values or more: run serial
         for name, value in lists.items():
             like = inferred.get(name)
             written = texts.get(name)
@@ -201,9 +202,10 @@ class PostgresBackend(Backend):
             else:  # adapted by psycopg; a list of text (NULLs among it) still gets the inferred type
                 hashed = like in HASHABLE_ARRAYS and str in kinds[name] and kinds[name] <= TEXT_KINDS
             if name in switches:
-                params[switches[name]] = bool(hashed and rows is not None and rows <= ROWS_PER_VALUE * len(value))
-        if any(params[switches[name]] and len(value) >= SERIAL_LIST_MIN for name, value in lists.items()
-               if name in switches):
+                switched = bool(hashed and rows is not None and rows <= ROWS_PER_VALUE * len(value))
+                params[switches[name]] = switched
+                long_list_hashed = long_list_hashed or (switched and len(value) >= SERIAL_LIST_MIN)
+        if long_list_hashed:
             serial(dbapi_connection)
         return bind(query), params
 
