@@ -1,10 +1,15 @@
 """The read-only, time-limited session: which backend a URL gets, its engine, its transaction.
 
-The SQL executor and ``structq sync`` open databases through these functions only, so a
-question's query and a catalog read get the same guards: the driver a URL runs with (plain
-``postgresql://`` URLs get psycopg 3, ``mysql://`` ones mysqlclient or PyMySQL: the drivers
-the guards are tested with), how a connection is opened read-only, and which statements make each
-transaction read-only with a server-side statement timeout.
+The SQL executor and ``structq sync`` resolve URLs and open servers through these functions
+only, so a question's query and a catalog read get the same guards: the driver a URL runs with
+(plain ``postgresql://`` URLs get psycopg 3, ``mysql://`` ones mysqlclient or PyMySQL: the
+drivers the guards are tested with), how a connection is opened read-only, and which statements
+make each transaction read-only with a server-side statement timeout.
+
+A SQLite file has no transaction to set up: every guard is on the connection, which both open
+with ``sqlite.connect_read_only`` — sync through the SQLAlchemy engine made here, the executor
+on its own ``sqlite3`` connections (``sqlite_pool.py``), so that a plan on a SQLite file never
+imports SQLAlchemy. Its URL is read by ``SQLiteURL``, with the same result as SQLAlchemy's.
 
 A backend's module is imported when a URL first needs it: a plan on a SQLite file loads
 neither the PostgreSQL nor the MySQL backend (``tests/test_startup.py``).
