@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from structq.capabilities import Manifest
-from structq.capabilities.loader import load_manifest_text
+from structq.capabilities.model import Limits
 from structq.errors import ConfigError, ExecutionError, QueryTimeout, SourceUnavailable
 from structq.executors.sql import SqlExecutor, parse_url, read_only_engine, resolve
 from structq.executors.sql.sqlite import SQLiteURL, sqlite_deadline, sqlite_path
@@ -31,32 +31,23 @@ from structq.safety.sql import check_sql
 ROOT = Path(__file__).resolve().parents[1]
 _HANG_GUARD_S = 30.0
 
-MANIFEST = """\
-source: shop
-kind: sql
-url: sqlite:///{path}
-limits: {{max_rows: 100, timeout_s: {timeout}}}
-tables:
-  - name: orders
-    columns:
-      - {{name: id, type: integer}}
-      - {{name: amount, type: integer}}
-      - {{name: note, type: text}}
-"""
+#: The table every test reads: an amount and a note with a colon in it.
+ORDERS = [{"name": "orders", "columns": [{"name": "id", "type": "integer"}, {"name": "amount", "type": "integer"},
+                                         {"name": "note", "type": "text"}]}]
 
 
 def _database(path: Path, amounts: list[int]) -> Path:
-    with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER, note TEXT)")
-        db.executemany("INSERT INTO orders (amount, note) VALUES (?, ?)",
-                       [(a, f"at 10:{a % 60:02d}") for a in amounts])
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, amount INTEGER, note TEXT)")
+    db.executemany("INSERT INTO orders (amount, note) VALUES (?, ?)", [(a, f"at 10:{a % 60:02d}") for a in amounts])
+    db.commit()
     db.close()
     return path
 
 
 def _manifest(path: Path, timeout: float = 5) -> Manifest:
-    manifest, _ = load_manifest_text(MANIFEST.format(path=path, timeout=timeout), "<shop>", env={})
-    return manifest
+    return Manifest(source="shop", kind="sql", url=f"sqlite:///{path}", tables=ORDERS,
+                    limits=Limits(max_rows=100, timeout_s=timeout))
 
 
 def _query(text: str, **params: object) -> SafeQuery:
@@ -83,7 +74,8 @@ finally:
 
 def test_structq_run_of_a_sqlite_plan_never_imports_sqlalchemy(tmp_path: Path) -> None:
     _database(tmp_path / "shop.db", [1, 2, 3])
-    (tmp_path / "shop.yaml").write_text(MANIFEST.format(path=tmp_path / "shop.db", timeout=5), encoding="utf-8")
+    (tmp_path / "shop.yaml").write_text(_manifest(tmp_path / "shop.db").model_dump_json(by_alias=True, exclude_defaults=True),
+                                        encoding="utf-8")
     plan = {"steps": [{"output_key": "total", "source": "shop", "query": "SELECT sum(amount) AS total FROM orders"}]}
     (tmp_path / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "STRUCTQ_LLM")}
