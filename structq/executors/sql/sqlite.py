@@ -3,6 +3,11 @@
 SQLite has no statement timeout and no server to cancel on, so the deadline is enforced in
 the client (``sqlite_deadline``); ``limit_sqlite`` bounds what one function call can build.
 Both are shared with the local executor, which runs its SQL on an in-memory SQLite.
+
+Every guard is on the connection (``connect_read_only``), so the SQL executor runs a SQLite
+file's queries on ``sqlite3`` connections straight (``sqlite_pool.py``, ``sqlite_statement``),
+and reads its URL without SQLAlchemy (``SQLiteURL``); ``SQLiteBackend`` also serves the
+SQLAlchemy engine ``structq sync`` reads catalogues with.
 """
 
 from __future__ import annotations
