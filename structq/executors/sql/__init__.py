@@ -1,4 +1,4 @@
-"""Run checked SQL against SQLite, PostgreSQL and MySQL/MariaDB through SQLAlchemy.
+"""Run checked SQL against SQLite files (``sqlite3``), PostgreSQL and MySQL/MariaDB (SQLAlchemy).
 
 The sandbox is the first line of defence; this executor is the second, for the day a query it
 should have refused gets through. Whatever the text says, a query here:
@@ -17,6 +17,7 @@ server in the driver's error. Everything else is shared:
 - ``fetch.py``     binding (``bind``), fetching (``fetch``) and reporting (``fetched_result``);
 - ``guards.py``    the ``Backend`` base class, the client-side ``Backstop`` timer (servers);
 - ``deadlines.py`` the one deadline thread behind every SQLite statement;
+- ``sqlite_pool.py`` the ``sqlite3`` connections a SQLite file's queries run on, no SQLAlchemy;
 - ``sqlite.py``, ``postgresql/``, ``mysql/``  one backend each; a backend with more than one
   concern is a package (PostgreSQL: ``arrays.py`` packs lists, ``describe.py`` asks the server
   their types, ``stream.py`` reads long results in chunks; MySQL: ``drivers.py``, its two drivers);

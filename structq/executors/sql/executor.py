@@ -3,10 +3,15 @@
 ``fetch`` opens a guarded transaction (``session.begin_read_only``), binds the query the
 backend's way, fetches at most ``max_rows + 1`` rows under the backend's deadline guard, rolls
 back, and translates the driver's error into the structq error that says whose fault it was.
+
+A SQLite source runs on ``sqlite3`` connections straight (``sqlite_pool.py``), every query: all
+its guards are on the connection, and SQLAlchemy would add only its import to a run. The
+servers run through SQLAlchemy engines.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -14,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 from structq.errors import ExecutionError, QueryTimeout, SourceUnavailable
 
 from ..base import ResultSet
-from .fetch import NotAQuery, fetch, fetched_result
+from .fetch import NotAQuery, fetch, fetch_cursor, fetched_result
 from .guards import Setup, driver_message
 from .session import begin_read_only, read_only_engine, resolve
+from .sqlite import SQLiteBackend, sqlite_path, sqlite_statement
+from .sqlite_pool import SQLitePool
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -30,8 +37,9 @@ __all__ = ["SqlExecutor"]
 class SqlExecutor:
     """Runs ``SafeQuery`` objects against one SQL source, read-only, time-limited and capped.
 
-    One pooled engine per source, created on first use (thread-safe: the engine calls ``fetch``
-    from several worker threads at once) and disposed by ``close()``.
+    One pooled engine per source — for a SQLite file, a pool of ``sqlite3`` connections —
+    created on first use (thread-safe: the engine calls ``fetch`` from several worker threads
+    at once) and disposed by ``close()``.
     """
 
     def __init__(self, manifest: "Manifest") -> None:
@@ -41,7 +49,10 @@ class SqlExecutor:
         #: No query returns more rows than a step may pass on, whatever it asks for.
         self.row_cap = max(manifest.limits.max_rows, manifest.limits.max_intermediate_rows)
         self._backend, self._url = resolve(manifest)
+        #: Whether the source is a SQLite file, whose queries run on ``self._files``.
+        self._on_file = isinstance(self._backend, SQLiteBackend)
         self._engine: Engine | None = None
+        self._files: SQLitePool | None = None
         self._lock = threading.Lock()
         from structq.safety.query import qualifying_schema, variable_parameter
 
@@ -71,23 +82,37 @@ class SqlExecutor:
     def _create_engine(self) -> "Engine":
         return read_only_engine(self._backend, self._url, self.timeout_s)
 
+    def _get_files(self) -> SQLitePool:
+        files = self._files
+        if files is not None:
+            return files
+        with self._lock:
+            if self._files is None:
+                self._files = SQLitePool(sqlite_path(self._url), self.timeout_s)
+            return self._files
+
     def close(self) -> None:
         """Dispose of the pool; the next ``fetch`` opens a new one."""
         with self._lock:
             engine, self._engine = self._engine, None
+            files, self._files = self._files, None
         if engine is not None:
             engine.dispose()
+        if files is not None:
+            files.close()
 
     # -- running ---------------------------------------------------------------------------
 
     def fetch(self, query: "SafeQuery") -> ResultSet:
         """Run ``query`` read-only; raise ``SourceUnavailable``, ``QueryTimeout`` or
         ``ExecutionError`` (with the database's message) when it fails."""
-        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-
         if query.kind != "sql" or query.text is None:
             raise ExecutionError(f"source {self.source!r} runs SQL; got a {query.kind} query",
                                  source=self.source, query=str(query))
+        if self._on_file:
+            return self._fetch_file(query)
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
         engine = self._get_engine()
         started = time.monotonic()
         phase = "connect"
@@ -107,14 +132,35 @@ class SqlExecutor:
             raise self._translate(exc.orig, exc.connection_invalidated, phase, query,
                                   time.monotonic() - started) from exc
         except NotAQuery:
-            raise ExecutionError(
-                f"source {self.source!r}: the statement returned no rows; only queries run here",
-                source=self.source, query=query.sent_text, cause="not a query",
-            ) from None
+            raise self._not_a_query(query) from None
         except SQLAlchemyError as exc:  # pool exhausted, closed result, …
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
         sent = statement[1]
         return fetched_result(query, fetched, started, chosen={name: sent[name] for name in query.switches})
+
+    def _fetch_file(self, query: "SafeQuery") -> ResultSet:
+        """``fetch`` on a pooled ``sqlite3`` connection to the source's SQLite file: nothing to
+        set up (the connection is read-only and limited from its opening; SQLite has no schema
+        to pin nor row-level security), the deadline guard around the statement."""
+        sql, params = sqlite_statement(query)
+        files = self._get_files()
+        started = time.monotonic()
+        phase = "connect"
+        try:
+            with files.connection() as connection:
+                phase = "query"
+                with self._backend.guard(connection, self.timeout_s):
+                    fetched = fetch_cursor(connection.cursor(), sql, params, query, self.row_cap,
+                                           plain=self._backend.plain_columns)
+        except sqlite3.Error as exc:
+            raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
+        except NotAQuery:
+            raise self._not_a_query(query) from None
+        return fetched_result(query, fetched, started)
+
+    def _not_a_query(self, query: "SafeQuery") -> ExecutionError:
+        return ExecutionError(f"source {self.source!r}: the statement returned no rows; only queries run here",
+                              source=self.source, query=query.sent_text, cause="not a query")
 
     def _row_settings(self, query: "SafeQuery") -> list[Setup]:
         """The backend's statements that set this query's row-filter variables (the sandbox

@@ -2,7 +2,8 @@
 
 A checked query becomes a SQLAlchemy ``text()`` with its list parameters expanding (``bind``);
 ``fetch`` runs it and reads at most ``max_rows + 1`` rows (one more tells truncation), as
-JSON-safe tuples; ``fetched_result`` reports the run as a ``ResultSet`` the same way for all.
+JSON-safe tuples; ``fetch_cursor`` does the same on a DB-API cursor, without SQLAlchemy (SQLite
+files, ``executor.py``); ``fetched_result`` reports the run as a ``ResultSet`` the same way for all.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     from structq.safety.query import SafeQuery
 
-__all__ = ["Fetched", "NotAQuery", "Read", "Reader", "Statement", "bind", "fetch", "fetched_result"]
+__all__ = ["Fetched", "NotAQuery", "Read", "Reader", "Statement", "bind", "fetch", "fetch_cursor", "fetched_result"]
 
 
 def bind(query: "SafeQuery", expanding: frozenset[str] | None = None) -> "TextClause":
@@ -67,9 +68,8 @@ def fetch(
     they are instead of being checked value by value (100k rows: ~5 ms). ``reader`` is the
     backend's own way to read the rows (``Backend.read``), tried first.
     """
-    max_rows = query.max_rows if row_cap is None else min(query.max_rows, row_cap)
+    max_rows, size = _row_bounds(query, row_cap)
     statement = statement if statement is not None else (bind(query), dict(query.params))
-    size = min(query.limit, max_rows + 1)
     read = reader(connection, statement, size) if reader is not None else None
     if read is not None:
         columns, description, rows = read
@@ -87,6 +87,34 @@ def fetch(
     finally:
         result.close()
     return _capped(columns, rows, kept, max_rows)
+
+
+def fetch_cursor(
+    cursor: Any, sql: str, params: "Mapping[str, Any]", query: "SafeQuery", row_cap: int | None = None, *,
+    plain: Callable[[Any], bool] | None = None,
+) -> Fetched:
+    """``fetch`` on a DB-API ``cursor``: run ``sql`` with ``params`` in the driver's own
+    placeholder style and read at most ``max_rows + 1`` rows of it, with ``query``'s and
+    ``row_cap``'s bounds and ``plain`` as ``fetch`` takes them. The cursor is closed after."""
+    max_rows, size = _row_bounds(query, row_cap)
+    try:
+        cursor.execute(sql, params)
+        description = cursor.description
+        if description is None:
+            raise NotAQuery()
+        columns = tuple(column[0] for column in description)
+        rows = cursor.fetchmany(size)
+    finally:
+        cursor.close()
+    kept = plain is not None and plain(description) and (not rows or type(rows[0]) is tuple)
+    return _capped(columns, rows, kept, max_rows)
+
+
+def _row_bounds(query: "SafeQuery", row_cap: int | None) -> tuple[int, int]:
+    """The most rows ``query`` may return (``row_cap`` lowers it further), and how many to
+    fetch: one more, to tell truncation, and never more than ``query.limit``."""
+    max_rows = query.max_rows if row_cap is None else min(query.max_rows, row_cap)
+    return max_rows, min(query.limit, max_rows + 1)
 
 
 def _capped(columns: tuple[str, ...], rows: list[Any], kept: bool, max_rows: int) -> Fetched:

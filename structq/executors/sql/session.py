@@ -1,10 +1,15 @@
 """The read-only, time-limited session: which backend a URL gets, its engine, its transaction.
 
-The SQL executor and ``structq sync`` open databases through these functions only, so a
-question's query and a catalog read get the same guards: the driver a URL runs with (plain
-``postgresql://`` URLs get psycopg 3, ``mysql://`` ones mysqlclient or PyMySQL: the drivers
-the guards are tested with), how a connection is opened read-only, and which statements make each
-transaction read-only with a server-side statement timeout.
+The SQL executor and ``structq sync`` resolve URLs and open servers through these functions
+only, so a question's query and a catalog read get the same guards: the driver a URL runs with
+(plain ``postgresql://`` URLs get psycopg 3, ``mysql://`` ones mysqlclient or PyMySQL: the
+drivers the guards are tested with), how a connection is opened read-only, and which statements
+make each transaction read-only with a server-side statement timeout.
+
+A SQLite file has no transaction to set up: every guard is on the connection, which both open
+with ``sqlite.connect_read_only`` — sync through the SQLAlchemy engine made here, the executor
+on its own ``sqlite3`` connections (``sqlite_pool.py``), so that a plan on a SQLite file never
+imports SQLAlchemy. Its URL is read by ``SQLiteURL``, with the same result as SQLAlchemy's.
 
 A backend's module is imported when a URL first needs it: a plan on a SQLite file loads
 neither the PostgreSQL nor the MySQL backend (``tests/test_startup.py``).
@@ -21,6 +26,7 @@ from structq.errors import ConfigError
 
 from ..urls import redact_url
 from .guards import Backend, Setup
+from .sqlite import SQLiteURL
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL, Connection, Engine
@@ -48,7 +54,7 @@ def _strategy(module: str, name: str) -> Backend:
     return getattr(importlib.import_module(module, __package__), name)()
 
 
-def backend_for(url: "URL") -> Backend:
+def backend_for(url: "URL | SQLiteURL") -> Backend:
     """The strategy for ``url``'s database, or a ``ConfigError`` listing the supported ones."""
     name = url.drivername.split("+", 1)[0].lower()
     try:
@@ -68,13 +74,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def parse_url(manifest: "Manifest") -> "URL":
+def parse_url(manifest: "Manifest") -> "URL | SQLiteURL":
     """The manifest's URL parsed, or a ``ConfigError`` that shows it without its password.
 
-    SQLAlchemy raises ``ArgumentError`` for an unparseable URL and a bare ``ValueError`` for
-    a port that is not a number. Neither message is shown: the first quotes the whole URL and
-    the second the "port", which is part of the password when the password holds ``@``.
+    A SQLite file URL is read without SQLAlchemy (``SQLiteURL``: the same parts, so the same
+    file), which a plan on a SQLite file then never imports; any other URL by SQLAlchemy's
+    ``make_url``. That raises ``ArgumentError`` for an unparseable URL and a bare
+    ``ValueError`` for a port that is not a number. Neither message is shown: the first quotes
+    the whole URL and the second the "port", which is part of the password when the password
+    holds ``@``.
     """
+    file_url = SQLiteURL.parse(manifest.url)
+    if file_url is not None:
+        return file_url
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -88,7 +100,7 @@ def parse_url(manifest: "Manifest") -> "URL":
         ) from None
 
 
-def resolve(manifest: "Manifest") -> tuple[Backend, "URL"]:
+def resolve(manifest: "Manifest") -> tuple[Backend, "URL | SQLiteURL"]:
     """(backend, URL set to the backend's driver) for ``manifest``; a ``ConfigError`` that
     names the source for a URL that does not parse or has no read-only backend."""
     url = parse_url(manifest)
@@ -99,7 +111,7 @@ def resolve(manifest: "Manifest") -> tuple[Backend, "URL"]:
     return backend, backend.driver_url(url)
 
 
-def read_only_engine(backend: Backend, url: "URL", timeout_s: float) -> "Engine":
+def read_only_engine(backend: Backend, url: "URL | SQLiteURL", timeout_s: float) -> "Engine":
     """A SQLAlchemy engine whose connections open the way ``backend`` makes them read-only
     (a missing driver is a ``ConfigError`` with the ``pip install`` that fixes it)."""
     from sqlalchemy import create_engine, event
