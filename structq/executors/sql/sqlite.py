@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ConfigError, ExecutionError
 
+from ..floor import install_floor
 from ..regexp import REGEXP_HINT, install_regexp
 from . import deadlines
 from .guards import Backend
@@ -72,8 +73,9 @@ def limit_sqlite(dbapi_connection: sqlite3.Connection) -> None:
     """The size limits every SQLite connection that runs checked queries gets: values and
     SQL text (see ``SQLITE_MAX_VALUE_BYTES``), LIKE / GLOB patterns (the sandbox's cap, in
     UTF-8 bytes), no ATTACH (it could create files), and ``REGEXP`` matched by RE2
-    (``regexp.py``). Call it after SQLAlchemy's own connect hook, which registers a
-    backtracking ``REGEXP``.
+    (``regexp.py``), and ``floor`` as SQLite documents it (``floor.py``). Call it after
+    SQLAlchemy's own connect hook, which registers a backtracking ``REGEXP`` and Python's
+    ``math.floor``.
 
     Beyond the value limit SQLite fails the statement with "string or blob too big" —
     except ``printf``/``format``, which return NULL instead."""
@@ -84,6 +86,7 @@ def limit_sqlite(dbapi_connection: sqlite3.Connection) -> None:
 
     dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, _UTF8_MAX_BYTES * MAX_PATTERN_CHARS)
     install_regexp(dbapi_connection)
+    install_floor(dbapi_connection)
 
 
 @contextmanager
