@@ -6,8 +6,6 @@ holds and stop it. ``structq --no-daemon …`` (or ``STRUCTQ_SEARCH_DAEMON=0``) 
 inside one command instead, as before.
 """
 
-from __future__ import annotations
-
 import os
 from datetime import datetime
 
