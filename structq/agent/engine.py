@@ -27,7 +27,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from structq.errors import ConfigError, ExecutionError, PlanError, SandboxViolation, StructqError
@@ -40,6 +39,8 @@ from .plan import Plan, Step, step_dialect
 from .results import PlanResult, StepResult
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from structq.capabilities import CapabilitySet, Manifest
     from structq.executors.base import Executor, ResultSet
     from structq.safety.query import SafeQuery
@@ -209,6 +210,7 @@ class Engine:
         if driven_here():
             return call_here(fn, *args, **kwargs)
         import asyncio  # the async API's own: a synchronous caller never imports it
+        from concurrent.futures import ThreadPoolExecutor
 
         with self._lock:
             if self._callers is None:
@@ -220,6 +222,8 @@ class Engine:
 
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         """Run ``fn(*args)`` on the engine's worker threads (started on first use)."""
+        from concurrent.futures import ThreadPoolExecutor  # a plan with nothing to overlap needs no threads
+
         with self._lock:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(self.threads, thread_name_prefix="structq-step")
@@ -319,6 +323,8 @@ class _Schedule:
                         waiting = ", ".join(s.output_key for s in pending)
                         raise PlanError(f"steps {waiting} wait for inputs that no step produces")
                     continue
+                from concurrent.futures import FIRST_COMPLETED, wait
+
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     running.pop(future)
