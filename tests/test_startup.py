@@ -179,11 +179,17 @@ def importers(tmp_path: Path, *args: str) -> dict[str, str | None]:
 
 def test_run_of_a_saved_plan_starts_no_event_loop(tmp_path: Path) -> None:
     """A synchronous run drives the agent's core on its own thread (``bridge.block_on``): no
-    structq module imports asyncio on the way (a library may: SQLAlchemy does)."""
+    structq module imports asyncio on the way (a library may: SQLAlchemy does), nor the thread
+    pools' module for a plan with nothing to overlap; the search server the command line chooses
+    is not made for a plan that reads no embedded source, and the demo folder's default (which
+    asks platformdirs) is not worked out for a manifest that does not name it."""
     imported = importers(tmp_path, "run", "-m", "shop.yaml", "plan.json", "--json")
     assert "structq.agent.bridge" in imported
-    by = imported.get("asyncio")
-    assert by is None or not by.startswith("structq"), f"asyncio imported by {by}"
+    for module in ("asyncio", "concurrent.futures"):
+        by = imported.get(module)
+        assert by is None or not by.startswith("structq"), f"{module} imported by {by}"
+    assert "structq.executors.search.server_daemon" not in imported
+    assert "platformdirs" not in imported
 
 
 def test_a_synchronous_run_makes_its_calls_on_the_callers_thread(tmp_path: Path) -> None:
