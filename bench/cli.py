@@ -13,15 +13,18 @@ built at full scale in a temporary folder, and the background search server it s
 the end. ``--no-search`` skips this part.
 Then ``structq run`` of a one-step plan on a SQLite file, whole process, next to a process that only
 imports the libraries (and standard modules) it imports — the floor that no change inside structq
-can go under — and next to the equivalent
+can go under; the run minus the floor, structq's own time, has a line of its own (with
+``--before``, for each checkout against its own floor) — and next to the equivalent
 LangChain script — ``SQLDatabase.from_uri(url).run(query)`` when ``langchain_community`` is
 installed, else what that does written out (``langchain_core`` imported, the tables reflected
 with SQLAlchemy, the query run and its rows printed) — in interleaved rounds, with each one's
 peak resident memory (target ≤ 1.5×), and the heavy packages ``structq run`` imports.
 Figures only; nothing is asserted.
 
-Run: ``python bench/cli.py [--no-search] [--run-only] [--rounds N] [--before CHECKOUT]``
-(``--before /path/to/main``: that checkout's ``structq run`` joins the same interleaved rounds).
+Run: ``python bench/cli.py [--no-search] [--run-only] [--rounds N] [--before CHECKOUT] [--instructions]``
+(``--before /path/to/main``: that checkout's ``structq run`` joins the same interleaved rounds;
+``--instructions``: each command is also run once under valgrind's callgrind, whose instruction
+counts do not move with the machine's load as times do).
 """
 
 from __future__ import annotations
@@ -196,6 +199,21 @@ else:
 LIBRARIES = "its libraries alone (floor)"
 
 
+#: What ``report_run`` calls the time that is structq's and nobody else's: the run minus its floor.
+OWN = "structq's own time (run − floor)"
+
+
+def _own_time_pairs(runs: dict[str, object]) -> list[tuple[str, str]]:
+    """Each ``structq run`` label with the label of its floor (the same checkout's libraries)."""
+    pairs = []
+    for label in runs:
+        if label.startswith("structq run"):
+            floor = LIBRARIES + label.removeprefix("structq run")
+            if floor in runs:
+                pairs.append((label, floor))
+    return pairs
+
+
 def libraries_code(imports: list[Import]) -> str:
     """Code that imports every module of ``imports`` that is not structq's own, in the same order:
     what ``structq run`` would cost if structq itself took no time (a module that does not load
@@ -205,7 +223,40 @@ def libraries_code(imports: list[Import]) -> str:
             "    except Exception:\n        pass\n")
 
 
-def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None = None) -> None:
+def instructions(argv: list[str], env: dict[str, str], cwd: Path) -> int | None:
+    """Instructions one run of ``argv`` executes, counted by valgrind's callgrind (None without
+    valgrind): unlike time, the same on a busy machine as on a quiet one, to a fraction of a percent."""
+    import re
+
+    if shutil.which("valgrind") is None:
+        return None
+    result = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env=env,
+                            cwd=cwd, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", result.stderr)
+    return int(found.group(1)) if result.returncode == 0 and found else None
+
+
+def report_instructions(commands: dict[str, tuple[list[str], dict[str, str]]], cwd: Path) -> None:
+    """Each command once under callgrind: instructions, the ratio to the LangChain script, and
+    structq's own share (the run minus its floor)."""
+    counted = {label: instructions(argv, its_env, cwd) for label, (argv, its_env) in commands.items()}
+    baseline = counted.get("LangChain SQLDatabase")
+    if baseline is None:
+        print("\ninstructions: not counted (valgrind is not installed, or a command failed under it)")
+        return
+    print("\ninstructions executed (valgrind callgrind, one run each)")
+    for label, count in counted.items():
+        if count is not None:
+            print(f"  {label:<36} {count / 1e9:6.3f} G   {count / baseline:5.2f}× the LangChain script")
+    for run, floor in _own_time_pairs(counted):
+        if counted[run] is not None and counted[floor] is not None:
+            own = counted[run] - counted[floor]
+            print(f"  structq's own instructions (run − floor) of {run}: {own / 1e9:6.3f} G "
+                  f"({own / counted[run]:.0%} of the run)")
+
+
+def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None = None,
+               count_instructions: bool = False) -> None:
     """Whole-process ``structq run`` of a one-step plan vs the LangChain script, interleaved; with
     ``before`` (another checkout of structq, e.g. the main branch), its ``structq run`` too, in
     the same rounds, so that the ratios before and after a change come from one run."""
@@ -227,18 +278,22 @@ def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None
         (root / "plan.json").write_text(json.dumps({"steps": [{"output_key": "n", "source": "shop", "query": query}]}))
         env = {**os.environ, "STRUCTQ_AUDIT": "0", "STRUCTQ_CACHE": "0"}
         run_args = ["run", "-m", str(root / "shop.yaml"), str(root / "plan.json")]
+        run_code = f"import sys; sys.argv = ['structq', *{run_args!r}]; {ENTRY_POINT}"
         commands: dict[str, tuple[list[str], dict[str, str]]] = {"structq run": ([*command, *run_args], env)}
+        commands[LIBRARIES] = ([sys.executable, "-c", libraries_code(import_times(run_code, env))], env)
         if before is not None:
             before_env = {**env, "PYTHONPATH": os.pathsep.join([str(before), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
             commands[f"structq run ({before.name})"] = ([sys.executable, "-m", "structq.cli", *run_args], before_env)
-        run_code = f"import sys; sys.argv = ['structq', *{run_args!r}]; {ENTRY_POINT}"
-        commands[LIBRARIES] = ([sys.executable, "-c", libraries_code(import_times(run_code, env))], env)
+            commands[f"{LIBRARIES} ({before.name})"] = (
+                [sys.executable, "-c", libraries_code(import_times(run_code, before_env))], before_env)
         commands["LangChain SQLDatabase"] = ([sys.executable, "-c", _SQLDATABASE, url, query], env)
         runs: dict[str, list[tuple[float, int, float]]] = {label: [] for label in commands}
         for _ in range(rounds):
             for label, (argv, its_env) in commands.items():
                 runs[label].append(timed_with_cpu(argv, its_env))
         report_imports("structq run of the plan (in-process)", run_code, env)
+        if count_instructions:
+            report_instructions(commands, root)
     walls = {label: statistics.median(t for t, _, _ in measured) for label, measured in runs.items()}
     cpus = {label: statistics.median(c for _, _, c in measured) for label, measured in runs.items()}
     baseline = runs["LangChain SQLDatabase"]
@@ -246,6 +301,10 @@ def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None
     for label, measured in runs.items():
         print(f"  {label:<28} {walls[label]:6.2f} s wall  {cpus[label]:6.2f} s CPU   "
               f"peak RSS {max(m for _, m, _ in measured):,} MiB")
+    for run, floor in _own_time_pairs(runs):
+        own = [a[0] - b[0] for a, b in zip(runs[run], runs[floor])]
+        print(f"  {OWN} of {run}: {walls[run] - walls[floor]:5.2f} s wall, {cpus[run] - cpus[floor]:5.2f} s CPU "
+              f"(median per round {statistics.median(own):.2f} s wall)")
     for label, measured in runs.items():
         if label == "LangChain SQLDatabase":
             continue
@@ -264,6 +323,8 @@ def main() -> None:
     parser.add_argument("--run-only", action="store_true", help="only the structq run comparison")
     parser.add_argument("--rounds", type=int, default=RUN_ROUNDS, help="rounds of the structq run comparison")
     parser.add_argument("--before", type=Path, help="another checkout of structq whose structq run joins the rounds")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each command's instructions once under valgrind (steady on a busy machine)")
     args = parser.parse_args()
     command = structq_command()
     if not args.run_only:
@@ -276,7 +337,7 @@ def main() -> None:
         print(f"  structq's own share {help_time - baseline:6.3f} s")
         report_imports('python -X importtime -c "import structq.cli"', "import structq.cli")
         report_imports("structq --help (in-process)", HELP_CODE)
-    report_run(command, args.rounds, args.before)
+    report_run(command, args.rounds, args.before, args.instructions)
     if not (args.run_only or args.no_search):
         report_search_question(command)
 

@@ -195,6 +195,18 @@ def test_a_faster_cast_that_writes_otherwise_is_not_used() -> None:
     assert dialects._writes_casts_alike("sqlite")
 
 
+def test_the_faster_cast_is_decided_at_the_first_cast_written() -> None:
+    """Writing a query without a cast does not run the check (some 260 casts); the first cast
+    decides it, and is written as the dialect writes it."""
+    tree = dialect("sqlite").parse("SELECT a FROM t WHERE b = 1")[0]
+    cast = dialect("sqlite").parse("SELECT CAST(a AS DATE), CAST(b AS INTEGER) FROM t")[0]
+    with mock.patch.dict(dialects._alike, clear=True), mock.patch.object(dialects._local, "generators", {}, create=True):
+        assert dialects.generate_text("sqlite", tree.copy()) == dialect("sqlite").generate(tree.copy())
+        assert "sqlite" not in dialects._alike
+        assert dialects.generate_text("sqlite", cast.copy()) == dialect("sqlite").generate(cast.copy())
+        assert dialects._alike["sqlite"] is True
+
+
 def _scanned(sql: str, source: Manifest) -> tuple[object, ...]:
     """What ``parse`` (with its scan) records of ``sql``: the outcome, whether a name needs
     quotes, and every identifier's text."""

@@ -34,14 +34,15 @@ from .bridge import block_on
 from .engine import Engine, PlanResult
 from .llm import CallBounds, CallLog, model_name, resolve_model
 from .plan import Plan
-from .planner import Attempt, Planner
-from .figures import FigureCheck
-from .synthesis import Written, citations, render_deterministic, synthesize
+from .synthesis import Written, citations, render_deterministic
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from langchain_core.language_models import BaseChatModel
+
+    from .figures import FigureCheck
+    from .planner import Attempt, Planner
 
     from structq.capabilities import CapabilitySet
     from structq.linking import Budget, Selection
@@ -191,7 +192,9 @@ class Agent:
             self._model = resolve_model(self._llm_spec, self.settings)
         return self._model
 
-    def planner(self) -> Planner:
+    def planner(self) -> "Planner":
+        from .planner import Planner  # a saved plan (``run``) is never planned
+
         return Planner(self.model, self.capabilities, timezone=self.settings.timezone or "local",
                        budget=self.link_budget(), bounds=CallBounds.of(self.settings),
                        examples=self.settings.plan_examples)
@@ -282,7 +285,7 @@ class Agent:
                         request.question, self.capabilities, self.engine, vars=request.vars, today=request.today,
                         failure=failure)
                     outcome = Outcome(plan, "keywords", results)
-            checks: tuple[FigureCheck, ...] = ()
+            checks: "tuple[FigureCheck, ...]" = ()
             if outcome.plan_source != "keywords":
                 written = await self.engine.call(self._answer, request.question, outcome.results, log, request.answer,
                                                  request.context)
@@ -337,6 +340,8 @@ class Agent:
         if plan is not None:
             # Verified and cached plans ran before; a failure now is the data's or the manifest's, not the model's.
             return plan, source or "verified", await self.engine.arun(plan, vars=vars), [], []
+        from .planner import Attempt
+
         planner = self.planner()
         attempts: list[Attempt] = []
         rounds: list[Round] = []
@@ -382,6 +387,8 @@ class Agent:
 
             return Written(decline_text(question, results.plan, self.capabilities), [])
         if use_model and self.has_model:
+            from .synthesis import synthesize
+
             return synthesize(self.model, question, results, log=log, bounds=CallBounds.of(self.settings),
                               capabilities=self.capabilities, context=context)
         return Written(render_deterministic(question, results, capabilities=self.capabilities), [])

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .figures import FigureCheck
 from .llm import CallLog
 from .plan import Plan
 from .results import PlanResult
 
 if TYPE_CHECKING:
+    from .figures import FigureCheck
     from .loop import Round
 
 __all__ = ["Answer"]

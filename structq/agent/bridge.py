@@ -1,35 +1,59 @@
-"""Running the async core from synchronous callers, wherever they are.
+"""Running the async core from synchronous callers, on their own thread.
 
-``asyncio.run`` refuses to start inside a running event loop (a notebook, an async web
-handler, an async LangChain agent calling a sync tool). There the coroutine runs on a worker
-thread with its own loop, keeping the caller's context variables (LangChain callbacks, tracing).
+The agent has one core, a coroutine (``Agent._respond``), and it suspends in one place only:
+``Engine.call``, which hands a blocking call (a plan's run, the model, the answer) to the
+engine's call pool so that an event loop keeps serving other questions meanwhile. A
+synchronous caller (``Agent.ask``, ``Agent.run``, ``structq run``) has no loop to keep serving:
+``block_on`` drives the coroutine on the caller's thread, and while it does, ``Engine.call``
+makes each call right there (``driven_here``). So a synchronous question starts no event loop
+and no thread (nor imports asyncio), runs with the caller's context variables (LangChain
+callbacks, tracing), and works the same inside a running event loop (a notebook, an async web
+handler, an async LangChain agent calling a sync tool), which ``asyncio.run`` refuses.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["block_on"]
+__all__ = ["block_on", "driven_here", "call_here"]
 
 T = TypeVar("T")
 
+#: Set while ``block_on`` drives a coroutine on this thread (and reset inside each call it makes).
+_DRIVEN: contextvars.ContextVar[bool] = contextvars.ContextVar("structq_driven_here", default=False)
 
-def _in_event_loop() -> bool:
+
+def driven_here() -> bool:
+    """Whether the running coroutine is driven by ``block_on`` on this thread: an awaited
+    call can then be made at once, there being no event loop to keep free."""
+    return _DRIVEN.get()
+
+
+def call_here(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on this thread, as itself: what it starts (an event loop of its
+    own, say) is not driven by ``block_on``."""
+    token = _DRIVEN.set(False)
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+        return fn(*args, **kwargs)
+    finally:
+        _DRIVEN.reset(token)
 
 
 def block_on(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run the coroutine ``make()`` to completion and return its result."""
-    if not _in_event_loop():
-        return asyncio.run(make())
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, lambda: asyncio.run(make())).result()
+    """Run the coroutine ``make()`` to completion on this thread and return its result. It must
+    await nothing but ``Engine.call`` (and coroutines that do the same): anything else would
+    need an event loop, and is a bug this says."""
+    token = _DRIVEN.set(True)
+    try:
+        coroutine = make()
+        try:
+            awaited = coroutine.send(None)
+        except StopIteration as finished:
+            return finished.value
+        coroutine.close()
+        raise RuntimeError(f"the agent's core awaited {awaited!r}, not Engine.call: it cannot be driven "
+                           "without an event loop")
+    finally:
+        _DRIVEN.reset(token)

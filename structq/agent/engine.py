@@ -4,7 +4,9 @@ Independent steps run concurrently: executors are synchronous (database drivers 
 step that has company runs on a worker thread of the engine's own pool; a step with nothing to
 overlap runs on the calling thread. The scheduler is synchronous too, and ``arun`` moves the
 whole run to one thread: a thread hop per step and a new event loop per ``run`` cost about a
-millisecond per plan, more than the sandbox, on queries that take a fraction of that.
+millisecond per plan, more than the sandbox, on queries that take a fraction of that. A
+synchronous caller (``Agent.run``, ``structq run``) runs it on its own thread: no event loop,
+no call pool (``call``, ``bridge``).
 References are resolved from earlier results and handed to the sandbox as parameter values.
 An empty input never changes the answer: a step is left out only where an empty input
 provably makes its result empty (``empty.py``: the reference is a top-level ``col IN (<k>)``
@@ -18,7 +20,6 @@ rows (``ResultSet.notes``: estimated counts, rounded numbers), each note prefixe
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import json
@@ -26,18 +27,20 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from structq.errors import ConfigError, ExecutionError, PlanError, SandboxViolation, StructqError
 from structq.safety.bounds import refusal_of
 
 from .breaker import UNAVAILABLE, CircuitBreaker
+from .bridge import call_here, driven_here
 from .empty import empty_when_input_empty
 from .plan import Plan, Step, step_dialect
 from .results import PlanResult, StepResult
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from structq.capabilities import CapabilitySet, Manifest
     from structq.executors.base import Executor, ResultSet
     from structq.safety.query import SafeQuery
@@ -201,7 +204,14 @@ class Engine:
 
     async def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``await fn(*args, **kwargs)`` run on the call pool (see the class docstring), with
-        the caller's context variables, as ``asyncio.to_thread`` would."""
+        the caller's context variables, as ``asyncio.to_thread`` would; made at once on this
+        thread when a synchronous caller drives the coroutine (``bridge.block_on``: no event
+        loop to keep free, so neither asyncio nor the call pool is started)."""
+        if driven_here():
+            return call_here(fn, *args, **kwargs)
+        import asyncio  # the async API's own: a synchronous caller never imports it
+        from concurrent.futures import ThreadPoolExecutor
+
         with self._lock:
             if self._callers is None:
                 self._callers = ThreadPoolExecutor(self.threads, thread_name_prefix="structq-call")
@@ -212,6 +222,8 @@ class Engine:
 
     def submit(self, fn: Any, *args: Any) -> "Future[Any]":
         """Run ``fn(*args)`` on the engine's worker threads (started on first use)."""
+        from concurrent.futures import ThreadPoolExecutor  # a plan with nothing to overlap needs no threads
+
         with self._lock:
             if self._workers is None:
                 self._workers = ThreadPoolExecutor(self.threads, thread_name_prefix="structq-step")
@@ -311,6 +323,8 @@ class _Schedule:
                         waiting = ", ".join(s.output_key for s in pending)
                         raise PlanError(f"steps {waiting} wait for inputs that no step produces")
                     continue
+                from concurrent.futures import FIRST_COMPLETED, wait
+
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     running.pop(future)

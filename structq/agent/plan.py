@@ -82,7 +82,7 @@ class TemplateUse(BaseModel):
     ``params`` is what the sandbox binds for each ``:name`` in the steps (never spliced).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     example: str
     slots: dict[str, str] = Field(default_factory=dict)
@@ -102,7 +102,7 @@ class Plan(BaseModel):
     not an error: nothing runs and nothing is repaired.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     reasoning: str = ""
     steps: list[Step] = Field(default_factory=list)

@@ -15,6 +15,10 @@ server's event stream) sets a listener; the reply is then streamed through ``Num
 which passes text on only once every figure in it has been checked, so an invented figure is
 never shown, not even for a moment. When the check fails the stream stops there and the
 final text (the deterministic rendering) replaces what was shown.
+
+The answer check (``figures``), the model's call (``llm``) and the prompts (``planner``) are
+imported by the functions that use a model: a run with no model (``Agent.run``, ``structq
+run``) renders its answer deterministically and loads none of them.
 """
 
 from __future__ import annotations
@@ -29,20 +33,17 @@ from typing import TYPE_CHECKING, Any
 
 from structq.errors import ModelError
 
-from .figures import ROUNDING_RULE, SHOWN_ROWS, FigureCheck, Evidence, check_answer
-from .llm import CallBounds, CallLog, invoke, reply_text
-from .planner import template
-
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet
 
     from .engine import PlanResult, StepResult
+    from .figures import Evidence, FigureCheck
+    from .llm import CallBounds, CallLog
 
 __all__ = ["synthesize", "Written", "render_deterministic", "unsupported_numbers", "known_figures", "citations", "is_chinese",
            "streaming_answer", "NumberGate"]
 
-#: Rows of each step shown to the answering model, and in the deterministic rendering.
-PROMPT_ROWS = SHOWN_ROWS
+#: Rows of each step in the deterministic rendering (the answering model is shown ``figures.SHOWN_ROWS``).
 TEXT_ROWS = 20
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -79,14 +80,18 @@ def citations(run: "PlanResult") -> list[dict[str, Any]]:
 # --- the figure check (``figures``) ------------------------------------------------------
 
 
-def known_figures(run: "PlanResult", question: str = "") -> Evidence:
+def known_figures(run: "PlanResult", question: str = "") -> "Evidence":
     """What an answer's figures may come from (see ``figures``): the results' cells and counts,
     the question's numbers, figures derived from the cited steps, the dates read."""
+    from .figures import Evidence
+
     return Evidence(run, question)
 
 
 def unsupported_numbers(text: str, run: "PlanResult", *, question: str = "") -> list[str]:
     """Figures in ``text`` that nothing in the results, the question or a derivation holds."""
+    from .figures import check_answer
+
     return [c.figure.text for c in check_answer(text, known_figures(run, question)).unsupported]
 
 
@@ -112,8 +117,10 @@ def _result_block(result: "StepResult", question: str = "") -> str:
     head = f"[{result.output_key}] source {result.source}" + (f", purpose: {result.purpose}" if result.purpose else "")
     if result.skipped:
         return f"{head}\n  (not run: {result.skipped})"
+    from .figures import SHOWN_ROWS
+
     keep = shown_columns(result, question)
-    shown = result.rows[:PROMPT_ROWS]
+    shown = result.rows[:SHOWN_ROWS]
     lines = [f"{head}\n  columns: {json.dumps([result.columns[i] for i in keep], ensure_ascii=False)}",
              f"  {result.row_count} rows{' (truncated: more exist)' if result.truncated else ''}"]
     lines += ["  " + json.dumps([row[i] for i in keep], ensure_ascii=False, default=str) for row in shown]
@@ -157,7 +164,7 @@ class NumberGate:
     it clean.
     """
 
-    def __init__(self, known: Evidence, on_text: Callable[[str], None]) -> None:
+    def __init__(self, known: "Evidence", on_text: Callable[[str], None]) -> None:
         self.known = known
         self.on_text = on_text
         self.text = ""
@@ -179,6 +186,8 @@ class NumberGate:
     def _pass(self, end: int) -> None:
         if end <= self.sent:
             return
+        from .figures import check_answer
+
         verdict = check_answer(self.text[:end], self.known)
         if verdict.unsupported or verdict.dangling:
             self.closed = True
@@ -197,10 +206,10 @@ class Written:
 
     text: str
     notes: list[str]
-    checks: tuple[FigureCheck, ...] = ()
+    checks: "tuple[FigureCheck, ...]" = ()
 
 
-def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
+def synthesize(model: Any, question: str, run: "PlanResult", *, log: "CallLog",
                bounds: "CallBounds | None" = None, capabilities: "CapabilitySet | None" = None,
                context: str = "") -> Written:
     """The model's answer, checked (``figures``); a dangling or wrong citation gets one repair
@@ -210,6 +219,10 @@ def synthesize(model: Any, question: str, run: "PlanResult", *, log: CallLog,
     follow-up ("and in 2024 only?") is answered as meant; only this run's results count as
     figures the answer may quote."""
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from .figures import ROUNDING_RULE, check_answer
+    from .llm import invoke, reply_text
+    from .planner import template
 
     language = ("Chinese" if is_chinese(_language_text(question, run))
                 else "the language the question is written in (names or values it quotes do not change it)")
@@ -443,7 +456,7 @@ def _summary_line(final: "StepResult", zh: bool, labels: Labels, big_units: bool
     return f"{final.row_count} rows{more}: {listed} [{key}]."
 
 
-def derived_sentences(text: str, checked: Sequence[FigureCheck]) -> list[str]:
+def derived_sentences(text: str, checked: "Sequence[FigureCheck]") -> list[str]:
     """The clauses of a model's reply holding a derived figure that checked, every figure of
     the clause checked too: kept in the fallback, since structq verified them."""
     from .figures import clause_of

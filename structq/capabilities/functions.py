@@ -10,6 +10,7 @@ at a time: ``pg_read_binary_file`` is refused because ``pg_read_file`` is.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["unsafe_reason", "UNSAFE_FUNCTIONS"]
@@ -37,13 +38,17 @@ UNSAFE_FUNCTIONS: tuple[tuple[str, str], ...] = (
      "can stall the server or allocate without bound"),
 )
 
-_COMPILED = tuple((re.compile(rf"(?:{pattern})"), reason) for pattern, reason in UNSAFE_FUNCTIONS)
+
+@functools.cache
+def _compiled() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """``UNSAFE_FUNCTIONS`` compiled, on first use: only a manifest that adds functions asks."""
+    return tuple((re.compile(rf"(?:{pattern})"), reason) for pattern, reason in UNSAFE_FUNCTIONS)
 
 
 def unsafe_reason(name: str) -> str | None:
     """Why ``name`` may not be added to the allowlist, or None when it may."""
     bare = name.strip().lower().rsplit(".", 1)[-1].strip('"`[]')
-    for pattern, reason in _COMPILED:
+    for pattern, reason in _compiled():
         if pattern.fullmatch(bare):
             return reason
     return None

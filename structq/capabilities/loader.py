@@ -27,6 +27,7 @@ import gc
 import os
 import re
 import types
+from collections import ChainMap
 import typing
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -53,11 +54,28 @@ NON_MANIFEST_NAMES = re.compile(r"^(eval|.*\.eval)\.ya?ml$")
 _RELATIVE_SQLITE = re.compile(r"^(sqlite(?:\+\w+)?:///)(?!/|file:|:memory:)([^?]+)(\?.*)?$")
 
 
-def default_environ() -> dict[str, str]:
-    """Variables that have a default even when the environment does not set them."""
-    from structq.config import default_demo_dir
+class _Defaults(Mapping[str, str]):
+    """Variables that have a default even when the environment does not set them, each worked
+    out when a manifest names it: the demo folder's asks platformdirs where the user's data
+    lives, which a manifest without ``${STRUCTQ_DEMO_DIR}`` never needs."""
 
-    return {"STRUCTQ_DEMO_DIR": str(default_demo_dir())}
+    def __getitem__(self, name: str) -> str:
+        if name != "STRUCTQ_DEMO_DIR":
+            raise KeyError(name)
+        from structq.config import default_demo_dir
+
+        return str(default_demo_dir())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("STRUCTQ_DEMO_DIR",))
+
+    def __len__(self) -> int:
+        return 1
+
+
+def default_environ() -> Mapping[str, str]:
+    """Variables that have a default even when the environment does not set them."""
+    return _Defaults()
 
 
 def _parse_yaml(text: str, file: str, env: Mapping[str, str]) -> tuple[Any, Positions]:
@@ -246,7 +264,7 @@ def load_manifest_text(text: str, file: str = "<manifest>", *, env: Mapping[str,
 
 
 def _load_manifest_text(text: str, file: str, env: Mapping[str, str] | None) -> tuple[Manifest, Positions]:
-    environ = {**default_environ(), **(os.environ if env is None else env)}
+    environ = ChainMap(os.environ if env is None else env, default_environ())
     data, positions = _read(text, file, environ)
     if not isinstance(data, dict):
         raise positions.error((), "a manifest must be a mapping of keys (source:, kind:, url:, …)")

@@ -42,7 +42,7 @@ _NAME = r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$"
 class _Strict(BaseModel):
     """Unknown keys are errors; models are immutable once loaded."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 def _enum_keys(values: Any) -> Any:

@@ -49,7 +49,7 @@ class Slot(BaseModel):
     ``2026-03-02``, ``2026-03-02..2026-03-08``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     type: Literal["date", "month", "quarter", "year", "date_range", "integer"] | None = None
     #: ``source.table.column`` (or ``source.index.field``): the slot takes that column's values.

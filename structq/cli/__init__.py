@@ -1,8 +1,12 @@
 """The ``structq`` command line. Each command lives in its own module; heavy libraries
 (LangChain, database drivers, search clients) are imported inside the commands, never here,
-so ``structq --help`` stays instant."""
+so ``structq --help`` stays instant.
 
-from __future__ import annotations
+The modules that declare commands do not postpone their annotations (no ``from __future__
+import annotations``): typer reads every command's parameters at each start, whichever command
+runs, and postponed annotations would be compiled and evaluated from their text every time
+(about half of building the command line).
+"""
 
 import typer
 

@@ -1,7 +1,5 @@
 """``structq ask`` and ``structq plan``: questions in, answers (or plans) out."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

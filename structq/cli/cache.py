@@ -1,8 +1,6 @@
 """``structq cache``: look at or clear the plan cache, the kept data of large manifests and the
 kept linking indexes."""
 
-from __future__ import annotations
-
 import typer
 
 from .common import JsonOpt, console, errors_to_exit, print_json

@@ -1,7 +1,5 @@
 """``structq chat``: a conversation, where follow-up questions see the earlier ones."""
 
-from __future__ import annotations
-
 from structq.errors import describe
 
 from .common import console, errors_to_exit, make_agent, parse_today, parse_vars, shared_options

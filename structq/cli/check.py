@@ -1,8 +1,6 @@
 """``structq check``: validate manifests (and, with ``--connect``, compare them with the sources
 and audit the account each one connects as: ``structq.sync.audit``)."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Annotated

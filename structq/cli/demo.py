@@ -5,8 +5,6 @@ example question: its plan, the queries as they ran, the result tables and the a
 citations. With a model configured it also answers a question that is not an example.
 """
 
-from __future__ import annotations
-
 import datetime as dt
 import json
 import os

@@ -1,7 +1,5 @@
 """``structq describe``: draft descriptions and synonyms for undescribed tables and columns."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

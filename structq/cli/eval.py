@@ -1,7 +1,5 @@
 """``structq eval QUESTIONS.yaml``: regression runs over a question set."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

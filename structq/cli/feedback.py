@@ -1,7 +1,5 @@
 """``structq feedback``: what callers said about their answers, for a reviewer to act on."""
 
-from __future__ import annotations
-
 import datetime as dt
 from pathlib import Path
 from typing import Annotated, Any

@@ -1,7 +1,5 @@
 """``structq grants``: print the least-privilege SQL for one source's database account."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

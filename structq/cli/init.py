@@ -1,7 +1,5 @@
 """``structq init``: draft a manifest for one database or cluster from what it holds."""
 
-from __future__ import annotations
-
 import shlex
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """``structq run PLAN.yaml``: execute a saved plan with no model (saved reports, cron)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

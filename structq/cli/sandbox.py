@@ -5,8 +5,6 @@ for SQL sources, ``check_dsl`` for search sources), so this is the way to see wh
 the rewritten query, its bound values and its row cap look like.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import TYPE_CHECKING, Annotated, Any

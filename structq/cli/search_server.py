@@ -6,8 +6,6 @@ holds and stop it. ``structq --no-daemon …`` (or ``STRUCTQ_SEARCH_DAEMON=0``) 
 inside one command instead, as before.
 """
 
-from __future__ import annotations
-
 import os
 from datetime import datetime
 
@@ -34,12 +32,16 @@ def configure_daemon(no_daemon: bool) -> None:
     if not daemon_wanted(no_daemon):
         return
     from structq.executors.search import embedded_server
-    from structq.executors.search.server_daemon import DEFAULT_IDLE_S, parse_idle
 
     idle = os.environ.get("STRUCTQ_SEARCH_DAEMON_IDLE")
     with errors_to_exit(False):
-        idle_s = parse_idle(idle) if idle else DEFAULT_IDLE_S
-        embedded_server.use_daemon(idle_s, on_start=lambda state: _say_started(state.url, idle_s))
+        if idle:  # the daemon's module loads when it serves, or to read a setting it owns
+            from structq.executors.search.server_daemon import parse_idle
+
+            idle_s = parse_idle(idle)
+        else:
+            idle_s = None
+        embedded_server.use_daemon(idle_s, on_start=lambda state: _say_started(state.url, state.idle_s))
 
 
 def _say_started(url: str, idle_s: float) -> None:

@@ -1,7 +1,5 @@
 """``structq serve`` (HTTP API, web page, MCP over HTTP) and ``structq mcp`` (MCP over stdio)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

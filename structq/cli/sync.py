@@ -1,7 +1,5 @@
 """``structq sync``: keep manifests true to their databases (check for cron, write, roll back)."""
 
-from __future__ import annotations
-
 import os
 import re
 import sys

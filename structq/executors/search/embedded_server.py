@@ -187,12 +187,38 @@ class EmbeddedSearchServer:
 # The process-wide search server
 # ---------------------------------------------------------------------------------------------
 
-_SERVER: Any = EmbeddedSearchServer()
+#: The search server of the choice in force (``use_daemon``, ``use_in_process``), made when an
+#: embedded source first needs it (``_server``): choosing costs nothing to a command that reads
+#: none (the CLI chooses the daemon at every start; ``server_daemon`` loads only when it serves).
+_SERVER: Any = None
+_make: Callable[[], Any] = EmbeddedSearchServer
+_chosen = "in_process"
+_choice_lock = threading.Lock()
+
+
+def _server() -> Any:
+    global _SERVER
+    with _choice_lock:
+        if _SERVER is None:
+            _SERVER = _make()
+        return _SERVER
+
+
+def _choose(kind: str, make: Callable[[], Any]) -> None:
+    """Serve from ``kind`` from now on; a search server of another kind this process made is stopped."""
+    global _SERVER, _make, _chosen
+    with _choice_lock:
+        if kind == _chosen:
+            return
+        if _SERVER is not None:
+            _SERVER.stop()
+        _SERVER, _make, _chosen = None, make, kind
 
 
 @atexit.register
 def _stop_at_exit() -> None:
-    _SERVER.stop()
+    if _SERVER is not None:
+        _SERVER.stop()
 
 
 def use_daemon(idle_s: float | None = None, on_start: Callable[[Any], None] | None = None) -> None:
@@ -200,43 +226,42 @@ def use_daemon(idle_s: float | None = None, on_start: Callable[[Any], None] | No
     CLI's choice, so that one search server outlives one command. The Python API keeps the
     in-process search server unless it calls this. ``on_start`` is called with the daemon's state
     when this process starts it."""
-    global _SERVER
-    from structq.executors.search.server_daemon import DEFAULT_IDLE_S, SearchServerDaemon
 
-    if not isinstance(_SERVER, SearchServerDaemon):
-        _SERVER.stop()
-        _SERVER = SearchServerDaemon(DEFAULT_IDLE_S if idle_s is None else idle_s, on_start)
+    def daemon() -> Any:
+        from structq.executors.search.server_daemon import DEFAULT_IDLE_S, SearchServerDaemon
+
+        return SearchServerDaemon(DEFAULT_IDLE_S if idle_s is None else idle_s, on_start)
+
+    _choose("daemon", daemon)
 
 
 def use_in_process() -> None:
     """Serve embedded sources from a search server of this process (the default)."""
-    global _SERVER
-    if not isinstance(_SERVER, EmbeddedSearchServer):
-        _SERVER.stop()
-        _SERVER = EmbeddedSearchServer()
+    _choose("in_process", EmbeddedSearchServer)
 
 
 def acquire(manifest: Manifest, progress: LoadProgress | None = None) -> str:
     """The search server's URL, with ``manifest``'s indices loaded (see :meth:`EmbeddedSearchServer.acquire`)."""
-    return _SERVER.acquire(manifest, progress)
+    return _server().acquire(manifest, progress)
 
 
 def release() -> None:
     """Give back one :func:`acquire`."""
-    _SERVER.release()
+    _server().release()
 
 
 def server_url() -> str | None:
     """The search server's URL while it runs, else None."""
-    return _SERVER.url
+    return _server().url
 
 
 def loaded_indices() -> dict[str, Path]:
     """Index name → documents file, for what the search server has loaded."""
-    return _SERVER.loaded
+    return _server().loaded
 
 
 def stop() -> None:
     """Stop this process's use of the search server now (it starts again on the next ``acquire``);
     the daemon itself is stopped by ``structq search-server stop`` or its idle clock."""
-    _SERVER.stop()
+    if _SERVER is not None:
+        _SERVER.stop()
