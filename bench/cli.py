@@ -43,6 +43,9 @@ TARGET_S = 0.3
 HEAVY = ("langchain", "langchain_core", "langchain_openai", "langchain_community", "langgraph", "openai",
          "sqlalchemy", "sqlglot", "elasticsearch", "opensearchpy", "elastic_transport", "jieba", "numpy",
          "psycopg", "pymysql", "httpx", "pydantic", "yaml", "rich")
+#: Every Python this bench starts gets ``-P``: without it ``-c`` and ``-m`` put the current folder
+#: first on the import path, and run from inside a checkout they would import its ``structq``
+#: whatever ``PYTHONPATH`` names (``--before`` would measure the same code twice).
 #: What the ``structq`` script runs; and ``structq --help`` in-process, for ``-X importtime``.
 ENTRY_POINT = "from structq.cli import main; main()"
 HELP_CODE = f"import sys; sys.argv = ['structq', '--help']; {ENTRY_POINT}"
@@ -52,7 +55,7 @@ def structq_command() -> list[str]:
     """The installed ``structq`` script, else the same entry point through this interpreter."""
     script = Path(sys.executable).with_name("structq")
     found = str(script) if script.exists() else shutil.which("structq")
-    return [found] if found else [sys.executable, "-c", ENTRY_POINT]
+    return [found] if found else [sys.executable, "-P", "-c", ENTRY_POINT]
 
 
 def median_wall(command: list[str], runs: int = RUNS) -> float:
@@ -81,7 +84,7 @@ class Import:
 
 def import_times(code: str, env: dict[str, str] | None = None) -> list[Import]:
     """Every module imported while running ``code``, from ``python -X importtime``."""
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-P", "-X", "importtime", "-c", code], capture_output=True, text=True,
                             check=False, env=env)
     imports = []
     for line in result.stderr.splitlines():
@@ -283,7 +286,7 @@ def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None
         commands[LIBRARIES] = ([sys.executable, "-c", libraries_code(import_times(run_code, env))], env)
         if before is not None:
             before_env = {**env, "PYTHONPATH": os.pathsep.join([str(before), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-            commands[f"structq run ({before.name})"] = ([sys.executable, "-m", "structq.cli", *run_args], before_env)
+            commands[f"structq run ({before.name})"] = ([sys.executable, "-P", "-m", "structq.cli", *run_args], before_env)
             commands[f"{LIBRARIES} ({before.name})"] = (
                 [sys.executable, "-c", libraries_code(import_times(run_code, before_env))], before_env)
         commands["LangChain SQLDatabase"] = ([sys.executable, "-c", _SQLDATABASE, url, query], env)

@@ -25,3 +25,8 @@ def test_linking_on_synthetic_catalogues_rebuilds_one_part_per_changed_manifest(
     rows = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0].isdigit()}
     assert set(rows) == {"100", "200"}, out
     assert rows["200"].endswith("1, 1 of 2"), out  # one part built in the process, one read from disk
+
+
+def test_cli_compares_structq_run_with_the_langchain_script(tmp_path: Path) -> None:
+    out = _bench("bench/cli.py", "--run-only", "--rounds", "1", tmp_path=tmp_path)
+    assert "structq run ratio" in out and "its libraries alone (floor)" in out, out
