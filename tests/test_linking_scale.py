@@ -175,3 +175,22 @@ def test_the_next_process_reads_the_unchanged_parts_from_the_cache(fresh: Any, t
     assert fresh.built == before + 1
     assert len(list(folder.glob("*.pickle"))) == 4
     _assert_same(merged, LinkingIndex.build(changed))
+
+
+def test_an_index_read_back_is_the_same_and_makes_entities_as_they_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from structq.linking import index as index_module
+
+    built = LinkingIndex.build(_catalogue())
+    made: list[tuple] = []
+    real = index_module._entity_of
+    monkeypatch.setattr(index_module, "_entity_of", lambda row: made.append(row) or real(row))
+    read_back = pickle.loads(pickle.dumps(built, protocol=pickle.HIGHEST_PROTOCOL))
+    assert made == []  # nothing made on reading
+    first = read_back.entities[1]
+    assert first == built.entities[1] and read_back.entities[1] is first and len(made) == 1
+    _assert_same(read_back, built)  # every entity, made now, equals the built one
+    assert len(made) == len(built.entities)
+    again = pickle.loads(pickle.dumps(read_back, protocol=pickle.HIGHEST_PROTOCOL))  # stored again as rows
+    _assert_same(again, built)

@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict, deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, overload
 
 from . import persist
-from .entities import Entity
+from .entities import Entity, Member
 from .languages import Reach
 from .memo import Memo
 from .parts import W_EXAMPLE, Part, add_terms, build_part, parts
@@ -108,11 +109,65 @@ def _example_tables(capabilities: "CapabilitySet") -> list[tuple[str, set[tuple[
     return out
 
 
+class _StoredEntities(Sequence[Entity]):
+    """The entities of an index read back from disk, kept as the plain rows they were stored
+    as and each made an ``Entity`` the first time it is read.
+
+    Most of the time to read an index back went to making its entities and their members
+    (10,000 tables: some 60,000 objects) while a question reads a few hundred of them; rows of
+    plain values load several times faster (``docs/performance.md``, "Linking index cache")."""
+
+    __slots__ = ("_rows", "_made")
+
+    def __init__(self, rows: list[tuple]) -> None:
+        self._rows = rows
+        self._made: list[Entity | None] = [None] * len(rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, i: int) -> Entity: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Entity]: ...
+
+    def __getitem__(self, i: int | slice) -> Entity | list[Entity]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self._rows)))]
+        made = self._made[i]
+        if made is None:
+            made = self._made[i] = _entity_of(self._rows[i])
+        return made
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        return _StoredEntities, (self._rows,)
+
+
+def _row_of(entity: Entity) -> tuple:
+    """``entity`` as plain values (``_entity_of`` makes it again), its members as rows too."""
+    members = tuple(tuple(getattr(m, f.name) for f in fields(Member)) for m in entity.members)
+    return tuple(members if f.name == "members" else getattr(entity, f.name) for f in fields(Entity))
+
+
+def _entity_of(row: tuple) -> Entity:
+    values = dict(zip((f.name for f in fields(Entity)), row))
+    values["members"] = tuple(Member(*member) for member in values["members"])
+    return Entity(**values)
+
+
 @dataclass
 class LinkingIndex:
-    """Everything ``select`` needs that depends only on the manifests."""
+    """Everything ``select`` needs that depends only on the manifests.
 
-    entities: list[Entity]
+    Kept on disk (``persist.py``) as plain values: the entities as rows, made ``Entity``
+    objects again one by one as a question reads them (``_StoredEntities``)."""
+
+    entities: Sequence[Entity]
     position: dict[tuple[str, str], int]
     tables: _Bm25
     columns: _Bm25
@@ -130,6 +185,13 @@ class LinkingIndex:
     #: Each source's languages (``languages.Reach``), read from the kept index instead of every
     #: manifest's prose again in each process
     reach: dict[str, Reach]
+
+    def __reduce__(self) -> tuple:
+        """Pickled with its entities as plain rows (see ``_StoredEntities``)."""
+        rows = self.entities._rows if isinstance(self.entities, _StoredEntities) else [_row_of(e) for e in self.entities]
+        values = [getattr(self, f.name) for f in fields(self)]
+        values[0] = _StoredEntities(rows)
+        return LinkingIndex, tuple(values)
 
     def named(self, query_terms: set[str]) -> set[int]:
         """Tables whose name or a synonym is written in the question (all its words/bigrams)."""
