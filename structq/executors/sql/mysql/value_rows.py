@@ -1,0 +1,131 @@
+"""A long text list sent to MariaDB as rows (``IN (VALUES ('a'),('b'),…)``) where that is the
+same condition, so that the server looks each value up in the column's index.
+
+MariaDB rewrites a long ``IN`` list itself (``in_predicate_conversion_threshold``, 1,000
+values): ``col IN (SELECT … FROM (VALUES …))``, which it can join through an index. It skips
+that rewrite when the list's collation is not the column's, as when the connection speaks
+``utf8mb4_general_ci`` (what ``charset=utf8mb4`` gives on 10.x) and the tables use another:
+the ``IN`` is then tested against every row of the table (a binary search of the sorted list
+per row). Past about 16,000 values (``optimizer_max_sel_args``) not even a range is tried.
+100,000 codes against 1.2 million rows: 1.1–2.0 s as a list, 0.4 s as rows, about the JOIN.
+
+The rows form is sent only where it is the same condition as the list:
+
+- the server is MariaDB 10.3 or later (table value constructors);
+- the list holds at least ``ROWS_FROM`` values, all ``str`` (no NULL, no numbers);
+- the value they are compared with is a column of a table (through the sandbox's derived
+  tables, ``(SELECT id, code FROM t) AS t``, when they pass the column on unchanged) whose
+  type is text (``CHAR``, ``VARCHAR``, ``*TEXT``) in the connection's character set, read
+  from ``information_schema`` on the same connection, just before the statement.
+
+A text list compared with a number, a date or a column of another character set is compared
+otherwise as rows than as a list (``'1.50'`` with an ``INT``; a ``latin1`` column refuses rows
+of ``utf8mb4``), so it stays a list. Between texts of one character set, a column's collation
+decides the comparison either way (the list and the rows' column are both coercible to it):
+``tests/test_mysql_value_rows.py`` compares both forms over collations and hostile texts.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+__all__ = ["ROWS_FROM", "ColumnPath", "compared_column", "rows_allowed", "text_in_charset"]
+
+#: Lists of at least this many values may go as rows: MariaDB's own threshold for the same
+#: rewrite (``in_predicate_conversion_threshold``'s default).
+ROWS_FROM = 1000
+
+#: The column types whose comparison with a text value is a comparison of texts.
+_TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+
+#: (database or None for the current one, table, column).
+ColumnPath = tuple["str | None", str, str]
+
+_MARIADB_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)-MariaDB")
+
+
+def rows_allowed(server_info: str) -> bool:
+    """Whether a server that says ``server_info`` (the handshake's version, e.g.
+    ``10.11.6-MariaDB-0+deb12u1`` or ``5.5.5-10.11.6-MariaDB``) reads ``IN (VALUES …)``:
+    MariaDB 10.3.3 or later (MySQL writes rows otherwise, ``VALUES ROW(…)``)."""
+    found = _MARIADB_VERSION.search(server_info or "")
+    return found is not None and tuple(map(int, found.groups())) >= (10, 3, 3)
+
+
+@functools.lru_cache(maxsize=512)
+def compared_column(text: str, name: str) -> ColumnPath | None:
+    """The base-table column that the list parameter ``name`` of ``text`` (``<column> IN
+    :name``) is compared with, or None when it is anything else (an expression, a column of
+    a union, a CTE or a derived table that changes it) or cannot be told."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+    from sqlglot.optimizer.scope import traverse_scope
+
+    try:
+        tree = sqlglot.parse_one(text, read="mysql")
+        scopes = traverse_scope(tree)
+    except (SqlglotError, RecursionError):
+        return None
+    tests = [node for node in tree.find_all(exp.In)
+             if isinstance(node.args.get("field"), exp.Placeholder) and node.args["field"].name == name]
+    if len(tests) != 1 or not isinstance(tests[0].this, exp.Column):
+        return None
+    column = tests[0].this
+    owner = next((scope for scope in scopes if _in_scope(scope, tests[0])), None)
+    return _base_column(owner, column) if owner is not None else None
+
+
+def _in_scope(scope: Any, node: "exp.Expression") -> bool:
+    return any(found is node for found in scope.walk())
+
+
+def _base_column(scope: Any, column: "exp.Column", depth: int = 0) -> ColumnPath | None:
+    """``column`` of ``scope`` followed through derived tables that select it unchanged, to
+    the table it comes from."""
+    from sqlglot import exp
+    from sqlglot.optimizer.scope import Scope
+
+    if depth > 16:
+        return None
+    sources = scope.sources
+    if column.table:
+        source = sources.get(column.table)
+    elif len(sources) == 1:
+        source = next(iter(sources.values()))
+    else:
+        return None  # an unqualified column among several sources: not told here
+    if isinstance(source, exp.Table):
+        if not isinstance(source.this, exp.Identifier) or source.args.get("catalog"):
+            return None
+        return (source.db or None, source.name, column.name)
+    if not isinstance(source, Scope) or not isinstance(source.expression, exp.Select) or source.is_cte:
+        return None
+    selected = [p for p in source.expression.expressions if p.alias_or_name == column.name]
+    if len(selected) != 1:
+        return None
+    inner = selected[0].unalias() if isinstance(selected[0], exp.Alias) else selected[0]
+    if not isinstance(inner, exp.Column):
+        return None
+    return _base_column(source, inner, depth + 1)
+
+
+def text_in_charset(dbapi_connection: Any, path: ColumnPath) -> bool:
+    """Whether ``path`` is a text column in the connection's character set, as the server
+    says now (``information_schema.COLUMNS``, on this connection)."""
+    database, table, column = path
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(
+            "SELECT DATA_TYPE, CHARACTER_SET_NAME = @@character_set_connection FROM information_schema.COLUMNS"
+            " WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND TABLE_NAME = %s AND COLUMN_NAME = %s",
+            (database, table, column))
+        found = cursor.fetchall()
+    finally:
+        cursor.close()
+    return len(found) == 1 and str(found[0][0]).lower() in _TEXT_TYPES and found[0][1] == 1
