@@ -24,7 +24,8 @@ from structq.capabilities import Limits, Manifest
 from structq.errors import ExecutionError
 from structq.executors.sql import SqlExecutor
 from structq.executors.sql.mysql import MySQLList
-from structq.executors.sql.mysql.value_rows import ROWS_FROM, compared_column, rows_allowed
+from structq.executors.sql.mysql.value_rows import (ROWS_FROM, VARCHAR_IN_MEMORY, compared_column,
+                                                     fits_in_memory, rows_allowed)
 from structq.executors.sql.session import MYSQL
 from structq.safety.query import SafeQuery
 
@@ -207,3 +208,34 @@ def test_rows_need_mariadb_10_3_3(info: str, allowed: bool) -> None:
 ])
 def test_the_compared_column(text: str, column: Any) -> None:
     assert compared_column(text, "ref") == column
+
+
+@pytest.mark.parametrize("drivername", DRIVERS)
+def test_rows_that_the_server_would_write_to_disk_stay_a_list(texts_db: tuple[str, str], drivername: str) -> None:
+    """With the least in-memory temporary table MariaDB allows (16 KiB), 2,000 one-letter
+    rows do not fit: the list is sent as a list."""
+    _, reader_url = texts_db
+    engine = sa.create_engine(_with_driver(reader_url, drivername), connect_args={"charset": "utf8mb4"})
+    long = ["a", "b"] * ROWS_FROM
+    try:
+        with engine.connect() as connection:
+            dbapi_connection = connection.connection.dbapi_connection
+            MYSQL.on_connect(dbapi_connection)
+            forms = []
+            for size in ("DEFAULT", "16384"):
+                connection.exec_driver_sql(f"SET SESSION max_heap_table_size = {size}")
+                text = MYSQL.statement(dbapi_connection, _query("u", False, long))[1]["ref"].text
+                forms.append((text.decode() if isinstance(text, bytes) else text).startswith("(VALUES ("))
+    finally:
+        engine.dispose()
+    assert forms == [True, False]
+
+
+def test_fits_in_memory() -> None:
+    """48 bytes a row for seven-character codes: 16 MiB holds about 350,000 (400,000 stayed in
+    memory on MariaDB 10.11, 600,000 did not)."""
+    limit = 16 * 1024 * 1024
+    assert fits_in_memory(340_000, 7, limit) and not fits_in_memory(360_000, 7, limit)
+    assert not fits_in_memory(600_000, 7, limit) and not fits_in_memory(1_000_000, 8, limit)
+    assert fits_in_memory(100_000, 8, limit)
+    assert not fits_in_memory(ROWS_FROM, VARCHAR_IN_MEMORY + 1, 2**40)  # a text column: never in memory

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..fetch import Statement, bind
 from ..guards import SOCKET_GRACE_S, Backend, Setup, connect_timeout, milliseconds
 from .drivers import DRIVERS, PYMYSQL, MySQLDriver, driver_for
-from .value_rows import ROWS_FROM, compared_column, rows_allowed, text_in_charset
+from .value_rows import ROWS_FROM, compared_column, rows_allowed, rows_fit
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -189,13 +189,14 @@ def render_list(dbapi_connection: Any, values: Sequence[Any], *, rows: bool = Fa
 
 def _as_rows(dbapi_connection: Any, query: "SafeQuery", name: str, values: Sequence[Any]) -> bool:
     """Whether the list ``name`` of ``query`` goes as rows (``value_rows.py``): long enough,
-    all text, on MariaDB, compared with a text column of the connection's character set."""
+    all text, on MariaDB, compared with a text column of the connection's character set, and
+    held in the server's memory."""
     if len(values) < ROWS_FROM or not all(type(v) is str for v in values):
         return False
     if not rows_allowed(dbapi_connection.get_server_info()):
         return False
     column = compared_column(query.text or "", name)
-    return column is not None and text_in_charset(dbapi_connection, column)
+    return column is not None and rows_fit(dbapi_connection, column, len(values), max(map(len, values)))
 
 
 @dataclass(frozen=True)
