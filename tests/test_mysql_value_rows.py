@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -150,38 +151,51 @@ def test_rows_select_what_the_list_selects(texts_db: tuple[str, str], drivername
     assert compared >= len(COLUMNS) * 2 * len(_lists()) * 3 // 4  # most comparisons have rows to compare
 
 
-@pytest.mark.parametrize("drivername", DRIVERS)
-def test_rows_only_for_long_text_lists_against_text_columns(texts_db: tuple[str, str], drivername: str) -> None:
-    """The form the executor sends: rows where the column is text of the connection's
-    character set and the list long and all text; a list everywhere else."""
-    _, reader_url = texts_db
-    engine = sa.create_engine(_with_driver(reader_url, drivername), connect_args={"charset": "utf8mb4"})
-    long = ["a", "b"] * ROWS_FROM
+@contextmanager
+def _reader(texts_db: tuple[str, str], drivername: str) -> Iterator[tuple[Any, Any]]:
+    """A read-only SQLAlchemy connection and its DB-API connection, with the encoders the
+    executor registers on each connection."""
+    engine = sa.create_engine(_with_driver(texts_db[1], drivername), connect_args={"charset": "utf8mb4"})
     try:
         with engine.connect() as connection:
             dbapi_connection = connection.connection.dbapi_connection
             MYSQL.on_connect(dbapi_connection)
-
-            def sent(query: SafeQuery) -> str:
-                value = MYSQL.statement(dbapi_connection, query)[1]["ref"]
-                assert isinstance(value, MySQLList)
-                text = value.text.decode() if isinstance(value.text, bytes) else value.text
-                return "rows" if text.startswith("(VALUES (") else "list"
-
-            for column in COLUMNS:
-                for negated in (False, True):
-                    assert sent(_query(column, negated, long)) == ("rows" if column in ROWS_EXPECTED else "list"), column
-            assert sent(_query("u", False, long[: ROWS_FROM - 1])) == "list"  # short: the server's ranges
-            assert sent(_query("u", False, [*long, None])) == "list"  # a NULL: not all text
-            expression = SafeQuery(source="texts", kind="sql", limit=1001, max_rows=1000,
-                                   text="SELECT id FROM t WHERE LOWER(u) IN :ref", params={"ref": long},
-                                   expanding=frozenset({"ref"}))
-            assert sent(expression) == "list"
-            rows = MYSQL.statement(dbapi_connection, _query("u", False, ["it's", "\\", "x"] * ROWS_FROM))[1]["ref"].text
-            rows = rows.decode() if isinstance(rows, bytes) else rows
-            assert rows.startswith("(VALUES ('it") and rows.endswith("'),('x'))") and rows.count("),(") == 3 * ROWS_FROM - 1
+            yield connection, dbapi_connection
     finally:
         engine.dispose()
+
+
+def _sent(dbapi_connection: Any, query: SafeQuery) -> str:
+    """The list parameter ``ref`` as the executor would send it."""
+    value = MYSQL.statement(dbapi_connection, query)[1]["ref"]
+    assert isinstance(value, MySQLList)
+    return value.text.decode() if isinstance(value.text, bytes) else value.text
+
+
+def _form(dbapi_connection: Any, query: SafeQuery) -> str:
+    return "rows" if _sent(dbapi_connection, query).startswith("(VALUES (") else "list"
+
+
+LONG = ["a", "b"] * ROWS_FROM
+
+
+@pytest.mark.parametrize("drivername", DRIVERS)
+def test_rows_only_for_long_text_lists_against_text_columns(texts_db: tuple[str, str], drivername: str) -> None:
+    """The form the executor sends: rows where the column is text of the connection's
+    character set and the list long and all text; a list everywhere else."""
+    with _reader(texts_db, drivername) as (_, dbapi_connection):
+        for column in COLUMNS:
+            for negated in (False, True):
+                want = "rows" if column in ROWS_EXPECTED else "list"
+                assert _form(dbapi_connection, _query(column, negated, LONG)) == want, column
+        assert _form(dbapi_connection, _query("u", False, LONG[: ROWS_FROM - 1])) == "list"  # short: ranges
+        assert _form(dbapi_connection, _query("u", False, [*LONG, None])) == "list"  # a NULL: not all text
+        expression = SafeQuery(source="texts", kind="sql", limit=1001, max_rows=1000,
+                               text="SELECT id FROM t WHERE LOWER(u) IN :ref", params={"ref": LONG},
+                               expanding=frozenset({"ref"}))
+        assert _form(dbapi_connection, expression) == "list"
+        rows = _sent(dbapi_connection, _query("u", False, ["it's", "\\", "x"] * ROWS_FROM))
+        assert rows.startswith("(VALUES ('it") and rows.endswith("'),('x'))") and rows.count("),(") == 3 * ROWS_FROM - 1
 
 
 @pytest.mark.parametrize(("info", "allowed"), [
@@ -214,21 +228,12 @@ def test_the_compared_column(text: str, column: Any) -> None:
 def test_rows_that_the_server_would_write_to_disk_stay_a_list(texts_db: tuple[str, str], drivername: str) -> None:
     """With the least in-memory temporary table MariaDB allows (16 KiB), 2,000 one-letter
     rows do not fit: the list is sent as a list."""
-    _, reader_url = texts_db
-    engine = sa.create_engine(_with_driver(reader_url, drivername), connect_args={"charset": "utf8mb4"})
-    long = ["a", "b"] * ROWS_FROM
-    try:
-        with engine.connect() as connection:
-            dbapi_connection = connection.connection.dbapi_connection
-            MYSQL.on_connect(dbapi_connection)
-            forms = []
-            for size in ("DEFAULT", "16384"):
-                connection.exec_driver_sql(f"SET SESSION max_heap_table_size = {size}")
-                text = MYSQL.statement(dbapi_connection, _query("u", False, long))[1]["ref"].text
-                forms.append((text.decode() if isinstance(text, bytes) else text).startswith("(VALUES ("))
-    finally:
-        engine.dispose()
-    assert forms == [True, False]
+    forms = []
+    with _reader(texts_db, drivername) as (connection, dbapi_connection):
+        for size in ("DEFAULT", "16384"):
+            connection.exec_driver_sql(f"SET SESSION max_heap_table_size = {size}")
+            forms.append(_form(dbapi_connection, _query("u", False, LONG)))
+    assert forms == ["rows", "list"]
 
 
 def test_fits_in_memory() -> None:

@@ -1,6 +1,7 @@
 """MySQL and MariaDB (mysqlclient or PyMySQL, ``drivers.py``): a read-only session and
 transaction, the server's statement time limit, ``KILL QUERY`` as the backstop; every list bound as one
-parameter, written at once."""
+parameter, written at once, a long text list as rows where MariaDB then uses the column's index
+(``value_rows.py``)."""
 
 from __future__ import annotations
 

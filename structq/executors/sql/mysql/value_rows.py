@@ -11,7 +11,7 @@ per row). Past about 16,000 values (``optimizer_max_sel_args``) not even a range
 
 The rows form is sent only where it is the same condition as the list:
 
-- the server is MariaDB 10.3 or later (table value constructors);
+- the server is MariaDB 10.3.3 or later (table value constructors in ``IN``);
 - the list holds at least ``ROWS_FROM`` values, all ``str`` (no NULL, no numbers), and its
   rows fit in the server's in-memory temporary tables (``fits_in_memory``): past that the
   server writes them, and the list's matches, to temporary tables on disk (600,000 codes:
@@ -23,9 +23,10 @@ The rows form is sent only where it is the same condition as the list:
 
 A text list compared with a number, a date or a column of another character set is compared
 otherwise as rows than as a list (``'1.50'`` with an ``INT``; a ``latin1`` column refuses rows
-of ``utf8mb4``), so it stays a list. Between texts of one character set, a column's collation
-decides the comparison either way (the list and the rows' column are both coercible to it):
-``tests/test_mysql_value_rows.py`` compares both forms over collations and hostile texts.
+of ``utf8mb4``), so it stays a list. Between texts of one character set the table column's
+collation decides the comparison either way, as it does against the list's literals:
+``tests/test_mysql_value_rows.py`` compares both forms over collations, column kinds and
+hostile texts, through both drivers and both ways of reading backslashes.
 """
 
 from __future__ import annotations
