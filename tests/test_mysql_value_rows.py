@@ -219,6 +219,8 @@ def test_rows_need_mariadb_10_3_3(info: str, allowed: bool) -> None:
     ("WITH c AS (SELECT code FROM t) SELECT * FROM c WHERE c.code IN :ref", None),  # a CTE
     ("SELECT id FROM (SELECT id, code FROM t UNION SELECT id, code FROM u) AS v WHERE v.code IN :ref", None),
     ("SELECT id FROM t WHERE code IN :ref OR name IN :ref", None),  # twice
+    ("SELECT id FROM t WHERE code IN (:ref", None),  # not SQL sqlglot reads
+    ("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE t.code IN :ref)", None),  # an outer column
 ])
 def test_the_compared_column(text: str, column: Any) -> None:
     assert compared_column(text, "ref") == column

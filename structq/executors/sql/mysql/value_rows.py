@@ -77,16 +77,16 @@ def compared_column(text: str, name: str) -> ColumnPath | None:
 
     try:
         tree = sqlglot.parse_one(text, read="mysql")
-        scopes = traverse_scope(tree)
+        tests = [node for node in tree.find_all(exp.In)
+                 if isinstance(node.args.get("field"), exp.Placeholder) and node.args["field"].name == name]
+        if len(tests) != 1 or not isinstance(tests[0].this, exp.Column):
+            return None
+        owner = next((scope for scope in traverse_scope(tree) if _in_scope(scope, tests[0])), None)
+        return _base_column(owner, tests[0].this) if owner is not None else None
     except (SqlglotError, RecursionError):
         return None
-    tests = [node for node in tree.find_all(exp.In)
-             if isinstance(node.args.get("field"), exp.Placeholder) and node.args["field"].name == name]
-    if len(tests) != 1 or not isinstance(tests[0].this, exp.Column):
+    except Exception:  # noqa: BLE001 - whatever cannot be told keeps the list, which is always right
         return None
-    column = tests[0].this
-    owner = next((scope for scope in scopes if _in_scope(scope, tests[0])), None)
-    return _base_column(owner, column) if owner is not None else None
 
 
 def _in_scope(scope: Any, node: "exp.Expression") -> bool:
@@ -155,6 +155,8 @@ def rows_fit(dbapi_connection: Any, path: ColumnPath, count: int, widest: int) -
             " WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND TABLE_NAME = %s AND COLUMN_NAME = %s",
             (database, table, column))
         found = cursor.fetchall()
+    except dbapi_connection.Error:  # the server would not say: the list, which is always right
+        return False
     finally:
         cursor.close()
     if len(found) != 1:
