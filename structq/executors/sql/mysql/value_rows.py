@@ -77,7 +77,6 @@ def compared_column(text: str, name: str) -> ColumnPath | None:
     ``IN`` stands elsewhere, or it cannot be told."""
     import sqlglot
     from sqlglot import exp
-    from sqlglot.errors import SqlglotError
     from sqlglot.optimizer.scope import traverse_scope
 
     try:
@@ -92,9 +91,7 @@ def compared_column(text: str, name: str) -> ColumnPath | None:
         if owner is None or not _run_once(owner):
             return None
         return _base_column(owner, tests[0].this)
-    except (SqlglotError, RecursionError):
-        return None
-    except Exception:  # noqa: BLE001 - whatever cannot be told keeps the list, which is always right
+    except Exception:  # noqa: BLE001 - what cannot be told (SqlglotError, RecursionError, …) keeps the list
         return None
 
 
@@ -177,7 +174,6 @@ def fits_in_memory(count: int, widest: int, limit: int) -> bool:
         return False
     row = -(-(4 * widest + 3) // 8) * 8 + 16
     return count * row <= limit
-
 
 
 def rows_fit(dbapi_connection: Any, path: ColumnPath, count: int, widest: int) -> bool:
