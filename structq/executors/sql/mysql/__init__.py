@@ -1,6 +1,7 @@
 """MySQL and MariaDB (mysqlclient or PyMySQL, ``drivers.py``): a read-only session and
 transaction, the server's statement time limit, ``KILL QUERY`` as the backstop; every list bound as one
-parameter, written at once."""
+parameter, written at once, a long text list as rows where MariaDB then uses the column's index
+(``value_rows.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..fetch import Statement, bind
 from ..guards import SOCKET_GRACE_S, Backend, Setup, connect_timeout, milliseconds
 from .drivers import DRIVERS, PYMYSQL, MySQLDriver, driver_for
+from .value_rows import ROWS_FROM, compared_column, rows_allowed, rows_fit
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -79,8 +81,9 @@ class MySQLBackend(Backend):
         a list of plain ints goes as an ``MySQLIntList``, checked to be exactly ``int`` and
         written ``(1,2,3)`` in one join; any other list as a ``MySQLList`` whose text the
         connection itself wrote (``render_list``: its own escaping, which honours the
-        server's SQL mode). Empty lists keep SQLAlchemy's expanding bind (the sandbox writes
-        them as a constant anyway).
+        server's SQL mode). A long text list compared with a text column goes as rows,
+        ``(VALUES ('a'),('b'))``, on MariaDB (``value_rows.py`` says when and why). Empty
+        lists keep SQLAlchemy's expanding bind (the sandbox writes them as a constant anyway).
         """
         params = dict(query.params)
         whole = set()
@@ -89,8 +92,11 @@ class MySQLBackend(Backend):
                 value = params.get(name)
                 if not isinstance(value, (list, tuple)) or not value:
                     continue
-                params[name] = MySQLIntList(value) if set(map(type, value)) == {int} else render_list(
-                    dbapi_connection, value)
+                if set(map(type, value)) == {int}:
+                    params[name] = MySQLIntList(value)
+                else:
+                    params[name] = render_list(dbapi_connection, value,
+                                               rows=_as_rows(dbapi_connection, query, name, value))
                 whole.add(name)
         if not whole:
             return bind(query), params
@@ -154,9 +160,10 @@ class MySQLList:
 _SEPARATOR = "\x01"
 
 
-def render_list(dbapi_connection: Any, values: Sequence[Any]) -> MySQLList:
+def render_list(dbapi_connection: Any, values: Sequence[Any], *, rows: bool = False) -> MySQLList:
     """``values`` written ``(v1,v2,…)`` by ``dbapi_connection``'s own escaping, which honours
-    the server's SQL mode (``NO_BACKSLASH_ESCAPES``) and the connection's character set.
+    the server's SQL mode (``NO_BACKSLASH_ESCAPES``) and the connection's character set; with
+    ``rows``, as MariaDB's rows of one column, ``(VALUES (v1),(v2),…)`` (``value_rows.py``).
 
     Escaping is character by character and leaves ``_SEPARATOR`` as it is, so a list of text
     none of which holds the separator is joined, escaped in one call and split back
@@ -164,18 +171,33 @@ def render_list(dbapi_connection: Any, values: Sequence[Any]) -> MySQLList:
     other list is written value by value, by the same escaping the driver applies to each
     value of an expanded list.
     """
+    opening, between, closing = ("(VALUES (", "),(", "))") if rows else ("(", ",", ")")
     mysqlclient = hasattr(dbapi_connection, "string_literal")
     texts = all(type(v) is str for v in values)
     joined = _SEPARATOR.join(values) if texts else ""
     if texts and joined.count(_SEPARATOR) == len(values) - 1:
+        split = "'" + between + "'"
         if mysqlclient:
             quoted = dbapi_connection.string_literal(joined.encode(dbapi_connection.encoding))
-            return MySQLList(b"(" + quoted.replace(_SEPARATOR.encode(), b"','") + b")")
+            return MySQLList(opening.encode() + quoted.replace(_SEPARATOR.encode(), split.encode()) + closing.encode())
         quoted_text = dbapi_connection.escape(joined)
-        return MySQLList("(" + quoted_text.replace(_SEPARATOR, "','") + ")")
+        return MySQLList(opening + quoted_text.replace(_SEPARATOR, split) + closing)
     if mysqlclient:
-        return MySQLList(b"(" + b",".join(map(dbapi_connection.literal, values)) + b")")
-    return MySQLList("(" + ",".join(map(dbapi_connection.escape, values)) + ")")
+        return MySQLList(opening.encode() + between.encode().join(map(dbapi_connection.literal, values))
+                         + closing.encode())
+    return MySQLList(opening + between.join(map(dbapi_connection.escape, values)) + closing)
+
+
+def _as_rows(dbapi_connection: Any, query: "SafeQuery", name: str, values: Sequence[Any]) -> bool:
+    """Whether the list ``name`` of ``query`` goes as rows (``value_rows.py``): long enough,
+    all text, on MariaDB, compared with a text column of the connection's character set, and
+    held in the server's memory."""
+    if len(values) < ROWS_FROM or not all(type(v) is str for v in values):
+        return False
+    if not rows_allowed(dbapi_connection.get_server_info()):
+        return False
+    column = compared_column(query.text or "", name)
+    return column is not None and rows_fit(dbapi_connection, column, len(values), max(map(len, values)))
 
 
 @dataclass(frozen=True)
