@@ -78,6 +78,8 @@ from structq.linking import parts as parts_module
 from structq.linking.entities import estimate_tokens
 from structq.linking.route import Route, routing_prompt
 
+from figures import percentile
+
 from linking_corpora import CORPUS_LOADERS, Item
 
 
@@ -331,14 +333,9 @@ def synthetic(sizes: list[int]) -> None:
             changed, changed_built = _relink(_with_one_change(size, 0))
             parts_module._HELD = {}  # a new process: the parts are on disk only
             from_disk, disk_built = _relink(_with_one_change(size, len(capabilities) - 1))
-            print(f"{size:>7} {build:>8.2f} {write:>8.2f} {load:>8.2f} {mib:>9.1f} {_percentile(times, 50):>7.2f} "
-                  f"{_percentile(times, 95):>7.2f} {_percentile(cpu_times, 50):>7.2f} {_percentile(cpu_times, 95):>7.2f} "
+            print(f"{size:>7} {build:>8.2f} {write:>8.2f} {load:>8.2f} {mib:>9.1f} {percentile(times, 50):>7.2f} "
+                  f"{percentile(times, 95):>7.2f} {percentile(cpu_times, 50):>7.2f} {percentile(cpu_times, 95):>7.2f} "
                   f"{changed:>11.2f} {from_disk:>11.2f} {f'{changed_built}, {disk_built} of {len(capabilities)}':>11}")
-
-
-def _percentile(values: list[float], share: int) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, len(ordered) * share // 100)]
 
 
 #: Runs a command from a process of its own (so no memory of this one is counted) and prints its wall

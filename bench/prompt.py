@@ -49,6 +49,8 @@ from structq.agent.planner import Planner
 from structq.capabilities import CapabilitySet
 from structq.capabilities.model import Column, Manifest, Table
 
+from figures import percentile
+
 TODAY = dt.date(2026, 11, 30)
 SIZES = (50, 200, 1000)
 COLUMNS_PER_TABLE = 12
@@ -258,11 +260,6 @@ def planning_prompts(capabilities: CapabilitySet, questions: list[str], today: d
     return [sum(len(str(m.content)) for m in planner.messages(q, today=today)) for q in questions]
 
 
-def percentile(values: list[int], share: float) -> int:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))] if ordered else 0
-
-
 def question_sets(paths: list[str]) -> None:
     """The per-question table (see the module docstring)."""
     import statistics
@@ -293,7 +290,7 @@ def question_sets(paths: list[str]) -> None:
             for label, examples in (("all", 0), ("default", None)):
                 sizes = planning_prompts(capabilities, planned, today, examples) if planned else [0]
                 print(f"{Path(path).name:<28} {len(questions):>9} {len(verified):>8} {hits:>12} {len(planned):>7} "
-                      f"{label:>9} {statistics.median(sizes):>13,.0f} {percentile(sizes, 0.9):>7,} "
+                      f"{label:>9} {statistics.median(sizes):>13,.0f} {percentile(sizes, 90, empty=0):>7,} "
                       f"{calls['before']:>6.2f}→{calls['after']:.2f}")
             for q in after:
                 use = agent.templates.plan(q, today).template  # type: ignore[union-attr]

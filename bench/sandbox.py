@@ -51,6 +51,8 @@ from structq.errors import PlanError, SandboxViolation  # noqa: E402
 from structq.safety import check_sql  # noqa: E402
 from structq.safety.sql import memo  # noqa: E402
 
+from figures import percentile
+
 
 def _time(fn, *args, **kw) -> float:
     memo.clear()
@@ -62,16 +64,11 @@ def _time(fn, *args, **kw) -> float:
     return time.perf_counter() - start
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
-
-
 def _row(label: str, n: int, accepted: int, rejected: int, check: list[float], parse: list[float],
          ratios: list[float], top: str) -> str:
     mc = statistics.median(check) * 1e6 if check else 0.0
     mp = statistics.median(parse) * 1e6 if parse else 0.0
-    p = [_percentile(ratios, q) for q in (0.5, 0.9, 0.99)]
+    p = [percentile(ratios, q, empty=0.0) for q in (50, 90, 99)]
     return (f"{label:<18} {n:>7} {accepted:>8} {rejected:>8} {mc:>8.0f} {mp:>8.0f} "
             f"{p[0]:>5.2f}× {p[1]:>5.2f}× {p[2]:>5.2f}× {max(ratios, default=0):>5.2f}×  {top}")
 

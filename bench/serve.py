@@ -29,6 +29,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from figures import percentile
+
 QUESTIONS = [
     "2025年各大区的销售额分别是多少？",                      # sql
     "华东区在职的研发部员工有哪些？",                          # sql
@@ -145,11 +147,6 @@ async def load(url: str, clients: int, seconds: float, pid: int) -> tuple[list[f
     await asyncio.gather(sample(), *(client(n) for n in range(clients)))
     rss.append(rss_mb(pid))
     return latencies, errors, rss
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def cli_each(env: dict[str, str], *root: str) -> list[tuple[str, float, str]]:
