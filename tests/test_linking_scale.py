@@ -194,3 +194,39 @@ def test_an_index_read_back_is_the_same_and_makes_entities_as_they_are_read(monk
     assert len(made) == len(built.entities)
     again = pickle.loads(pickle.dumps(read_back, protocol=pickle.HIGHEST_PROTOCOL))  # stored again as rows
     _assert_same(again, built)
+
+
+def _shipping_catalogue() -> CapabilitySet:
+    """One source whose ``shipments`` reference ``carriers``, and thirty tables of another to prune."""
+    def table(name: str, description: str, columns: list[dict]) -> dict:
+        return {"name": name, "description": description, "columns": columns}
+
+    key = {"name": "id", "type": "integer", "primary_key": True}
+    logistics = {"source": "logistics", "kind": "sql", "url": "sqlite:///l.db", "tables": [
+        table("shipments", "parcels sent to customers", [key, {"name": "weight_kg", "type": "numeric",
+              "description": "parcel weight"}, {"name": "carrier_id", "type": "integer", "references": "carriers.id"}]),
+        table("carriers", "firms", [key, {"name": "label", "type": "text"}])]}
+    staff = {"source": "hr", "kind": "sql", "url": "sqlite:///h.db", "tables": [
+        table(f"staff_{i}", f"employee records {i}", [key, {"name": "salary", "type": "numeric",
+              "description": "monthly pay"}]) for i in range(30)]}
+    return CapabilitySet([Manifest.model_validate(m) for m in (logistics, staff)])
+
+
+@pytest.mark.parametrize("read_back", [False, True], ids=["built", "read back"])
+def test_a_table_kept_for_a_join_says_which_table_it_joins(read_back: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from structq.linking import index as index_module
+    from structq.linking.select import Budget
+
+    monkeypatch.setenv("STRUCTQ_CACHE", "0")
+    catalogue = _shipping_catalogue()
+    index = LinkingIndex.build(catalogue)
+    if read_back:  # the records of an index read back from disk are made as they are read
+        index = pickle.loads(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
+    monkeypatch.setattr(index_module, "_CACHE", index_module.Memo())
+    index_module._CACHE.get(catalogue.fingerprint(), lambda: index)
+    selection = select("average parcel weight of shipments", catalogue, budget=Budget(prompt_tokens=300, linked_tokens=300))
+    reasons = {kept.entity.name: kept.reasons for kept in selection.kept.values()}
+    assert set(reasons) == {"shipments", "carriers"}
+    assert reasons["carriers"][0].startswith("joins shipments")

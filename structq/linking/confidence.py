@@ -79,8 +79,8 @@ def judge(index: "LinkingIndex", question: str, scores: dict[int, float],
     if strength < MIN_SCORE and not matched_values:
         reasons.append(f"no table or column matched the question's words well (best score {strength:.2f} < "
                        f"{MIN_SCORE}) and no stored value did")
-    kept_sources = {index.entities[i].source for i in kept}
-    rival = max((s for i, s in scores.items() if i not in kept and index.entities[i].source not in kept_sources),
+    kept_sources = {index.source_of[i] for i in kept}
+    rival = max((s for i, s in scores.items() if i not in kept and index.source_of[i] not in kept_sources),
                 default=0.0)
     if best and rival >= CLOSE * best:
         reasons.append(f"too close to call: a table of a source not shown scored {rival / best:.0%} of the best "

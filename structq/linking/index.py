@@ -185,6 +185,9 @@ class LinkingIndex:
     #: Each source's languages (``languages.Reach``), read from the kept index instead of every
     #: manifest's prose again in each process
     reach: dict[str, Reach]
+    #: Each entity's source, by entity number: ranking reads it for every candidate, and reading
+    #: it here does not make the candidate's record (``_StoredEntities``)
+    source_of: list[str]
 
     def __reduce__(self) -> tuple:
         """Pickled with its entities as plain rows (see ``_StoredEntities``)."""
@@ -238,7 +241,7 @@ class LinkingIndex:
             named_by[min(needed, key=lambda term: (counts[term], term))].append(k)
         return cls(found, position, _Bm25(bags), _Bm25(column_bags), column_keys, _graph(found, position),
                    examples, sum(e.tokens for e in found) + sum(headers.values()), names, headers,
-                   dict(named_by), reaches)
+                   dict(named_by), reaches, [e.source for e in found])
 
     def paths_from(self, start: int, max_hops: int) -> dict[int, int]:
         """Shortest FK paths from ``start``: each reachable table → the table before it."""

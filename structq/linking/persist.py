@@ -29,7 +29,7 @@ __all__ = ["cached", "cached_part", "entry_path", "folder", "KEEP"]
 
 KEEP = 8
 #: Raise when ``LinkingIndex``, ``Part`` or what they hold change shape: old entries become misses.
-_FORMAT = "structq-linking-index-4"
+_FORMAT = "structq-linking-index-5"
 
 T = TypeVar("T")
 

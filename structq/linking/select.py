@@ -286,7 +286,7 @@ def select(question: str, capabilities: "CapabilitySet", *, budget: Budget | Non
     scores, column_scores = _seed_scores(index, f"{question} {routed_terms}".strip(), matches, crossing.terms)
     if route and route.sources:
         allowed = set(route.sources)
-        scores = {i: s for i, s in scores.items() if index.entities[i].source in allowed}
+        scores = {i: s for i, s in scores.items() if index.source_of[i] in allowed}
     builder = _Builder(index, budget, scores, column_scores, matches)
     builder.force_values()
     builder.force(list(extra), "named by a failed query (repair)")
@@ -360,7 +360,7 @@ class _Builder:
         cost = 0
         for node in adding:
             cost += self._cost(node, sources)
-            sources.add(self.index.entities[node].source)
+            sources.add(self.index.source_of[node])
         if not force and self.used + cost > min(self.budget.linked_tokens, self.budget.prompt_tokens):
             return False
         for node, why in adding.items():
@@ -397,13 +397,13 @@ class _Builder:
         """Keep tables best-ranked first (own score, their source's, FK neighbours') within budget."""
         anchors: dict[str, list[int]] = {}
         for i in self.kept:
-            anchors.setdefault(self.index.entities[i].source, []).append(i)
+            anchors.setdefault(self.index.source_of[i], []).append(i)
         limit = min(self.budget.linked_tokens, self.budget.prompt_tokens)
         refused = 0
         for i, (score, reason) in self._ranked():
             if score <= 0 or refused >= _GIVE_UP or self.used >= limit - _NEARLY_FULL:
                 break
-            same_source = anchors.setdefault(self.index.entities[i].source, [])
+            same_source = anchors.setdefault(self.index.source_of[i], [])
             if i in self.kept or not self._keep(i, reason, joins=tuple(same_source)):
                 refused += i not in self.kept
                 continue
@@ -412,13 +412,13 @@ class _Builder:
     def _ranked(self) -> list[tuple[int, tuple[float, str]]]:
         by_source: dict[str, list[float]] = {}
         for i, score in self.scores.items():
-            by_source.setdefault(self.index.entities[i].source, []).append(score)
+            by_source.setdefault(self.index.source_of[i], []).append(score)
         source_score = {src: sum(sorted(v, reverse=True)[:3]) for src, v in by_source.items()}
         weight = self.budget.source_weight
-        entities = self.index.entities
+        source_of = self.index.source_of
         ranked: dict[int, tuple[float, int]] = {}  # table → (rank score, the table it joins or -1)
         for i, score in self.scores.items():
-            ranked[i] = (score + weight * source_score[entities[i].source], -1)
+            ranked[i] = (score + weight * source_score[source_of[i]], -1)
         best = heapq.nlargest(_CANDIDATES, ranked.items(), key=lambda kv: kv[1][0])
         for i, (score, _) in best:
             for n in self.index.graph.get(i, ()):
@@ -430,7 +430,7 @@ class _Builder:
                 own = self.scores.get(i, 0.0)
                 reason = f"matches the question (score {own:.1f}, its source {score - own:.1f})"
             else:
-                reason = f"joins {entities[via].name} (score {score:.1f})"
+                reason = f"joins {self.index.entities[via].name} (score {score:.1f})"
             out.append((i, (score, reason)))
         return out
 
