@@ -22,19 +22,18 @@ typo into an error instead of a silently dropped policy.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import re
 import types
-from collections import ChainMap
 import typing
+from collections import ChainMap
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from structq.collector import collector_paused
 from structq.errors import ManifestError
 
 from . import manifest_cache, yamlnodes
@@ -65,6 +64,9 @@ class _Defaults(Mapping[str, str]):
         from structq.config import default_demo_dir
 
         return str(default_demo_dir())
+
+    def __contains__(self, name: object) -> bool:  # without working the value out
+        return name == "STRUCTQ_DEMO_DIR"
 
     def __iter__(self) -> Iterator[str]:
         return iter(("STRUCTQ_DEMO_DIR",))
@@ -104,7 +106,7 @@ class _DeferredPositions(Positions):
     def __getattr__(self, name: str) -> Any:
         if name not in ("values", "keys"):
             raise AttributeError(name)
-        with _without_cyclic_gc():
+        with collector_paused():
             recorded = yamlnodes.record_positions(yamlnodes.compose(self._text, self.file), Positions(self.file))
         self.values, self.keys = recorded.values, recorded.keys
         return getattr(self, name)
@@ -222,44 +224,9 @@ def _validation_error(exc: ValidationError, data: Any, positions: Positions) -> 
     return positions.error(loc, f"{where}: {err['msg']}")
 
 
-@contextlib.contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a manifest is built, and count what it built
-    as old when it resumes.
-
-    Loading allocates hundreds of thousands of long-lived objects (nodes, dicts, models) and no
-    cycles; every allocation threshold crossed made the collector rescan the whole growing
-    graph, which took two thirds of loading a 1,000-table manifest and made it superlinear.
-    Reference counting still frees everything; the collector resumes (as it was) afterwards.
-
-    Resuming alone is not enough: the paused collector still counts allocations, so the first
-    one after the load started a young-generation collection over every object the load kept
-    (~0.03 s at 1,000 tables, and again when they reached the middle generation). So the
-    survivors are moved to the oldest generation first (``_age_survivors``).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            _age_survivors()
-            gc.enable()
-
-
-def _age_survivors() -> None:
-    """Move every object the collector tracks to its oldest generation and reset the young
-    generation's count: ``gc.freeze()`` then ``gc.unfreeze()``, two list splices (O(1)).
-    Nothing is exempted from collection for good: a full collection still looks at all of
-    them. Skipped when the process froze objects itself (unfreezing would release those)."""
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
-
-
 def load_manifest_text(text: str, file: str = "<manifest>", *, env: Mapping[str, str] | None = None) -> tuple[Manifest, Positions]:
     """Validate one manifest's YAML text. Raises ``ManifestError`` pointing into ``file``."""
-    with _without_cyclic_gc():
+    with collector_paused():
         return _load_manifest_text(text, file, env)
 
 
