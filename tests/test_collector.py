@@ -35,21 +35,24 @@ def test_a_collector_switched_off_by_the_program_stays_off() -> None:
 
 
 def test_pauses_from_threads_that_overlap_resume_when_the_last_ends() -> None:
-    inside, leave = threading.Barrier(3), threading.Event()
+    inside = threading.Barrier(3)
+    leave = [threading.Event(), threading.Event()]
 
-    def pause() -> None:
+    def pause(mine: threading.Event) -> None:
         with collector_paused():
             inside.wait()
-            leave.wait()
+            mine.wait()
 
-    threads = [threading.Thread(target=pause) for _ in range(2)]
-    for thread in threads:
-        thread.start()
+    first, second = (threading.Thread(target=pause, args=(event,)) for event in leave)
+    first.start()
+    second.start()
     inside.wait()
     assert not gc.isenabled()
-    leave.set()
-    for thread in threads:
-        thread.join()
+    leave[0].set()  # the first pause ends, whichever thread switched the collector off
+    first.join()
+    assert not gc.isenabled()  # the second still holds it
+    leave[1].set()
+    second.join()
     assert gc.isenabled()
 
 

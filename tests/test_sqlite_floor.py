@@ -51,14 +51,13 @@ def test_a_connection_whose_floor_is_pythons_gets_sqlites() -> None:
 
 
 def test_a_source_and_a_local_step_floor_alike(tmp_path: Path) -> None:
-    from structq.executors.local.executor import LocalExecutor  # noqa: F401 - imported to prove it exists
-    from structq.executors.sql.sqlite import connect_read_only, limit_sqlite
+    from structq.executors.local.executor import LocalExecutor
+    from structq.executors.sql.sqlite import connect_read_only
+    from structq.safety.query import SafeQuery
 
+    query = "SELECT floor(2.5), floor(NULL), floor(-7), floor('3'), floor('x')"
     database = tmp_path / "d.db"
     sqlite3.connect(database).close()
-    on_file = connect_read_only(str(database), 5.0)
-    through_sqlalchemy = sqlite3.connect(":memory:")
-    through_sqlalchemy.create_function("floor", 1, math.floor)
-    limit_sqlite(through_sqlalchemy)  # what the local executor's connection gets after SQLAlchemy's hook
-    query = "SELECT floor(2.5), floor(NULL), floor(-7), floor('3'), floor('x')"
-    assert on_file.execute(query).fetchone() == through_sqlalchemy.execute(query).fetchone() == (2.0, None, -7, 3, None)
+    on_file = connect_read_only(str(database), 5.0).execute(query).fetchone()
+    local = LocalExecutor().fetch(SafeQuery(source="local", kind="sql", limit=3, max_rows=2, text=query)).rows[0]
+    assert on_file == tuple(local) == (2.0, None, -7, 3, None)

@@ -232,10 +232,14 @@ def test_importing_the_model_builds_no_validator() -> None:
     """Pydantic models build their validators on first use (``defer_build``): importing the
     manifest and plan models builds none, so pydantic's plugin loader (which reads every
     installed distribution's entry points) is not even imported."""
-    statement = "import json, sys, structq.agent, structq.capabilities; print(json.dumps(sorted(sys.modules)))"
-    result = subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, check=True)
-    loaded = set(json.loads(result.stdout))
-    assert "pydantic" in loaded and "pydantic.plugin._loader" not in loaded
+    statement = ("import json, sys, structq.agent, structq.capabilities\n"
+                 "from structq.agent.plan import Plan\nfrom structq.capabilities import Manifest\n"
+                 "print(json.dumps([sorted(sys.modules), Plan.__pydantic_complete__, Manifest.__pydantic_complete__]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, check=True, env=env)
+    modules, plan_built, manifest_built = json.loads(result.stdout)
+    assert not plan_built and not manifest_built
+    assert "pydantic" in modules and "pydantic.plugin._loader" not in modules
 
 
 def test_command_modules_do_not_postpone_annotations() -> None:
