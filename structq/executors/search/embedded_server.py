@@ -247,17 +247,21 @@ def acquire(manifest: Manifest, progress: LoadProgress | None = None) -> str:
 
 def release() -> None:
     """Give back one :func:`acquire`."""
-    _server().release()
+    server = _SERVER
+    if server is not None:  # none made: nothing was acquired
+        server.release()
 
 
 def server_url() -> str | None:
-    """The search server's URL while it runs, else None."""
-    return _server().url
+    """The search server's URL while it runs, else None (without making one to ask)."""
+    server = _SERVER
+    return server.url if server is not None else None
 
 
 def loaded_indices() -> dict[str, Path]:
-    """Index name → documents file, for what the search server has loaded."""
-    return _server().loaded
+    """Index name → documents file, for what the search server has loaded (none made: nothing)."""
+    server = _SERVER
+    return server.loaded if server is not None else {}
 
 
 def stop() -> None:
