@@ -150,8 +150,7 @@ class SqlExecutor:
             with files.connection() as connection:
                 phase = "query"
                 with self._backend.guard(connection, self.timeout_s):
-                    fetched = fetch_cursor(connection.cursor(), sql, params, query, self.row_cap,
-                                           plain=self._backend.plain_columns)
+                    fetched = fetch_cursor(connection.cursor(), sql, params, query, self.row_cap)
         except sqlite3.Error as exc:
             raise self._translate(exc, False, phase, query, time.monotonic() - started) from exc
         except NotAQuery:

@@ -90,12 +90,12 @@ def fetch(
 
 
 def fetch_cursor(
-    cursor: Any, sql: str, params: "Mapping[str, Any]", query: "SafeQuery", row_cap: int | None = None, *,
-    plain: Callable[[Any], bool] | None = None,
+    cursor: Any, sql: str, params: "Mapping[str, Any]", query: "SafeQuery", row_cap: int | None = None,
 ) -> Fetched:
     """``fetch`` on a DB-API ``cursor``: run ``sql`` with ``params`` in the driver's own
     placeholder style and read at most ``max_rows + 1`` rows of it, with ``query``'s and
-    ``row_cap``'s bounds and ``plain`` as ``fetch`` takes them. The cursor is closed after."""
+    ``row_cap``'s bounds as ``fetch`` takes them; every value is checked JSON-safe. The cursor
+    is closed after."""
     max_rows, size = _row_bounds(query, row_cap)
     try:
         cursor.execute(sql, params)
@@ -106,8 +106,7 @@ def fetch_cursor(
         rows = cursor.fetchmany(size)
     finally:
         cursor.close()
-    kept = plain is not None and plain(description) and (not rows or type(rows[0]) is tuple)
-    return _capped(columns, rows, kept, max_rows)
+    return _capped(columns, rows, False, max_rows)
 
 
 def _row_bounds(query: "SafeQuery", row_cap: int | None) -> tuple[int, int]:
