@@ -96,9 +96,9 @@ def names_to_restore(error: Exception, plan: Any, capabilities: "CapabilitySet")
     """(source, table, column or None) in the full catalogue that the failed plan reached for."""
     index = linking_index(capabilities)
     tables, columns, sources = _mentions(error, plan, capabilities)
-    by_name: dict[str, list[int]] = {}
-    for i, e in enumerate(index.entities):
-        by_name.setdefault(e.name.lower(), []).append(i)
+    by_name: dict[str, list[int]] = {}  # from the keys, so that no table's record is made to read its name
+    for (_, name), i in index.position.items():
+        by_name.setdefault(name, []).append(i)
     chosen: set[int] = set()
     for name in tables:
         exact = by_name.get(name.lower())
@@ -109,7 +109,7 @@ def names_to_restore(error: Exception, plan: Any, capabilities: "CapabilitySet")
             chosen.update(by_name[close][:_PER_NAME])
     out: list[tuple[str, str, str | None]] = [(index.entities[i].source, index.entities[i].name, None) for i in sorted(chosen)]
     wanted = {c.lower() for c in columns}
-    scope: Iterable[int] = chosen or [i for i, e in enumerate(index.entities) if e.source in sources]
+    scope: Iterable[int] = chosen or [i for i, source in enumerate(index.source_of) if source in sources]
     found: dict[str, int] = {}
     for i in scope:
         e = index.entities[i]
