@@ -141,7 +141,7 @@ def timed_with_cpu(command: list[str], env: dict[str, str]) -> tuple[float, int,
     """Wall seconds, peak RSS (MiB) and CPU seconds of one run of ``command``. On a busy machine
     the CPU seconds vary less than the wall time: waiting for a core is not counted."""
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], env=env, check=True,
+    result = subprocess.run([sys.executable, "-P", "-c", _PEAK_RSS, *command], env=env, check=True,
                             capture_output=True, text=True)
     rss_kb, cpu_s = result.stdout.split()[-2:]
     return time.perf_counter() - started, int(rss_kb) // 1024, float(cpu_s)
@@ -283,13 +283,13 @@ def report_run(command: list[str], rounds: int = RUN_ROUNDS, before: Path | None
         run_args = ["run", "-m", str(root / "shop.yaml"), str(root / "plan.json")]
         run_code = f"import sys; sys.argv = ['structq', *{run_args!r}]; {ENTRY_POINT}"
         commands: dict[str, tuple[list[str], dict[str, str]]] = {"structq run": ([*command, *run_args], env)}
-        commands[LIBRARIES] = ([sys.executable, "-c", libraries_code(import_times(run_code, env))], env)
+        commands[LIBRARIES] = ([sys.executable, "-P", "-c", libraries_code(import_times(run_code, env))], env)
         if before is not None:
             before_env = {**env, "PYTHONPATH": os.pathsep.join([str(before), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
             commands[f"structq run ({before.name})"] = ([sys.executable, "-P", "-m", "structq.cli", *run_args], before_env)
             commands[f"{LIBRARIES} ({before.name})"] = (
-                [sys.executable, "-c", libraries_code(import_times(run_code, before_env))], before_env)
-        commands["LangChain SQLDatabase"] = ([sys.executable, "-c", _SQLDATABASE, url, query], env)
+                [sys.executable, "-P", "-c", libraries_code(import_times(run_code, before_env))], before_env)
+        commands["LangChain SQLDatabase"] = ([sys.executable, "-P", "-c", _SQLDATABASE, url, query], env)
         runs: dict[str, list[tuple[float, int, float]]] = {label: [] for label in commands}
         for _ in range(rounds):
             for label, (argv, its_env) in commands.items():
@@ -331,7 +331,7 @@ def main() -> None:
     args = parser.parse_args()
     command = structq_command()
     if not args.run_only:
-        baseline = median_wall([sys.executable, "-c", "pass"])
+        baseline = median_wall([sys.executable, "-P", "-c", "pass"])
         help_time = median_wall([*command, "--help"])
         print(f"median of {RUNS} runs")
         print(f"  python -c pass      {baseline:6.3f} s")
