@@ -118,9 +118,18 @@ class CapabilitySet:
             return cached
         digest = hashlib.sha256()
         for name in sorted(self._sources):
-            digest.update(manifest_fingerprint(self._sources[name]).encode())
+            digest.update(self.fingerprint_of(name).encode())
         self._fingerprint: str | None = digest.hexdigest()[:16]
         return self._fingerprint
+
+    def fingerprint_of(self, source: str) -> str:
+        """``manifest_fingerprint`` of the manifest of ``source``, computed once (the catalogue's
+        fingerprint and the linking index's parts both key on it)."""
+        known: dict[str, str] = self.__dict__.setdefault("_manifest_fingerprints", {})
+        found = known.get(source)
+        if found is None:
+            found = known[source] = manifest_fingerprint(self._sources[source])
+        return found
 
     def render(self) -> str:
         """The manifests as compact text for a planning prompt."""

@@ -17,8 +17,6 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from structq.capabilities.catalog import manifest_fingerprint
-
 from . import persist
 from .entities import Entity, estimate_tokens, manifest_entities
 from .languages import Reach, source_reach
@@ -27,7 +25,7 @@ from .tokens import terms
 if TYPE_CHECKING:
     from structq.capabilities import CapabilitySet, Manifest
 
-__all__ = ["Part", "build_part", "manifest_fingerprint", "parts"]
+__all__ = ["Part", "build_part", "parts"]
 
 #: Field weights of a table document (see ``index``'s docstring); a column document weighs its
 #: name and synonyms ``W_OWN_NAME``, its description 1, its values ``W_VALUES``.
@@ -118,7 +116,7 @@ def parts(capabilities: "CapabilitySet") -> list[Part]:
     held: dict[str, Part] = {}
     out = []
     for manifest in capabilities:
-        key = manifest_fingerprint(manifest)
+        key = capabilities.fingerprint_of(manifest.source)
         part = _HELD.get(key) or held.get(key)
         if part is None:
             part = persist.cached_part(key, lambda m=manifest: build_part(m), Part, keep=2 * len(capabilities))
