@@ -149,10 +149,7 @@ def _cast_handler(name: str, own: Callable[[Generator, exp.Cast], str]) -> Calla
     faster = _FASTER[name][exp.Cast]
 
     def cast_sql(generator: Generator, expression: exp.Cast) -> str:
-        alike = _alike.get(name)
-        if alike is None:
-            alike = _writes_casts_alike(name)
-        return faster(generator, expression) if alike else own(generator, expression)
+        return faster(generator, expression) if _writes_casts_alike(name) else own(generator, expression)
 
     return cast_sql
 
