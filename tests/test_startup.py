@@ -259,3 +259,24 @@ def test_command_modules_do_not_postpone_annotations() -> None:
     texts = {f"{fn.__module__}.{fn.__name__}": name for fn in callbacks(app)
              for name, annotation in inspect.get_annotations(fn).items() if isinstance(annotation, str)}
     assert not texts, texts
+
+
+def test_a_synchronous_run_keeps_what_it_sets_to_itself() -> None:
+    """Driven on the caller's thread, the core still runs in a copy of the caller's context, as
+    ``asyncio.run`` ran it: a context variable set inside does not change the caller's."""
+    import contextvars
+
+    from structq.agent.bridge import block_on, call_here
+
+    seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="caller")
+
+    def inner() -> str:
+        seen.set("call")
+        return seen.get()
+
+    async def core() -> tuple[str, str]:
+        seen.set("core")
+        return call_here(inner), seen.get()
+
+    assert block_on(core) == ("call", "core")  # the call's setting stays the call's
+    assert seen.get() == "caller"

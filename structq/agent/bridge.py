@@ -32,28 +32,26 @@ def driven_here() -> bool:
 
 
 def call_here(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on this thread, as itself: what it starts (an event loop of its
-    own, say) is not driven by ``block_on``."""
-    token = _DRIVEN.set(False)
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        _DRIVEN.reset(token)
+    """``fn(*args, **kwargs)`` on this thread, in a copy of the current context as
+    ``Engine.call`` runs it on the call pool (what it sets stays its own), and not driven by
+    ``block_on`` (an event loop it starts is its own)."""
+    context = contextvars.copy_context()
+    context.run(_DRIVEN.set, False)
+    return context.run(fn, *args, **kwargs)
 
 
 def block_on(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run the coroutine ``make()`` to completion on this thread and return its result. It must
-    await nothing but ``Engine.call`` (and coroutines that do the same): anything else would
-    need an event loop, and is a bug this says."""
-    token = _DRIVEN.set(True)
+    """Run the coroutine ``make()`` to completion on this thread and return its result, in a
+    copy of the caller's context as ``asyncio.run`` would (what the core sets does not leak to
+    the caller). It must await nothing but ``Engine.call`` (and coroutines that do the same):
+    anything else would need an event loop, and is a bug this says."""
+    context = contextvars.copy_context()
+    context.run(_DRIVEN.set, True)
+    coroutine = context.run(make)
     try:
-        coroutine = make()
-        try:
-            awaited = coroutine.send(None)
-        except StopIteration as finished:
-            return finished.value
-        coroutine.close()
-        raise RuntimeError(f"the agent's core awaited {awaited!r}, not Engine.call: it cannot be driven "
-                           "without an event loop")
-    finally:
-        _DRIVEN.reset(token)
+        awaited = context.run(coroutine.send, None)
+    except StopIteration as finished:
+        return finished.value
+    coroutine.close()
+    raise RuntimeError(f"the agent's core awaited {awaited!r}, not Engine.call: it cannot be driven "
+                       "without an event loop")
